@@ -1,0 +1,356 @@
+"""Browsers as data behind one small session interface.
+
+A ``BrowserProduct`` says where a browser and its driver may live and how to launch it; ``resolve``
+finds them (explicit path -> project-local install -> system paths) or raises BrowserUnavailable
+naming what was searched; ``launch`` returns a ``BrowserSession`` the runner drives. Nothing here
+downloads anything: drivers are always given to Selenium by explicit path.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import shutil
+import sys
+import tempfile
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from .browser_install import WEBNN_CHROMIUM_LAUNCHER
+from .specs import BrowserName
+
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--enable-unsafe-webgpu",
+    "--enable-webgpu-developer-features",  # unquantized timestamp-query values
+    "--enable-features=WebMachineLearningNeuralNetwork",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+FIREFOX_PREFS = (
+    ("dom.webgpu.enabled", True),
+    ("gfx.webgpu.ignore-blocklist", True),
+)
+PAGE_LOAD_TIMEOUT_S = 60
+
+
+class DriverKind(enum.StrEnum):
+    CHROMEDRIVER = "chromedriver"
+    MSEDGEDRIVER = "msedgedriver"
+    GECKODRIVER = "geckodriver"
+    MARIONETTE = "marionette"  # Mozilla's marionette-driver: Firefox without geckodriver
+    SAFARIDRIVER = "safaridriver"
+
+
+@dataclass(frozen=True)
+class BrowserProduct:
+    name: BrowserName
+    binaries: tuple[str, ...]
+    """Candidate binaries, in order of preference: absolute paths or names looked up on PATH."""
+    drivers: tuple[str, ...]
+    driver_kind: DriverKind
+    install_hint: str
+    args: tuple[str, ...] = ()
+    prefs: tuple[tuple[str, object], ...] = ()
+    fallback_driver_kind: DriverKind | None = None
+    """Used when none of ``drivers`` is installed (Firefox falls back to Marionette)."""
+
+
+PRODUCTS: dict[BrowserName, BrowserProduct] = {
+    BrowserName.CHROME: BrowserProduct(
+        name=BrowserName.CHROME,
+        binaries=(
+            str(WEBNN_CHROMIUM_LAUNCHER),  # WebGPU + WebNN; installed by scripts/setup.sh
+            "google-chrome",
+            "google-chrome-stable",
+            "chromium",
+            "chromium-browser",
+        ),
+        drivers=("chromedriver", "/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"),
+        driver_kind=DriverKind.CHROMEDRIVER,
+        install_hint="run scripts/setup.sh (apt-get install chromium chromium-driver)",
+        args=CHROMIUM_ARGS,
+    ),
+    BrowserName.EDGE: BrowserProduct(
+        name=BrowserName.EDGE,
+        binaries=("microsoft-edge", "microsoft-edge-stable", "/opt/microsoft/msedge/msedge"),
+        drivers=("msedgedriver",),
+        driver_kind=DriverKind.MSEDGEDRIVER,
+        install_hint="install Microsoft Edge and msedgedriver (not packaged for Debian)",
+        args=CHROMIUM_ARGS,
+    ),
+    BrowserName.FIREFOX: BrowserProduct(
+        name=BrowserName.FIREFOX,
+        # firefox-esr first: Debian's /usr/bin/firefox is a shell wrapper Marionette cannot version.
+        binaries=("firefox-esr", "firefox"),
+        drivers=("geckodriver",),
+        driver_kind=DriverKind.GECKODRIVER,
+        install_hint="run scripts/setup.sh (apt-get install firefox-esr)",
+        prefs=FIREFOX_PREFS,
+        fallback_driver_kind=DriverKind.MARIONETTE,
+    ),
+    BrowserName.SAFARI: BrowserProduct(
+        name=BrowserName.SAFARI,
+        binaries=("/Applications/Safari.app/Contents/MacOS/Safari",),
+        drivers=("safaridriver", "/usr/bin/safaridriver"),
+        driver_kind=DriverKind.SAFARIDRIVER,
+        install_hint="Safari exists only on macOS (enable 'Allow Remote Automation')",
+    ),
+}
+
+
+class BrowserUnavailable(Exception):
+    """The browser or its driver is not installed here; the message says what was searched."""
+
+
+@dataclass(frozen=True)
+class ResolvedBrowser:
+    product: BrowserProduct
+    binary: Path
+    driver: Path | None
+    driver_kind: DriverKind
+
+
+def _find(candidate: str) -> Path | None:
+    if "/" in candidate:
+        path = Path(candidate)
+        return path if path.is_file() and path.stat().st_mode & 0o111 else None
+    found = shutil.which(candidate)
+    return Path(found).resolve() if found else None
+
+
+def resolve(
+    name: BrowserName, binary: str | None = None, driver: str | None = None
+) -> ResolvedBrowser:
+    """Find a browser's binary and driver; an explicit path must exist or it is an error."""
+    product = PRODUCTS[name]
+    binaries = (binary,) if binary else product.binaries
+    found_binary = next((p for p in map(_find, binaries) if p), None)
+    if found_binary is None:
+        raise BrowserUnavailable(
+            f"{name}: no browser binary found (searched {', '.join(binaries)}); "
+            f"{'check --browser-binary' if binary else product.install_hint}"
+        )
+    drivers = (driver,) if driver else product.drivers
+    found_driver = next((p for p in map(_find, drivers) if p), None)
+    if found_driver is not None:
+        return ResolvedBrowser(product, found_binary, found_driver, product.driver_kind)
+    if product.fallback_driver_kind is not None and not driver:
+        return ResolvedBrowser(product, found_binary, None, product.fallback_driver_kind)
+    raise BrowserUnavailable(
+        f"{name}: no {product.driver_kind} found (searched {', '.join(drivers)}); "
+        f"{'check --driver' if driver else product.install_hint}"
+    )
+
+
+def _kill_tree(pid: int | None) -> None:
+    if pid is None:
+        return
+    try:
+        root = psutil.Process(pid)
+        procs = root.children(recursive=True) + [root]
+    except psutil.NoSuchProcess:
+        return
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=5)
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _call_with_timeout(fn: object, timeout_s: float) -> None:
+    """Run a driver clean-up call that may hang on a dead browser, without waiting forever."""
+    thread = threading.Thread(target=fn, daemon=True)  # type: ignore[arg-type]
+    thread.start()
+    thread.join(timeout_s)
+
+
+@dataclass
+class BrowserSession(ABC):
+    """One running browser process, reused across the runs of a sweep until it breaks."""
+
+    resolved: ResolvedBrowser
+    version: str = ""
+    pid: int | None = None
+    """The browser's main process; the runner watches it to tell a crash from a slow page."""
+    launch_args: tuple[str, ...] = field(default=())
+
+    @abstractmethod
+    def open(self, url: str) -> None:
+        """Navigate to ``url`` (blocks until the page has loaded)."""
+
+    @abstractmethod
+    def _quit(self) -> None: ...
+
+    def is_alive(self) -> bool:
+        return True if self.pid is None else _alive(self.pid)  # no pid (Safari): trust the driver
+
+    def kill(self) -> None:
+        """Hard-kill the browser's process tree (used after a hang, and by the crash test)."""
+        _kill_tree(self.pid)
+
+    def close(self) -> None:
+        _call_with_timeout(self._quit, 15)
+        self.kill()
+
+
+@dataclass
+class SeleniumSession(BrowserSession):
+    driver: object = None
+
+    def open(self, url: str) -> None:
+        self.driver.get(url)  # type: ignore[attr-defined]
+
+    def _quit(self) -> None:
+        try:
+            self.driver.quit()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - quitting a dead browser may raise anything
+            pass
+
+    def close(self) -> None:
+        service_pid = getattr(getattr(self.driver.service, "process", None), "pid", None)  # type: ignore[attr-defined]
+        super().close()
+        _kill_tree(service_pid)
+
+
+@dataclass
+class MarionetteSession(BrowserSession):
+    client: object = None
+
+    def open(self, url: str) -> None:
+        self.client.navigate(url)  # type: ignore[attr-defined]
+
+    def _quit(self) -> None:
+        try:
+            self.client.delete_session()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            self.client.cleanup()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _child_browser_pid(service_pid: int) -> int | None:
+    try:
+        children = psutil.Process(service_pid).children()
+    except psutil.NoSuchProcess:
+        return None
+    return children[0].pid if children else None
+
+
+def _launch_chromium(resolved: ResolvedBrowser) -> BrowserSession:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as ChromeService
+    from selenium.webdriver.edge.service import Service as EdgeService
+
+    profile = tempfile.mkdtemp(prefix=f"{resolved.product.name}-profile-")
+    args = (*resolved.product.args, f"--user-data-dir={profile}")
+    is_edge = resolved.driver_kind is DriverKind.MSEDGEDRIVER
+    options = webdriver.EdgeOptions() if is_edge else webdriver.ChromeOptions()
+    options.binary_location = str(resolved.binary)
+    for arg in args:
+        options.add_argument(arg)
+    service_cls = EdgeService if is_edge else ChromeService
+    # --disable-build-check: the WebNN Chromium (153) is older than Debian's ChromeDriver (156).
+    service = service_cls(executable_path=str(resolved.driver), service_args=["--disable-build-check"])
+    driver = (webdriver.Edge if is_edge else webdriver.Chrome)(service=service, options=options)
+    driver.set_page_load_timeout(PAGE_LOAD_TIMEOUT_S)
+    return SeleniumSession(
+        resolved=resolved,
+        version=str(driver.capabilities.get("browserVersion", "")),
+        pid=_child_browser_pid(service.process.pid),
+        launch_args=args,
+        driver=driver,
+    )
+
+
+def _launch_selenium_firefox(resolved: ResolvedBrowser) -> BrowserSession:
+    from selenium import webdriver
+    from selenium.webdriver.firefox.service import Service
+
+    options = webdriver.FirefoxOptions()
+    options.binary_location = str(resolved.binary)
+    options.add_argument("-headless")
+    for key, value in resolved.product.prefs:
+        options.set_preference(key, value)
+    driver = webdriver.Firefox(service=Service(executable_path=str(resolved.driver)), options=options)
+    driver.set_page_load_timeout(PAGE_LOAD_TIMEOUT_S)
+    return SeleniumSession(
+        resolved=resolved,
+        version=str(driver.capabilities.get("browserVersion", "")),
+        pid=driver.capabilities.get("moz:processID"),
+        launch_args=("-headless",),
+        driver=driver,
+    )
+
+
+def _launch_marionette(resolved: ResolvedBrowser) -> BrowserSession:
+    logging.getLogger("mozversion").setLevel(logging.WARNING)
+    from marionette_driver.marionette import Marionette
+
+    client = Marionette(
+        bin=str(resolved.binary),
+        headless=True,
+        prefs=dict(resolved.product.prefs),
+        gecko_log=str(Path(tempfile.mkdtemp(prefix="gecko-")) / "gecko.log"),
+        startup_timeout=60,
+    )
+    client.start_session()
+    client.timeout.page_load = PAGE_LOAD_TIMEOUT_S
+    caps = client.session_capabilities
+    return MarionetteSession(
+        resolved=resolved,
+        version=str(caps.get("browserVersion", "")),
+        pid=caps.get("moz:processID"),
+        launch_args=("-headless",),
+        client=client,
+    )
+
+
+def _launch_safari(resolved: ResolvedBrowser) -> BrowserSession:
+    from selenium import webdriver
+    from selenium.webdriver.safari.service import Service
+
+    driver = webdriver.Safari(service=Service(executable_path=str(resolved.driver)))
+    driver.set_page_load_timeout(PAGE_LOAD_TIMEOUT_S)
+    return SeleniumSession(
+        resolved=resolved,
+        version=str(driver.capabilities.get("browserVersion", "")),
+        pid=None,
+        driver=driver,
+    )
+
+
+_LAUNCHERS = {
+    DriverKind.CHROMEDRIVER: _launch_chromium,
+    DriverKind.MSEDGEDRIVER: _launch_chromium,
+    DriverKind.GECKODRIVER: _launch_selenium_firefox,
+    DriverKind.MARIONETTE: _launch_marionette,
+    DriverKind.SAFARIDRIVER: _launch_safari,
+}
+
+
+def launch(resolved: ResolvedBrowser) -> BrowserSession:
+    """Start the browser (blocking; the runner calls it in a worker thread)."""
+    if resolved.driver_kind is DriverKind.SAFARIDRIVER and sys.platform != "darwin":
+        raise BrowserUnavailable("safari: safaridriver runs only on macOS")
+    return _LAUNCHERS[resolved.driver_kind](resolved)

@@ -1,0 +1,92 @@
+"""Parse what the page posts. It is data from a browser, so every field is checked, not trusted."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+MAX_REASON_CHARS = 2000
+PAGE_STATUSES = ("ok", "unsupported", "failed")
+
+
+class PageDataError(ValueError):
+    """The page posted something that does not have the agreed shape."""
+
+
+@dataclass(frozen=True)
+class PageResult:
+    status: str
+    reason: str = ""
+    shader: str = ""
+    compute_dtype: str = ""
+    weight_bits: int | None = None
+    timestamp_query: bool = False
+    compile_ms: float | None = None
+    cold_ms: float | None = None
+    wall_ms: tuple[float, ...] = ()
+    gpu_ms: tuple[float, ...] | None = None
+    gpu_buffer_bytes: int | None = None
+    probe: dict[str, Any] = field(default_factory=dict)
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise PageDataError(f"{name} is not a finite number: {value!r:.80}")
+    if value < 0:
+        raise PageDataError(f"{name} is negative: {value!r}")
+    return float(value)
+
+
+def _samples(value: Any, name: str, expected: int) -> tuple[float, ...]:
+    if not isinstance(value, list):
+        raise PageDataError(f"{name} is not a list")
+    if len(value) != expected:
+        raise PageDataError(f"{name} has {len(value)} samples, {expected} were asked for")
+    return tuple(_number(v, f"{name}[{i}]") for i, v in enumerate(value))
+
+
+def _text(value: Any) -> str:
+    return str(value)[:MAX_REASON_CHARS] if value is not None else ""
+
+
+def parse_page_result(payload: Any, iterations: int) -> PageResult:
+    if not isinstance(payload, dict):
+        raise PageDataError("result is not a JSON object")
+    status = payload.get("status")
+    if status not in PAGE_STATUSES:
+        raise PageDataError(f"unknown status {status!r:.40}")
+    probe = payload.get("probe") if isinstance(payload.get("probe"), dict) else {}
+    if status != "ok":
+        return PageResult(status=status, reason=_text(payload.get("reason")) or "(no message)", probe=probe)
+    compute_dtype = payload.get("compute_dtype")
+    if compute_dtype not in ("f32", "f16"):
+        raise PageDataError(f"unknown compute_dtype {compute_dtype!r:.40}")
+    weight_bits = payload.get("weight_bits")
+    if weight_bits not in (32, 16, 8, 4, 2):
+        raise PageDataError(f"unknown weight_bits {weight_bits!r:.40}")
+    gpu = payload.get("gpu_ms")
+    return PageResult(
+        status=status,
+        shader=_text(payload.get("shader")),
+        compute_dtype=compute_dtype,
+        weight_bits=int(weight_bits),
+        timestamp_query=payload.get("timestamp_query") is True,
+        compile_ms=_number(payload.get("compile_ms"), "compile_ms"),
+        cold_ms=_number(payload.get("cold_ms"), "cold_ms"),
+        wall_ms=_samples(payload.get("wall_ms"), "wall_ms", iterations),
+        gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", iterations),
+        gpu_buffer_bytes=int(_number(payload.get("gpu_buffer_bytes"), "gpu_buffer_bytes")),
+        probe=probe,
+    )
+
+
+def parse_output(data: bytes | None, m: int, n: int) -> np.ndarray:
+    expected = m * n * 4
+    if data is None:
+        raise PageDataError("the page posted no output tensor")
+    if len(data) != expected:
+        raise PageDataError(f"output has {len(data)} bytes, expected {expected} ({m}x{n} float32)")
+    return np.frombuffer(data, dtype="<f4").reshape(m, n)

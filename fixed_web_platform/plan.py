@@ -1,0 +1,74 @@
+"""The whole sweep is listed before any browser starts: browsers x platforms x shapes x bits x reps."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .specs import (
+    DEFAULT_BLOCK_SIZE,
+    SUPPORTED_BITS,
+    BrowserName,
+    Platform,
+    PrecisionMode,
+    RunSpec,
+    Workload,
+)
+from .workloads import validate_shape
+
+_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+
+
+def parse_shape(text: str) -> Workload:
+    """'MxKxN' -> Workload; ValueError with one clear line otherwise."""
+    match = _SHAPE.match(text.strip().lower())
+    if not match:
+        raise ValueError(f"shape {text!r} is not MxKxN (three positive integers, e.g. 1x768x3072)")
+    m, k, n = (int(g) for g in match.groups())
+    if min(m, k, n) <= 0:
+        raise ValueError(f"shape {text!r}: every dimension must be a positive integer")
+    return Workload(f"custom-{m}x{k}x{n}", m, k, n)
+
+
+def build_plan(
+    browsers: Sequence[BrowserName],
+    platforms: Sequence[Platform],
+    workloads: Sequence[Workload],
+    bits: Sequence[int],
+    *,
+    repetitions: int = 1,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    precision_mode: PrecisionMode = PrecisionMode.STANDARD,
+    seed: int = 0,
+) -> list[RunSpec]:
+    """Validate everything up front (bad bits, shapes, block sizes fail before any launch)."""
+    if repetitions < 1:
+        raise ValueError(f"repetitions must be at least 1, got {repetitions}")
+    if block_size <= 0:
+        raise ValueError(f"block size must be positive, got {block_size}")
+    for b in bits:
+        if b not in SUPPORTED_BITS:
+            raise ValueError(f"bits {b} is not supported; choose from {' '.join(map(str, SUPPORTED_BITS))}")
+    for workload in workloads:
+        for b in bits:
+            validate_shape(workload, b, block_size)
+    runs: list[RunSpec] = []
+    for browser in dict.fromkeys(browsers):
+        for workload in dict.fromkeys(workloads):
+            for b in dict.fromkeys(bits):
+                for rep in range(repetitions):
+                    for platform in dict.fromkeys(platforms):
+                        runs.append(
+                            RunSpec(
+                                run_id=len(runs),
+                                browser=browser,
+                                platform=platform,
+                                workload=workload,
+                                bits=b,
+                                block_size=block_size,
+                                repetition=rep,
+                                precision_mode=precision_mode,
+                                seed=seed,
+                            )
+                        )
+    return runs

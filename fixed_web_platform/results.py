@@ -1,0 +1,194 @@
+"""Result rows and where they go: results.csv (one row per run, written as each run ends),
+samples.jsonl (raw samples) and environment.json, under results/<UTC timestamp>_<label>/."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime as dt
+import json
+import math
+import platform
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from .specs import SCHEMA_VERSION, Outcome, RunSpec
+
+RESULTS_ROOT = Path(__file__).resolve().parent.parent / "results"
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    schema_version: int
+    run_id: int
+    repetition: int
+    timestamp_utc: str
+    browser: str
+    browser_version: str
+    platform: str
+    precision_mode: str
+    adapter: str
+    workload: str
+    m: int
+    k: int
+    n: int
+    bits_requested: int
+    bits_executed: int | None
+    weight_format: str
+    compute_dtype: str
+    block_size: int
+    outcome: str
+    reason: str
+    latency_ms_median: float | None = None
+    latency_ms_p10: float | None = None
+    latency_ms_p90: float | None = None
+    latency_cv: float | None = None
+    n_samples: int = 0
+    timing_source: str = ""
+    cold_ms: float | None = None
+    wall_ms_median: float | None = None
+    gpu_ms_median: float | None = None
+    compile_ms: float | None = None
+    gflops: float | None = None
+    weight_bytes: int | None = None
+    weight_bytes_f32: int | None = None
+    gpu_buffer_bytes: int | None = None
+    rel_error_vs_float: float | None = None
+    max_abs_error_vs_float: float | None = None
+    snr_db: float | None = None
+    cosine_vs_float: float | None = None
+    rel_error_vs_dequantized: float | None = None
+    kernel_tolerance: float | None = None
+    shader: str = ""
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def without_measurement(
+        cls, run: RunSpec, outcome: Outcome, reason: str, *, browser_version: str = "",
+        adapter: str = "", weight_format: str = "",
+    ) -> ResultRow:
+        """A row for a run that produced no figures: the outcome and the reason say why."""
+        return cls(
+            schema_version=SCHEMA_VERSION,
+            run_id=run.run_id,
+            repetition=run.repetition,
+            timestamp_utc=utc_now(),
+            browser=run.browser,
+            browser_version=browser_version,
+            platform=run.platform,
+            precision_mode=run.precision_mode,
+            adapter=adapter,
+            workload=run.workload.name,
+            m=run.workload.m,
+            k=run.workload.k,
+            n=run.workload.n,
+            bits_requested=run.bits,
+            bits_executed=None,
+            weight_format=weight_format,
+            compute_dtype="",
+            block_size=run.block_size if run.bits <= 8 else 0,
+            outcome=outcome,
+            reason=reason,
+        )
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_results_dir(label: str, root: Path = RESULTS_ROOT) -> Path:
+    """A fresh folder that is never an earlier run's (a suffix is added on a clash)."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in label) or "sweep"
+    path = root / f"{stamp}_{safe}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = root / f"{stamp}_{safe}-{suffix}"
+    return path
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return value
+
+
+def _json_safe(value: Any) -> Any:
+    """JSON without NaN/Infinity tokens, so every JSON reader can load the files."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+class ResultWriter:
+    """Appends each row to disk as soon as its run ends, so an interrupted sweep keeps its rows."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.csv_path = directory / "results.csv"
+        self.samples_path = directory / "samples.jsonl"
+        self.environment_path = directory / "environment.json"
+        self.rows: list[ResultRow] = []
+        with self.csv_path.open("w", newline="") as f:
+            csv.writer(f).writerow(ResultRow.columns())
+        self.samples_path.touch()
+        self.environment: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "created_utc": utc_now(),
+            "machine": machine_info(),
+            "browsers": {},
+        }
+        self.write_environment()
+
+    def add(self, row: ResultRow, samples: dict[str, Any] | None = None) -> None:
+        self.rows.append(row)
+        with self.csv_path.open("a", newline="") as f:
+            csv.writer(f).writerow([_csv_value(v) for v in dataclasses.astuple(row)])
+        if samples is not None:
+            line = {"schema_version": SCHEMA_VERSION, "run_id": row.run_id, **samples}
+            with self.samples_path.open("a") as f:
+                f.write(json.dumps(_json_safe(line)) + "\n")
+
+    def record_browser(self, name: str, info: dict[str, Any]) -> None:
+        self.environment["browsers"].setdefault(name, {}).update(info)
+        self.write_environment()
+
+    def write_environment(self) -> None:
+        self.environment_path.write_text(json.dumps(_json_safe(self.environment), indent=2) + "\n")
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def machine_info() -> dict[str, Any]:
+    uname = platform.uname()
+    return {
+        "system": uname.system,
+        "release": uname.release,
+        "machine": uname.machine,
+        "processor": uname.processor,
+        "cpu_count": psutil.cpu_count(logical=True),
+        "memory_bytes": psutil.virtual_memory().total,
+        "python": sys.version.split()[0],
+        "packages": {d: _version(d) for d in ("selenium", "aiohttp", "numpy", "marionette-driver")},
+    }

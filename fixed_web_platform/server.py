@@ -1,0 +1,134 @@
+"""Local job server: serves web/ and shaders/ and hands each job its spec and tensors.
+
+Listens on 127.0.0.1 only, on a random free port. Every job has an unguessable token that the
+page must send back; posts without it are rejected. The driver awaits a job's result here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+WEB_DIR = PROJECT_ROOT / "web"
+SHADERS_DIR = PROJECT_ROOT / "shaders"
+MAX_POST_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class Job:
+    job_id: str
+    token: str
+    spec: dict[str, Any]
+    tensors: dict[str, bytes]
+    result: asyncio.Future[dict[str, Any]]
+    spec_fetched: asyncio.Event = field(default_factory=asyncio.Event)
+    output: bytes | None = None
+
+
+@web.middleware
+async def _isolation_headers(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Cross-origin isolation gives the page high-resolution timers (and, later, memory APIs)."""
+    response = await handler(request)
+    response.headers["Cross-Origin-Opener-Policy"] = "same-origin"
+    response.headers["Cross-Origin-Embedder-Policy"] = "require-corp"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+class JobServer:
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._runner: web.AppRunner | None = None
+        self.port: int = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        app = web.Application(middlewares=[_isolation_headers], client_max_size=MAX_POST_BYTES)
+        app.router.add_get("/api/jobs/{job_id}/spec", self._get_spec)
+        app.router.add_get("/api/jobs/{job_id}/tensors/{name}", self._get_tensor)
+        app.router.add_post("/api/jobs/{job_id}/output", self._post_output)
+        app.router.add_post("/api/jobs/{job_id}/result", self._post_result)
+        app.router.add_static("/web/", WEB_DIR)
+        app.router.add_static("/shaders/", SHADERS_DIR)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        sockets = site._server.sockets  # type: ignore[union-attr]
+        self.port = sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> JobServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def add_job(self, spec: dict[str, Any], tensors: dict[str, bytes]) -> Job:
+        job_id = secrets.token_hex(8)
+        job = Job(
+            job_id=job_id,
+            token=secrets.token_urlsafe(16),
+            spec={**spec, "job_id": job_id},
+            tensors=tensors,
+            result=asyncio.get_running_loop().create_future(),
+        )
+        self._jobs[job_id] = job
+        return job
+
+    def remove_job(self, job: Job) -> None:
+        self._jobs.pop(job.job_id, None)
+
+    def job_url(self, job: Job) -> str:
+        return f"{self.base_url}/web/harness.html?job={job.job_id}&token={job.token}"
+
+    def _authorized(self, request: web.Request) -> Job:
+        job = self._jobs.get(request.match_info["job_id"])
+        token = request.query.get("token", "")
+        if job is None or not secrets.compare_digest(token, job.token):
+            raise web.HTTPForbidden(text="unknown job or bad token")
+        return job
+
+    async def _get_spec(self, request: web.Request) -> web.Response:
+        job = self._authorized(request)
+        job.spec_fetched.set()
+        return web.json_response(job.spec)
+
+    async def _get_tensor(self, request: web.Request) -> web.Response:
+        job = self._authorized(request)
+        data = job.tensors.get(request.match_info["name"])
+        if data is None:
+            raise web.HTTPNotFound(text="no such tensor")
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    async def _post_output(self, request: web.Request) -> web.Response:
+        job = self._authorized(request)
+        job.output = await request.read()
+        return web.json_response({"ok": True})
+
+    async def _post_result(self, request: web.Request) -> web.Response:
+        job = self._authorized(request)
+        try:
+            payload = json.loads(await request.text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            payload = {"status": "failed", "reason": f"page posted an unreadable result: {exc}"}
+        if not isinstance(payload, dict):
+            payload = {"status": "failed", "reason": "page posted a result that is not an object"}
+        if not job.result.done():
+            job.result.set_result(payload)
+        return web.json_response({"ok": True})

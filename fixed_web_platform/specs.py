@@ -1,0 +1,104 @@
+"""The vocabulary of a sweep: closed sets (enums) and frozen specs shared by every module."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+"""Version of the result files (results.csv, samples.jsonl, environment.json); bump on any change."""
+
+
+class Platform(enum.StrEnum):
+    WEBGPU = "webgpu"
+    WEBNN = "webnn"
+
+
+class BrowserName(enum.StrEnum):
+    CHROME = "chrome"
+    EDGE = "edge"
+    FIREFOX = "firefox"
+    SAFARI = "safari"
+
+
+class Outcome(enum.StrEnum):
+    """What happened to one planned run. Only ``ok`` rows carry measured figures."""
+
+    OK = "ok"
+    UNSUPPORTED = "unsupported"  # the browser lacks a feature the run needs; reason names it
+    FAILED = "failed"  # the browser raised an error; reason is its message
+    TIMEOUT = "timeout"  # no result within the run's time limit; the browser was restarted
+    CRASH = "crash"  # the browser process died during the run
+    INVALID = "invalid"  # it ran, but the kernel's output is wrong beyond tolerance
+    UNAVAILABLE = "unavailable"  # the browser (or its driver) is not installed here
+
+    @property
+    def is_failure(self) -> bool:
+        """Outcomes that make the sweep exit 1: something broke, as opposed to 'cannot run here'."""
+        return self in (Outcome.FAILED, Outcome.TIMEOUT, Outcome.CRASH, Outcome.INVALID)
+
+
+class PrecisionMode(enum.StrEnum):
+    STANDARD = "standard"
+    EXPERIMENTAL = "experimental"
+
+
+SUPPORTED_BITS = (32, 16, 8, 4, 2)
+"""32 is the float32 baseline; 16 is float16 weights; 8/4/2 are packed integer weights."""
+DEFAULT_BITS = (32, 16, 8, 4, 2)
+DEFAULT_BLOCK_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One matmul shape: out[M, N] = x[M, K] @ W[N, K]^T (W stored row per output channel)."""
+
+    name: str
+    m: int
+    k: int
+    n: int
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.k * self.n
+
+    @property
+    def shape(self) -> str:
+        return f"{self.m}x{self.k}x{self.n}"
+
+
+DEFAULT_WORKLOADS = (
+    # BERT-base FFN up-projection for one token (decode-like GEMV) and an attention projection
+    # over a 128-token sequence (prefill-like GEMM).
+    Workload("bert-base-ffn-gemv", 1, 768, 3072),
+    Workload("bert-base-attn-gemm", 128, 768, 768),
+)
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    warmup: int = 3
+    iterations: int = 10
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One planned run: everything the harness needs to execute and label it."""
+
+    run_id: int
+    browser: BrowserName
+    platform: Platform
+    workload: Workload
+    bits: int
+    block_size: int
+    repetition: int
+    precision_mode: PrecisionMode
+    seed: int
+
+    @property
+    def label(self) -> str:
+        return (
+            f"{self.browser}/{self.platform} {self.bits}-bit {self.workload.shape}"
+            f" rep{self.repetition}"
+        )

@@ -1,0 +1,131 @@
+"""Workload preparation in Python: seeded weights, quantize + pack, float64 references.
+
+The page receives exactly the bytes prepared here, and the two references (original float
+weights, dequantized weights) are what its output is judged against.
+"""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quant
+from .specs import Workload
+
+KERNEL_TOLERANCE_F32 = 1e-5
+KERNEL_TOLERANCE_F16 = 1e-2
+
+
+@dataclass(frozen=True)
+class KernelVariant:
+    """A shader the page may use; the first whose required features the adapter has wins."""
+
+    shader: str
+    compute_dtype: str
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PreparedWorkload:
+    workload: Workload
+    bits: int
+    block_size: int
+    weight_format: str
+    variants: tuple[KernelVariant, ...]
+    tensors: dict[str, bytes]
+    weight_bytes: int
+    constants: dict[str, int]
+    ref_float: np.ndarray
+    """float64 result with the ORIGINAL float weights: what quantization costs the user."""
+    ref_dequantized: np.ndarray
+    """float64 result with the weights the kernel actually holds: is the kernel right."""
+
+
+def _seed_for(workload: Workload, seed: int) -> int:
+    return zlib.crc32(f"{workload.m}x{workload.k}x{workload.n}:{seed}".encode())
+
+
+def validate_shape(workload: Workload, bits: int, block_size: int) -> None:
+    """Raise ValueError with one clear line when a shape cannot run at these bits."""
+    if min(workload.m, workload.k, workload.n) <= 0:
+        raise ValueError(f"shape {workload.shape}: every dimension must be a positive integer")
+    if bits in (8, 4, 2):
+        if workload.k % block_size:
+            raise ValueError(
+                f"shape {workload.shape}: K={workload.k} is not a multiple of the block size "
+                f"{block_size} ({bits}-bit weights are quantized in blocks along K)"
+            )
+        per_word = 32 // bits
+        if block_size % per_word:
+            raise ValueError(
+                f"block size {block_size} must be a multiple of {per_word} for {bits}-bit weights "
+                "packed into 32-bit words"
+            )
+    if bits == 16 and workload.k % 2:
+        raise ValueError(f"shape {workload.shape}: K={workload.k} must be even for float16 pairs")
+
+
+@functools.lru_cache(maxsize=8)
+def _float_tensors(workload: Workload, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(_seed_for(workload, seed))
+    x = rng.standard_normal((workload.m, workload.k)).astype(np.float32)
+    w = (rng.standard_normal((workload.n, workload.k)) / np.sqrt(workload.k)).astype(np.float32)
+    return x, w
+
+
+def prepare(workload: Workload, bits: int, block_size: int, seed: int) -> PreparedWorkload:
+    validate_shape(workload, bits, block_size)
+    x, w = _float_tensors(workload, seed)
+    x64 = x.astype(np.float64)
+    ref_float = x64 @ w.astype(np.float64).T
+    constants = {"M": workload.m, "K": workload.k, "N": workload.n}
+    tensors = {"x": x.tobytes()}
+    if bits == 32:
+        w_exec = w
+        tensors["w"] = w.tobytes()
+        weight_format = "float32"
+        variants = (KernelVariant("matmul_f32.wgsl", "f32"),)
+        weight_bytes = w.nbytes
+        block = 0
+    elif bits == 16:
+        w16 = quant.to_float16(w)
+        w_exec = w16.astype(np.float32)
+        tensors["w"] = quant.float16_bits_u32(w16).tobytes()
+        weight_format = "float16"
+        variants = (
+            KernelVariant("matmul_f16.wgsl", "f16", ("shader-f16",)),
+            KernelVariant("matmul_f16_unpack.wgsl", "f32"),
+        )
+        weight_bytes = len(tensors["w"])
+        block = 0
+    else:
+        q, params = quant.quantize_weights(w, bits, granularity="blockwise", block_size=block_size)
+        w_exec = quant.dequantize_weights(q, params)
+        tensors["w"] = quant.pack_u32_words(q, bits).tobytes()
+        tensors["scales"] = params.scale.astype(np.float32).tobytes()
+        tensors["zero_points"] = quant.pack_u32_words(params.zero_point, bits).tobytes()
+        weight_format = f"{params.dtype}-block{block_size}-{params.scheme}"
+        variants = (KernelVariant("matmul_quant.wgsl", "f32"),)
+        weight_bytes = len(tensors["w"]) + len(tensors["scales"]) + len(tensors["zero_points"])
+        constants |= {"BITS": bits, "BLOCK_SIZE": block_size}
+        block = block_size
+    ref_dequantized = x64 @ w_exec.astype(np.float64).T
+    return PreparedWorkload(
+        workload=workload,
+        bits=bits,
+        block_size=block,
+        weight_format=weight_format,
+        variants=variants,
+        tensors=tensors,
+        weight_bytes=weight_bytes,
+        constants=constants,
+        ref_float=ref_float,
+        ref_dequantized=ref_dequantized,
+    )
+
+
+def kernel_tolerance(compute_dtype: str) -> float:
+    return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32

@@ -1,0 +1,165 @@
+// WebGPU runner: builds the pipeline the job names, runs one cold iteration, warm-ups, then timed
+// iterations, and reads the output back once. Returns raw samples; decides nothing about them.
+const WORKGROUP_X = 64;
+const TILE_M = 4;
+
+function unsupported(reason) { return {status: 'unsupported', reason}; }
+
+function align4(n) { return Math.ceil(n / 4) * 4; }
+
+async function compilationErrors(module) {
+  const info = await module.getCompilationInfo();
+  return info.messages.filter((m) => m.type === 'error')
+      .map((m) => `${m.lineNum}:${m.linePos} ${m.message}`);
+}
+
+export async function runWebGPU(spec, client) {
+  if (!('gpu' in navigator)) return unsupported('WebGPU: navigator.gpu is missing');
+  const adapter = await navigator.gpu.requestAdapter();
+  if (!adapter) return unsupported('WebGPU: requestAdapter() returned null');
+
+  const variant = spec.variants.find((v) => v.requires.every((f) => adapter.features.has(f)));
+  if (!variant) {
+    const needs = spec.variants.map((v) => v.requires.join('+') || 'none').join(' or ');
+    return unsupported(`WebGPU adapter lacks the features this kernel needs (${needs})`);
+  }
+  const hasTimestamps = adapter.features.has('timestamp-query');
+  const requiredFeatures = [...variant.requires];
+  if (hasTimestamps) requiredFeatures.push('timestamp-query');
+
+  const tensors = {};
+  for (const name of spec.bindings) tensors[name] = await client.tensor(name);
+  const largest = Math.max(spec.output_bytes, ...Object.values(tensors).map((t) => t.byteLength));
+  if (largest > adapter.limits.maxStorageBufferBindingSize) {
+    return unsupported(`WebGPU: a ${largest}-byte buffer exceeds maxStorageBufferBindingSize ` +
+                       `${adapter.limits.maxStorageBufferBindingSize}`);
+  }
+  const groupsX = Math.ceil(spec.n / WORKGROUP_X);
+  const groupsY = Math.ceil(spec.m / TILE_M);
+  if (Math.max(groupsX, groupsY) > adapter.limits.maxComputeWorkgroupsPerDimension) {
+    return unsupported('WebGPU: dispatch exceeds maxComputeWorkgroupsPerDimension');
+  }
+
+  const device = await adapter.requestDevice({
+    requiredFeatures,
+    requiredLimits: {
+      maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+      maxBufferSize: adapter.limits.maxBufferSize,
+    },
+  });
+  let lostInfo = null;
+  device.lost.then((info) => { lostInfo = info; });
+  const uncaptured = [];
+  device.addEventListener('uncapturederror', (e) => uncaptured.push(String(e.error.message)));
+
+  try {
+    device.pushErrorScope('validation');
+    const tSetup = performance.now();
+    const code = await (await fetch(`/shaders/${variant.shader}`)).text();
+    const module = device.createShaderModule({code, label: variant.shader});
+    const errors = await compilationErrors(module);
+    if (errors.length) return {status: 'failed', reason: `WGSL compile error: ${errors.join('; ')}`};
+    const pipeline = await device.createComputePipelineAsync({
+      layout: 'auto', compute: {module, entryPoint: 'main', constants: spec.constants},
+    });
+    const compileMs = performance.now() - tSetup;
+
+    const buffers = spec.bindings.map((name) => {
+      const data = tensors[name];
+      const buffer = device.createBuffer({
+        label: name, size: align4(data.byteLength),
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+      });
+      device.queue.writeBuffer(buffer, 0, data);
+      return buffer;
+    });
+    const output = device.createBuffer({
+      label: 'out', size: spec.output_bytes,
+      usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
+    });
+    const bindGroup = device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: [...buffers, output].map((buffer, binding) => ({binding, resource: {buffer}})),
+    });
+    await device.queue.onSubmittedWorkDone();
+
+    const iterations = spec.iterations;
+    const querySet = hasTimestamps ?
+      device.createQuerySet({type: 'timestamp', count: 2 * iterations}) : null;
+
+    const dispatchOnce = async (timedIndex) => {
+      const encoder = device.createCommandEncoder();
+      const passDesc = {};
+      if (querySet && timedIndex !== null) {
+        passDesc.timestampWrites = {
+          querySet, beginningOfPassWriteIndex: 2 * timedIndex,
+          endOfPassWriteIndex: 2 * timedIndex + 1,
+        };
+      }
+      const pass = encoder.beginComputePass(passDesc);
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(groupsX, groupsY);
+      pass.end();
+      const t0 = performance.now();
+      device.queue.submit([encoder.finish()]);
+      await device.queue.onSubmittedWorkDone();
+      return performance.now() - t0;
+    };
+
+    const coldMs = await dispatchOnce(null);
+    for (let i = 0; i < spec.warmup; i++) await dispatchOnce(null);
+    const wallMs = [];
+    for (let i = 0; i < iterations; i++) wallMs.push(await dispatchOnce(i));
+
+    let gpuMs = null;
+    const encoder = device.createCommandEncoder();
+    const readback = device.createBuffer({
+      size: spec.output_bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    encoder.copyBufferToBuffer(output, 0, readback, 0, spec.output_bytes);
+    let tsRead = null;
+    if (querySet) {
+      const resolve = device.createBuffer({
+        size: 16 * iterations, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      });
+      tsRead = device.createBuffer({
+        size: 16 * iterations, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      });
+      encoder.resolveQuerySet(querySet, 0, 2 * iterations, resolve, 0);
+      encoder.copyBufferToBuffer(resolve, 0, tsRead, 0, 16 * iterations);
+    }
+    device.queue.submit([encoder.finish()]);
+    await readback.mapAsync(GPUMapMode.READ);
+    const outBytes = readback.getMappedRange().slice(0);
+    readback.unmap();
+    if (tsRead) {
+      await tsRead.mapAsync(GPUMapMode.READ);
+      const ts = new BigUint64Array(tsRead.getMappedRange().slice(0));
+      tsRead.unmap();
+      gpuMs = [];
+      for (let i = 0; i < iterations; i++) gpuMs.push(Number(ts[2 * i + 1] - ts[2 * i]) / 1e6);
+    }
+
+    const validation = await device.popErrorScope();
+    if (validation) return {status: 'failed', reason: `WebGPU validation error: ${validation.message}`};
+    if (lostInfo) return {status: 'failed', reason: `WebGPU device lost: ${lostInfo.message}`};
+    if (uncaptured.length) return {status: 'failed', reason: `WebGPU error: ${uncaptured[0]}`};
+
+    return {
+      status: 'ok',
+      shader: variant.shader,
+      compute_dtype: variant.compute_dtype,
+      weight_bits: spec.bits,
+      timestamp_query: hasTimestamps,
+      compile_ms: compileMs,
+      cold_ms: coldMs,
+      wall_ms: wallMs,
+      gpu_ms: gpuMs,
+      gpu_buffer_bytes: [...buffers, output].reduce((sum, b) => sum + b.size, 0),
+      output: outBytes,
+    };
+  } finally {
+    device.destroy();
+  }
+}
