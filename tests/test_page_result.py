@@ -1,0 +1,137 @@
+"""Unit tests for fixed_web_platform.page_result: what the page posts is checked, not trusted."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+import pytest
+
+from fixed_web_platform.page_result import (
+    MAX_REASON_CHARS,
+    PageDataError,
+    parse_output,
+    parse_page_result,
+)
+
+ITERATIONS = 3
+
+
+def _ok(**overrides: object) -> dict:
+    payload = {
+        "status": "ok",
+        "shader": "matmul_quant.wgsl",
+        "compute_dtype": "f32",
+        "weight_bits": 4,
+        "timestamp_query": True,
+        "compile_ms": 12.5,
+        "cold_ms": 3,
+        "wall_ms": [1.0, 1.5, 2],
+        "gpu_ms": [0.5, 0.25, 0.75],
+        "gpu_buffer_bytes": 4096,
+        "probe": {"webgpu": {"available": True}},
+    }
+    payload.update(overrides)
+    return payload
+
+
+def test_well_formed_ok_payload() -> None:
+    page = parse_page_result(_ok(), ITERATIONS)
+    assert page.status == "ok"
+    assert page.shader == "matmul_quant.wgsl"
+    assert page.compute_dtype == "f32"
+    assert page.weight_bits == 4
+    assert page.timestamp_query is True
+    assert page.compile_ms == 12.5
+    assert page.cold_ms == 3.0 and isinstance(page.cold_ms, float)
+    assert page.wall_ms == (1.0, 1.5, 2.0)
+    assert page.gpu_ms == (0.5, 0.25, 0.75)
+    assert page.gpu_buffer_bytes == 4096
+    assert page.probe == {"webgpu": {"available": True}}
+
+
+def test_ok_payload_without_gpu_timestamps() -> None:
+    page = parse_page_result(_ok(gpu_ms=None, timestamp_query="yes", probe="not a dict"), ITERATIONS)
+    assert page.gpu_ms is None
+    assert page.timestamp_query is False  # only a real JSON true counts
+    assert page.probe == {}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"wall_ms": [1.0, 2.0]}, "wall_ms has 2 samples, 3"),
+        ({"wall_ms": [1.0, 2.0, 3.0, 4.0]}, "wall_ms has 4 samples"),
+        ({"gpu_ms": [1.0]}, "gpu_ms has 1 samples"),
+        ({"wall_ms": "1,2,3"}, "wall_ms is not a list"),
+        ({"wall_ms": [1.0, math.nan, 2.0]}, r"wall_ms\[1\]"),
+        ({"gpu_ms": [1.0, 2.0, math.inf]}, r"gpu_ms\[2\]"),
+        ({"wall_ms": [1.0, -0.5, 2.0]}, "negative"),
+        ({"wall_ms": [1.0, "2", 3.0]}, r"wall_ms\[1\]"),
+        ({"wall_ms": [True, 1.0, 2.0]}, r"wall_ms\[0\]"),
+        ({"compile_ms": math.nan}, "compile_ms"),
+        ({"compile_ms": None}, "compile_ms"),
+        ({"cold_ms": -1}, "cold_ms is negative"),
+        ({"cold_ms": "3"}, "cold_ms"),
+        ({"gpu_buffer_bytes": False}, "gpu_buffer_bytes"),
+        ({"compute_dtype": "f64"}, "compute_dtype"),
+        ({"compute_dtype": None}, "compute_dtype"),
+        ({"weight_bits": 3}, "weight_bits"),
+        ({"weight_bits": "4"}, "weight_bits"),
+        ({"status": "done"}, "status"),
+        ({"status": None}, "status"),
+    ],
+)
+def test_malformed_ok_payload_rejected(overrides: dict, match: str) -> None:
+    with pytest.raises(PageDataError, match=match):
+        parse_page_result(_ok(**overrides), ITERATIONS)
+
+
+@pytest.mark.parametrize("payload", [None, [], "ok", 3, ["status", "ok"]])
+def test_non_object_rejected(payload: object) -> None:
+    with pytest.raises(PageDataError, match="not a JSON object"):
+        parse_page_result(payload, ITERATIONS)
+
+
+@pytest.mark.parametrize("status", ["failed", "unsupported"])
+def test_failed_and_unsupported_keep_reason(status: str) -> None:
+    # No figures are required for these, so missing samples are not an error.
+    page = parse_page_result({"status": status, "reason": "shader-f16 missing", "probe": {"a": 1}},
+                             ITERATIONS)
+    assert page.status == status
+    assert page.reason == "shader-f16 missing"
+    assert page.probe == {"a": 1}
+    assert page.wall_ms == () and page.gpu_ms is None
+
+
+def test_missing_reason_gets_placeholder() -> None:
+    assert parse_page_result({"status": "failed"}, ITERATIONS).reason == "(no message)"
+    assert parse_page_result({"status": "failed", "reason": ""}, ITERATIONS).reason == "(no message)"
+
+
+def test_long_reason_is_truncated() -> None:
+    reason = "x" * (MAX_REASON_CHARS * 3) + "END"
+    page = parse_page_result({"status": "failed", "reason": reason}, ITERATIONS)
+    assert len(page.reason) == MAX_REASON_CHARS
+    assert reason.startswith(page.reason)
+
+
+def test_parse_output_returns_float32_m_by_n() -> None:
+    values = [float(i) / 4 for i in range(6)]
+    data = struct.pack("<6f", *values)
+    out = parse_output(data, 2, 3)
+    assert out.shape == (2, 3)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.array(values, dtype=np.float32).reshape(2, 3))
+
+
+@pytest.mark.parametrize("size", [0, 23, 25, 48])
+def test_parse_output_checks_byte_length(size: int) -> None:
+    with pytest.raises(PageDataError, match=f"{size} bytes, expected 24"):
+        parse_output(b"\0" * size, 2, 3)
+
+
+def test_parse_output_missing_tensor() -> None:
+    with pytest.raises(PageDataError, match="no output"):
+        parse_output(None, 2, 3)
