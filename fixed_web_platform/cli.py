@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -152,8 +153,8 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UsageError("--mixed-precision is not supported yet")
     if args.model is not None:
         raise UsageError("--model is not supported yet; the built-in matmul workloads run without it")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     try:
         extra = [parse_shape(s) for s in args.shape]
     except ValueError as exc:

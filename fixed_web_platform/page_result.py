@@ -33,7 +33,11 @@ class PageResult:
 
 
 def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    try:
+        finite = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
         raise PageDataError(f"{name} is not a finite number: {value!r:.80}")
     if value < 0:
         raise PageDataError(f"{name} is negative: {value!r}")

@@ -1,4 +1,5 @@
-"""The whole sweep is listed before any browser starts: browsers x platforms x shapes x bits x reps."""
+"""The whole sweep is listed before any browser starts: browsers x shapes x bits x reps x platforms
+(platforms innermost, so WebGPU and WebNN runs of one configuration sit side by side)."""
 
 from __future__ import annotations
 

@@ -105,15 +105,18 @@ def utc_now() -> str:
 
 
 def new_results_dir(label: str, root: Path = RESULTS_ROOT) -> Path:
-    """A fresh folder that is never an earlier run's (a suffix is added on a clash)."""
+    """Create and return a fresh folder that is never an earlier run's (a suffix is added on a clash)."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in label) or "sweep"
-    path = root / f"{stamp}_{safe}"
-    suffix = 1
-    while path.exists():
-        suffix += 1
-        path = root / f"{stamp}_{safe}-{suffix}"
-    return path
+    root.mkdir(parents=True, exist_ok=True)
+    for suffix in range(1, 1000):
+        path = root / (f"{stamp}_{safe}" if suffix == 1 else f"{stamp}_{safe}-{suffix}")
+        try:
+            path.mkdir()  # atomic: two sweeps started in the same second get different folders
+        except FileExistsError:
+            continue
+        return path
+    raise RuntimeError(f"could not create a results folder under {root}")
 
 
 def _csv_value(value: Any) -> Any:
@@ -147,7 +150,7 @@ class ResultWriter:
         self.rows: list[ResultRow] = []
         with self.csv_path.open("w", newline="") as f:
             csv.writer(f).writerow(ResultRow.columns())
-        self.samples_path.touch()
+        self.samples_path.write_text("")
         self.environment: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "created_utc": utc_now(),

@@ -22,7 +22,7 @@ class SampleStats:
 
 
 def summarize(samples: Sequence[float]) -> SampleStats:
-    if not samples:
+    if len(samples) == 0:
         raise ValueError("no samples to summarize")
     a = np.asarray(samples, dtype=np.float64)
     mean = float(a.mean())

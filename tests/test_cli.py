@@ -67,11 +67,6 @@ def test_bad_input_is_one_error_line_and_exit_2(
         assert word in lines[0]
 
 
-@pytest.mark.xfail(
-    reason="BUG: --timeout nan passes the `timeout <= 0` check (NaN compares false), so the sweep "
-           "starts with a deadline no run can ever exceed",
-    strict=True,
-)
 def test_timeout_nan_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     try:
         rc = cli.main(["--timeout", "nan"])

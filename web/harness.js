@@ -1,10 +1,16 @@
 // Entry point of the harness page: fetch the job, run it, post raw measurements back.
 // The page only measures; statistics and accuracy are computed in Python.
 import {JobClient} from './job_client.js';
-import {probe} from './probe.js';
+import {probe, probeWebNN} from './probe.js';
+import {runWebNN} from './webnn_runner.js';
 import {runWebGPU} from './webgpu_runner.js';
 
-const RUNNERS = {webgpu: runWebGPU};
+// 'probe' only reports capabilities (WebNN contexts and their opSupportLimits per device type).
+const RUNNERS = {
+  webgpu: runWebGPU,
+  webnn: runWebNN,
+  probe: async (spec) => ({status: 'ok', webnn: await probeWebNN(spec.webnn_devices ?? ['cpu'])}),
+};
 
 function setStatus(text) { document.getElementById('status').textContent = text; }
 

@@ -41,3 +41,21 @@ export async function probe() {
   }
   return out;
 }
+
+// WebNN per device type: a context or the browser's own error, and opSupportLimits() in full.
+export async function probeWebNN(deviceTypes) {
+  if (!('ml' in navigator)) {
+    return {present: false, reason: 'navigator.ml is missing: this browser has no WebNN'};
+  }
+  const contexts = {};
+  for (const deviceType of deviceTypes) {
+    try {
+      const context = await navigator.ml.createContext({deviceType});
+      contexts[deviceType] = {available: true, limits: JSON.parse(JSON.stringify(context.opSupportLimits()))};
+      if (context.destroy) context.destroy();
+    } catch (e) {
+      contexts[deviceType] = {available: false, error: `${e.name}: ${e.message}`};
+    }
+  }
+  return {present: true, contexts};
+}

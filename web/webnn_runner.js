@@ -1,0 +1,107 @@
+// WebNN runner: builds out = x @ transpose(dequantize(W)) with the data types Python chose,
+// times build apart from compute, then warm-ups and timed dispatch + readTensor iterations
+// (readTensor is the sync point), and returns the output read back once.
+const ELEMENT_BYTES = {float32: 4, float16: 2, int8: 1, uint8: 1, int32: 4, uint32: 4};
+
+function byteLength(dataType, elements) {
+  if (dataType === 'int4' || dataType === 'uint4') return Math.ceil(elements / 2);
+  if (dataType === 'int2' || dataType === 'uint2') return Math.ceil(elements / 4);
+  return elements * ELEMENT_BYTES[dataType];
+}
+
+function typedView(dataType, buffer, elements) {
+  const bytes = buffer.slice(0, byteLength(dataType, elements));
+  switch (dataType) {
+    case 'float32': return new Float32Array(bytes);
+    case 'float16': return typeof Float16Array === 'function' ?
+      new Float16Array(bytes) : new Uint16Array(bytes);
+    case 'int8': return new Int8Array(bytes);
+    case 'int32': return new Int32Array(bytes);
+    default: return new Uint8Array(bytes); // uint8 and sub-byte types, packed low bits first
+  }
+}
+
+function errorText(e) { return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`; }
+
+export async function runWebNN(spec, client) {
+  if (!('ml' in navigator)) {
+    return {status: 'unsupported', reason: 'navigator.ml is missing: this browser has no WebNN'};
+  }
+  const nn = spec.webnn;
+  const {m, k, n} = spec;
+  let context;
+  try {
+    context = await navigator.ml.createContext({deviceType: nn.device_type});
+  } catch (e) {
+    return {status: 'unsupported', reason: `createContext(${nn.device_type}) rejected: ${errorText(e)}`};
+  }
+  const tensors = {};
+  for (const name of spec.bindings) tensors[name] = await client.tensor(name);
+
+  let stage = 'graph building';
+  try {
+    const tBuild = performance.now();
+    const builder = new MLGraphBuilder(context);
+    const x = builder.input('x', {dataType: 'float32', shape: [m, k]});
+    let weight;
+    if (nn.weight_dtype === 'float32' || nn.weight_dtype === 'float16') {
+      weight = builder.constant({dataType: nn.weight_dtype, shape: [n, k]},
+                                typedView(nn.weight_dtype, tensors.w, n * k));
+    } else {
+      const blocks = spec.constants.K / spec.constants.BLOCK_SIZE;
+      const q = builder.constant({dataType: nn.weight_dtype, shape: [n, k]},
+                                 typedView(nn.weight_dtype, tensors.w, n * k));
+      const scale = builder.constant({dataType: nn.scale_dtype, shape: [n, blocks]},
+                                     typedView(nn.scale_dtype, tensors.scales, n * blocks));
+      const zeroPoint = builder.constant({dataType: nn.zero_point_dtype, shape: [n, blocks]},
+                                         typedView(nn.zero_point_dtype, tensors.zero_points, n * blocks));
+      weight = builder.dequantizeLinear(q, scale, zeroPoint);
+    }
+    let lhs = x;
+    if (nn.matmul_dtype !== nn.weight_dtype && (nn.weight_dtype === 'float16')) {
+      weight = builder.cast(weight, nn.matmul_dtype);
+    }
+    if (nn.matmul_dtype === 'float16') {
+      lhs = builder.cast(x, 'float16');
+      if (nn.weight_dtype !== 'float16') weight = builder.cast(weight, 'float16');
+    }
+    let out = builder.matmul(lhs, builder.transpose(weight));
+    if (nn.matmul_dtype !== 'float32') out = builder.cast(out, 'float32');
+    stage = 'build';
+    const graph = await builder.build({out});
+    const buildMs = performance.now() - tBuild;
+
+    stage = 'dispatch';
+    const xTensor = await context.createTensor({dataType: 'float32', shape: [m, k], writable: true});
+    context.writeTensor(xTensor, new Float32Array(tensors.x));
+    const outTensor = await context.createTensor({dataType: 'float32', shape: [m, n], readable: true});
+    const once = async () => {
+      const t0 = performance.now();
+      context.dispatch(graph, {x: xTensor}, {out: outTensor});
+      await context.readTensor(outTensor);
+      return performance.now() - t0;
+    };
+    const coldMs = await once();
+    for (let i = 0; i < spec.warmup; i++) await once();
+    const wallMs = [];
+    for (let i = 0; i < spec.iterations; i++) wallMs.push(await once());
+    const output = await context.readTensor(outTensor);
+    return {
+      status: 'ok',
+      shader: '',
+      compute_dtype: nn.matmul_dtype === 'float16' ? 'f16' : 'f32',
+      weight_bits: spec.bits,
+      timestamp_query: false,
+      compile_ms: buildMs,
+      cold_ms: coldMs,
+      wall_ms: wallMs,
+      gpu_ms: null,
+      gpu_buffer_bytes: 0,
+      output,
+    };
+  } catch (e) {
+    return {status: 'failed', reason: `WebNN ${stage} error: ${errorText(e)}`};
+  } finally {
+    if (context.destroy) context.destroy();
+  }
+}
