@@ -23,8 +23,15 @@ from .specs import (
     Outcome,
     Platform,
     PrecisionMode,
+    WEBNN_DEVICES,
     TimingConfig,
 )
+
+PLATFORMS = {
+    "webgpu": [Platform.WEBGPU],
+    "webnn": [Platform.WEBNN],
+    "both": [Platform.WEBGPU, Platform.WEBNN],
+}
 
 DEFAULT_BROWSERS = (BrowserName.CHROME, BrowserName.FIREFOX)
 
@@ -84,7 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="run_real_webgpu_webnn.py",
         description="Measure 16/8/4/2-bit matmul in real browsers through WebGPU (and WebNN).",
     )
-    p.add_argument("--platform", choices=["webgpu", "webnn", "both"], default="webgpu")
+    p.add_argument("--platform", choices=["webgpu", "webnn", "both"], default="webgpu",
+                   help="webgpu (WGSL kernels), webnn (MLGraph), or both side by side")
+    p.add_argument("--webnn-device", choices=list(WEBNN_DEVICES), default="cpu",
+                   help="MLContext deviceType for WebNN runs (default cpu)")
     p.add_argument("--browser", nargs="+", type=_browser, default=list(DEFAULT_BROWSERS),
                    help="chrome edge firefox safari (default: chrome firefox)")
     p.add_argument("--bits", nargs="+", type=_bits, default=list(DEFAULT_BITS),
@@ -147,8 +157,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    if args.platform in ("webnn", "both"):
-        raise UsageError("WebNN runs are not built yet; use --platform webgpu")
     if args.mixed_precision:
         raise UsageError("--mixed-precision is not supported yet")
     if args.model is not None:
@@ -166,13 +174,14 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         plan = build_plan(
             browsers,
-            [Platform.WEBGPU],
+            PLATFORMS[args.platform],
             workloads,
             args.bits,
             repetitions=args.repetitions,
             block_size=args.block_size,
             precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
             seed=args.seed,
+            webnn_device=args.webnn_device,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from .specs import (
     DEFAULT_BLOCK_SIZE,
     SUPPORTED_BITS,
+    WEBNN_DEVICES,
     BrowserName,
     Platform,
     PrecisionMode,
@@ -41,10 +42,13 @@ def build_plan(
     block_size: int = DEFAULT_BLOCK_SIZE,
     precision_mode: PrecisionMode = PrecisionMode.STANDARD,
     seed: int = 0,
+    webnn_device: str = "cpu",
 ) -> list[RunSpec]:
     """Validate everything up front (bad bits, shapes, block sizes fail before any launch)."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, got {repetitions}")
+    if webnn_device not in WEBNN_DEVICES:
+        raise ValueError(f"WebNN device {webnn_device!r} is not one of {', '.join(WEBNN_DEVICES)}")
     if block_size <= 0:
         raise ValueError(f"block size must be positive, got {block_size}")
     for b in bits:
@@ -70,6 +74,7 @@ def build_plan(
                                 repetition=rep,
                                 precision_mode=precision_mode,
                                 seed=seed,
+                                webnn_device=webnn_device,
                             )
                         )
     return runs

@@ -33,6 +33,7 @@ class ResultRow:
     platform: str
     precision_mode: str
     adapter: str
+    device_type: str
     workload: str
     m: int
     k: int
@@ -40,6 +41,9 @@ class ResultRow:
     bits_requested: int
     bits_executed: int | None
     weight_format: str
+    weight_dtype: str
+    scale_dtype: str
+    zero_point_dtype: str
     compute_dtype: str
     block_size: int
     outcome: str
@@ -86,6 +90,7 @@ class ResultRow:
             platform=run.platform,
             precision_mode=run.precision_mode,
             adapter=adapter,
+            device_type=run.webnn_device if run.platform == "webnn" else "",
             workload=run.workload.name,
             m=run.workload.m,
             k=run.workload.k,
@@ -93,6 +98,9 @@ class ResultRow:
             bits_requested=run.bits,
             bits_executed=None,
             weight_format=weight_format,
+            weight_dtype="",
+            scale_dtype="",
+            zero_point_dtype="",
             compute_dtype="",
             block_size=run.block_size if run.bits <= 8 else 0,
             outcome=outcome,

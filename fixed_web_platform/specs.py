@@ -38,6 +38,9 @@ class Outcome(enum.StrEnum):
         return self in (Outcome.FAILED, Outcome.TIMEOUT, Outcome.CRASH, Outcome.INVALID)
 
 
+WEBNN_DEVICES = ("cpu", "gpu", "npu")
+
+
 class PrecisionMode(enum.StrEnum):
     STANDARD = "standard"
     EXPERIMENTAL = "experimental"
@@ -95,6 +98,8 @@ class RunSpec:
     repetition: int
     precision_mode: PrecisionMode
     seed: int
+    webnn_device: str = "cpu"
+    """MLContext deviceType for WebNN runs (cpu, gpu or npu); unused by WebGPU runs."""
 
     @property
     def label(self) -> str:

@@ -34,6 +34,8 @@ class PreparedWorkload:
     bits: int
     block_size: int
     weight_format: str
+    weight_dtype: str
+    """Element type of the stored weights: float32, float16, int8/int4/int2 (or uint* for WebNN)."""
     variants: tuple[KernelVariant, ...]
     tensors: dict[str, bytes]
     weight_bytes: int
@@ -68,7 +70,7 @@ def validate_shape(workload: Workload, bits: int, block_size: int) -> None:
         raise ValueError(f"shape {workload.shape}: K={workload.k} must be even for float16 pairs")
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def _float_tensors(workload: Workload, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(_seed_for(workload, seed))
     x = rng.standard_normal((workload.m, workload.k)).astype(np.float32)
@@ -76,7 +78,13 @@ def _float_tensors(workload: Workload, seed: int) -> tuple[np.ndarray, np.ndarra
     return x, w
 
 
-def prepare(workload: Workload, bits: int, block_size: int, seed: int) -> PreparedWorkload:
+@functools.lru_cache(maxsize=4)
+def prepare(
+    workload: Workload, bits: int, block_size: int, seed: int, unsigned: bool = False
+) -> PreparedWorkload:
+    """Bytes and references for one configuration. ``unsigned`` stores 8/4-bit weights as
+    uint8/uint4 (the same values shifted by 2^(bits-1), zero points too) for WebNN contexts
+    that list only unsigned types; the WebGPU kernel reads the signed form."""
     validate_shape(workload, bits, block_size)
     x, w = _float_tensors(workload, seed)
     x64 = x.astype(np.float64)
@@ -86,7 +94,7 @@ def prepare(workload: Workload, bits: int, block_size: int, seed: int) -> Prepar
     if bits == 32:
         w_exec = w
         tensors["w"] = w.tobytes()
-        weight_format = "float32"
+        weight_format = weight_dtype = "float32"
         variants = (KernelVariant("matmul_f32.wgsl", "f32"),)
         weight_bytes = w.nbytes
         block = 0
@@ -94,7 +102,7 @@ def prepare(workload: Workload, bits: int, block_size: int, seed: int) -> Prepar
         w16 = quant.to_float16(w)
         w_exec = w16.astype(np.float32)
         tensors["w"] = quant.float16_bits_u32(w16).tobytes()
-        weight_format = "float16"
+        weight_format = weight_dtype = "float16"
         variants = (
             KernelVariant("matmul_f16.wgsl", "f16", ("shader-f16",)),
             KernelVariant("matmul_f16_unpack.wgsl", "f32"),
@@ -104,10 +112,14 @@ def prepare(workload: Workload, bits: int, block_size: int, seed: int) -> Prepar
     else:
         q, params = quant.quantize_weights(w, bits, granularity="blockwise", block_size=block_size)
         w_exec = quant.dequantize_weights(q, params)
+        zero_point, weight_dtype = params.zero_point, params.dtype
+        if unsigned:
+            offset = 1 << (bits - 1)
+            q, zero_point, weight_dtype = q + offset, zero_point + offset, "u" + params.dtype
         tensors["w"] = quant.pack_u32_words(q, bits).tobytes()
         tensors["scales"] = params.scale.astype(np.float32).tobytes()
-        tensors["zero_points"] = quant.pack_u32_words(params.zero_point, bits).tobytes()
-        weight_format = f"{params.dtype}-block{block_size}-{params.scheme}"
+        tensors["zero_points"] = quant.pack_u32_words(zero_point, bits).tobytes()
+        weight_format = f"{weight_dtype}-block{block_size}-{params.scheme}"
         variants = (KernelVariant("matmul_quant.wgsl", "f32"),)
         weight_bytes = len(tensors["w"]) + len(tensors["scales"]) + len(tensors["zero_points"])
         constants |= {"BITS": bits, "BLOCK_SIZE": block_size}
@@ -118,6 +130,7 @@ def prepare(workload: Workload, bits: int, block_size: int, seed: int) -> Prepar
         bits=bits,
         block_size=block,
         weight_format=weight_format,
+        weight_dtype=weight_dtype,
         variants=variants,
         tensors=tensors,
         weight_bytes=weight_bytes,

@@ -94,6 +94,7 @@ def _row(**overrides: object) -> ResultRow:
     base = dict(
         schema_version=SCHEMA_VERSION, run_id=0, repetition=0, timestamp_utc="t", browser="chrome",
         browser_version="150", platform="webgpu", precision_mode="standard", adapter="",
+        device_type="", weight_dtype="int4", scale_dtype="float32", zero_point_dtype="int4",
         workload="w", m=1, k=768, n=3072, bits_requested=4, bits_executed=4,
         weight_format="int4-block32-asymmetric", compute_dtype="f32", block_size=32,
         outcome="ok", reason="",

@@ -1,0 +1,97 @@
+"""Which WebNN data types a run uses, given the requested bits, the precision mode and what the
+context's opSupportLimits() lists. Decided in Python so the rule is testable and the page obeys.
+
+Standard mode is production-safe: only types the WebNN spec guarantees (int8, uint8, float16,
+float32) are used, so a 4- or 2-bit request runs as 8-bit and the row says so. Experimental mode
+never upgrades: it asks for the requested type even when the context does not list it, so the
+browser answers for itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .quant import dtype_bits
+from .specs import PrecisionMode
+
+SPEC_GUARANTEED_TYPES = ("int8", "uint8", "float16", "float32")
+
+
+@dataclass(frozen=True)
+class WeightPlan:
+    bits_requested: int
+    bits_executed: int
+    weight_dtype: str
+    scale_dtype: str
+    zero_point_dtype: str
+    matmul_dtype: str
+    note: str = ""
+    """Why the plan differs from the literal request (an upgrade, a cast); goes to the row's reason."""
+    asks_unlisted: bool = False
+    """True when the plan asks for a type the context does not list: a browser error is then an
+    'unsupported' outcome (the browser's answer), not a 'failed' one."""
+    unsupported: str = ""
+    """Non-empty when the run cannot be attempted at all in this mode; the reason."""
+
+    @property
+    def unsigned(self) -> bool:
+        return self.weight_dtype.startswith("uint")
+
+
+def listed(limits: dict[str, Any], op: str, operand: str) -> set[str]:
+    """Data types opSupportLimits() lists for one operand of one op (empty when absent)."""
+    entry = limits.get(op, {}) if isinstance(limits, dict) else {}
+    if operand:
+        entry = entry.get(operand, {}) if isinstance(entry, dict) else {}
+    types = entry.get("dataTypes", []) if isinstance(entry, dict) else []
+    return {t for t in types if isinstance(t, str)}
+
+
+def _integer_plan(bits_requested: int, dtype_choices: tuple[str, ...], limits: dict[str, Any],
+                  note: str, asks_unlisted_ok: bool) -> WeightPlan:
+    deq_input = listed(limits, "dequantizeLinear", "input")
+    deq_zp = listed(limits, "dequantizeLinear", "zeroPoint")
+    bits = dtype_bits(dtype_choices[0])
+    for dtype in dtype_choices:
+        if dtype in deq_input and dtype in deq_zp:
+            return WeightPlan(bits_requested, bits, dtype, "float32", dtype, "float32", note)
+    if asks_unlisted_ok:
+        dtype = dtype_choices[0]
+        unlisted = f"this context's dequantizeLinear does not list {' or '.join(dtype_choices)}; asked for {dtype} anyway"
+        return WeightPlan(bits_requested, bits, dtype, "float32", dtype, "float32",
+                          f"{note}; {unlisted}" if note else unlisted, asks_unlisted=True)
+    return WeightPlan(bits_requested, bits, dtype_choices[0], "float32", dtype_choices[0], "float32", note,
+                      unsupported=f"this context's dequantizeLinear lists neither {' nor '.join(dtype_choices)} "
+                                  f"(input: {sorted(deq_input)})")
+
+
+def choose_weight_plan(bits: int, mode: PrecisionMode, limits: dict[str, Any]) -> WeightPlan:
+    if bits == 32:
+        return WeightPlan(32, 32, "float32", "", "", "float32")
+    if bits == 16:
+        if "float16" not in listed(limits, "constant", "") and "float16" not in listed(limits, "input", ""):
+            if mode is PrecisionMode.STANDARD:
+                return WeightPlan(16, 16, "float16", "", "", "float32",
+                                  unsupported="this context lists no float16 constants")
+        f16_matmul = "float16" in listed(limits, "matmul", "a") and "float16" in listed(limits, "matmul", "b")
+        if f16_matmul:
+            return WeightPlan(16, 16, "float16", "", "", "float16")
+        return WeightPlan(16, 16, "float16", "", "", "float32",
+                          "matmul does not list float16; float16 weights cast to float32")
+    if bits == 8:
+        return _integer_plan(8, ("int8", "uint8"), limits, "", mode is PrecisionMode.EXPERIMENTAL)
+    if bits in (4, 2):
+        requested = f"int{bits}"
+        if mode is PrecisionMode.STANDARD:
+            why = ("int4 is not a spec-guaranteed WebNN type" if bits == 4
+                   else "WebNN has no 2-bit type")
+            plan = _integer_plan(bits, ("int8", "uint8"), limits,
+                                 f"{why}; standard precision mode ran it as 8-bit", False)
+            return plan
+        if bits == 4:
+            return _integer_plan(4, ("int4", "uint4"), limits, "", True)
+        return WeightPlan(2, 2, requested, "float32", requested, "float32",
+                          "WebNN defines no 2-bit type; asked for int2, the closest form",
+                          asks_unlisted=True)
+    raise ValueError(f"bits {bits} is not supported")
