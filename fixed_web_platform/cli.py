@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from . import capabilities
 from .plan import build_plan, parse_shape
 from .results import ResultWriter, new_results_dir
 from .runner import SweepOptions, run_sweep
@@ -155,7 +156,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def build_capabilities_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="run_real_webgpu_webnn.py capabilities",
+        description="Launch each browser once and write its WebGPU/WebNN capability matrix.",
+    )
+    p.add_argument("--browser", nargs="+", type=_browser, default=list(BrowserName))
+    p.add_argument("--webnn-device", nargs="+", choices=list(WEBNN_DEVICES), default=list(WEBNN_DEVICES))
+    p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH")
+    p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH")
+    p.add_argument("--output-dir", type=Path, default=None)
+    return p
+
+
+def _capabilities(argv: Sequence[str]) -> int:
+    args = build_capabilities_parser().parse_args(argv)
+    browsers = list(dict.fromkeys(args.browser))
+    devices = list(dict.fromkeys(args.webnn_device))
+    entries = asyncio.run(capabilities.collect(
+        browsers, devices, _overrides(args.browser_binary, browsers, "--browser-binary"),
+        _overrides(args.driver, browsers, "--driver"),
+    ))
+    out_dir = args.output_dir or new_results_dir("capabilities")
+    json_path, md_path = capabilities.write(entries, devices, out_dir)
+    print(md_path.read_text())
+    print(f"capabilities: {json_path} {md_path}")
+    return 1 if any(e["status"] in ("failed", "crash", "timeout") for e in entries) else 0
+
+
 def _main(argv: Sequence[str] | None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["capabilities"]:
+        return _capabilities(argv[1:])
     args = build_parser().parse_args(argv)
     if args.mixed_precision:
         raise UsageError("--mixed-precision is not supported yet")

@@ -135,14 +135,14 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """JSON without NaN/Infinity tokens, so every JSON reader can load the files."""
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -174,14 +174,14 @@ class ResultWriter:
         if samples is not None:
             line = {"schema_version": SCHEMA_VERSION, "run_id": row.run_id, **samples}
             with self.samples_path.open("a") as f:
-                f.write(json.dumps(_json_safe(line)) + "\n")
+                f.write(json.dumps(json_safe(line)) + "\n")
 
     def record_browser(self, name: str, info: dict[str, Any]) -> None:
         self.environment["browsers"].setdefault(name, {}).update(info)
         self.write_environment()
 
     def write_environment(self) -> None:
-        self.environment_path.write_text(json.dumps(_json_safe(self.environment), indent=2) + "\n")
+        self.environment_path.write_text(json.dumps(json_safe(self.environment), indent=2) + "\n")
 
 
 def _version(dist: str) -> str:

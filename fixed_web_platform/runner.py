@@ -334,7 +334,8 @@ class BrowserRunner:
         base = replace(
             ResultRow.without_measurement(
                 run, outcome, reason, browser_version=session.version,
-                adapter=adapter_label(page.probe) if page else "", weight_format=prepared.weight_format,
+                adapter=adapter_label(page.probe) if page and weights is None else "",
+                weight_format=prepared.weight_format,
             ),
             weight_dtype=weights.weight_dtype if weights else prepared.weight_dtype,
             scale_dtype=(weights.scale_dtype if weights else ("float32" if bits <= 8 else "")),

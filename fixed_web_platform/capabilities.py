@@ -1,0 +1,144 @@
+"""Capability matrix: what each browser's WebGPU adapter and WebNN contexts say they support.
+
+Launches each browser once, opens the harness page on a 'probe' job, and writes JSON plus a
+Markdown table. Browsers that are not installed appear with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .browsers import BrowserUnavailable, launch, resolve
+from .results import json_safe, machine_info, utc_now
+from .runner import PROBE_TIMEOUT_S, visit_page
+from .server import JobServer
+from .specs import SCHEMA_VERSION, BrowserName, Outcome
+
+FEATURES = ("shader-f16", "timestamp-query", "subgroups")
+WGSL_FEATURES = ("packed_4x8_integer_dot_product",)
+LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize")
+WEBNN_OPERANDS = (
+    ("input", "input", ""),
+    ("constant", "constant", ""),
+    ("matmul", "matmul", "a"),
+    ("dequantizeLinear input", "dequantizeLinear", "input"),
+    ("dequantizeLinear scale", "dequantizeLinear", "scale"),
+    ("dequantizeLinear zeroPoint", "dequantizeLinear", "zeroPoint"),
+    ("quantizeLinear output", "quantizeLinear", "output"),
+)
+
+
+async def probe_browser(
+    server: JobServer, name: BrowserName, devices: Sequence[str], binary: str | None = None,
+    driver: str | None = None,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"browser": name.value}
+    try:
+        resolved = resolve(name, binary, driver)
+    except BrowserUnavailable as exc:
+        return entry | {"status": Outcome.UNAVAILABLE.value, "reason": str(exc)}
+    entry |= {"binary": str(resolved.binary), "driver_kind": resolved.driver_kind.value}
+    try:
+        session = await asyncio.to_thread(launch, resolved)
+    except Exception as exc:  # noqa: BLE001
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return entry | {"status": Outcome.FAILED.value, "reason": f"browser failed to start: {first}"}
+    try:
+        reply = await visit_page(
+            server, session, {"platform": "probe", "webnn_devices": list(devices)}, {}, PROBE_TIMEOUT_S
+        )
+    finally:
+        await asyncio.to_thread(session.close)
+    entry["version"] = session.version
+    if reply.outcome is not Outcome.OK or not isinstance(reply.payload, dict):
+        return entry | {"status": reply.outcome.value, "reason": reply.reason}
+    payload = reply.payload
+    return entry | {
+        "status": Outcome.OK.value,
+        "probe": payload.get("probe") if isinstance(payload.get("probe"), dict) else {},
+        "webnn": payload.get("webnn") if isinstance(payload.get("webnn"), dict) else {},
+    }
+
+
+async def collect(
+    browsers: Sequence[BrowserName], devices: Sequence[str],
+    binaries: dict[BrowserName, str] | None = None, drivers: dict[BrowserName, str] | None = None,
+) -> list[dict[str, Any]]:
+    binaries, drivers = binaries or {}, drivers or {}
+    async with JobServer() as server:
+        return [
+            await probe_browser(server, b, devices, binaries.get(b), drivers.get(b)) for b in browsers
+        ]
+
+
+def _types(limits: dict[str, Any], op: str, operand: str) -> str:
+    entry = limits.get(op, {})
+    if operand:
+        entry = entry.get(operand, {}) if isinstance(entry, dict) else {}
+    types = entry.get("dataTypes") if isinstance(entry, dict) else None
+    return ", ".join(types) if isinstance(types, list) and types else "-"
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def to_markdown(entries: Sequence[dict[str, Any]], devices: Sequence[str]) -> str:
+    head = ["browser", "version", "WebGPU adapter", "fallback", *FEATURES, *WGSL_FEATURES,
+            *LIMITS, *(f"WebNN {d}" for d in devices)]
+    lines = ["## WebGPU and WebNN availability", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    details: list[str] = []
+    for e in entries:
+        if e.get("status") != "ok":
+            cells = [e["browser"], e.get("version", "-"), f"{e.get('status')}: {e.get('reason', '')}"]
+            lines.append("| " + " | ".join(cells + ["-"] * (len(head) - len(cells))) + " |")
+            continue
+        gpu = e["probe"].get("webgpu") or {}
+        adapter = gpu.get("adapter") or {}
+        features = set(gpu.get("features") or [])
+        wgsl = set(gpu.get("wgslLanguageFeatures") or [])
+        limits = gpu.get("limits") or {}
+        contexts = (e["webnn"].get("contexts") or {}) if e["webnn"].get("present") else {}
+        cells = [
+            e["browser"], e.get("version", ""),
+            ("/".join(str(adapter.get(k)) for k in ("vendor", "architecture") if adapter.get(k)) or
+             ("(not disclosed)" if gpu.get("available") else f"none: {gpu.get('reason', '')}")),
+            _yes(bool(adapter.get("isFallbackAdapter"))) if gpu.get("available") else "-",
+            *(_yes(f in features) for f in FEATURES),
+            *(_yes(f in wgsl) for f in WGSL_FEATURES),
+            *(str(limits.get(k, "-")) for k in LIMITS),
+        ]
+        for d in devices:
+            if not e["webnn"].get("present"):
+                cells.append(f"no: {e['webnn'].get('reason', '')}")
+                continue
+            ctx = contexts.get(d) or {}
+            cells.append("yes" if ctx.get("available") else f"no: {ctx.get('error', '')}")
+            if ctx.get("available"):
+                details.append(
+                    f"| {e['browser']} | {d} | "
+                    + " | ".join(_types(ctx.get("limits") or {}, op, operand) for _, op, operand in WEBNN_OPERANDS)
+                    + " |"
+                )
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    if details:
+        cols = ["browser", "device", *(label for label, _, _ in WEBNN_OPERANDS)]
+        lines += ["", "## WebNN data types (opSupportLimits)", "", "| " + " | ".join(cols) + " |",
+                  "|" + "---|" * len(cols), *details]
+    return "\n".join(lines) + "\n"
+
+
+def write(entries: Sequence[dict[str, Any]], devices: Sequence[str], directory: Path) -> tuple[Path, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    json_path = directory / "capabilities.json"
+    md_path = directory / "capabilities.md"
+    doc = {"schema_version": SCHEMA_VERSION, "created_utc": utc_now(), "machine": machine_info(),
+           "webnn_devices": list(devices), "browsers": list(entries)}
+    json_path.write_text(json.dumps(json_safe(doc), indent=2) + "\n")
+    md_path.write_text(to_markdown(entries, devices))
+    return json_path, md_path
