@@ -327,6 +327,8 @@ class BrowserRunner:
                 outcome, reason = Outcome.FAILED, f"page sent malformed data: {exc}"
             else:
                 outcome, reason = Outcome(page.status), page.reason
+                if page.probe and weights is None:
+                    self.writer.record_browser(run.browser, {"probe": page.probe, "probe_utc": utc_now()})
         if weights is not None and weights.asks_unlisted and outcome is Outcome.FAILED and page:
             outcome = Outcome.UNSUPPORTED  # we asked for a type the context does not list: its answer
         if weights is not None and weights.note:
