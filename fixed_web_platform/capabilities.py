@@ -80,7 +80,17 @@ def _types(limits: dict[str, Any], op: str, operand: str) -> str:
     if operand:
         entry = entry.get(operand, {}) if isinstance(entry, dict) else {}
     types = entry.get("dataTypes") if isinstance(entry, dict) else None
+    types = [t for t in types if isinstance(t, str)] if isinstance(types, list) else None
     return ", ".join(types) if isinstance(types, list) and types else "-"
+
+
+def _cell(text: object) -> str:
+    """One Markdown table cell: no pipes or line breaks from browser messages."""
+    return " ".join(str(text).replace("|", "/").split())
+
+
+def _row(cells: Sequence[object]) -> str:
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
 def _yes(flag: bool) -> str:
@@ -96,7 +106,7 @@ def to_markdown(entries: Sequence[dict[str, Any]], devices: Sequence[str]) -> st
     for e in entries:
         if e.get("status") != "ok":
             cells = [e["browser"], e.get("version", "-"), f"{e.get('status')}: {e.get('reason', '')}"]
-            lines.append("| " + " | ".join(cells + ["-"] * (len(head) - len(cells))) + " |")
+            lines.append(_row(cells + ["-"] * (len(head) - len(cells))))
             continue
         gpu = e["probe"].get("webgpu") or {}
         adapter = gpu.get("adapter") or {}
@@ -120,12 +130,10 @@ def to_markdown(entries: Sequence[dict[str, Any]], devices: Sequence[str]) -> st
             ctx = contexts.get(d) or {}
             cells.append("yes" if ctx.get("available") else f"no: {ctx.get('error', '')}")
             if ctx.get("available"):
-                details.append(
-                    f"| {e['browser']} | {d} | "
-                    + " | ".join(_types(ctx.get("limits") or {}, op, operand) for _, op, operand in WEBNN_OPERANDS)
-                    + " |"
-                )
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+                limits_d = ctx.get("limits") or {}
+                details.append(_row([e["browser"], d, *(_types(limits_d, op, operand)
+                                                        for _, op, operand in WEBNN_OPERANDS)]))
+        lines.append(_row(cells))
     if details:
         cols = ["browser", "device", *(label for label, _, _ in WEBNN_OPERANDS)]
         lines += ["", "## WebNN data types (opSupportLimits)", "", "| " + " | ".join(cols) + " |",

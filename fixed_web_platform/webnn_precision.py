@@ -44,8 +44,8 @@ def listed(limits: dict[str, Any], op: str, operand: str) -> set[str]:
     entry = limits.get(op, {}) if isinstance(limits, dict) else {}
     if operand:
         entry = entry.get(operand, {}) if isinstance(entry, dict) else {}
-    types = entry.get("dataTypes", []) if isinstance(entry, dict) else []
-    return {t for t in types if isinstance(t, str)}
+    types = entry.get("dataTypes") if isinstance(entry, dict) else None
+    return {t for t in types if isinstance(t, str)} if isinstance(types, list) else set()
 
 
 def _integer_plan(bits_requested: int, dtype_choices: tuple[str, ...], limits: dict[str, Any],
@@ -70,15 +70,17 @@ def choose_weight_plan(bits: int, mode: PrecisionMode, limits: dict[str, Any]) -
     if bits == 32:
         return WeightPlan(32, 32, "float32", "", "", "float32")
     if bits == 16:
-        if "float16" not in listed(limits, "constant", "") and "float16" not in listed(limits, "input", ""):
-            if mode is PrecisionMode.STANDARD:
-                return WeightPlan(16, 16, "float16", "", "", "float32",
-                                  unsupported="this context lists no float16 constants")
         f16_matmul = "float16" in listed(limits, "matmul", "a") and "float16" in listed(limits, "matmul", "b")
-        if f16_matmul:
-            return WeightPlan(16, 16, "float16", "", "", "float16")
-        return WeightPlan(16, 16, "float16", "", "", "float32",
-                          "matmul does not list float16; float16 weights cast to float32")
+        matmul_dtype = "float16" if f16_matmul else "float32"
+        note = "" if f16_matmul else "matmul does not list float16; float16 weights cast to float32"
+        if "float16" not in listed(limits, "constant", ""):
+            if mode is PrecisionMode.STANDARD:
+                return WeightPlan(16, 16, "float16", "", "", matmul_dtype,
+                                  unsupported="this context lists no float16 constants")
+            unlisted = "this context lists no float16 constants; asked for float16 anyway"
+            return WeightPlan(16, 16, "float16", "", "", matmul_dtype,
+                              f"{note}; {unlisted}" if note else unlisted, asks_unlisted=True)
+        return WeightPlan(16, 16, "float16", "", "", matmul_dtype, note)
     if bits == 8:
         return _integer_plan(8, ("int8", "uint8"), limits, "", mode is PrecisionMode.EXPERIMENTAL)
     if bits in (4, 2):

@@ -1,0 +1,150 @@
+"""The async Python API rejects bad arguments before any browser starts or any results folder is
+made. run_sweep (the only path to a browser) is replaced so no browser can launch."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+import fixed_web_platform.api as api
+from fixed_web_platform.api import run_real_webgpu_test, run_real_webnn_test
+from fixed_web_platform.specs import BrowserName, Platform, PrecisionMode
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def no_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if the API gets as far as running a sweep or picking a default results folder."""
+
+    async def forbidden_sweep(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("run_sweep was called: argument validation did not stop the run")
+
+    def forbidden_dir(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("new_results_dir was called: a results folder would be created")
+
+    monkeypatch.setattr(api, "run_sweep", forbidden_sweep)
+    monkeypatch.setattr(api, "new_results_dir", forbidden_dir)
+
+
+@pytest.fixture
+def fake_sweep(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Record the plan instead of running it; returns the list of plans seen."""
+    seen: list = []
+
+    async def sweep(plan, writer, options):  # noqa: ANN001, ANN202
+        seen.append((plan, writer))
+        return []
+
+    monkeypatch.setattr(api, "run_sweep", sweep)
+    return seen
+
+
+API_FUNCTIONS = pytest.mark.parametrize("fn", [run_real_webnn_test, run_real_webgpu_test],
+                                        ids=["webnn", "webgpu"])
+
+
+@API_FUNCTIONS
+def test_model_argument_is_not_implemented(fn, no_sweep: None, tmp_path: Path) -> None:  # noqa: ANN001
+    out = tmp_path / "x"
+    with pytest.raises(NotImplementedError) as info:
+        asyncio.run(fn(model="bert", output_dir=out))
+    message = str(info.value)
+    assert "model" in message
+    assert "\n" not in message and "Traceback" not in message
+    assert not out.exists()
+
+
+@API_FUNCTIONS
+def test_mixed_precision_is_not_implemented(fn, no_sweep: None, tmp_path: Path) -> None:  # noqa: ANN001
+    out = tmp_path / "x"
+    with pytest.raises(NotImplementedError) as info:
+        asyncio.run(fn(mixed_precision=True, output_dir=out))
+    message = str(info.value)
+    assert "mixed precision" in message
+    assert "\n" not in message
+    assert not out.exists()
+
+
+def test_not_implemented_without_output_dir_creates_no_default_folder(no_sweep: None) -> None:
+    # new_results_dir raising AssertionError (from no_sweep) would replace NotImplementedError
+    with pytest.raises(NotImplementedError):
+        asyncio.run(run_real_webnn_test(model="bert"))
+    with pytest.raises(NotImplementedError):
+        asyncio.run(run_real_webnn_test(mixed_precision=True))
+
+
+@API_FUNCTIONS
+@pytest.mark.parametrize("bits", [3, [8, 3], (3,)], ids=["int", "list", "tuple"])
+def test_bits_3_raises_before_any_browser(fn, bits, no_sweep: None, tmp_path: Path) -> None:  # noqa: ANN001
+    out = tmp_path / "x"
+    with pytest.raises(ValueError, match="bits 3"):
+        asyncio.run(fn(bits=bits, output_dir=out))
+    assert not out.exists()
+
+
+@API_FUNCTIONS
+def test_unknown_browser_raises_value_error(fn, no_sweep: None, tmp_path: Path) -> None:  # noqa: ANN001
+    out = tmp_path / "x"
+    with pytest.raises(ValueError, match="opera"):
+        asyncio.run(fn(browser="opera", output_dir=out))
+    with pytest.raises(ValueError, match="opera"):
+        asyncio.run(fn(browser=["chrome", "opera"], output_dir=out))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"webnn_device": "tpu"}, {"shapes": ["1x768"]}, {"repetitions": 0}, {"block_size": 0}],
+    ids=["device", "shape", "repetitions", "block-size"],
+)
+def test_other_bad_arguments_raise_before_any_browser(kwargs: dict, no_sweep: None, tmp_path: Path) -> None:
+    out = tmp_path / "x"
+    with pytest.raises(ValueError):
+        asyncio.run(run_real_webnn_test(output_dir=out, **kwargs))
+    assert not out.exists()
+
+
+# Valid arguments do reach run_sweep: shows the patched run_sweep above is the real path to a browser,
+# so the checks above are not passing by accident.
+
+
+def test_valid_webnn_arguments_reach_the_sweep(fake_sweep: list, tmp_path: Path) -> None:
+    out = tmp_path / "x"
+    rows = asyncio.run(run_real_webnn_test(browser="Chrome", bits=[8, 4], experimental_precision=True,
+                                           shapes=["1x64x32"], webnn_device="gpu", output_dir=out))
+    assert rows == []
+    ((plan, writer),) = fake_sweep
+    assert writer.directory == out and out.is_dir()
+    assert {r.platform for r in plan} == {Platform.WEBNN}
+    assert {r.browser for r in plan} == {BrowserName.CHROME}
+    assert [r.bits for r in plan] == [8, 4]
+    assert {r.precision_mode for r in plan} == {PrecisionMode.EXPERIMENTAL}
+    assert {r.webnn_device for r in plan} == {"gpu"}
+    assert {r.workload.shape for r in plan} == {"1x64x32"}
+
+
+def test_valid_webgpu_arguments_reach_the_sweep(fake_sweep: list, tmp_path: Path) -> None:
+    asyncio.run(run_real_webgpu_test(browser=["firefox"], bits=2, shapes=["1x64x32"], output_dir=tmp_path / "y"))
+    ((plan, _),) = fake_sweep
+    assert {r.platform for r in plan} == {Platform.WEBGPU}
+    assert {r.browser for r in plan} == {BrowserName.FIREFOX}
+    assert [r.bits for r in plan] == [2]
+    assert {r.precision_mode for r in plan} == {PrecisionMode.STANDARD}
+
+
+def test_top_level_script_module_exposes_coroutine_functions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    module = importlib.import_module("run_real_webgpu_webnn")
+    assert Path(module.__file__).resolve() == ROOT / "run_real_webgpu_webnn.py"
+    for name in ("run_real_webnn_test", "run_real_webgpu_test", "run_real_test"):
+        fn = getattr(module, name)
+        assert inspect.iscoroutinefunction(fn), name
+        assert name in module.__all__
+    assert module.run_real_webnn_test is api.run_real_webnn_test
+    assert module.run_real_webgpu_test is api.run_real_webgpu_test
+    assert callable(module.main)
