@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .plan import build_plan, parse_shape
+from .progress import PlainProgress
 from .results import ResultWriter, new_results_dir
 from .runner import SweepOptions, run_sweep
 from .specs import (
@@ -58,7 +59,7 @@ async def run_real_test(
     )
     label = "-".join(p.value for p in platforms)
     writer = ResultWriter(Path(output_dir) if output_dir else new_results_dir(f"api-{label}"))
-    options = SweepOptions(timing=timing, progress=print if progress else None)
+    options = SweepOptions(timing=timing, progress=PlainProgress() if progress else None)
     rows = await run_sweep(plan, writer, options)
     return [dataclasses.asdict(r) for r in rows]
 

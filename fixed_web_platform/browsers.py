@@ -29,6 +29,8 @@ CHROMIUM_ARGS = (
     "--enable-unsafe-webgpu",
     "--enable-webgpu-developer-features",  # unquantized timestamp-query values
     "--enable-features=WebMachineLearningNeuralNetwork",
+    "--enable-precise-memory-info",  # performance.memory unrounded
+    "--enable-blink-features=ForceEagerMeasureMemory",  # measureUserAgentSpecificMemory at once
     "--no-first-run",
     "--disable-background-networking",
     "--disable-component-update",

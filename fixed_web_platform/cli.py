@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from . import capabilities
-from .plan import build_plan, parse_shape
+from .plan import build_plan, load_plan, parse_shape, save_plan
+from .progress import for_terminal
 from .results import ResultWriter, new_results_dir
 from .runner import SweepOptions, run_sweep
 from .specs import (
@@ -109,7 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repetitions", type=_positive, default=1,
                    help="runs of each configuration (each a fresh page)")
     p.add_argument("--warmup", type=_non_negative, default=TimingConfig.warmup)
-    p.add_argument("--iterations", type=_positive, default=TimingConfig.iterations)
+    p.add_argument("--min-iterations", "--iterations", dest="min_iterations", type=_positive,
+                   default=TimingConfig.min_iterations,
+                   help="timed iterations per page at least (default 10)")
+    p.add_argument("--min-time", type=float, default=TimingConfig.min_time_s,
+                   help="seconds of timed iterations per page at least (default 1.0)")
+    p.add_argument("--max-iterations", type=_positive, default=None,
+                   help="cap on timed iterations per page (default 200 or --min-iterations, at most 2048)")
+    p.add_argument("--repeat", type=_positive, default=TimingConfig.repeat,
+                   help="page loads per run, samples pooled (default 1)")
     p.add_argument("--timeout", type=float, default=TimingConfig.timeout_s,
                    help="seconds one run may take before it is a timeout (default 120)")
     p.add_argument("--experimental-precision", action="store_true",
@@ -125,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", type=Path, default=None,
                    help="write results here exactly (default results/<UTC time>_<label>/)")
     p.add_argument("--label", default="sweep")
+    p.add_argument("--resume", type=Path, default=None, metavar="DIR",
+                   help="continue an interrupted sweep in DIR, skipping runs already on disk "
+                        "(its plan.json decides what runs)")
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -184,17 +196,70 @@ def _capabilities(argv: Sequence[str]) -> int:
     return 1 if any(e["status"] in ("failed", "crash", "timeout") for e in entries) else 0
 
 
+SUBCOMMANDS = ("capabilities", "report", "compare")
+
+
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["capabilities"]:
         return _capabilities(argv[1:])
+    if argv[:1] == ["report"]:
+        from .report import report_command
+
+        return report_command(argv[1:])
+    if argv[:1] == ["compare"]:
+        from .compare import compare_command
+
+        return compare_command(argv[1:])
     args = build_parser().parse_args(argv)
     if args.mixed_precision:
         raise UsageError("--mixed-precision is not supported yet")
     if args.model is not None:
         raise UsageError("--model is not supported yet; the built-in matmul workloads run without it")
+    if args.resume is not None:
+        try:
+            plan, timing = load_plan(args.resume)
+        except (ValueError, OSError) as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        plan, timing = _plan_from_args(args)
+    browsers = list(dict.fromkeys(r.browser for r in plan))
+    binaries = _overrides(args.browser_binary, browsers, "--browser-binary")
+    drivers = _overrides(args.driver, browsers, "--driver")
+    if args.resume is not None:
+        plan, writer = _resume(args.resume, plan)
+    else:
+        writer = ResultWriter(args.output_dir or new_results_dir(args.label))
+        save_plan(writer.directory, plan, timing)
+        print(f"{len(plan)} runs planned; results in {writer.directory}", flush=True)
+    progress = for_terminal(len(plan))
+    options = SweepOptions(timing=timing, binaries=binaries, drivers=drivers, progress=progress)
+    try:
+        rows = asyncio.run(run_sweep(plan, writer, options))
+    finally:
+        progress.close()
+    print(format_table(rows))
+    print(f"results: {writer.csv_path}")
+    return 1 if any(Outcome(r.outcome).is_failure for r in rows) else 0
+
+
+def _resume(directory: Path, plan: list[RunSpec]) -> tuple[list[RunSpec], ResultWriter]:
+    try:
+        writer = ResultWriter(directory, resume=True)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    done = writer.done_run_ids()
+    remaining = [r for r in plan if r.run_id not in done]
+    print(f"resuming {directory}: {len(plan) - len(remaining)} of {len(plan)} runs already on disk, "
+          f"{len(remaining)} to go", flush=True)
+    return remaining, writer
+
+
+def _plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
     if not math.isfinite(args.timeout) or args.timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if not math.isfinite(args.min_time) or args.min_time < 0:
+        raise UsageError(f"--min-time must be a non-negative number of seconds, got {args.min_time}")
     try:
         extra = [parse_shape(s) for s in args.shape]
     except ValueError as exc:
@@ -202,10 +267,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.only_shapes and not extra:
         raise UsageError("--only-shapes needs at least one --shape")
     workloads = extra if args.only_shapes else [*DEFAULT_WORKLOADS, *extra]
-    browsers = list(dict.fromkeys(args.browser))
     try:
         plan = build_plan(
-            browsers,
+            list(dict.fromkeys(args.browser)),
             PLATFORMS[args.platform],
             workloads,
             args.bits,
@@ -215,20 +279,14 @@ def _main(argv: Sequence[str] | None) -> int:
             seed=args.seed,
             webnn_device=args.webnn_device,
         )
+        timing = TimingConfig(
+            warmup=args.warmup, min_iterations=args.min_iterations, min_time_s=args.min_time,
+            max_iterations=args.max_iterations or max(TimingConfig.max_iterations, args.min_iterations),
+            repeat=args.repeat, timeout_s=args.timeout,
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    options = SweepOptions(
-        timing=TimingConfig(warmup=args.warmup, iterations=args.iterations, timeout_s=args.timeout),
-        binaries=_overrides(args.browser_binary, browsers, "--browser-binary"),
-        drivers=_overrides(args.driver, browsers, "--driver"),
-    )
-    out_dir = args.output_dir or new_results_dir(args.label)
-    writer = ResultWriter(out_dir)
-    print(f"{len(plan)} runs planned; results in {out_dir}", flush=True)
-    rows = asyncio.run(run_sweep(plan, writer, options))
-    print(format_table(rows))
-    print(f"results: {writer.csv_path}")
-    return 1 if any(Outcome(r.outcome).is_failure for r in rows) else 0
+    return plan, timing
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -29,6 +29,9 @@ class PageResult:
     wall_ms: tuple[float, ...] = ()
     gpu_ms: tuple[float, ...] | None = None
     gpu_buffer_bytes: int | None = None
+    js_heap_bytes: int | None = None
+    js_heap_source: str = ""
+    """Where js_heap_bytes came from, or why there is none."""
     probe: dict[str, Any] = field(default_factory=dict)
 
 
@@ -44,19 +47,33 @@ def _number(value: Any, name: str) -> float:
     return float(value)
 
 
-def _samples(value: Any, name: str, expected: int) -> tuple[float, ...]:
+def _samples(value: Any, name: str, at_most: int, exactly: int | None = None) -> tuple[float, ...]:
     if not isinstance(value, list):
         raise PageDataError(f"{name} is not a list")
-    if len(value) != expected:
-        raise PageDataError(f"{name} has {len(value)} samples, {expected} were asked for")
+    if exactly is not None and len(value) != exactly:
+        raise PageDataError(f"{name} has {len(value)} samples, expected {exactly}")
+    if not 1 <= len(value) <= at_most:
+        raise PageDataError(f"{name} has {len(value)} samples; between 1 and {at_most} are allowed")
     return tuple(_number(v, f"{name}[{i}]") for i, v in enumerate(value))
+
+
+def _js_heap(value: Any) -> tuple[int | None, str]:
+    if not isinstance(value, dict):
+        return None, "not reported"
+    raw = value.get("bytes")
+    note = _text(value.get("note"))
+    if raw is None:
+        return None, f"unavailable: {note}" if note else "unavailable"
+    return int(_number(raw, "js_heap.bytes")), _text(value.get("source"))[:80]
 
 
 def _text(value: Any) -> str:
     return str(value)[:MAX_REASON_CHARS] if value is not None else ""
 
 
-def parse_page_result(payload: Any, iterations: int) -> PageResult:
+def parse_page_result(payload: Any, max_iterations: int) -> PageResult:
+    """Check a posted result; timed runs have 1..max_iterations samples (fewer than the minimum
+    asked is allowed here and marked by the runner)."""
     if not isinstance(payload, dict):
         raise PageDataError("result is not a JSON object")
     status = payload.get("status")
@@ -72,6 +89,8 @@ def parse_page_result(payload: Any, iterations: int) -> PageResult:
     if weight_bits not in (32, 16, 8, 4, 2):
         raise PageDataError(f"unknown weight_bits {weight_bits!r:.40}")
     gpu = payload.get("gpu_ms")
+    wall = _samples(payload.get("wall_ms"), "wall_ms", max_iterations)
+    heap_bytes, heap_source = _js_heap(payload.get("js_heap"))
     return PageResult(
         status=status,
         shader=_text(payload.get("shader")),
@@ -80,9 +99,11 @@ def parse_page_result(payload: Any, iterations: int) -> PageResult:
         timestamp_query=payload.get("timestamp_query") is True,
         compile_ms=_number(payload.get("compile_ms"), "compile_ms"),
         cold_ms=_number(payload.get("cold_ms"), "cold_ms"),
-        wall_ms=_samples(payload.get("wall_ms"), "wall_ms", iterations),
-        gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", iterations),
+        wall_ms=wall,
+        gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", max_iterations, exactly=len(wall)),
         gpu_buffer_bytes=int(_number(payload.get("gpu_buffer_bytes"), "gpu_buffer_bytes")),
+        js_heap_bytes=heap_bytes,
+        js_heap_source=heap_source,
         probe=probe,
     )
 

@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from .specs import (
     DEFAULT_BLOCK_SIZE,
+    SCHEMA_VERSION,
     SUPPORTED_BITS,
     WEBNN_DEVICES,
     BrowserName,
     Platform,
     PrecisionMode,
     RunSpec,
+    TimingConfig,
     Workload,
 )
 from .workloads import validate_shape
@@ -78,3 +83,41 @@ def build_plan(
                             )
                         )
     return runs
+
+
+PLAN_FILE = "plan.json"
+
+
+def save_plan(directory: Path, runs: Sequence[RunSpec], timing: TimingConfig) -> Path:
+    """Write the plan beside the results so an interrupted sweep can be resumed exactly."""
+    path = directory / PLAN_FILE
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "timing": dataclasses.asdict(timing),
+        "runs": [dataclasses.asdict(r) for r in runs],
+    }
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def load_plan(directory: Path) -> tuple[list[RunSpec], TimingConfig]:
+    path = directory / PLAN_FILE
+    if not path.is_file():
+        raise ValueError(f"{directory} has no {PLAN_FILE}: not a results folder that can be resumed")
+    doc = json.loads(path.read_text())
+    if int(doc.get("schema_version", 0)) > SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema version {doc['schema_version']} is newer than this tool "
+                         f"understands ({SCHEMA_VERSION})")
+    runs = [
+        RunSpec(
+            **{
+                **r,
+                "browser": BrowserName(r["browser"]),
+                "platform": Platform(r["platform"]),
+                "precision_mode": PrecisionMode(r["precision_mode"]),
+                "workload": Workload(**r["workload"]),
+            }
+        )
+        for r in doc["runs"]
+    ]
+    return runs, TimingConfig(**doc["timing"])

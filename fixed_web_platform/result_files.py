@@ -58,7 +58,7 @@ def load(directory: str | Path) -> ResultSet:
     for column in ("reason", "device_type", "weight_dtype", "scale_dtype", "zero_point_dtype",
                    "compute_dtype", "shader", "timing_source", "adapter", "browser_version"):
         if column in rows:
-            rows[column] = rows[column].fillna("").astype(str)
+            rows[column] = rows[column].astype(object).fillna("").astype(str)
     samples: dict[int, dict[str, Any]] = {}
     samples_path = directory / "samples.jsonl"
     if samples_path.is_file():

@@ -52,7 +52,17 @@ class ResultRow:
     latency_ms_p10: float | None = None
     latency_ms_p90: float | None = None
     latency_cv: float | None = None
+    latency_ms_mean: float | None = None
+    latency_ms_stdev: float | None = None
+    latency_ms_iqr: float | None = None
     n_samples: int = 0
+    min_samples: int = 0
+    samples_short: bool | None = None
+    """True when fewer timed samples came back than the minimum asked for (time budget hit)."""
+    unstable: bool | None = None
+    instability: str = ""
+    """Why the samples are unstable (CV over 10%, or the slowest sample over 2x the median)."""
+    pages: int = 0
     timing_source: str = ""
     cold_ms: float | None = None
     wall_ms_median: float | None = None
@@ -61,7 +71,16 @@ class ResultRow:
     gflops: float | None = None
     weight_bytes: int | None = None
     weight_bytes_f32: int | None = None
+    compression: float | None = None
     gpu_buffer_bytes: int | None = None
+    js_heap_bytes: int | None = None
+    js_heap_source: str = ""
+    proc_rss_baseline_bytes: int | None = None
+    proc_rss_peak_bytes: int | None = None
+    proc_rss_delta_bytes: int | None = None
+    proc_uss_peak_bytes: int | None = None
+    proc_pss_peak_bytes: int | None = None
+    proc_count: int | None = None
     rel_error_vs_float: float | None = None
     max_abs_error_vs_float: float | None = None
     snr_db: float | None = None
@@ -149,23 +168,38 @@ def json_safe(value: Any) -> Any:
 class ResultWriter:
     """Appends each row to disk as soon as its run ends, so an interrupted sweep keeps its rows."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, resume: bool = False) -> None:
+        """A new folder's files are started afresh; ``resume`` appends to an interrupted sweep's."""
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self.csv_path = directory / "results.csv"
         self.samples_path = directory / "samples.jsonl"
         self.environment_path = directory / "environment.json"
         self.rows: list[ResultRow] = []
-        with self.csv_path.open("w", newline="") as f:
-            csv.writer(f).writerow(ResultRow.columns())
-        self.samples_path.write_text("")
-        self.environment: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "created_utc": utc_now(),
-            "machine": machine_info(),
-            "browsers": {},
-        }
+        if resume and self.csv_path.is_file():
+            with self.csv_path.open(newline="") as f:
+                header = next(csv.reader(f), [])
+            if header != ResultRow.columns():
+                raise ValueError(f"{self.csv_path} was written by another version (its columns differ); "
+                                 "start a new sweep instead of resuming")
+            self.environment = json.loads(self.environment_path.read_text())
+            self.environment.setdefault("resumed_utc", []).append(utc_now())
+        else:
+            with self.csv_path.open("w", newline="") as f:
+                csv.writer(f).writerow(ResultRow.columns())
+            self.samples_path.write_text("")
+            self.environment = {
+                "schema_version": SCHEMA_VERSION,
+                "created_utc": utc_now(),
+                "machine": machine_info(),
+                "browsers": {},
+            }
         self.write_environment()
+
+    def done_run_ids(self) -> set[int]:
+        """Runs that already have a row on disk (whatever their outcome)."""
+        with self.csv_path.open(newline="") as f:
+            return {int(r["run_id"]) for r in csv.DictReader(f) if r.get("run_id", "").isdigit()}
 
     def add(self, row: ResultRow, samples: dict[str, Any] | None = None) -> None:
         self.rows.append(row)

@@ -15,10 +15,12 @@ from typing import Any
 
 from . import quant
 from .browsers import BrowserSession, BrowserUnavailable, ResolvedBrowser, launch, resolve
+from .progress import Progress
 from .page_result import PageDataError, PageResult, parse_output, parse_page_result
 from .results import ResultRow, ResultWriter, utc_now
 from .server import Job, JobServer
 from .specs import SCHEMA_VERSION, BrowserName, Outcome, Platform, RunSpec, TimingConfig
+from .memory import MemoryFigures, TreeSampler
 from .stats import summarize
 from .webnn_precision import WeightPlan, choose_weight_plan
 from .workloads import PreparedWorkload, kernel_tolerance, prepare
@@ -35,7 +37,7 @@ class SweepOptions:
     drivers: dict[BrowserName, str] = field(default_factory=dict)
     on_run_start: RunHook | None = None
     """Called (as a task) when a run's page is opened; tests use it to kill a browser mid-run."""
-    progress: Callable[[str], None] | None = print
+    progress: Progress | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,10 @@ def job_spec(
         "k": w.k,
         "n": w.n,
         "warmup": timing.warmup,
-        "iterations": timing.iterations,
+        "min_iterations": timing.min_iterations,
+        "max_iterations": timing.max_iterations,
+        "min_time_ms": timing.min_time_s * 1000.0,
+        "budget_ms": timing.page_budget_ms,
         "constants": prepared.constants,
         "variants": [
             {"shader": v.shader, "compute_dtype": v.compute_dtype, "requires": list(v.requires)}
@@ -122,86 +127,106 @@ async def visit_page(
         # A navigation still blocked on a dead or hung browser ends when the session is killed.
 
 
-def _samples_record(page: PageResult, timing_source: str, outcome: str) -> dict[str, Any]:
+def _samples_record(pages: Sequence[PageResult], timing_source: str, outcome: str) -> dict[str, Any]:
+    gpu_ok = all(p.gpu_ms is not None for p in pages)
     return {
         "outcome": outcome,
         "timing_source": timing_source,
-        "cold_ms": page.cold_ms,
-        "wall_ms": list(page.wall_ms),
-        "gpu_ms": list(page.gpu_ms) if page.gpu_ms is not None else None,
-        "compile_ms": page.compile_ms,
+        "cold_ms": [p.cold_ms for p in pages],
+        "wall_ms": [s for p in pages for s in p.wall_ms],
+        "gpu_ms": [s for p in pages for s in p.gpu_ms or ()] if gpu_ok else None,
+        "samples_per_page": [len(p.wall_ms) for p in pages],
+        "compile_ms": [p.compile_ms for p in pages],
     }
 
 
-def measured_row(base: ResultRow, run: RunSpec, prepared: PreparedWorkload, page: PageResult,
-                 output: bytes | None) -> tuple[ResultRow, dict[str, Any]]:
-    """Statistics and error figures from the page's raw samples and output tensor."""
+def measured_row(base: ResultRow, run: RunSpec, prepared: PreparedWorkload,
+                 pages: Sequence[PageResult], outputs: Sequence[bytes | None], timing: TimingConfig,
+                 memory: MemoryFigures | None = None) -> tuple[ResultRow, dict[str, Any]]:
+    """Statistics and error figures from the pages' raw samples and output tensors (pooled over
+    the page loads of one run); every page's output must pass the kernel check."""
     try:
-        out = parse_output(output, run.workload.m, run.workload.n)
+        outs = [parse_output(o, run.workload.m, run.workload.n) for o in outputs]
     except PageDataError as exc:
         row = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
         return row, {"outcome": row.outcome, "reason": row.reason}
-    vs_float = quant.error_metrics(out, prepared.ref_float)
-    vs_deq = quant.error_metrics(out, prepared.ref_dequantized)
-    tolerance = kernel_tolerance(page.compute_dtype)
-    gpu_usable = page.gpu_ms is not None and all(s > 0 for s in page.gpu_ms)
-    headline = page.gpu_ms if gpu_usable else page.wall_ms
+    first = pages[0]
+    vs_float = quant.error_metrics(outs[0], prepared.ref_float)
+    kernel_errors = [quant.error_metrics(o, prepared.ref_dequantized)["rel_error"] for o in outs]
+    kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
+    tolerance = kernel_tolerance(first.compute_dtype)
+    gpu_samples = [s for p in pages for s in p.gpu_ms or ()]
+    gpu_usable = all(p.gpu_ms is not None for p in pages) and all(s > 0 for s in gpu_samples)
+    wall_samples = [s for p in pages for s in p.wall_ms]
+    headline = gpu_samples if gpu_usable else wall_samples
     timing_source = "gpu-timestamp" if gpu_usable else "wall-clock"
     stats = summarize(headline)
-    outcome, reason = Outcome.OK, base.reason
-    if page.weight_bits != prepared.bits:
-        reason = f"page executed {page.weight_bits}-bit weights for a {prepared.bits}-bit job"
+    short = any(len(p.wall_ms) < timing.min_iterations for p in pages)
+    notes = [base.reason] if base.reason else []
+    if short:
+        counts = ", ".join(str(len(p.wall_ms)) for p in pages)
+        notes.append(f"short: {counts} timed samples per page, {timing.min_iterations} asked "
+                     f"(page time budget {timing.page_budget_ms / 1000:g} s)")
+    outcome = Outcome.OK
+    if any(p.weight_bits != prepared.bits for p in pages):
         outcome = Outcome.INVALID
-    if not (vs_deq["rel_error"] <= tolerance):  # NaN fails too
+        notes.append(f"page executed {first.weight_bits}-bit weights for a {prepared.bits}-bit job")
+    if not (kernel_error <= tolerance):  # NaN fails too
         outcome = Outcome.INVALID
-        reason = (
-            f"kernel error {vs_deq['rel_error']:.3g} vs the dequantized reference exceeds the "
-            f"{page.compute_dtype} tolerance {tolerance:g}"
-        )
+        notes.append(f"kernel error {kernel_error:.3g} vs the dequantized reference exceeds the "
+                     f"{first.compute_dtype} tolerance {tolerance:g}")
+    heaps = [p.js_heap_bytes for p in pages if p.js_heap_bytes is not None]
     row = replace(
         base,
         outcome=outcome,
-        reason=reason,
-        bits_executed=page.weight_bits,
-        compute_dtype=page.compute_dtype,
+        reason="; ".join(notes),
+        bits_executed=first.weight_bits,
+        compute_dtype=first.compute_dtype,
         latency_ms_median=stats.median,
         latency_ms_p10=stats.p10,
         latency_ms_p90=stats.p90,
         latency_cv=stats.cv,
+        latency_ms_mean=stats.mean,
+        latency_ms_stdev=stats.stdev,
+        latency_ms_iqr=stats.iqr,
         n_samples=stats.n,
+        min_samples=timing.min_iterations * len(pages),
+        samples_short=short,
+        unstable=bool(stats.instability),
+        instability=stats.instability,
+        pages=len(pages),
         timing_source=timing_source,
-        cold_ms=page.cold_ms,
-        wall_ms_median=summarize(page.wall_ms).median,
-        gpu_ms_median=summarize(page.gpu_ms).median if page.gpu_ms else None,
-        compile_ms=page.compile_ms,
+        cold_ms=first.cold_ms,
+        wall_ms_median=summarize(wall_samples).median,
+        gpu_ms_median=summarize(gpu_samples).median if gpu_samples else None,
+        compile_ms=first.compile_ms,
         gflops=run.workload.flops / (stats.median * 1e-3) / 1e9 if stats.median > 0 else None,
         weight_bytes=prepared.weight_bytes,
         weight_bytes_f32=run.workload.n * run.workload.k * 4,
-        gpu_buffer_bytes=page.gpu_buffer_bytes or None,
+        compression=run.workload.n * run.workload.k * 4 / prepared.weight_bytes,
+        gpu_buffer_bytes=first.gpu_buffer_bytes or None,
+        js_heap_bytes=max(heaps) if heaps else None,
+        js_heap_source=next((p.js_heap_source for p in pages if p.js_heap_bytes is not None),
+                            first.js_heap_source),
         rel_error_vs_float=vs_float["rel_error"],
         max_abs_error_vs_float=vs_float["max_abs_error"],
         snr_db=vs_float["snr_db"],
         cosine_vs_float=vs_float["cosine"],
-        rel_error_vs_dequantized=vs_deq["rel_error"],
+        rel_error_vs_dequantized=kernel_error,
         kernel_tolerance=tolerance,
-        shader=page.shader,
+        shader=first.shader,
     )
-    return row, _samples_record(page, timing_source, row.outcome)
-
-
-def _progress(options: SweepOptions, index: int, total: int, run: RunSpec, row: ResultRow) -> None:
-    if options.progress is None:
-        return
-    median = f"{row.latency_ms_median:.3f} ms" if row.latency_ms_median is not None else "-"
-    executed = (
-        f" (ran {row.bits_executed}-bit)"
-        if row.bits_executed is not None and row.bits_executed != row.bits_requested else ""
-    )
-    reason = f" ({row.reason})" if row.reason else ""
-    options.progress(
-        f"[{index}/{total}] {run.browser} {run.platform} {run.bits}-bit{executed} "
-        f"{run.workload.shape}: {row.outcome} {median}{reason}"
-    )
+    if memory is not None:
+        row = replace(
+            row,
+            proc_rss_baseline_bytes=memory.baseline_rss,
+            proc_rss_peak_bytes=memory.peak_rss,
+            proc_rss_delta_bytes=memory.delta_rss,
+            proc_uss_peak_bytes=memory.peak_uss,
+            proc_pss_peak_bytes=memory.peak_pss,
+            proc_count=memory.processes,
+        )
+    return row, _samples_record(pages, timing_source, row.outcome)
 
 
 class BrowserRunner:
@@ -309,26 +334,46 @@ class BrowserRunner:
         bits = weights.bits_executed if weights else run.bits
         prepared = prepare(run.workload, bits, run.block_size, run.seed, bool(weights and weights.unsigned))
         hook = self.options.on_run_start
-
-        async def on_open(job: Job) -> None:
-            if hook is not None:
-                await hook(run, session, job)
-
-        reply = await visit_page(
-            self.server, session, job_spec(run, prepared, self.options.timing, weights),
-            prepared.tensors, self.options.timing.timeout_s, on_open,
-        )
+        timing = self.options.timing
+        spec = job_spec(run, prepared, timing, weights)
+        pages: list[PageResult] = []
+        outputs: list[bytes | None] = []
         page: PageResult | None = None
-        outcome, reason = reply.outcome, reply.reason
-        if reply.outcome is Outcome.OK:
+        outcome, reason = Outcome.OK, ""
+        baseline: MemoryFigures | None = None
+        peaks: list[MemoryFigures] = []
+        for _ in range(timing.repeat):
+            sampler = TreeSampler(session.pid)
+
+            async def on_open(job: Job, sampler: TreeSampler = sampler) -> None:
+                await job.spec_fetched.wait()
+                await sampler.mark_baseline()  # the page at rest, before any work
+                if hook is not None:
+                    await hook(run, session, job)
+
+            sampler.start()
             try:
-                page = parse_page_result(reply.payload, self.options.timing.iterations)
+                reply = await visit_page(self.server, session, spec, prepared.tensors,
+                                         timing.timeout_s / timing.repeat, on_open)
+            finally:
+                figures = await sampler.stop()
+            baseline = baseline or figures
+            peaks.append(figures)
+            outcome, reason = reply.outcome, reply.reason
+            if reply.outcome is not Outcome.OK:
+                break
+            try:
+                page = parse_page_result(reply.payload, timing.max_iterations)
             except PageDataError as exc:
-                outcome, reason = Outcome.FAILED, f"page sent malformed data: {exc}"
-            else:
-                outcome, reason = Outcome(page.status), page.reason
-                if page.probe and weights is None:
-                    self.writer.record_browser(run.browser, {"probe": page.probe, "probe_utc": utc_now()})
+                outcome, reason, page = Outcome.FAILED, f"page sent malformed data: {exc}", None
+                break
+            outcome, reason = Outcome(page.status), page.reason
+            if page.probe and weights is None:
+                self.writer.record_browser(run.browser, {"probe": page.probe, "probe_utc": utc_now()})
+            if page.status != "ok":
+                break
+            pages.append(page)
+            outputs.append(reply.output)
         if weights is not None and weights.asks_unlisted and outcome is Outcome.FAILED and page:
             outcome = Outcome.UNSUPPORTED  # we asked for a type the context does not list: its answer
         if weights is not None and weights.note:
@@ -336,7 +381,7 @@ class BrowserRunner:
         base = replace(
             ResultRow.without_measurement(
                 run, outcome, reason, browser_version=session.version,
-                adapter=adapter_label(page.probe) if page and weights is None else "",
+                adapter=adapter_label(pages[0].probe) if pages and weights is None else "",
                 weight_format=prepared.weight_format,
             ),
             weight_dtype=weights.weight_dtype if weights else prepared.weight_dtype,
@@ -344,9 +389,16 @@ class BrowserRunner:
             zero_point_dtype=(weights.zero_point_dtype if weights else (prepared.weight_dtype if bits <= 8 else "")),
         )
         extra = {"op_support_limits": context_limits} if context_limits is not None else {}
-        if outcome is not Outcome.OK or page is None:
+        if outcome is not Outcome.OK or not pages:
             return base, {"outcome": outcome.value, "reason": reason, **extra}
-        row, samples = measured_row(base, run, prepared, page, reply.output)
+        memory = MemoryFigures(
+            baseline_rss=baseline.baseline_rss if baseline else None,
+            peak_rss=max((m.peak_rss for m in peaks if m.peak_rss is not None), default=None),
+            peak_uss=max((m.peak_uss for m in peaks if m.peak_uss is not None), default=None),
+            peak_pss=max((m.peak_pss for m in peaks if m.peak_pss is not None), default=None),
+            processes=max((m.processes for m in peaks if m.processes is not None), default=None),
+        )
+        row, samples = measured_row(base, run, prepared, pages, outputs, timing, memory)
         return row, {**samples, **extra}
 
 
@@ -362,17 +414,23 @@ async def run_sweep(
                 resolved = resolve(browser, options.binaries.get(browser), options.drivers.get(browser))
             except BrowserUnavailable as exc:
                 for run in runs:
+                    if options.progress:
+                        options.progress.started(run, len(rows) + 1, total)
                     row = ResultRow.without_measurement(run, Outcome.UNAVAILABLE, str(exc))
                     writer.add(row, {"outcome": row.outcome, "reason": row.reason})
                     rows.append(row)
-                    _progress(options, len(rows), total, run, row)
+                    if options.progress:
+                        options.progress.finished(run, row, len(rows), total)
                 continue
             runner = BrowserRunner(server, resolved, writer, options)
             try:
                 for run in runs:
+                    if options.progress:
+                        options.progress.started(run, len(rows) + 1, total)
                     row = await runner.run(run)
                     rows.append(row)
-                    _progress(options, len(rows), total, run, row)
+                    if options.progress:
+                        options.progress.finished(run, row, len(rows), total)
             finally:
                 await runner.close()
     return rows

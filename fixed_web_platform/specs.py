@@ -78,11 +78,41 @@ DEFAULT_WORKLOADS = (
 )
 
 
+MAX_ITERATIONS_LIMIT = 2048
+"""WebGPU query sets hold at most 4096 timestamps: two per timed iteration."""
+
+
 @dataclass(frozen=True)
 class TimingConfig:
+    """The timing protocol of every run (see web/timing.js for the page's half)."""
+
     warmup: int = 3
-    iterations: int = 10
+    min_iterations: int = 10
+    min_time_s: float = 1.0
+    max_iterations: int = 200
+    repeat: int = 1
+    """Page loads per run; their samples are pooled (pyperf's processes idea)."""
     timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0:
+            raise ValueError(f"warm-up count must not be negative, got {self.warmup}")
+        if not 1 <= self.min_iterations <= self.max_iterations <= MAX_ITERATIONS_LIMIT:
+            raise ValueError(
+                f"need 1 <= min iterations ({self.min_iterations}) <= max iterations "
+                f"({self.max_iterations}) <= {MAX_ITERATIONS_LIMIT}"
+            )
+        if not (0 <= self.min_time_s < float("inf")):
+            raise ValueError(f"min time must be a non-negative number of seconds, got {self.min_time_s}")
+        if self.repeat < 1:
+            raise ValueError(f"repeat must be at least 1, got {self.repeat}")
+        if not (0 < self.timeout_s < float("inf")):
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout_s}")
+
+    @property
+    def page_budget_ms(self) -> float:
+        """Time one page may spend on timed iterations: half its share of the run's timeout."""
+        return 1000.0 * self.timeout_s * 0.5 / self.repeat
 
 
 @dataclass(frozen=True)

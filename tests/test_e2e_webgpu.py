@@ -21,7 +21,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = Workload("test-small", 8, 256, 128)
 ALL_BITS = (32, 16, 8, 4, 2)
-QUICK = TimingConfig(warmup=1, iterations=5, timeout_s=90)
+QUICK = TimingConfig(warmup=1, min_iterations=5, min_time_s=0, max_iterations=5, timeout_s=90)
 
 
 def _sweep(browsers, bits, out: Path, workload=SMALL, options=SweepOptions(timing=QUICK, progress=None)):
@@ -46,7 +46,7 @@ def test_every_bits_runs_ok_with_the_requested_precision(browser_sweep):
         assert row.outcome == Outcome.OK, f"{browser} {bits}-bit: {row.outcome} {row.reason}"
         assert row.bits_executed == bits
         assert row.browser_version
-        assert row.n_samples == QUICK.iterations
+        assert row.n_samples == QUICK.min_iterations and row.samples_short is False
         assert row.latency_ms_median is not None and row.latency_ms_median > 0
         assert row.latency_ms_p10 <= row.latency_ms_median <= row.latency_ms_p90
         assert row.rel_error_vs_dequantized <= row.kernel_tolerance
@@ -78,7 +78,7 @@ def test_rows_and_samples_are_on_disk(browser_sweep):
     for line, row in zip(samples, rows):
         assert line["run_id"] == row.run_id
         headline = line["gpu_ms"] if row.timing_source == "gpu-timestamp" else line["wall_ms"]
-        assert len(headline) == QUICK.iterations
+        assert len(headline) == QUICK.min_iterations
     env = json.loads(writer.environment_path.read_text())
     info = env["browsers"][browser]
     assert info["version"] == rows[0].browser_version
@@ -108,7 +108,7 @@ def test_a_browser_killed_mid_sweep_costs_one_row(browser, tmp_path):
         await asyncio.to_thread(session.kill)
 
     options = SweepOptions(
-        timing=TimingConfig(warmup=2, iterations=50, timeout_s=90), on_run_start=kill_second_run,
+        timing=TimingConfig(warmup=2, min_iterations=50, min_time_s=0, max_iterations=50, timeout_s=90), on_run_start=kill_second_run,
         progress=None,
     )
     rows, writer = _sweep([browser], (8, 4, 2), tmp_path, Workload("crash", 32, 256, 256), options)
@@ -133,7 +133,7 @@ def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
     out = tmp_path / "cli"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--browser", "chrome", "--bits", "4",
-         "--only-shapes", "--shape", "4x64x64", "--warmup", "1", "--iterations", "3",
+         "--only-shapes", "--shape", "4x64x64", "--warmup", "1", "--min-iterations", "3", "--min-time", "0",
          "--output-dir", str(out)],
         capture_output=True, text=True, timeout=300,
     )

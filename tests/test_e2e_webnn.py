@@ -27,7 +27,7 @@ from fixed_web_platform.specs import (
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = Workload("test-small", 8, 256, 128)
-QUICK = TimingConfig(warmup=1, iterations=5, timeout_s=90)
+QUICK = TimingConfig(warmup=1, min_iterations=5, min_time_s=0, max_iterations=5, timeout_s=90)
 BITS = (16, 8, 4, 2)
 
 

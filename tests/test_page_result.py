@@ -61,7 +61,8 @@ def test_ok_payload_without_gpu_timestamps() -> None:
 @pytest.mark.parametrize(
     ("overrides", "match"),
     [
-        ({"wall_ms": [1.0, 2.0]}, "wall_ms has 2 samples, 3"),
+        ({"wall_ms": []}, "wall_ms has 0 samples"),
+        ({"wall_ms": [1.0, 2.0]}, "gpu_ms has 3 samples, expected 2"),
         ({"wall_ms": [1.0, 2.0, 3.0, 4.0]}, "wall_ms has 4 samples"),
         ({"gpu_ms": [1.0]}, "gpu_ms has 1 samples"),
         ({"wall_ms": "1,2,3"}, "wall_ms is not a list"),
@@ -89,6 +90,20 @@ def test_malformed_ok_payload_rejected(overrides: dict, match: str) -> None:
 
 
 @pytest.mark.parametrize("payload", [None, [], "ok", 3, ["status", "ok"]])
+def test_fewer_samples_than_the_cap_are_accepted_and_left_to_the_runner_to_mark() -> None:
+    page = parse_page_result(_ok(wall_ms=[1.0, 2.0], gpu_ms=[0.5, 0.5]), ITERATIONS)
+    assert page.wall_ms == (1.0, 2.0)
+
+
+def test_js_heap_is_parsed_or_explained() -> None:
+    page = parse_page_result(_ok(js_heap={"bytes": 1234, "source": "performance.memory"}), ITERATIONS)
+    assert (page.js_heap_bytes, page.js_heap_source) == (1234, "performance.memory")
+    page = parse_page_result(_ok(js_heap={"bytes": None, "note": "no API"}), ITERATIONS)
+    assert page.js_heap_bytes is None and page.js_heap_source == "unavailable: no API"
+    with pytest.raises(PageDataError, match="js_heap"):
+        parse_page_result(_ok(js_heap={"bytes": -5}), ITERATIONS)
+
+
 def test_non_object_rejected(payload: object) -> None:
     with pytest.raises(PageDataError, match="not a JSON object"):
         parse_page_result(payload, ITERATIONS)

@@ -1,5 +1,8 @@
 // WebGPU runner: builds the pipeline the job names, runs one cold iteration, warm-ups, then timed
 // iterations, and reads the output back once. Returns raw samples; decides nothing about them.
+import {jsHeap} from './memory.js';
+import {timeIterations} from './timing.js';
+
 const WORKGROUP_X = 64;
 const TILE_M = 4;
 
@@ -83,9 +86,8 @@ export async function runWebGPU(spec, client) {
     });
     await device.queue.onSubmittedWorkDone();
 
-    const iterations = spec.iterations;
     const querySet = hasTimestamps ?
-      device.createQuerySet({type: 'timestamp', count: 2 * iterations}) : null;
+      device.createQuerySet({type: 'timestamp', count: 2 * spec.max_iterations}) : null;
 
     const dispatchOnce = async (timedIndex) => {
       const encoder = device.createCommandEncoder();
@@ -107,10 +109,8 @@ export async function runWebGPU(spec, client) {
       return performance.now() - t0;
     };
 
-    const coldMs = await dispatchOnce(null);
-    for (let i = 0; i < spec.warmup; i++) await dispatchOnce(null);
-    const wallMs = [];
-    for (let i = 0; i < iterations; i++) wallMs.push(await dispatchOnce(i));
+    const {coldMs, wallMs} = await timeIterations(spec, dispatchOnce);
+    const iterations = wallMs.length;
 
     let gpuMs = null;
     const encoder = device.createCommandEncoder();
@@ -119,7 +119,7 @@ export async function runWebGPU(spec, client) {
     });
     encoder.copyBufferToBuffer(output, 0, readback, 0, spec.output_bytes);
     let tsRead = null;
-    if (querySet) {
+    if (querySet && iterations > 0) {
       const resolve = device.createBuffer({
         size: 16 * iterations, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
       });
@@ -141,6 +141,7 @@ export async function runWebGPU(spec, client) {
       for (let i = 0; i < iterations; i++) gpuMs.push(Number(ts[2 * i + 1] - ts[2 * i]) / 1e6);
     }
 
+    const heap = await jsHeap();
     const validation = await device.popErrorScope();
     if (validation) return {status: 'failed', reason: `WebGPU validation error: ${validation.message}`};
     if (lostInfo) return {status: 'failed', reason: `WebGPU device lost: ${lostInfo.message}`};
@@ -157,6 +158,7 @@ export async function runWebGPU(spec, client) {
       wall_ms: wallMs,
       gpu_ms: gpuMs,
       gpu_buffer_bytes: [...buffers, output].reduce((sum, b) => sum + b.size, 0),
+      js_heap: heap,
       output: outBytes,
     };
   } finally {

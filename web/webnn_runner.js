@@ -1,6 +1,9 @@
 // WebNN runner: builds out = x @ transpose(dequantize(W)) with the data types Python chose,
 // times build apart from compute, then warm-ups and timed dispatch + readTensor iterations
 // (readTensor is the sync point), and returns the output read back once.
+import {jsHeap} from './memory.js';
+import {timeIterations} from './timing.js';
+
 const ELEMENT_BYTES = {float32: 4, float16: 2, int8: 1, uint8: 1, int32: 4, uint32: 4};
 
 function byteLength(dataType, elements) {
@@ -75,17 +78,15 @@ export async function runWebNN(spec, client) {
     const xTensor = await context.createTensor({dataType: 'float32', shape: [m, k], writable: true});
     context.writeTensor(xTensor, new Float32Array(tensors.x));
     const outTensor = await context.createTensor({dataType: 'float32', shape: [m, n], readable: true});
-    const once = async () => {
+    const once = async (_index) => {
       const t0 = performance.now();
       context.dispatch(graph, {x: xTensor}, {out: outTensor});
       await context.readTensor(outTensor);
       return performance.now() - t0;
     };
-    const coldMs = await once();
-    for (let i = 0; i < spec.warmup; i++) await once();
-    const wallMs = [];
-    for (let i = 0; i < spec.iterations; i++) wallMs.push(await once());
+    const {coldMs, wallMs} = await timeIterations(spec, once);
     const output = await context.readTensor(outTensor);
+    const heap = await jsHeap();
     return {
       status: 'ok',
       shader: '',
@@ -97,6 +98,7 @@ export async function runWebNN(spec, client) {
       wall_ms: wallMs,
       gpu_ms: null,
       gpu_buffer_bytes: 0,
+      js_heap: heap,
       output,
     };
   } catch (e) {

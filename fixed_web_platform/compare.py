@@ -1,0 +1,558 @@
+"""Compare two result folders: which configurations got slower, faster, less accurate, broke or
+were fixed. Latency is judged on the raw headline samples (Mann-Whitney U, two-sided) AND a minimum
+effect on the median, so noise and trivially small shifts are not reported as changes.
+
+    run_real_webgpu_webnn.py compare BASELINE CURRENT [--alpha 0.01] [--min-effect 0.05]
+                                     [--force] [--output FILE.md]
+
+Exit status: 0 no regression, 1 a regression (slower, less accurate or newly failing), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+from scipy import stats
+
+from .result_files import CONFIG_KEY, ResultSchemaError, ResultSet, headline_samples, load
+from .specs import Outcome
+
+DEFAULT_ALPHA = 0.01
+DEFAULT_MIN_EFFECT = 0.05
+FLOAT_ERROR_GROWTH_REL = 0.10
+"""rel_error_vs_float may grow by this fraction before it is an accuracy regression..."""
+FLOAT_ERROR_GROWTH_ABS = 1e-6
+"""...and by this much in absolute terms (so growth from 1e-9 to 2e-9 is not one)."""
+
+MACHINE_KEYS = ("system", "machine", "cpu_count")
+"""environment.json["machine"] entries that must match for timings to be comparable."""
+
+_INT_KEYS = frozenset({"m", "k", "n", "bits_requested", "block_size"})
+_SKIP_OUTCOMES = frozenset({Outcome.UNAVAILABLE, Outcome.UNSUPPORTED})
+
+
+class Verdict(enum.StrEnum):
+    """What happened to one configuration between baseline and current (most severe first)."""
+
+    NEW_FAILURE = "new-failure"  # baseline ok, current failed/crashed/timed out/invalid
+    ACCURACY_REGRESSION = "accuracy-regression"  # kernel beyond tolerance, or error vs float grew
+    REGRESSION = "regression"  # significantly slower by more than the minimum effect
+    IMPROVEMENT = "improvement"  # significantly faster by more than the minimum effect
+    FIXED = "fixed"  # baseline failing, current ok
+    UNCHANGED = "unchanged"  # no significant change, or a change below the minimum effect
+    STILL_FAILING = "still-failing"  # failing on both sides (not new, so not a regression)
+    ADDED = "added"  # configuration only in current
+    REMOVED = "removed"  # configuration only in baseline
+    SKIPPED = "skipped"  # cannot be compared (unsupported/unavailable, no samples...); note says why
+
+    @property
+    def is_regression(self) -> bool:
+        return self in (Verdict.NEW_FAILURE, Verdict.ACCURACY_REGRESSION, Verdict.REGRESSION)
+
+
+_ORDER = {v: i for i, v in enumerate(Verdict)}
+
+
+class MetadataMismatch(Exception):
+    """Baseline and current were measured with different browsers or machines."""
+
+    def __init__(self, differences: Sequence[str]) -> None:
+        self.differences = tuple(differences)
+        super().__init__(
+            "baseline and current were measured on different set-ups: " + "; ".join(self.differences)
+        )
+
+
+@dataclass(frozen=True)
+class Entry:
+    config: tuple[Any, ...]
+    """Values of result_files.CONFIG_KEY, in that order."""
+    verdict: Verdict
+    baseline_median: float | None = None
+    """Median of the pooled headline samples (ms), None without samples."""
+    current_median: float | None = None
+    effect: float | None = None
+    """current_median / baseline_median - 1 (positive: slower)."""
+    p_value: float | None = None
+    """Two-sided Mann-Whitney U p-value, None when no test was run."""
+    n_baseline: int = 0
+    n_current: int = 0
+    """Pooled headline sample counts."""
+    note: str = ""
+    baseline_outcome: str = ""
+    current_outcome: str = ""
+    """Outcomes of the side's rows, e.g. "ok" or "ok x2, crash x1"; "" when absent."""
+
+    @property
+    def config_dict(self) -> dict[str, Any]:
+        return dict(zip(CONFIG_KEY, self.config, strict=True))
+
+    @property
+    def label(self) -> str:
+        c = self.config_dict
+        mode = c["precision_mode"] + (f"/{c['device_type']}" if c["device_type"] else "")
+        block = f" block{c['block_size']}" if c["block_size"] else ""
+        return (f"{c['browser']}/{c['platform']} {mode} {c['bits_requested']}-bit{block} "
+                f"{c['workload']} {c['m']}x{c['k']}x{c['n']}")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    entries: tuple[Entry, ...]
+    alpha: float = DEFAULT_ALPHA
+    min_effect: float = DEFAULT_MIN_EFFECT
+    metadata_differences: tuple[str, ...] = ()
+    """Set-up differences accepted with force=True (empty when the set-ups match)."""
+    baseline_dir: str = ""
+    current_dir: str = ""
+
+    @property
+    def has_regression(self) -> bool:
+        return any(e.verdict.is_regression for e in self.entries)
+
+    @property
+    def counts(self) -> dict[Verdict, int]:
+        """Entries per verdict, most severe first; only verdicts that occur."""
+        counts = {v: 0 for v in Verdict}
+        for e in self.entries:
+            counts[e.verdict] += 1
+        return {v: n for v, n in counts.items() if n}
+
+
+# ---------------------------------------------------------------------------------------------
+# Metadata
+
+
+def metadata_differences(baseline_env: Mapping[str, Any], current_env: Mapping[str, Any]) -> list[str]:
+    """Differences that make timings incomparable: browser versions and the machine."""
+    diffs = [f"{side} has no environment.json" for side, env in
+             (("baseline", baseline_env), ("current", current_env)) if not env]
+    if diffs:
+        return diffs
+    b_machine = baseline_env.get("machine") or {}
+    c_machine = current_env.get("machine") or {}
+    for key in MACHINE_KEYS:
+        b, c = b_machine.get(key), c_machine.get(key)
+        if b != c:
+            diffs.append(f"machine {key}: {b!r} in baseline, {c!r} in current")
+    b_browsers = baseline_env.get("browsers") or {}
+    c_browsers = current_env.get("browsers") or {}
+    for name in sorted(set(b_browsers) & set(c_browsers)):
+        b = (b_browsers.get(name) or {}).get("version")
+        c = (c_browsers.get(name) or {}).get("version")
+        if b != c:
+            diffs.append(f"{name} version: {b!r} in baseline, {c!r} in current")
+    return diffs
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading one side
+
+
+@dataclass
+class _Side:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[float] = field(default_factory=list)
+    timing_sources: set[str] = field(default_factory=set)
+    runs_without_samples: int = 0
+
+    @property
+    def outcomes(self) -> list[Outcome]:
+        return [r["outcome"] for r in self.rows]
+
+    @property
+    def status(self) -> str:
+        """'ok' (every repetition ok), 'failing' (any failed), or 'skip' (could not run)."""
+        if any(o.is_failure for o in self.outcomes):
+            return "failing"
+        if any(o in _SKIP_OUTCOMES for o in self.outcomes):
+            return "skip"
+        return "ok"
+
+    @property
+    def outcome_summary(self) -> str:
+        counts: dict[str, int] = {}
+        for o in self.outcomes:
+            counts[o.value] = counts.get(o.value, 0) + 1
+        if len(counts) == 1 and len(self.outcomes) == 1:
+            return next(iter(counts))
+        return ", ".join(f"{o} x{n}" for o, n in counts.items())
+
+    def first_reason(self, wanted: frozenset[Outcome] | None = None) -> str:
+        for r in self.rows:
+            o = r["outcome"]
+            if (o in wanted) if wanted is not None else o is not Outcome.OK:
+                reason = " ".join(str(r.get("reason") or "").split())
+                text = f"{o.value}: {reason}" if reason else o.value
+                return text if len(text) <= 100 else text[:97] + "..."
+        return ""
+
+    @property
+    def median(self) -> float | None:
+        return float(np.median(self.samples)) if self.samples else None
+
+    def worst(self, column: str) -> float | None:
+        """Largest value of a column over the ok repetitions (NaN/empty ignored)."""
+        values = [_number(r.get(column)) for r in self.rows if r["outcome"] is Outcome.OK]
+        values = [v for v in values if v is not None]
+        return max(values) if values else None
+
+    def kernel_out_of_tolerance(self) -> tuple[float, float] | None:
+        """(error, tolerance) of the worst ok repetition whose kernel error exceeds its tolerance."""
+        worst: tuple[float, float] | None = None
+        for r in self.rows:
+            if r["outcome"] is not Outcome.OK:
+                continue
+            err, tol = _number(r.get("rel_error_vs_dequantized")), _number(r.get("kernel_tolerance"))
+            if err is None or tol is None or not math.isfinite(tol) or not err > tol:
+                continue
+            if worst is None or err > worst[0]:
+                worst = (err, tol)
+        return worst
+
+
+def _number(value: Any) -> float | None:
+    """A float from a CSV cell; None for empty or NaN (load() reads both as NaN)."""
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def _config_value(key: str, value: Any, where: Path) -> Any:
+    if key in _INT_KEYS:
+        v = _number(value)
+        if v is None or not v.is_integer():
+            raise ResultSchemaError(f"{where}: column {key} has a non-integer value {value!r}")
+        return int(v)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _clean_samples(record: Mapping[str, Any], where: Path) -> list[float]:
+    """The record's headline samples with non-finite ones (NaN was written as null) dropped."""
+    cleaned = {k: ([x for x in v if x is not None] if isinstance(v, list) else v)
+               for k, v in record.items()}
+    try:
+        values = headline_samples(cleaned)
+    except (TypeError, ValueError) as exc:
+        raise ResultSchemaError(f"{where}: unreadable samples for run {record.get('run_id')}: {exc}") \
+            from None
+    return [v for v in values if math.isfinite(v)]
+
+
+def _sides(rs: ResultSet) -> dict[tuple[Any, ...], _Side]:
+    """Rows grouped by configuration (repetitions pooled), in first-seen order."""
+    csv_path = rs.directory / "results.csv"
+    needed = [*CONFIG_KEY, "run_id", "outcome"]
+    missing = [c for c in needed if c not in rs.rows.columns]
+    if missing:
+        raise ResultSchemaError(f"{csv_path}: missing column(s) {', '.join(missing)}")
+    samples_path = rs.directory / "samples.jsonl"
+    sides: dict[tuple[Any, ...], _Side] = {}
+    for record in rs.rows.to_dict("records"):
+        try:
+            record["outcome"] = Outcome(str(record["outcome"]))
+        except ValueError:
+            raise ResultSchemaError(f"{csv_path}: unknown outcome {record['outcome']!r}") from None
+        key = tuple(_config_value(k, record[k], csv_path) for k in CONFIG_KEY)
+        side = sides.setdefault(key, _Side())
+        side.rows.append(record)
+        if record["outcome"] is not Outcome.OK:
+            continue
+        run_id = _number(record["run_id"])
+        raw = rs.samples.get(int(run_id)) if run_id is not None else None
+        values = _clean_samples(raw, samples_path) if raw is not None else []
+        if not values:
+            side.runs_without_samples += 1
+            continue
+        side.samples.extend(values)
+        source = str(raw.get("timing_source") or record.get("timing_source") or "")
+        side.timing_sources.add(source or "unknown")
+    return sides
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging one configuration
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def _accuracy_note(base: _Side, cur: _Side) -> str:
+    """Why current is less accurate than baseline, or "" when it is not."""
+    reasons = []
+    cur_bad = cur.kernel_out_of_tolerance()
+    if cur_bad is not None and base.kernel_out_of_tolerance() is None:
+        base_err = base.worst("rel_error_vs_dequantized")
+        was = f" (baseline {base_err:.2e})" if base_err is not None else ""
+        reasons.append(f"kernel error {cur_bad[0]:.2e} exceeds its tolerance {cur_bad[1]:.0e}{was}")
+    b, c = base.worst("rel_error_vs_float"), cur.worst("rel_error_vs_float")
+    if b is not None and c is not None and c > b * (1 + FLOAT_ERROR_GROWTH_REL) \
+            and c - b > FLOAT_ERROR_GROWTH_ABS:
+        growth = f" ({_pct(c / b - 1)})" if b > 0 and math.isfinite(c) else ""
+        reasons.append(f"error vs float grew {b:.2e} -> {c:.2e}{growth}")
+    return "; ".join(reasons)
+
+
+def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: float,
+                   min_effect: float) -> Entry:
+    common = dict(config=config, n_baseline=len(base.samples), n_current=len(cur.samples),
+                  baseline_median=base.median, current_median=cur.median,
+                  baseline_outcome=base.outcome_summary, current_outcome=cur.outcome_summary)
+    accuracy = _accuracy_note(base, cur)
+    notes: list[str] = []
+    for name, side in (("baseline", base), ("current", cur)):
+        if side.runs_without_samples and side.samples:
+            notes.append(f"{side.runs_without_samples} {name} run(s) without samples")
+
+    verdict: Verdict | None = None
+    effect = p_value = None
+    if not base.samples or not cur.samples:
+        which = " and ".join(n for n, s in (("baseline", base), ("current", cur)) if not s.samples)
+        verdict = Verdict.SKIPPED
+        notes.insert(0, f"latency not compared: no raw samples in {which}")
+    elif base.timing_sources != cur.timing_sources or len(base.timing_sources) > 1:
+        verdict = Verdict.SKIPPED
+        notes.insert(0, "latency not compared: timing source differs ("
+                     f"{'/'.join(sorted(base.timing_sources))} in baseline, "
+                     f"{'/'.join(sorted(cur.timing_sources))} in current)")
+    else:
+        result = stats.mannwhitneyu(cur.samples, base.samples, alternative="two-sided")
+        p_value = float(result.pvalue)
+        bm, cm = base.median, cur.median
+        assert bm is not None and cm is not None
+        effect = cm / bm - 1 if bm > 0 else math.nan
+        significant = math.isfinite(p_value) and p_value < alpha
+        if significant and math.isfinite(effect) and effect > min_effect:
+            verdict = Verdict.REGRESSION
+            notes.insert(0, f"{_pct(effect)} slower")
+        elif significant and math.isfinite(effect) and effect < -min_effect:
+            verdict = Verdict.IMPROVEMENT
+            notes.insert(0, f"{_pct(effect)} faster")
+        else:
+            verdict = Verdict.UNCHANGED
+            if significant:
+                notes.insert(0, f"significant but below the minimum effect {min_effect:.0%}")
+            elif math.isfinite(effect) and abs(effect) > min_effect:
+                notes.insert(0, f"not significant (p >= {alpha:g})")
+    if accuracy:
+        if verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+            notes.insert(0, f"latency {verdict.value}")
+        notes.insert(0, accuracy)
+        verdict = Verdict.ACCURACY_REGRESSION
+    return Entry(verdict=verdict, effect=effect, p_value=p_value, note="; ".join(notes), **common)
+
+
+def _judge(config: tuple[Any, ...], base: _Side | None, cur: _Side | None, alpha: float,
+           min_effect: float) -> Entry:
+    if base is None or cur is None:
+        side = cur if base is None else base
+        assert side is not None
+        verdict = Verdict.ADDED if base is None else Verdict.REMOVED
+        n, median = len(side.samples), side.median
+        return Entry(
+            config=config, verdict=verdict,
+            current_median=median if base is None else None, n_current=n if base is None else 0,
+            baseline_median=median if cur is None else None, n_baseline=n if cur is None else 0,
+            baseline_outcome="" if base is None else side.outcome_summary,
+            current_outcome="" if cur is None else side.outcome_summary,
+            note=f"only in {'current' if base is None else 'baseline'}: {side.outcome_summary}",
+        )
+    common = dict(config=config, baseline_outcome=base.outcome_summary,
+                  current_outcome=cur.outcome_summary,
+                  baseline_median=base.median, current_median=cur.median,
+                  n_baseline=len(base.samples), n_current=len(cur.samples))
+    b, c = base.status, cur.status
+    if b == "ok" and c == "ok":
+        return _judge_both_ok(config, base, cur, alpha, min_effect)
+    if b == "ok" and c == "failing":
+        return Entry(verdict=Verdict.NEW_FAILURE, note=f"current {cur.first_reason()}", **common)
+    if b == "failing" and c == "ok":
+        return Entry(verdict=Verdict.FIXED, note=f"baseline was {base.first_reason()}", **common)
+    if b == "failing" and c == "failing":
+        return Entry(verdict=Verdict.STILL_FAILING,
+                     note=f"baseline {base.first_reason()}; current {cur.first_reason()}", **common)
+    parts = [f"{name} {side.first_reason(_SKIP_OUTCOMES)}" for name, side in
+             (("baseline", base), ("current", cur)) if side.status == "skip"]
+    parts += [f"{name} {side.first_reason()}" for name, side in
+              (("baseline", base), ("current", cur)) if side.status == "failing"]
+    return Entry(verdict=Verdict.SKIPPED, note="; ".join(parts), **common)
+
+
+def compare(baseline: ResultSet, current: ResultSet, *, alpha: float = DEFAULT_ALPHA,
+            min_effect: float = DEFAULT_MIN_EFFECT, force: bool = False) -> Comparison:
+    """Match configurations and judge each; raise MetadataMismatch on differing set-ups unless force."""
+    if not (0 < alpha < 1):
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    if not (math.isfinite(min_effect) and min_effect >= 0):
+        raise ValueError(f"min_effect must be a non-negative number, got {min_effect}")
+    diffs = metadata_differences(baseline.environment, current.environment)
+    if diffs and not force:
+        raise MetadataMismatch(diffs)
+    base_sides, cur_sides = _sides(baseline), _sides(current)
+    keys = list(base_sides) + [k for k in cur_sides if k not in base_sides]
+    entries = [_judge(k, base_sides.get(k), cur_sides.get(k), alpha, min_effect) for k in keys]
+    entries.sort(key=lambda e: _ORDER[e.verdict])  # stable: file order within a verdict
+    return Comparison(entries=tuple(entries), alpha=alpha, min_effect=min_effect,
+                      metadata_differences=tuple(diffs), baseline_dir=str(baseline.directory),
+                      current_dir=str(current.directory))
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def _cell(text: object) -> str:
+    """One Markdown table cell: no pipes or line breaks from browser messages."""
+    return " ".join(str(text).replace("|", "/").split())
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "nan" if math.isnan(value) else f"{value:.2g}"
+
+
+def summary_line(c: Comparison) -> str:
+    counts = ", ".join(f"{n} {v.value}" for v, n in c.counts.items()) or "no configurations"
+    status = "REGRESSION" if c.has_regression else "no regression"
+    return (f"**Summary:** {counts} — {status} "
+            f"(Mann-Whitney U two-sided, alpha {c.alpha:g}, min effect {c.min_effect:.0%})")
+
+
+def format_comparison(c: Comparison) -> str:
+    lines = []
+    if c.baseline_dir or c.current_dir:
+        lines += [f"Baseline `{c.baseline_dir}` vs current `{c.current_dir}`", ""]
+    if c.metadata_differences:
+        lines += ["> **Warning:** compared despite differing set-ups (--force): "
+                  + _cell("; ".join(c.metadata_differences)), ""]
+    head = ["browser", "platform", "mode", "workload", "shape", "bits", "verdict", "baseline ms",
+            "current ms", "change", "p", "n (base/cur)", "note"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "|".join(" --- " for _ in head) + "|")
+    for e in c.entries:
+        cfg = e.config_dict
+        mode = cfg["precision_mode"] + (f"/{cfg['device_type']}" if cfg["device_type"] else "")
+        bits = f"{cfg['bits_requested']}" + (f" (block {cfg['block_size']})" if cfg["block_size"] else "")
+        change = "-" if e.effect is None or math.isnan(e.effect) else _pct(e.effect)
+        cells = [cfg["browser"], cfg["platform"], mode, cfg["workload"],
+                 f"{cfg['m']}x{cfg['k']}x{cfg['n']}", bits, e.verdict.value,
+                 _ms(e.baseline_median), _ms(e.current_median), change, _p(e.p_value),
+                 f"{e.n_baseline}/{e.n_current}", e.note or "-"]
+        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    lines += ["", summary_line(c)]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="run_real_webgpu_webnn.py compare",
+        description="Compare two result folders; exit 1 when CURRENT regressed against BASELINE.",
+    )
+    p.add_argument("baseline", metavar="BASELINE", type=Path, help="results folder to compare against")
+    p.add_argument("current", metavar="CURRENT", type=Path, help="results folder to judge")
+    p.add_argument("--alpha", type=_float, default=DEFAULT_ALPHA,
+                   help=f"significance level of the Mann-Whitney U test (default {DEFAULT_ALPHA})")
+    p.add_argument("--min-effect", type=_float, default=DEFAULT_MIN_EFFECT,
+                   help="smallest relative change of the median latency that counts "
+                        f"(default {DEFAULT_MIN_EFFECT}, i.e. {DEFAULT_MIN_EFFECT * 100:g}%%)")
+    p.add_argument("--force", action="store_true",
+                   help="compare even when browser versions or the machine differ")
+    p.add_argument("--output", type=Path, default=None, metavar="FILE.md",
+                   help="also write the Markdown table to this file")
+    return p
+
+
+def _load(path: Path, side: str) -> ResultSet:
+    if not path.exists():
+        raise _UsageError(f"{side} {path}: no such folder")
+    if not path.is_dir():
+        raise _UsageError(f"{side} {path}: not a folder")
+    try:
+        return load(path)
+    except ResultSchemaError as exc:
+        raise _UsageError(str(exc)) from None
+    except (OSError, ValueError) as exc:  # corrupt JSON/CSV (JSONDecodeError, pandas errors)
+        raise _UsageError(f"{side} {path}: unreadable results: {' '.join(str(exc).split())}") from None
+
+
+def _compare_command(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    if not (0 < args.alpha < 1):
+        raise _UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    if not (math.isfinite(args.min_effect) and args.min_effect >= 0):
+        raise _UsageError(f"--min-effect must be a non-negative number, got {args.min_effect:g}")
+    baseline = _load(args.baseline, "baseline")
+    current = _load(args.current, "current")
+    try:
+        comparison = compare(baseline, current, alpha=args.alpha, min_effect=args.min_effect,
+                             force=args.force)
+    except MetadataMismatch as exc:
+        raise _UsageError(f"{exc}; use --force to compare anyway") from None
+    except ResultSchemaError as exc:
+        raise _UsageError(str(exc)) from None
+    text = format_comparison(comparison)
+    if args.output is not None:
+        try:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(text)
+        except OSError as exc:
+            raise _UsageError(f"--output {args.output}: {exc.strerror or exc}") from None
+    print(text, end="")
+    return 1 if comparison.has_regression else 0
+
+
+def compare_command(argv: Sequence[str] | None = None) -> int:
+    """`compare BASELINE CURRENT ...`: 0 no regression, 1 regression, 2 bad input (one error line)."""
+    try:
+        return _compare_command(sys.argv[1:] if argv is None else argv)
+    except _UsageError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(compare_command())

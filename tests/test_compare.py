@@ -1,0 +1,336 @@
+"""Unit tests for fixed_web_platform.compare: result folders are built on disk with ResultWriter
+(no browser), then compared through the API and the command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fixed_web_platform.compare import (
+    Comparison,
+    MetadataMismatch,
+    Verdict,
+    compare,
+    compare_command,
+    format_comparison,
+)
+from fixed_web_platform.result_files import CONFIG_KEY, ResultSchemaError, load
+from fixed_web_platform.results import ResultRow, ResultWriter
+from fixed_web_platform.specs import (
+    SCHEMA_VERSION,
+    BrowserName,
+    Outcome,
+    Platform,
+    PrecisionMode,
+    RunSpec,
+    Workload,
+)
+
+WORKLOAD = Workload("bert-base-ffn-gemv", 1, 768, 3072)
+OTHER = Workload("bert-base-attn-gemm", 128, 768, 768)
+
+
+def _samples(median: float, n: int = 30, noise: float = 0.03, seed: int = 0) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return [float(x) for x in median * (1 + noise * rng.standard_normal(n))]
+
+
+@dataclasses.dataclass
+class Run:
+    """One run to write: its configuration, outcome and (for ok runs) samples and error figures."""
+
+    bits: int = 4
+    outcome: Outcome = Outcome.OK
+    samples: list[float] | None = None
+    repetition: int = 0
+    workload: Workload = WORKLOAD
+    browser: BrowserName = BrowserName.CHROME
+    rel_error_vs_float: float = 8.0e-2
+    rel_error_vs_dequantized: float = 5.0e-7
+    kernel_tolerance: float = 1e-5
+    reason: str = ""
+    timing_source: str = "gpu-timestamp"
+
+
+def write_folder(path: Path, runs: list[Run], *, versions: dict[str, str] | None = None) -> Path:
+    writer = ResultWriter(path)
+    for name, version in (versions or {"chrome": "153.0.0.0"}).items():
+        writer.record_browser(name, {"version": version})
+    for run_id, r in enumerate(runs):
+        spec = RunSpec(run_id=run_id, browser=r.browser, platform=Platform.WEBGPU,
+                       workload=r.workload, bits=r.bits, block_size=32, repetition=r.repetition,
+                       precision_mode=PrecisionMode.STANDARD, seed=0)
+        row = ResultRow.without_measurement(spec, r.outcome, r.reason or
+                                            ("" if r.outcome is Outcome.OK else "it broke"))
+        if r.outcome is not Outcome.OK:
+            writer.add(row)
+            continue
+        samples = r.samples if r.samples is not None else _samples(10.0, seed=run_id)
+        a = np.asarray(samples)
+        row = dataclasses.replace(
+            row, bits_executed=r.bits, latency_ms_median=float(np.median(a)),
+            latency_ms_p10=float(np.percentile(a, 10)), latency_ms_p90=float(np.percentile(a, 90)),
+            latency_cv=float(a.std(ddof=1) / a.mean()), n_samples=len(samples),
+            timing_source=r.timing_source, gpu_ms_median=float(np.median(a)),
+            rel_error_vs_float=r.rel_error_vs_float,
+            rel_error_vs_dequantized=r.rel_error_vs_dequantized,
+            kernel_tolerance=r.kernel_tolerance,
+        )
+        gpu = samples if r.timing_source == "gpu-timestamp" else []
+        writer.add(row, {"timing_source": r.timing_source, "gpu_ms": gpu,
+                         "wall_ms": [s * 1.5 for s in samples], "cold_ms": 50.0})
+    return path
+
+
+def _pair(tmp_path: Path, base: list[Run], cur: list[Run], **kw: Any) -> tuple[Path, Path]:
+    return (write_folder(tmp_path / "base", base, **kw.get("base_kw", {})),
+            write_folder(tmp_path / "cur", cur, **kw.get("cur_kw", {})))
+
+
+def _compare(b: Path, c: Path, **kw: Any) -> Comparison:
+    return compare(load(b), load(c), **kw)
+
+
+def _only(comparison: Comparison) -> Any:
+    assert len(comparison.entries) == 1, comparison.entries
+    return comparison.entries[0]
+
+
+def test_planted_2x_slowdown_is_a_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=1))], [Run(samples=_samples(20.0, seed=2))])
+    e = _only(_compare(b, c))
+    assert e.verdict is Verdict.REGRESSION
+    assert e.p_value < 1e-6
+    assert e.effect == pytest.approx(1.0, abs=0.05)
+    assert (e.n_baseline, e.n_current) == (30, 30)
+    assert e.baseline_median == pytest.approx(10.0, rel=0.03)
+    assert e.current_median == pytest.approx(20.0, rel=0.03)
+    assert e.config == ("chrome", "webgpu", "standard", "", "bert-base-ffn-gemv", 1, 768, 3072, 4, 32)
+    assert dict(zip(CONFIG_KEY, e.config)) == e.config_dict
+
+    out_md = tmp_path / "reports" / "cmp.md"
+    assert compare_command([str(b), str(c), "--output", str(out_md)]) == 1
+    printed = capsys.readouterr().out
+    assert "| regression |" in printed
+    assert "1 regression" in printed and "REGRESSION" in printed
+    assert out_md.read_text() == printed
+
+
+def test_same_distribution_is_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=11))], [Run(samples=_samples(10.0, seed=12))])
+    c_ = _compare(b, c)
+    e = _only(c_)
+    assert e.verdict is Verdict.UNCHANGED
+    assert e.p_value >= 0.01
+    assert not c_.has_regression
+    assert compare_command([str(b), str(c)]) == 0
+    assert "1 unchanged" in capsys.readouterr().out
+
+
+def test_2x_speedup_is_an_improvement(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(samples=_samples(20.0, seed=3))], [Run(samples=_samples(10.0, seed=4))])
+    e = _only(_compare(b, c))
+    assert e.verdict is Verdict.IMPROVEMENT
+    assert e.effect == pytest.approx(-0.5, abs=0.03)
+    assert compare_command([str(b), str(c)]) == 0
+
+
+def test_tiny_significant_shift_is_below_min_effect(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, n=200, noise=0.005, seed=5))],
+                 [Run(samples=_samples(10.1, n=200, noise=0.005, seed=6))])
+    e = _only(_compare(b, c))
+    assert e.p_value < 0.01  # really significant...
+    assert 0 < e.effect < 0.05  # ...but small
+    assert e.verdict is Verdict.UNCHANGED
+    assert "minimum effect" in e.note
+    # with no minimum effect the same data is a regression
+    assert _only(_compare(b, c, min_effect=0.0)).verdict is Verdict.REGRESSION
+    assert compare_command([str(b), str(c), "--min-effect", "0"]) == 1
+
+
+def test_ok_to_crash_is_a_new_failure(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run()], [Run(outcome=Outcome.CRASH, reason="renderer died")])
+    comparison = _compare(b, c)
+    e = _only(comparison)
+    assert e.verdict is Verdict.NEW_FAILURE
+    assert "crash" in e.note and "renderer died" in e.note
+    assert comparison.has_regression
+    assert compare_command([str(b), str(c)]) == 1
+
+
+def test_crash_to_ok_is_fixed(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(outcome=Outcome.CRASH)], [Run()])
+    comparison = _compare(b, c)
+    assert _only(comparison).verdict is Verdict.FIXED
+    assert not comparison.has_regression
+    assert compare_command([str(b), str(c)]) == 0
+
+
+def test_failing_on_both_sides_is_not_new(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(outcome=Outcome.TIMEOUT)], [Run(outcome=Outcome.FAILED)])
+    comparison = _compare(b, c)
+    assert _only(comparison).verdict is Verdict.STILL_FAILING
+    assert not comparison.has_regression
+
+
+def test_unsupported_or_unavailable_is_skipped(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(), Run(bits=2, outcome=Outcome.UNSUPPORTED, reason="no int2")],
+                 [Run(outcome=Outcome.UNAVAILABLE, reason="chrome not installed"), Run(bits=2)])
+    comparison = _compare(b, c)
+    verdicts = {e.config_dict["bits_requested"]: e for e in comparison.entries}
+    assert verdicts[4].verdict is Verdict.SKIPPED and "chrome not installed" in verdicts[4].note
+    assert verdicts[2].verdict is Verdict.SKIPPED and "no int2" in verdicts[2].note
+    assert not comparison.has_regression
+
+
+def test_kernel_error_beyond_tolerance_is_an_accuracy_regression(tmp_path: Path) -> None:
+    same = _samples(10.0, seed=7)
+    b, c = _pair(tmp_path, [Run(samples=same)],
+                 [Run(samples=same, rel_error_vs_dequantized=3e-3, kernel_tolerance=1e-5)])
+    comparison = _compare(b, c)
+    e = _only(comparison)
+    assert e.verdict is Verdict.ACCURACY_REGRESSION
+    assert "tolerance" in e.note
+    assert comparison.has_regression
+    assert compare_command([str(b), str(c)]) == 1
+
+
+def test_error_vs_float_growth(tmp_path: Path) -> None:
+    same = _samples(10.0, seed=8)
+    b, c = _pair(tmp_path, [Run(samples=same, rel_error_vs_float=0.08),
+                            Run(bits=8, samples=same, rel_error_vs_float=1e-8)],
+                 [Run(samples=same, rel_error_vs_float=0.10),  # +25%: a regression
+                  Run(bits=8, samples=same, rel_error_vs_float=5e-8)])  # x5 but below 1e-6 absolute
+    verdicts = {e.config_dict["bits_requested"]: e for e in _compare(b, c).entries}
+    assert verdicts[4].verdict is Verdict.ACCURACY_REGRESSION and "error vs float" in verdicts[4].note
+    assert verdicts[8].verdict is Verdict.UNCHANGED
+
+
+def test_browser_version_mismatch_refused_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=1))], [Run(samples=_samples(10.0, seed=2))],
+                 base_kw={"versions": {"chrome": "152.0"}}, cur_kw={"versions": {"chrome": "153.0"}})
+    with pytest.raises(MetadataMismatch) as info:
+        _compare(b, c)
+    assert "chrome version" in str(info.value) and "152.0" in str(info.value)
+
+    assert compare_command([str(b), str(c)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert "--force" in err[0] and "chrome version" in err[0]
+
+    forced = _compare(b, c, force=True)
+    assert _only(forced).verdict is Verdict.UNCHANGED
+    assert forced.metadata_differences and "Warning" in format_comparison(forced)
+    assert compare_command([str(b), str(c), "--force"]) == 0
+
+
+def test_machine_mismatch_refused(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run()], [Run()])
+    env_path = c / "environment.json"
+    env = json.loads(env_path.read_text())
+    env["machine"]["cpu_count"] = (env["machine"]["cpu_count"] or 1) + 64
+    env_path.write_text(json.dumps(env))
+    with pytest.raises(MetadataMismatch, match="cpu_count"):
+        _compare(b, c)
+
+
+def test_newer_schema_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b, c = _pair(tmp_path, [Run()], [Run()])
+    env_path = c / "environment.json"
+    env = json.loads(env_path.read_text())
+    env["schema_version"] = SCHEMA_VERSION + 1
+    env_path.write_text(json.dumps(env))
+    with pytest.raises(ResultSchemaError):
+        load(c)
+    assert compare_command([str(b), str(c)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "newer" in err[0]
+
+
+def test_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b = write_folder(tmp_path / "base", [Run()])
+    for argv in ([str(b), str(tmp_path / "missing")], [str(b)], [str(b), str(b), "--alpha", "2"],
+                 [str(b), str(b), "--min-effect", "x"], [str(b), str(tmp_path)]):
+        assert compare_command(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: "), (argv, err)
+
+
+def test_added_and_removed_configs(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(bits=4), Run(bits=8)], [Run(bits=4), Run(bits=2)])
+    comparison = _compare(b, c)
+    by_bits = {e.config_dict["bits_requested"]: e for e in comparison.entries}
+    assert by_bits[8].verdict is Verdict.REMOVED and by_bits[8].n_baseline == 30
+    assert by_bits[2].verdict is Verdict.ADDED and by_bits[2].n_current == 30
+    assert not comparison.has_regression
+    text = format_comparison(comparison)
+    assert "| added |" in text and "| removed |" in text
+    assert "1 added" in text and "1 removed" in text
+
+
+def test_repetitions_are_pooled(tmp_path: Path) -> None:
+    # three repetitions of 6 samples each: too few alone at alpha 0.01 for a small shift,
+    # but pooled (18 vs 18) the 10% slowdown is found
+    base = [Run(repetition=r, samples=_samples(10.0, n=6, noise=0.03, seed=20 + r)) for r in range(3)]
+    cur = [Run(repetition=r, samples=_samples(11.0, n=6, noise=0.03, seed=30 + r)) for r in range(3)]
+    b, c = _pair(tmp_path, base, cur)
+    e = _only(_compare(b, c))
+    assert (e.n_baseline, e.n_current) == (18, 18)
+    pooled_b = [s for r in base for s in r.samples]
+    assert e.baseline_median == pytest.approx(float(np.median(pooled_b)))
+    assert e.verdict is Verdict.REGRESSION
+
+
+def test_one_crashing_repetition_is_a_new_failure(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(repetition=r) for r in range(2)],
+                 [Run(repetition=0), Run(repetition=1, outcome=Outcome.CRASH)])
+    e = _only(_compare(b, c))
+    assert e.verdict is Verdict.NEW_FAILURE
+    assert e.current_outcome == "ok x1, crash x1"
+
+
+def test_other_browsers_and_workloads_are_matched_separately(tmp_path: Path) -> None:
+    base = [Run(samples=_samples(10.0, seed=40)), Run(workload=OTHER, samples=_samples(10.0, seed=41)),
+            Run(browser=BrowserName.FIREFOX, samples=_samples(10.0, seed=42))]
+    cur = [Run(samples=_samples(10.0, seed=43)), Run(workload=OTHER, samples=_samples(20.0, seed=44)),
+           Run(browser=BrowserName.FIREFOX, samples=_samples(5.0, seed=45))]
+    versions = {"chrome": "153", "firefox": "128.3esr"}
+    b, c = _pair(tmp_path, base, cur, base_kw={"versions": versions}, cur_kw={"versions": versions})
+    comparison = _compare(b, c)
+    got = {(e.config_dict["browser"], e.config_dict["workload"]): e.verdict for e in comparison.entries}
+    assert got == {("chrome", WORKLOAD.name): Verdict.UNCHANGED,
+                   ("chrome", OTHER.name): Verdict.REGRESSION,
+                   ("firefox", WORKLOAD.name): Verdict.IMPROVEMENT}
+    assert comparison.entries[0].verdict is Verdict.REGRESSION  # most severe first
+
+
+def test_markdown_cells_are_safe(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run()], [Run(outcome=Outcome.FAILED, reason="a | b\nc")])
+    text = format_comparison(_compare(b, c))
+    row = [line for line in text.splitlines() if "new-failure" in line][0]
+    assert "a / b c" in row
+    header = text.splitlines()[2]
+    assert row.count("|") == header.count("|")
+
+
+def test_different_timing_sources_are_not_compared(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=50))],
+                 [Run(samples=_samples(10.0, seed=51), timing_source="wall-clock")])
+    e = _only(_compare(b, c))
+    assert e.verdict is Verdict.SKIPPED and "timing source" in e.note
+    assert e.p_value is None
+
+
+def test_non_finite_samples_are_dropped(tmp_path: Path) -> None:
+    noisy = [*_samples(20.0, seed=52), float("nan"), float("inf")]  # NaN is written as null
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=53))], [Run(samples=noisy)])
+    e = _only(_compare(b, c))
+    assert e.n_current == 30
+    assert e.verdict is Verdict.REGRESSION

@@ -1,0 +1,181 @@
+"""The nightly browser-matrix workflow: schema-valid, and it runs what the CLI accepts.
+
+Fast and offline: check-jsonschema ships GitHub's workflow schema (`vendor.github-workflows`)."""
+
+from __future__ import annotations
+
+import itertools
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from fixed_web_platform import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
+ENTRY = "run_real_webgpu_webnn.py"
+ALL_BITS = ["32", "16", "8", "4", "2"]
+
+
+def check_workflow(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows",
+         str(path)],
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict[str, Any]:
+    return YAML(typ="safe").load(WORKFLOW.read_text())
+
+
+@pytest.fixture(scope="module")
+def job(workflow: dict[str, Any]) -> dict[str, Any]:
+    jobs = workflow["jobs"]
+    assert len(jobs) == 1, f"expected one matrix job, got {list(jobs)}"
+    return next(iter(jobs.values()))
+
+
+def _runs(job: dict[str, Any]) -> list[str]:
+    return [step["run"] for step in job["steps"] if "run" in step]
+
+
+def _entry_lines(job: dict[str, Any]) -> list[str]:
+    """Every shell line that invokes the entry point."""
+    return [line.strip() for run in _runs(job) for line in run.splitlines() if ENTRY in line]
+
+
+def _sweep_step(job: dict[str, Any]) -> dict[str, Any]:
+    steps = [s for s in job["steps"] if "--bits" in s.get("run", "") and ENTRY in s.get("run", "")]
+    assert len(steps) == 1, "expected exactly one sweep step"
+    return steps[0]
+
+
+def _sweep_line(job: dict[str, Any]) -> str:
+    lines = [line for line in _entry_lines(job) if "--bits" in line]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_workflow_is_valid_against_github_schema() -> None:
+    result = check_workflow(WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_schema_check_rejects_a_broken_workflow(tmp_path: Path) -> None:
+    text = WORKFLOW.read_text()
+    assert "runs-on:" in text
+    broken = tmp_path / "broken.yml"
+    broken.write_text(text.replace("runs-on:", "runs-onn:"))
+    result = check_workflow(broken)
+    assert result.returncode != 0, "the linter accepted a job with 'runs-onn'"
+    assert "runs-onn" in result.stdout + result.stderr or "runs-on" in result.stdout + result.stderr
+
+
+def test_triggers_are_nightly_schedule_and_manual(workflow: dict[str, Any]) -> None:
+    on = workflow["on"]
+    assert on["schedule"]
+    for entry in on["schedule"]:
+        assert len(entry["cron"].split()) == 5, f"not a five-field cron: {entry['cron']!r}"
+    assert "workflow_dispatch" in on
+
+
+def test_permissions_are_read_only(workflow: dict[str, Any]) -> None:
+    assert workflow["permissions"] == {"contents": "read", "actions": "read"}
+
+
+def test_matrix_covers_browsers_and_platforms(job: dict[str, Any]) -> None:
+    assert job["runs-on"] == "ubuntu-latest"
+    assert job["timeout-minutes"] > 0
+    strategy = job["strategy"]
+    assert strategy["fail-fast"] is False
+    assert {"chrome", "firefox"} <= set(strategy["matrix"]["browser"])
+    assert {"webgpu", "webnn"} <= set(strategy["matrix"]["platform"])
+
+
+def test_setup_script_runs_without_sudo(job: dict[str, Any]) -> None:
+    setup = [run for run in _runs(job) if "scripts/setup.sh" in run]
+    assert setup, "no step runs scripts/setup.sh"
+    for run in setup:
+        assert "sudo" not in run, "setup.sh as root would leave a root-owned .venv"
+    uses = [s["uses"] for s in job["steps"] if "uses" in s]
+    assert any(u.startswith("actions/checkout@") for u in uses)
+    python = [s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python@")]
+    assert python and str(python[0]["with"]["python-version"]) == "3.11"
+
+
+def test_sweep_runs_all_bits_and_keeps_its_exit_code(job: dict[str, Any]) -> None:
+    line = _sweep_line(job)
+    words = shlex.split(line)
+    bits = words[words.index("--bits") + 1:]
+    assert bits[:5] == ALL_BITS and (len(bits) == 5 or bits[5].startswith("--"))
+    step = _sweep_step(job)
+    assert "id" in step
+    assert "set +e" in step["run"] or step.get("continue-on-error") is True
+    assert "GITHUB_OUTPUT" in step["run"]
+    # The last step (after the upload) fails the job on a non-zero sweep exit.
+    final = job["steps"][-1]
+    assert f"steps.{step['id']}.outputs." in str(final.get("env", "")) + final.get("run", "")
+    assert "exit 1" in final["run"] and final.get("if") == "always()"
+    upload = next(i for i, s in enumerate(job["steps"])
+                  if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload < len(job["steps"]) - 1
+
+
+@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
+                                                                     ["webgpu", "webnn"])))
+def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, platform: str) -> None:
+    line = (_sweep_line(job)
+            .replace("${{ matrix.browser }}", browser)
+            .replace("${{ matrix.platform }}", platform))
+    assert "${{" not in line, f"unsubstituted expression in {line!r}"
+    words = shlex.split(line)
+    argv = words[words.index(ENTRY) + 1:]
+    parser = cli.build_parser()
+    flags = [w for w in argv if w.startswith("--")]
+    # Spelled out in full: argparse would also take an abbreviation that a new flag can break.
+    assert set(flags) <= set(parser._option_string_actions), flags
+    args = parser.parse_args(argv)
+    assert [b.value for b in args.browser] == [browser]
+    assert args.platform == platform
+    assert args.bits == [int(b) for b in ALL_BITS]
+    assert args.output_dir == Path("results/nightly")
+
+
+def test_report_and_compare_run(job: dict[str, Any]) -> None:
+    lines = _entry_lines(job)
+    report = [shlex.split(line) for line in lines if f"{ENTRY} report " in line]
+    compare = [shlex.split(line) for line in lines if f"{ENTRY} compare " in line]
+    assert report and report[0][report[0].index("report") + 1] == "results/nightly"
+    assert compare
+    args = compare[0][compare[0].index("compare") + 1:]
+    assert args[:2] == ["previous", "results/nightly"]
+    compare_step = next(s for s in job["steps"] if f"{ENTRY} compare " in s.get("run", ""))
+    assert "previous/results.csv" in compare_step["run"], "compare must wait for a previous night"
+
+
+def test_previous_night_is_downloaded(job: dict[str, Any]) -> None:
+    steps = [s for s in job["steps"] if s.get("uses", "").startswith("dawidd6/action-download-artifact@")]
+    assert len(steps) == 1
+    step = steps[0]
+    assert step.get("continue-on-error") is True
+    assert step["with"]["workflow"] == "nightly.yml"
+    assert step["with"]["name"] == "results-${{ matrix.browser }}-${{ matrix.platform }}"
+    assert step["with"]["path"] == "previous"
+    assert step["with"]["if_no_artifact_found"] == "warn"
+
+
+def test_results_are_uploaded_always(job: dict[str, Any]) -> None:
+    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert len(uploads) == 1
+    upload = uploads[0]
+    assert upload["uses"] == "actions/upload-artifact@v4"
+    assert upload.get("if") == "always()"
+    assert upload["with"]["name"] == "results-${{ matrix.browser }}-${{ matrix.platform }}"
+    assert upload["with"]["path"] == "results/nightly"
