@@ -52,13 +52,14 @@ class BarProgress:
     """A tqdm bar naming the run in progress; finished runs are printed above it."""
 
     def __init__(self, total: int, stream: TextIO | None = None) -> None:
-        self.bar = tqdm(total=total, unit="run", file=stream or sys.stderr, dynamic_ncols=True)
+        self.stream = stream or sys.stderr
+        self.bar = tqdm(total=total, unit="run", file=self.stream, dynamic_ncols=True)
 
     def started(self, run: RunSpec, index: int, total: int) -> None:
         self.bar.set_description_str(describe(run))
 
     def finished(self, run: RunSpec, row: ResultRow, index: int, total: int) -> None:
-        self.bar.write(result_line(index, total, run, row))
+        self.bar.write(result_line(index, total, run, row), file=self.stream)
         self.bar.update(1)
 
     def close(self) -> None:

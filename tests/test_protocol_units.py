@@ -1,0 +1,152 @@
+"""Unit tests for the timing protocol's Python half: statistics, short runs, plan files, resume,
+progress output."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fixed_web_platform.page_result import PageResult
+from fixed_web_platform.plan import build_plan, load_plan, save_plan
+from fixed_web_platform.progress import BarProgress, PlainProgress
+from fixed_web_platform.results import ResultRow, ResultWriter
+from fixed_web_platform.runner import measured_row
+from fixed_web_platform.specs import BrowserName, Outcome, Platform, PrecisionMode, TimingConfig, Workload
+from fixed_web_platform.stats import summarize
+from fixed_web_platform.workloads import prepare
+
+W = Workload("unit", 4, 64, 32)
+
+
+def test_stable_samples_are_not_flagged():
+    stats = summarize([10.0, 10.1, 9.9, 10.05, 9.95])
+    assert stats.instability == ""
+    assert stats.iqr == pytest.approx(0.1)
+
+
+def test_high_cv_is_flagged():
+    stats = summarize([5.0, 10.0, 15.0, 10.0, 5.0, 15.0])
+    assert stats.cv > 0.10 and "CV" in stats.instability
+
+
+def test_one_slow_outlier_is_flagged_even_with_a_low_cv_body():
+    stats = summarize([10.0] * 30 + [25.0])
+    assert "slowest sample 2.5x the median" in stats.instability
+
+
+def test_single_sample_is_not_called_unstable():
+    stats = summarize([3.0])
+    assert math.isnan(stats.cv) and stats.instability == ""
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"min_iterations": 0}, "min iterations"), ({"min_iterations": 20, "max_iterations": 10}, "max iterations"),
+     ({"max_iterations": 5000}, "2048"), ({"repeat": 0}, "repeat"), ({"timeout_s": math.inf}, "timeout"),
+     ({"min_time_s": -1}, "min time"), ({"warmup": -1}, "warm-up")],
+)
+def test_timing_config_rejects_nonsense(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TimingConfig(**kwargs)
+
+
+def test_page_budget_splits_the_timeout_over_page_loads():
+    assert TimingConfig(timeout_s=100, repeat=2).page_budget_ms == pytest.approx(25_000)
+
+
+def _page(prepared, wall, gpu=None):
+    return PageResult(status="ok", shader="s", compute_dtype="f32", weight_bits=prepared.bits,
+                      compile_ms=1.0, cold_ms=5.0, wall_ms=tuple(wall), gpu_ms=None if gpu is None else tuple(gpu),
+                      gpu_buffer_bytes=100)
+
+
+def _base(run, prepared):
+    return ResultRow.without_measurement(run, Outcome.OK, "", weight_format=prepared.weight_format)
+
+
+def _exact_output(prepared):
+    return prepared.ref_dequantized.astype(np.float32).tobytes()
+
+
+def test_a_short_page_is_marked_not_silently_short():
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))[0]
+    prepared = prepare(W, 8, 32, 0)
+    timing = TimingConfig(min_iterations=5, max_iterations=10, timeout_s=10)
+    row, samples = measured_row(_base(run, prepared), run, prepared,
+                                [_page(prepared, [1.0, 1.1, 1.2])], [_exact_output(prepared)], timing)
+    assert row.outcome == Outcome.OK
+    assert row.samples_short is True and row.n_samples == 3 and row.min_samples == 5
+    assert "short: 3 timed samples per page, 5 asked" in row.reason
+    assert samples["samples_per_page"] == [3]
+
+
+def test_pages_are_pooled_and_gpu_timestamps_lead_when_every_page_has_them():
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (4,))[0]
+    prepared = prepare(W, 4, 32, 0)
+    timing = TimingConfig(min_iterations=2, max_iterations=10)
+    pages = [_page(prepared, [2.0, 2.0], [1.0, 1.0]), _page(prepared, [4.0, 4.0], [3.0, 3.0])]
+    row, samples = measured_row(_base(run, prepared), run, prepared, pages,
+                                [_exact_output(prepared)] * 2, timing)
+    assert row.timing_source == "gpu-timestamp" and row.n_samples == 4 and row.pages == 2
+    assert row.latency_ms_median == pytest.approx(2.0) and row.wall_ms_median == pytest.approx(3.0)
+    assert samples["gpu_ms"] == [1.0, 1.0, 3.0, 3.0] and samples["cold_ms"] == [5.0, 5.0]
+    # one page without timestamps: fall back to wall clock for the whole run
+    pages[1] = _page(prepared, [4.0, 4.0])
+    row, _ = measured_row(_base(run, prepared), run, prepared, pages, [_exact_output(prepared)] * 2, timing)
+    assert row.timing_source == "wall-clock" and row.latency_ms_median == pytest.approx(3.0)
+
+
+def test_a_wrong_output_on_any_page_makes_the_run_invalid():
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))[0]
+    prepared = prepare(W, 8, 32, 0)
+    timing = TimingConfig(min_iterations=1, max_iterations=10)
+    bad = (prepared.ref_dequantized * 1.01).astype(np.float32).tobytes()
+    row, _ = measured_row(_base(run, prepared), run, prepared,
+                          [_page(prepared, [1.0]), _page(prepared, [1.0])], [_exact_output(prepared), bad], timing)
+    assert row.outcome == Outcome.INVALID and "kernel error" in row.reason
+
+
+def test_plan_file_round_trips(tmp_path: Path):
+    plan = build_plan([BrowserName.CHROME, BrowserName.FIREFOX], [Platform.WEBGPU, Platform.WEBNN], [W],
+                      (16, 4), repetitions=2, precision_mode=PrecisionMode.EXPERIMENTAL, webnn_device="gpu")
+    timing = TimingConfig(warmup=2, min_iterations=4, min_time_s=0.25, max_iterations=9, repeat=3)
+    save_plan(tmp_path, plan, timing)
+    assert load_plan(tmp_path) == (plan, timing)
+
+
+def test_load_plan_refuses_a_folder_without_one(tmp_path: Path):
+    with pytest.raises(ValueError, match="plan.json"):
+        load_plan(tmp_path)
+
+
+def test_writer_resume_appends_and_knows_what_is_done(tmp_path: Path):
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8, 4, 2))
+    first = ResultWriter(tmp_path)
+    first.add(ResultRow.without_measurement(plan[0], Outcome.CRASH, "x"), {"outcome": "crash"})
+    second = ResultWriter(tmp_path, resume=True)
+    assert second.done_run_ids() == {0}
+    second.add(ResultRow.without_measurement(plan[1], Outcome.FAILED, "y"), {"outcome": "failed"})
+    assert second.done_run_ids() == {0, 1}
+    assert len((tmp_path / "samples.jsonl").read_text().splitlines()) == 2
+    assert "resumed_utc" in second.environment
+
+
+def test_progress_lines_and_bar():
+    run = build_plan([BrowserName.FIREFOX], [Platform.WEBNN], [W], (4,))[0]
+    row = replace(ResultRow.without_measurement(run, Outcome.OK, "int4 upgraded"), bits_executed=8,
+                  latency_ms_median=1.5)
+    out = io.StringIO()
+    PlainProgress(out).finished(run, row, 3, 7)
+    assert out.getvalue() == "[3/7] firefox webnn 4-bit 4x64x32 (ran 8-bit): ok 1.500 ms (int4 upgraded)\n"
+    err = io.StringIO()
+    bar = BarProgress(7, err)
+    bar.started(run, 3, 7)
+    bar.finished(run, row, 3, 7)
+    bar.close()
+    text = err.getvalue()
+    assert "firefox webnn 4-bit 4x64x32" in text and "1/7" in text and "[3/7]" in text
