@@ -89,7 +89,6 @@ def test_malformed_ok_payload_rejected(overrides: dict, match: str) -> None:
         parse_page_result(_ok(**overrides), ITERATIONS)
 
 
-@pytest.mark.parametrize("payload", [None, [], "ok", 3, ["status", "ok"]])
 def test_fewer_samples_than_the_cap_are_accepted_and_left_to_the_runner_to_mark() -> None:
     page = parse_page_result(_ok(wall_ms=[1.0, 2.0], gpu_ms=[0.5, 0.5]), ITERATIONS)
     assert page.wall_ms == (1.0, 2.0)
@@ -104,6 +103,7 @@ def test_js_heap_is_parsed_or_explained() -> None:
         parse_page_result(_ok(js_heap={"bytes": -5}), ITERATIONS)
 
 
+@pytest.mark.parametrize("payload", [None, [], "ok", 3, ["status", "ok"]])
 def test_non_object_rejected(payload: object) -> None:
     with pytest.raises(PageDataError, match="not a JSON object"):
         parse_page_result(payload, ITERATIONS)

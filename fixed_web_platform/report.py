@@ -1,0 +1,840 @@
+"""Report on one or more results folders: summary tables (Markdown and HTML) and PNG plots.
+
+    run_real_webgpu_webnn.py report results/<sweep> [results/<other sweep> ...] [--output-dir DIR]
+
+Every row of every folder is accounted for: ok rows are aggregated (median over repetitions) into
+the summary table, every other row is listed with its outcome and reason. Plots are drawn with
+matplotlib's Agg canvas directly (no pyplot, no global backend switch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import html
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullLocator
+
+from . import result_files
+from .result_files import ResultSchemaError, headline_samples
+from .stats import summarize
+
+BITS_ORDER = (32, 16, 8, 4, 2)
+MEMORY_COLUMNS = ("proc_rss_peak_bytes", "proc_rss_delta_bytes", "js_heap_bytes")
+"""Process memory figures; optional (older folders do not have them, or they may be empty)."""
+REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
+TEXT_COLUMNS = ("sweep", "browser", "platform", "precision_mode", "device_type", "workload",
+                "outcome", "reason", "timing_source", "browser_version", "adapter")
+BASELINE_KEY = ("sweep", "browser", "platform", "precision_mode", "device_type", "workload",
+                "m", "k", "n")
+"""One benchmarked setting; the 16- and 32-bit rows under the same key are the speed-up baselines."""
+CONFIG_KEY = (*BASELINE_KEY, "bits_requested", "block_size")
+"""One configuration: its ok repetitions are aggregated into one summary row."""
+PLOT_NAMES = ("latency_vs_bits", "error_vs_bits", "weight_memory_vs_bits",
+              "process_memory_vs_bits", "accuracy_vs_latency")
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    markdown: Path
+    html: Path
+    plots: list[Path]
+    summary_csv: Path
+    not_ok_csv: Path
+
+
+@dataclass(frozen=True)
+class Sweeps:
+    """Every loaded folder, concatenated: ``rows`` has a ``sweep`` column (the folder's name)."""
+
+    directories: list[Path]
+    names: list[str]
+    rows: pd.DataFrame
+    samples: dict[tuple[str, int], dict[str, Any]]
+    environments: dict[str, dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------- loading
+
+
+def _sweep_names(directories: Sequence[Path]) -> list[str]:
+    names: list[str] = []
+    for d in directories:
+        name = d.resolve().name or str(d)
+        if name in names:
+            name = str(d)
+        while name in names:
+            name += "'"
+        names.append(name)
+    return names
+
+
+def load_sweeps(directories: Sequence[str | Path]) -> Sweeps:
+    """Load every folder (result_files.load: schema check) and concatenate the rows.
+
+    Raises ResultSchemaError for a folder that is missing, not a results folder, lacks the core
+    columns, or was written by a newer schema.
+    """
+    dirs = [Path(d) for d in directories]
+    if not dirs:
+        raise ResultSchemaError("no results folder given")
+    names = _sweep_names(dirs)
+    frames: list[pd.DataFrame] = []
+    samples: dict[tuple[str, int], dict[str, Any]] = {}
+    environments: dict[str, dict[str, Any]] = {}
+    for directory, name in zip(dirs, names):
+        if not directory.is_dir():
+            raise ResultSchemaError(f"{directory}: no such results folder")
+        loaded = result_files.load(directory)
+        missing = [c for c in REQUIRED_COLUMNS if c not in loaded.rows.columns]
+        if missing:
+            raise ResultSchemaError(
+                f"{directory / 'results.csv'}: missing column(s) {', '.join(missing)}"
+            )
+        frame = loaded.rows.copy()
+        frame.insert(0, "sweep", name)
+        frames.append(frame)
+        environments[name] = loaded.environment
+        for run_id, record in loaded.samples.items():
+            samples[(name, int(run_id))] = record
+    rows = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
+    return Sweeps(dirs, names, _normalize(rows), samples, environments)
+
+
+def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
+    """Fill the key columns older folders may lack; numbers as numbers, text as text."""
+    rows = rows.copy()
+    for column in TEXT_COLUMNS:
+        if column not in rows:
+            rows[column] = ""
+        rows[column] = rows[column].fillna("").astype(str)
+    for column in ("m", "k", "n", "block_size", "repetition"):
+        if column not in rows:
+            rows[column] = 0
+    numeric = ("run_id", "repetition", "m", "k", "n", "bits_requested", "bits_executed",
+               "block_size", "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "n_samples",
+               "gflops", "weight_bytes", "weight_bytes_f32", "rel_error_vs_float", "snr_db",
+               "rel_error_vs_dequantized", *MEMORY_COLUMNS)
+    for column in numeric:
+        if column in rows:
+            rows[column] = pd.to_numeric(rows[column], errors="coerce")
+    for column in ("m", "k", "n", "block_size", "repetition"):
+        rows[column] = rows[column].fillna(0).astype("int64")
+    rows["outcome"] = rows["outcome"].str.strip().str.lower()
+    return rows
+
+
+# ------------------------------------------------------------------------------------ aggregation
+
+
+def _truthy(value: Any) -> bool | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("", "nan", "none"):
+        return None
+    return text in ("true", "1", "yes", "y", "unstable")
+
+
+def _present(rows: pd.DataFrame, column: str) -> bool:
+    """A column exists and at least one of these rows has a value in it."""
+    if column not in rows or rows.empty:
+        return False
+    values = rows[column]
+    if values.dtype == object or pd.api.types.is_string_dtype(values):
+        return bool(values.map(lambda v: _truthy(v) is not None).any())
+    return bool(values.notna().any())
+
+
+def _unique_text(values: Iterable[Any]) -> str:
+    seen = dict.fromkeys(str(v) for v in values if str(v) not in ("", "nan"))
+    return "; ".join(seen)
+
+
+def _pooled_spread(group: pd.DataFrame, samples: dict[tuple[str, int], dict[str, Any]]
+                   ) -> tuple[float, float] | None:
+    """p10/p90 of the raw headline samples of every repetition, when all of them are on disk."""
+    pooled: list[float] = []
+    for sweep, run_id in zip(group["sweep"], group["run_id"]):
+        record = samples.get((sweep, int(run_id)))
+        values = headline_samples(record) if record else []
+        if not values:
+            return None
+        pooled.extend(values)
+    stats = summarize(pooled)
+    return stats.p10, stats.p90
+
+
+def summary_table(rows: pd.DataFrame,
+                  samples: dict[tuple[str, int], dict[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per configuration with at least one ok run (numbers, not formatted).
+
+    latency_ms_median is the median of the repetitions' medians; latency_ms_p10/_p90 are the
+    percentiles of all repetitions' raw samples pooled (from samples.jsonl), or the median of the
+    rows' own p10/p90 when samples are missing. Every other figure is the median over repetitions.
+    """
+    samples = samples or {}
+    ok = rows[rows["outcome"] == "ok"] if "outcome" in rows else rows.iloc[0:0]
+    memory = [c for c in MEMORY_COLUMNS if _present(ok, c)]
+    has_unstable = _present(ok, "unstable")
+    records: list[dict[str, Any]] = []
+    for key, group in ok.groupby(list(CONFIG_KEY), sort=False, dropna=False):
+        rec: dict[str, Any] = dict(zip(CONFIG_KEY, key))
+        rec["shape"] = f"{rec['m']}x{rec['k']}x{rec['n']}"
+        executed = group["bits_executed"].dropna() if "bits_executed" in group else pd.Series()
+        rec["bits_executed"] = int(executed.mode().iloc[0]) if not executed.empty else None
+        rec["runs"] = len(group)
+        rec["n_samples"] = int(group["n_samples"].fillna(0).sum()) if "n_samples" in group else 0
+        rec["timing_source"] = _unique_text(group.get("timing_source", []))
+        median = group["latency_ms_median"].median() if "latency_ms_median" in group else math.nan
+        rec["latency_ms_median"] = median
+        spread = _pooled_spread(group, samples)
+        if spread is None:
+            spread = (group["latency_ms_p10"].median() if "latency_ms_p10" in group else math.nan,
+                      group["latency_ms_p90"].median() if "latency_ms_p90" in group else math.nan)
+        rec["latency_ms_p10"], rec["latency_ms_p90"] = spread
+        flops = 2.0 * rec["m"] * rec["k"] * rec["n"]
+        rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
+        for column in ("weight_bytes", "weight_bytes_f32", *memory, "rel_error_vs_float",
+                       "snr_db", "rel_error_vs_dequantized"):
+            rec[column] = group[column].median() if column in group else math.nan
+        wb, wf = rec["weight_bytes"], rec["weight_bytes_f32"]
+        rec["compression"] = wf / wb if wb and wb > 0 and not math.isnan(wf) else math.nan
+        fallbacks = []
+        for bits_exec, reason in zip(group.get("bits_executed", []), group.get("reason", [])):
+            if pd.notna(bits_exec) and int(bits_exec) != int(rec["bits_requested"]):
+                text = f"{int(rec['bits_requested'])} -> {int(bits_exec)}-bit"
+                fallbacks.append(f"{text}: {reason}" if reason else text)
+        rec["fallback"] = _unique_text(fallbacks)
+        if has_unstable:
+            flags = [_truthy(v) for v in group["unstable"]]
+            known = [f for f in flags if f is not None]
+            rec["unstable"] = any(known) if known else None
+            rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
+        records.append(rec)
+    columns = ["sweep", "browser", "platform", "precision_mode", "device_type", "workload", "shape",
+               "m", "k", "n", "block_size", "bits_requested", "bits_executed", "runs", "n_samples",
+               "timing_source", "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "gflops",
+               "speedup_vs_16bit", "speedup_vs_f32", "weight_bytes", "weight_bytes_f32",
+               "compression", *memory, "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
+               "fallback", *(["unstable", "instability"] if has_unstable else [])]
+    table = pd.DataFrame.from_records(records, columns=[c for c in columns if "speedup" not in c])
+    if table.empty:
+        return pd.DataFrame(columns=columns)
+    for baseline, column in ((16, "speedup_vs_16bit"), (32, "speedup_vs_f32")):
+        base = table[table["bits_requested"] == baseline]
+        base = base.drop_duplicates(list(BASELINE_KEY))[[*BASELINE_KEY, "latency_ms_median"]]
+        merged = table[list(BASELINE_KEY)].merge(
+            base.rename(columns={"latency_ms_median": "_base"}), on=list(BASELINE_KEY), how="left"
+        )
+        table[column] = merged["_base"].to_numpy() / table["latency_ms_median"].to_numpy()
+    table["bits_requested"] = table["bits_requested"].astype("int64")
+    table["bits_executed"] = table["bits_executed"].astype("Int64")
+    return _ordered(table)[columns].reset_index(drop=True)
+
+
+def _ordered(table: pd.DataFrame) -> pd.DataFrame:
+    """Sweep, browser, platform, ... in order of first appearance; bits 32 -> 2."""
+    table = table.copy()
+    rank_cols = []
+    for column in ("sweep", "browser", "platform", "precision_mode", "device_type", "workload"):
+        order = {v: i for i, v in enumerate(dict.fromkeys(table[column]))}
+        table[f"_rank_{column}"] = table[column].map(order)
+        rank_cols.append(f"_rank_{column}")
+    table["_rank_bits"] = -table["bits_requested"]
+    table = table.sort_values([*rank_cols, "_rank_bits"], kind="stable")
+    return table.drop(columns=[*rank_cols, "_rank_bits"])
+
+
+def not_ok_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every row whose outcome is not ok, one per run, with its reason (never dropped)."""
+    columns = ["sweep", "run_id", "repetition", "browser", "platform", "precision_mode",
+               "device_type", "workload", "shape", "bits_requested", "bits_executed", "outcome",
+               "reason"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    bad = rows[rows["outcome"] != "ok"].copy()
+    bad["shape"] = [f"{m}x{k}x{n}" for m, k, n in zip(bad["m"], bad["k"], bad["n"])]
+    if "bits_executed" not in bad:
+        bad["bits_executed"] = pd.NA
+    bad["bits_executed"] = bad["bits_executed"].astype("Int64")
+    bad["bits_requested"] = bad["bits_requested"].astype("Int64")
+    bad["run_id"] = bad["run_id"].astype("Int64")
+    return bad[columns].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------- formatting
+
+
+def _num(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def fmt_bytes(value: Any) -> str:
+    v = _num(value)
+    if v is None:
+        return ""
+    sign, v = ("-" if v < 0 else ""), abs(v)
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if v >= size:
+            return f"{sign}{v / size:.2f} {unit}"
+    return f"{sign}{v:.0f} B"
+
+
+def _fmt(spec: str, suffix: str = ""):
+    def f(value: Any) -> str:
+        v = _num(value)
+        return "" if v is None else f"{v:{spec}}{suffix}"
+    return f
+
+
+def _fmt_int(value: Any) -> str:
+    v = _num(value)
+    return "" if v is None else str(int(v))
+
+
+def _fmt_flag(value: Any) -> str:
+    flag = _truthy(value)
+    return "" if flag is None else ("yes" if flag else "no")
+
+
+def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
+    """The summary with readable headers and formatted cells (strings)."""
+    out = pd.DataFrame(index=summary.index)
+    if show_sweep:
+        out["sweep"] = summary["sweep"]
+    out["browser"] = summary["browser"]
+    out["platform"] = summary["platform"]
+    if (summary["platform"] == "webnn").any() or summary["precision_mode"].nunique() > 1:
+        out["mode"] = summary["precision_mode"]
+    if (summary["device_type"] != "").any():
+        out["device"] = summary["device_type"]
+    out["workload"] = summary["workload"]
+    out["shape"] = summary["shape"]
+    out["bits"] = summary["bits_requested"].map(_fmt_int)
+    out["exec bits"] = summary["bits_executed"].map(_fmt_int)
+    out["runs"] = summary["runs"].map(_fmt_int)
+    out["timing"] = summary["timing_source"]
+    out["median ms"] = summary["latency_ms_median"].map(_fmt(".3f"))
+    out["p10-p90 ms"] = [
+        f"{_fmt('.3f')(a)}-{_fmt('.3f')(b)}" if _num(a) is not None and _num(b) is not None else ""
+        for a, b in zip(summary["latency_ms_p10"], summary["latency_ms_p90"])
+    ]
+    out["GFLOP/s"] = summary["gflops"].map(_fmt(".3g"))
+    out["speed-up vs 16-bit"] = summary["speedup_vs_16bit"].map(_fmt(".2f", "x"))
+    out["speed-up vs f32"] = summary["speedup_vs_f32"].map(_fmt(".2f", "x"))
+    out["weight bytes"] = summary["weight_bytes"].map(fmt_bytes)
+    out["compression"] = summary["compression"].map(_fmt(".2f", "x"))
+    for column, label in (("proc_rss_peak_bytes", "RSS peak"), ("proc_rss_delta_bytes", "RSS delta"),
+                          ("js_heap_bytes", "JS heap")):
+        if column in summary:
+            out[label] = summary[column].map(fmt_bytes)
+    out["rel err vs float"] = summary["rel_error_vs_float"].map(_fmt(".2e"))
+    out["SNR dB"] = summary["snr_db"].map(_fmt(".1f"))
+    out["kernel err (vs dequantized)"] = summary["rel_error_vs_dequantized"].map(_fmt(".1e"))
+    out["fallback"] = summary["fallback"]
+    if "unstable" in summary:
+        why = summary["instability"] if "instability" in summary else pd.Series("", index=summary.index)
+        out["unstable"] = [
+            f"{_fmt_flag(flag)} ({text})" if _truthy(flag) and isinstance(text, str) and text
+            else _fmt_flag(flag)
+            for flag, text in zip(summary["unstable"], why)
+        ]
+    return out.reset_index(drop=True)
+
+
+def display_not_ok(table: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
+    out = pd.DataFrame(index=table.index)
+    if show_sweep:
+        out["sweep"] = table["sweep"]
+    out["run"] = table["run_id"].map(_fmt_int)
+    out["rep"] = table["repetition"].map(_fmt_int)
+    out["browser"] = table["browser"]
+    out["platform"] = table["platform"]
+    if (table["device_type"] != "").any():
+        out["device"] = table["device_type"]
+    out["workload"] = table["workload"]
+    out["shape"] = table["shape"]
+    out["bits"] = table["bits_requested"].map(_fmt_int)
+    out["exec bits"] = table["bits_executed"].map(_fmt_int)
+    out["outcome"] = table["outcome"]
+    out["reason"] = table["reason"]
+    return out.reset_index(drop=True)
+
+
+def _md_cell(value: Any) -> str:
+    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").split())
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub pipe table (no tabulate needed); pipes and line breaks in cells are escaped."""
+    head = [_md_cell(c) for c in frame.columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(_md_cell(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def html_table(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, escape=True, na_rep="", border=0, classes="data")
+
+
+# ------------------------------------------------------------------------------------ environment
+
+
+def environment_table(sweeps: Sweeps) -> pd.DataFrame:
+    """Per sweep and browser: version, adapter, key features, binary (from environment.json)."""
+    records: list[dict[str, str]] = []
+    for name in sweeps.names:
+        env = sweeps.environments.get(name) or {}
+        browsers = env.get("browsers") if isinstance(env.get("browsers"), dict) else {}
+        seen = list(browsers)
+        in_rows = sweeps.rows.loc[sweeps.rows["sweep"] == name, "browser"] if not sweeps.rows.empty else []
+        for browser in dict.fromkeys(in_rows):
+            if browser not in seen:
+                seen.append(browser)
+        for browser in seen:
+            info = browsers.get(browser) if isinstance(browsers.get(browser), dict) else None
+            rec = {"sweep": name, "browser": browser}
+            if info is None:
+                outcomes = sweeps.rows.loc[(sweeps.rows["sweep"] == name)
+                                           & (sweeps.rows["browser"] == browser), "outcome"]
+                rec["version"] = ""
+                rec["WebGPU adapter"] = f"not launched ({_unique_text(outcomes)})"
+                records.append(rec)
+                continue
+            probe = info.get("probe") if isinstance(info.get("probe"), dict) else {}
+            gpu = probe.get("webgpu") if isinstance(probe.get("webgpu"), dict) else {}
+            adapter = gpu.get("adapter") if isinstance(gpu.get("adapter"), dict) else {}
+            features = set(gpu.get("features") or [])
+            rec["version"] = str(info.get("version", ""))
+            if gpu.get("available"):
+                parts = [str(adapter.get(k)) for k in ("vendor", "architecture", "device") if adapter.get(k)]
+                label = "/".join(parts) or "(not disclosed)"
+                if adapter.get("description"):
+                    label += f" - {adapter['description']}"
+                if adapter.get("isFallbackAdapter"):
+                    label += " (fallback adapter)"
+                rec["WebGPU adapter"] = label
+                rec["shader-f16"] = "yes" if "shader-f16" in features else "no"
+                rec["timestamp-query"] = "yes" if "timestamp-query" in features else "no"
+            elif gpu:
+                rec["WebGPU adapter"] = f"none: {gpu.get('reason', '')}"
+            else:
+                rec["WebGPU adapter"] = "(not probed)"
+            webnn = info.get("webnn") if isinstance(info.get("webnn"), dict) else {}
+            if webnn:
+                rec["WebNN"] = ", ".join(
+                    f"{d}: {'yes' if (c or {}).get('available') else 'no'}" for d, c in webnn.items()
+                )
+            elif isinstance(probe.get("webnn"), dict):
+                rec["WebNN"] = "present" if probe["webnn"].get("present") else "absent"
+            rec["binary"] = str(info.get("binary", ""))
+            records.append(rec)
+    columns = ["sweep", "browser", "version", "WebGPU adapter", "shader-f16", "timestamp-query",
+               "WebNN", "binary"]
+    return pd.DataFrame.from_records([{c: r.get(c, "") for c in columns} for r in records],
+                                     columns=columns)
+
+
+def machine_lines(sweeps: Sweeps) -> list[str]:
+    lines = []
+    for name in sweeps.names:
+        env = sweeps.environments.get(name) or {}
+        m = env.get("machine") if isinstance(env.get("machine"), dict) else {}
+        if not m:
+            lines.append(f"{name}: no environment.json")
+            continue
+        lines.append(
+            f"{name}: {m.get('system', '')} {m.get('release', '')} {m.get('machine', '')}, "
+            f"{m.get('cpu_count', '?')} CPUs, {fmt_bytes(m.get('memory_bytes')) or '?'} RAM, "
+            f"Python {m.get('python', '?')}; created {env.get('created_utc', '?')}"
+        )
+    return lines
+
+
+# ------------------------------------------------------------------------------------------ plots
+
+
+def _series_label(row: pd.Series | dict[str, Any], show_sweep: bool) -> str:
+    label = f"{row['browser']}/{row['platform']}"
+    if row["platform"] == "webnn":
+        extra = " ".join(str(v) for v in (row["device_type"], row["precision_mode"]) if v)
+        label += f" ({extra})" if extra else ""
+    return f"{row['sweep']}: {label}" if show_sweep else label
+
+
+def _series(table: pd.DataFrame, show_sweep: bool):
+    keys = ["sweep", "browser", "platform", "precision_mode", "device_type"]
+    for _, group in table.groupby(keys, sort=False):
+        yield _series_label(group.iloc[0], show_sweep), group.sort_values("bits_requested", ascending=False)
+
+
+def _workloads(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    out = []
+    for (workload, shape), group in table.groupby(["workload", "shape"], sort=False):
+        out.append((f"{workload} ({shape})", group))
+    return out
+
+
+def _facets(n: int, *, rows: int = 1, width: float = 5.2, height: float = 3.8):
+    fig = Figure(figsize=(width * n, height * rows + 0.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, n, squeeze=False)
+    return fig, axes
+
+
+def _bits_axis(ax, bits: Iterable[int]) -> None:
+    ticks = sorted(set(int(b) for b in bits), reverse=True)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(b) for b in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    lo, hi = min(ticks), max(ticks)
+    ax.set_xlim(hi * 1.3, lo / 1.3)  # more bits on the left: precision drops to the right
+    ax.set_xlabel("weight bits requested")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _positive(values: pd.Series) -> np.ndarray:
+    a = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    return np.where(a > 0, a, np.nan)
+
+
+def _mark_fallbacks(ax, s: pd.DataFrame, y: np.ndarray) -> None:
+    """Label points whose browser ran other bits than requested (e.g. WebNN 4 -> 8-bit)."""
+    for bits, executed, yi in zip(s["bits_requested"], s["bits_executed"], y):
+        if pd.notna(executed) and int(executed) != int(bits) and np.isfinite(yi):
+            ax.annotate(f"ran {int(executed)}-bit", (bits, yi), textcoords="offset points",
+                        xytext=(-4, -11), ha="right", fontsize=7, color="dimgrey")
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    """One legend for the whole figure, under the plots (it never hides data points)."""
+    handles: dict[str, Any] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    if handles:
+        column_in = 0.7 + 0.065 * max(len(label) for label in handles)  # at font size 8
+        ncols = max(1, min(len(handles), int(fig.get_figwidth() // column_in)))
+        fig.set_figheight(fig.get_figheight() + 0.2 * math.ceil(len(handles) / ncols))
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                   ncols=ncols, fontsize=8, frameon=False)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def plot_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    groups = _workloads(table)
+    if not groups or table["latency_ms_median"].notna().sum() == 0:
+        return None
+    fig, axes = _facets(len(groups))
+    for ax, (title, group) in zip(axes[0], groups):
+        for label, s in _series(group, show_sweep):
+            med = s["latency_ms_median"].to_numpy(dtype=float)
+            lo = np.clip(med - s["latency_ms_p10"].to_numpy(dtype=float), 0, None)
+            hi = np.clip(s["latency_ms_p90"].to_numpy(dtype=float) - med, 0, None)
+            ax.errorbar(s["bits_requested"], med, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)],
+                        marker="o", capsize=3, label=label)
+            _mark_fallbacks(ax, s, med)
+        _bits_axis(ax, group["bits_requested"])
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("median latency (ms), bars p10-p90")
+        ax.set_title(title, fontsize=10)
+    fig.suptitle("Latency vs weight precision")
+    return _save(fig, path)
+
+
+def plot_error(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    groups = _workloads(table)
+    if not groups or not (_positive(table["rel_error_vs_float"]) > 0).any():
+        return None
+    fig, axes = _facets(len(groups))
+    for ax, (title, group) in zip(axes[0], groups):
+        for label, s in _series(group, show_sweep):
+            errors = _positive(s["rel_error_vs_float"])
+            line = ax.plot(s["bits_requested"], errors, marker="o", label=f"{label} vs float")[0]
+            _mark_fallbacks(ax, s, errors)
+            kernel = _positive(s["rel_error_vs_dequantized"])
+            if (kernel > 0).any():
+                ax.plot(s["bits_requested"], kernel, marker="x", linestyle=":",
+                        color=line.get_color(), alpha=0.6, label=f"{label} kernel (vs dequantized)")
+        _bits_axis(ax, group["bits_requested"])
+        ax.set_yscale("log")
+        ax.set_ylabel("relative error (log)")
+        ax.set_title(title, fontsize=10)
+    fig.suptitle("Output error vs weight precision")
+    return _save(fig, path)
+
+
+def plot_weight_memory(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    groups = _workloads(table)
+    if not groups or not (_positive(table["weight_bytes"]) > 0).any():
+        return None
+    fig, axes = _facets(len(groups))
+    for ax, (title, group) in zip(axes[0], groups):
+        for label, s in _series(group, show_sweep):
+            ax.plot(s["bits_requested"], _positive(s["weight_bytes"]) / 2**20, marker="o", label=label)
+        f32 = _positive(group["weight_bytes_f32"])
+        if (f32 > 0).any():
+            ax.axhline(np.nanmax(f32) / 2**20, color="grey", linestyle="--", label="float32 weights")
+        _bits_axis(ax, group["bits_requested"])
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_ylabel("weight bytes read by the kernel (MiB, log)")
+        ax.set_title(title, fontsize=10)
+    fig.suptitle("Weight memory vs weight precision")
+    return _save(fig, path)
+
+
+def plot_process_memory(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    columns = [c for c in MEMORY_COLUMNS if c in table and table[c].notna().any()]
+    groups = _workloads(table)
+    if not columns or not groups:
+        return None
+    fig, axes = _facets(len(groups), rows=len(columns))
+    labels = {"proc_rss_peak_bytes": "browser RSS peak", "proc_rss_delta_bytes": "browser RSS delta",
+              "js_heap_bytes": "JS heap"}
+    for r, column in enumerate(columns):
+        for ax, (title, group) in zip(axes[r], groups):
+            for label, s in _series(group, show_sweep):
+                values = pd.to_numeric(s[column], errors="coerce").to_numpy(dtype=float) / 2**20
+                ax.plot(s["bits_requested"], values, marker="o", label=label)
+            _bits_axis(ax, group["bits_requested"])
+            ax.set_ylabel(f"{labels[column]} (MiB)")
+            ax.set_title(f"{title}: {labels[column]}", fontsize=10)
+    fig.suptitle("Process memory vs weight precision")
+    return _save(fig, path)
+
+
+def plot_accuracy_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    groups = _workloads(table)
+    usable = (_positive(table["rel_error_vs_float"]) > 0) & table["latency_ms_median"].notna().to_numpy()
+    if not groups or not usable.any():
+        return None
+    fig, axes = _facets(len(groups))
+    markers = "osD^vP*X"
+    for ax, (title, group) in zip(axes[0], groups):
+        for i, (label, s) in enumerate(_series(group, show_sweep)):
+            x = s["latency_ms_median"].to_numpy(dtype=float)
+            y = _positive(s["rel_error_vs_float"])
+            ax.scatter(x, y, marker=markers[i % len(markers)], s=40, label=label)
+            for xi, yi, bits in zip(x, y, s["bits_requested"]):
+                if np.isfinite(xi) and np.isfinite(yi):
+                    ax.annotate(f"{int(bits)}b", (xi, yi), textcoords="offset points",
+                                xytext=(4, 3), fontsize=7)
+        ax.set_yscale("log")
+        ax.set_xlabel("median latency (ms)")
+        ax.set_ylabel("relative error vs float (log)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, alpha=0.3)
+    fig.suptitle("Accuracy vs latency (lower left is better)")
+    return _save(fig, path)
+
+
+def draw_plots(summary: pd.DataFrame, plots_dir: Path, show_sweep: bool) -> list[Path]:
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    for name in PLOT_NAMES:  # no stale plot from an earlier report in the same folder
+        (plots_dir / f"{name}.png").unlink(missing_ok=True)
+    if summary.empty:
+        return []
+    drawers = (plot_latency, plot_error, plot_weight_memory, plot_process_memory,
+               plot_accuracy_latency)
+    paths = []
+    for name, draw in zip(PLOT_NAMES, drawers):
+        path = draw(summary, plots_dir / f"{name}.png", show_sweep)
+        if path is not None:
+            paths.append(path)
+    return paths
+
+
+# ---------------------------------------------------------------------------------------- writing
+
+NOTES = (
+    "Summary rows aggregate the ok runs of one configuration: median latency is the median of the "
+    "repetitions' medians; p10-p90 spans all repetitions' raw timed samples (samples.jsonl). "
+    "GFLOP/s = 2*M*K*N / median latency. Speed-ups are the 16-bit (or float32) row's median latency "
+    "divided by this row's, for the same sweep, browser, platform and workload (blank when that row "
+    "has no ok run). Compression = float32 weight bytes / weight bytes the kernel reads (packed "
+    "weights + scales + zero points). Relative error vs float compares with the float64 result on "
+    "the original weights (what quantization costs); the kernel error compares with the float64 "
+    "result on the dequantized weights (is the kernel right). A fallback means the browser ran "
+    "other bits than requested; the reason says why."
+)
+
+
+def _outcome_counts(rows: pd.DataFrame) -> str:
+    if rows.empty:
+        return "no rows"
+    counts = rows["outcome"].value_counts(sort=False)
+    return ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
+
+
+def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = sweeps.rows
+    show_sweep = len(sweeps.names) > 1
+    summary = summary_table(rows, sweeps.samples)
+    not_ok = not_ok_table(rows)
+    summary_csv = out_dir / "summary.csv"
+    not_ok_csv = out_dir / "not_ok.csv"
+    summary.to_csv(summary_csv, index=False)
+    not_ok.to_csv(not_ok_csv, index=False)
+    plots = draw_plots(summary, out_dir / "plots", show_sweep)
+    env = environment_table(sweeps)
+    env = env.loc[:, [c for c in env.columns if c == "sweep" and show_sweep or c != "sweep"]]
+    env = env.loc[:, [c for c in env.columns if (env[c] != "").any() or c in ("browser", "version")]]
+    shown_summary = display_summary(summary, show_sweep=show_sweep)
+    shown_not_ok = display_not_ok(not_ok, show_sweep=show_sweep)
+    created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    sweep_lines = []
+    for name, directory in zip(sweeps.names, sweeps.directories):
+        sub = rows[rows["sweep"] == name] if not rows.empty else rows
+        sweep_lines.append(f"{name} ({directory}): {len(sub)} rows: {_outcome_counts(sub)}")
+    plot_titles = {
+        "latency_vs_bits": "Latency vs bits", "error_vs_bits": "Error vs bits (log)",
+        "weight_memory_vs_bits": "Weight memory vs bits",
+        "process_memory_vs_bits": "Process memory vs bits",
+        "accuracy_vs_latency": "Accuracy vs latency",
+    }
+    if summary.empty:
+        plot_note = "No ok runs in these folders: no summary figures and no plots."
+    elif not plots:
+        plot_note = "The ok runs have no plottable figures: no plots."
+    else:
+        plot_note = ""
+    memory_present = [c for c in MEMORY_COLUMNS if c in summary]
+    memory_note = (
+        "Process memory columns: " + ", ".join(memory_present) if memory_present
+        else "No process memory figures in these folders (proc_rss_peak_bytes, "
+             "proc_rss_delta_bytes, js_heap_bytes absent or empty)."
+    )
+
+    # Markdown
+    md = ["# Precision benchmark report", "", f"Generated {created}.", "", "## Sweeps", ""]
+    md += [f"- {line}" for line in sweep_lines]
+    md += ["", "## Environment", ""]
+    md += [f"- {line}" for line in machine_lines(sweeps)]
+    md += ["", markdown_table(env) if not env.empty else "(no browsers recorded)", ""]
+    md += ["## Summary (ok runs)", ""]
+    md += [markdown_table(shown_summary) if not summary.empty else "No ok runs.", ""]
+    md += [NOTES, "", memory_note, ""]
+    md += ["## Runs without a measurement (not ok)", ""]
+    md += [markdown_table(shown_not_ok) if not not_ok.empty else "Every run was ok.", ""]
+    md += ["## Plots", ""]
+    if plot_note:
+        md += [plot_note, ""]
+    for p in plots:
+        md += [f"### {plot_titles.get(p.stem, p.stem)}", "", f"![{p.stem}](plots/{p.name})", ""]
+    markdown_path = out_dir / "report.md"
+    markdown_path.write_text("\n".join(md))
+
+    # HTML (self-contained apart from the PNG files next to it)
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<title>Precision benchmark report</title>",
+        "<style>body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
+        "table.data{border-collapse:collapse;font-size:12px;margin:0.5em 0 1.5em}"
+        "table.data th,table.data td{border:1px solid #ccc;padding:3px 6px;text-align:left;"
+        "vertical-align:top}table.data th{background:#f0f0f0}"
+        "table.data tr:nth-child(even) td{background:#fafafa}"
+        "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0 1.5em}"
+        "p.note{max-width:70em;font-size:13px;color:#444}</style>",
+        "</head><body>", "<h1>Precision benchmark report</h1>", f"<p>Generated {e(created)}.</p>",
+        "<h2>Sweeps</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in sweep_lines), "</ul>",
+        "<h2>Environment</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in machine_lines(sweeps)),
+        "</ul>", html_table(env) if not env.empty else "<p>(no browsers recorded)</p>",
+        "<h2 id=\"summary\">Summary (ok runs)</h2>",
+        html_table(shown_summary) if not summary.empty else "<p>No ok runs.</p>",
+        f"<p class=\"note\">{e(NOTES)}</p>", f"<p class=\"note\">{e(memory_note)}</p>",
+        "<h2 id=\"not-ok\">Runs without a measurement (not ok)</h2>",
+        html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
+        "<h2>Plots</h2>",
+    ]
+    if plot_note:
+        parts.append(f"<p>{e(plot_note)}</p>")
+    for p in plots:
+        parts += [f"<h3>{e(plot_titles.get(p.stem, p.stem))}</h3>",
+                  f"<img src=\"plots/{e(p.name)}\" alt=\"{e(p.stem)}\">"]
+    parts += ["</body></html>", ""]
+    html_path = out_dir / "report.html"
+    html_path.write_text("\n".join(parts))
+    return ReportFiles(markdown_path, html_path, plots, summary_csv, not_ok_csv)
+
+
+def build_report(result_dirs: list[Path], out_dir: Path) -> ReportFiles:
+    """Load every results folder and write report.md, report.html, plots/*.png and the CSVs."""
+    return write_report(load_sweeps(result_dirs), Path(out_dir))
+
+
+# ------------------------------------------------------------------------------------ command line
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def report_command(argv: list[str]) -> int:
+    """`report DIR [DIR ...] [--output-dir OUT]`: 0 on success, 2 (one error line) on bad input."""
+    parser = _Parser(
+        prog="run_real_webgpu_webnn.py report",
+        description="Summary tables (Markdown, HTML) and plots from one or more results folders.",
+    )
+    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS_DIR",
+                        help="results folder(s) written by a sweep")
+    parser.add_argument("--output-dir", type=Path, default=None,
+                        help="where to write the report (default: <first results folder>/report)")
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    try:
+        sweeps = load_sweeps(args.results)
+    except (ResultSchemaError, OSError, ValueError, KeyError) as exc:
+        print(f"error: {_first_line(exc)}", file=sys.stderr)
+        return 2
+    out_dir = args.output_dir if args.output_dir is not None else args.results[0] / "report"
+    try:
+        files = write_report(sweeps, out_dir)
+    except OSError as exc:
+        print(f"error: cannot write the report to {out_dir}: {_first_line(exc)}", file=sys.stderr)
+        return 2
+    print(f"report: {files.markdown}")
+    print(f"report: {files.html}")
+    print(f"plots: {len(files.plots)} in {out_dir / 'plots'}")
+    return 0
