@@ -194,6 +194,8 @@ class BrowserSession(ABC):
     pid: int | None = None
     """The browser's main process; the runner watches it to tell a crash from a slow page."""
     launch_args: tuple[str, ...] = field(default=())
+    scratch_dir: Path | None = None
+    """Profile or log folder made for this session; removed on close."""
 
     @abstractmethod
     def open(self, url: str) -> None:
@@ -212,6 +214,8 @@ class BrowserSession(ABC):
     def close(self) -> None:
         _call_with_timeout(self._quit, 15)
         self.kill()
+        if self.scratch_dir is not None:
+            shutil.rmtree(self.scratch_dir, ignore_errors=True)
 
 
 @dataclass
@@ -264,7 +268,7 @@ def _launch_chromium(resolved: ResolvedBrowser) -> BrowserSession:
     from selenium.webdriver.chrome.service import Service as ChromeService
     from selenium.webdriver.edge.service import Service as EdgeService
 
-    profile = tempfile.mkdtemp(prefix=f"{resolved.product.name}-profile-")
+    profile = Path(tempfile.mkdtemp(prefix=f"{resolved.product.name}-profile-"))
     args = (*resolved.product.args, f"--user-data-dir={profile}")
     is_edge = resolved.driver_kind is DriverKind.MSEDGEDRIVER
     options = webdriver.EdgeOptions() if is_edge else webdriver.ChromeOptions()
@@ -274,13 +278,18 @@ def _launch_chromium(resolved: ResolvedBrowser) -> BrowserSession:
     service_cls = EdgeService if is_edge else ChromeService
     # --disable-build-check: the WebNN Chromium (153) is older than Debian's ChromeDriver (156).
     service = service_cls(executable_path=str(resolved.driver), service_args=["--disable-build-check"])
-    driver = (webdriver.Edge if is_edge else webdriver.Chrome)(service=service, options=options)
+    try:
+        driver = (webdriver.Edge if is_edge else webdriver.Chrome)(service=service, options=options)
+    except Exception:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
     driver.set_page_load_timeout(PAGE_LOAD_TIMEOUT_S)
     return SeleniumSession(
         resolved=resolved,
         version=str(driver.capabilities.get("browserVersion", "")),
         pid=_child_browser_pid(service.process.pid),
         launch_args=args,
+        scratch_dir=profile,
         driver=driver,
     )
 
@@ -309,14 +318,20 @@ def _launch_marionette(resolved: ResolvedBrowser) -> BrowserSession:
     logging.getLogger("mozversion").setLevel(logging.WARNING)
     from marionette_driver.marionette import Marionette
 
+    log_dir = Path(tempfile.mkdtemp(prefix="gecko-"))
     client = Marionette(
         bin=str(resolved.binary),
         headless=True,
         prefs=dict(resolved.product.prefs),
-        gecko_log=str(Path(tempfile.mkdtemp(prefix="gecko-")) / "gecko.log"),
+        gecko_log=str(log_dir / "gecko.log"),
         startup_timeout=60,
     )
-    client.start_session()
+    try:
+        client.start_session()
+    except Exception:
+        _call_with_timeout(client.cleanup, 15)
+        shutil.rmtree(log_dir, ignore_errors=True)
+        raise
     client.timeout.page_load = PAGE_LOAD_TIMEOUT_S
     caps = client.session_capabilities
     return MarionetteSession(
@@ -324,6 +339,7 @@ def _launch_marionette(resolved: ResolvedBrowser) -> BrowserSession:
         version=str(caps.get("browserVersion", "")),
         pid=caps.get("moz:processID"),
         launch_args=("-headless",),
+        scratch_dir=log_dir,
         client=client,
     )
 

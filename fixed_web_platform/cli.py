@@ -229,6 +229,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.resume is not None:
         plan, writer = _resume(args.resume, plan)
     else:
+        if args.output_dir is not None and (args.output_dir / "results.csv").exists():
+            raise UsageError(f"--output-dir {args.output_dir} already holds a sweep; "
+                             "use --resume to continue it, or choose another folder")
         writer = ResultWriter(args.output_dir or new_results_dir(args.label))
         save_plan(writer.directory, plan, timing)
         print(f"{len(plan)} runs planned; results in {writer.directory}", flush=True)

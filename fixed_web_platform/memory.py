@@ -75,8 +75,8 @@ class MemoryFigures:
 class TreeSampler:
     """Samples in a worker thread every SAMPLE_INTERVAL_S while the run executes.
 
-    ``mark_baseline()`` records the page at rest (called when the page fetches its job, before
-    any work); the peak covers everything after it.
+    ``mark_baseline()`` records the browser at rest (called before the run's page loads); the
+    peak covers everything after it.
     """
 
     def __init__(self, pid: int | None) -> None:

@@ -20,9 +20,15 @@ class PageDataError(ValueError):
 class PageResult:
     status: str
     reason: str = ""
+    stage: str = ""
+    """Where a failed page stopped (WebNN: tensor fetch, graph building, build, dispatch)."""
     shader: str = ""
     compute_dtype: str = ""
-    weight_bits: int | None = None
+    """What the page says it computed in; informational (Python decides the tolerance)."""
+    weight_buffer_bytes: int | None = None
+    """WebGPU: bytes of the weight buffer the shader had bound."""
+    weight_operand_dtype: str = ""
+    """WebNN: dataType of the graph operand that held the stored weights."""
     timestamp_query: bool = False
     compile_ms: float | None = None
     cold_ms: float | None = None
@@ -81,27 +87,31 @@ def parse_page_result(payload: Any, max_iterations: int) -> PageResult:
         raise PageDataError(f"unknown status {status!r:.40}")
     probe = payload.get("probe") if isinstance(payload.get("probe"), dict) else {}
     if status != "ok":
-        return PageResult(status=status, reason=_text(payload.get("reason")) or "(no message)", probe=probe)
+        return PageResult(status=status, reason=_text(payload.get("reason")) or "(no message)",
+                          stage=_text(payload.get("stage"))[:40], probe=probe)
     compute_dtype = payload.get("compute_dtype")
     if compute_dtype not in ("f32", "f16"):
         raise PageDataError(f"unknown compute_dtype {compute_dtype!r:.40}")
-    weight_bits = payload.get("weight_bits")
-    if weight_bits not in (32, 16, 8, 4, 2):
-        raise PageDataError(f"unknown weight_bits {weight_bits!r:.40}")
+    weight_buffer = payload.get("weight_buffer_bytes")
+    operand_dtype = payload.get("weight_operand_dtype")
+    if weight_buffer is None and not isinstance(operand_dtype, str):
+        raise PageDataError("the page reported neither weight_buffer_bytes nor weight_operand_dtype")
     gpu = payload.get("gpu_ms")
+    gpu_buffer = payload.get("gpu_buffer_bytes")
     wall = _samples(payload.get("wall_ms"), "wall_ms", max_iterations)
     heap_bytes, heap_source = _js_heap(payload.get("js_heap"))
     return PageResult(
         status=status,
         shader=_text(payload.get("shader")),
         compute_dtype=compute_dtype,
-        weight_bits=int(weight_bits),
+        weight_buffer_bytes=None if weight_buffer is None else int(_number(weight_buffer, "weight_buffer_bytes")),
+        weight_operand_dtype=operand_dtype[:20] if isinstance(operand_dtype, str) else "",
         timestamp_query=payload.get("timestamp_query") is True,
         compile_ms=_number(payload.get("compile_ms"), "compile_ms"),
         cold_ms=_number(payload.get("cold_ms"), "cold_ms"),
         wall_ms=wall,
         gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", max_iterations, exactly=len(wall)),
-        gpu_buffer_bytes=int(_number(payload.get("gpu_buffer_bytes"), "gpu_buffer_bytes")),
+        gpu_buffer_bytes=None if gpu_buffer is None else int(_number(gpu_buffer, "gpu_buffer_bytes")),
         js_heap_bytes=heap_bytes,
         js_heap_source=heap_source,
         probe=probe,

@@ -104,11 +104,18 @@ def load_plan(directory: Path) -> tuple[list[RunSpec], TimingConfig]:
     path = directory / PLAN_FILE
     if not path.is_file():
         raise ValueError(f"{directory} has no {PLAN_FILE}: not a results folder that can be resumed")
-    doc = json.loads(path.read_text())
-    if int(doc.get("schema_version", 0)) > SCHEMA_VERSION:
-        raise ValueError(f"{path}: schema version {doc['schema_version']} is newer than this tool "
-                         f"understands ({SCHEMA_VERSION})")
-    runs = [
+    try:
+        doc = json.loads(path.read_text())
+        if int(doc.get("schema_version", 0)) > SCHEMA_VERSION:
+            raise ValueError(f"{path}: schema version {doc['schema_version']} is newer than this "
+                             f"tool understands ({SCHEMA_VERSION})")
+        return _runs_from(doc["runs"]), TimingConfig(**doc["timing"])
+    except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a readable plan ({type(exc).__name__}: {exc})") from None
+
+
+def _runs_from(items: list[dict]) -> list[RunSpec]:
+    return [
         RunSpec(
             **{
                 **r,
@@ -118,6 +125,5 @@ def load_plan(directory: Path) -> tuple[list[RunSpec], TimingConfig]:
                 "workload": Workload(**r["workload"]),
             }
         )
-        for r in doc["runs"]
+        for r in items
     ]
-    return runs, TimingConfig(**doc["timing"])

@@ -127,6 +127,16 @@ class ResultRow:
         )
 
 
+def _drop_torn_last_line(path: Path) -> None:
+    """An interrupted write can leave half a line at the end; appending after it would corrupt
+    the next row, so cut the file back to its last complete line."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
 def utc_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -177,6 +187,8 @@ class ResultWriter:
         self.environment_path = directory / "environment.json"
         self.rows: list[ResultRow] = []
         if resume and self.csv_path.is_file():
+            for path in (self.csv_path, self.samples_path):
+                _drop_torn_last_line(path)
             with self.csv_path.open(newline="") as f:
                 header = next(csv.reader(f), [])
             if header != ResultRow.columns():

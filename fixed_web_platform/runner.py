@@ -28,6 +28,7 @@ from .workloads import PreparedWorkload, kernel_tolerance, prepare
 RunHook = Callable[[RunSpec, BrowserSession, Job], Awaitable[None]]
 LIVENESS_POLL_S = 0.25
 PROBE_TIMEOUT_S = 60.0
+NAVIGATION_SETTLE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ async def visit_page(
     job = server.add_job(spec, tensors)
     hook = asyncio.create_task(on_open(job)) if on_open else None
     navigation = asyncio.create_task(asyncio.to_thread(session.open, server.job_url(job)))
+    # Its error is read in the loop below, or dropped when the session is killed after a hang.
+    navigation.add_done_callback(lambda t: t.cancelled() or t.exception())
     deadline = time.monotonic() + timeout_s
     try:
         while not job.result.done():
@@ -119,6 +122,8 @@ async def visit_page(
                 return PageReply(Outcome.FAILED, f"navigation failed: {first}")
             if time.monotonic() > deadline:
                 return PageReply(Outcome.TIMEOUT, f"no result within {timeout_s:g} s; browser restarted")
+        # Let the driver finish its navigation call before the next page is opened.
+        await asyncio.wait({navigation}, timeout=NAVIGATION_SETTLE_S)
         return PageReply(Outcome.OK, payload=job.result.result(), output=job.output)
     finally:
         server.remove_job(job)
@@ -140,9 +145,39 @@ def _samples_record(pages: Sequence[PageResult], timing_source: str, outcome: st
     }
 
 
+OPERAND_BITS = {"float32": 32, "float16": 16, "int8": 8, "uint8": 8, "int4": 4, "uint4": 4,
+                "int2": 2, "uint2": 2}
+BUILD_STAGES = ("graph building", "build")
+"""WebNN stages where a refused data type surfaces (the browser's answer to what we asked)."""
+
+
+def what_ran(page: PageResult, run: RunSpec, prepared: PreparedWorkload,
+             weights: WeightPlan | None) -> tuple[int | None, str, str]:
+    """(bits executed, compute dtype, problem) from what the page reports it bound or built.
+
+    Python decides the compute dtype (hence the tolerance) from the kernel or graph it offered,
+    never from the page's word; a page that used something not offered is a problem."""
+    if weights is not None:  # WebNN: the dataType of the operand that held the stored weights
+        bits = OPERAND_BITS.get(page.weight_operand_dtype)
+        compute = "f16" if weights.matmul_dtype == "float16" else "f32"
+        problem = "" if page.weight_operand_dtype == weights.weight_dtype else (
+            f"the graph held weights as {page.weight_operand_dtype or '?'}, not {weights.weight_dtype}")
+        return bits, compute, problem
+    variant = next((v for v in prepared.variants if v.shader == page.shader), None)
+    if variant is None:
+        return None, "", f"the page used shader {page.shader!r}, which the job did not offer"
+    elements = run.workload.n * run.workload.k
+    bound = page.weight_buffer_bytes or 0
+    bits = bound * 8 // elements if bound * 8 % elements == 0 else None
+    problem = "" if bits == prepared.bits else (
+        f"the bound weight buffer holds {bound} bytes, not {prepared.bits}-bit weights")
+    return bits, variant.compute_dtype, problem
+
+
 def measured_row(base: ResultRow, run: RunSpec, prepared: PreparedWorkload,
                  pages: Sequence[PageResult], outputs: Sequence[bytes | None], timing: TimingConfig,
-                 memory: MemoryFigures | None = None) -> tuple[ResultRow, dict[str, Any]]:
+                 memory: MemoryFigures | None = None, weights: WeightPlan | None = None,
+                 ) -> tuple[ResultRow, dict[str, Any]]:
     """Statistics and error figures from the pages' raw samples and output tensors (pooled over
     the page loads of one run); every page's output must pass the kernel check."""
     try:
@@ -151,10 +186,13 @@ def measured_row(base: ResultRow, run: RunSpec, prepared: PreparedWorkload,
         row = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
         return row, {"outcome": row.outcome, "reason": row.reason}
     first = pages[0]
+    ran = [what_ran(p, run, prepared, weights) for p in pages]
+    bits_executed, compute_dtype, _ = ran[0]
+    problems = sorted({problem for _, _, problem in ran if problem})
     vs_float = quant.error_metrics(outs[0], prepared.ref_float)
     kernel_errors = [quant.error_metrics(o, prepared.ref_dequantized)["rel_error"] for o in outs]
     kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
-    tolerance = kernel_tolerance(first.compute_dtype)
+    tolerance = kernel_tolerance(compute_dtype)
     gpu_samples = [s for p in pages for s in p.gpu_ms or ()]
     gpu_usable = all(p.gpu_ms is not None for p in pages) and all(s > 0 for s in gpu_samples)
     wall_samples = [s for p in pages for s in p.wall_ms]
@@ -168,20 +206,20 @@ def measured_row(base: ResultRow, run: RunSpec, prepared: PreparedWorkload,
         notes.append(f"short: {counts} timed samples per page, {timing.min_iterations} asked "
                      f"(page time budget {timing.page_budget_ms / 1000:g} s)")
     outcome = Outcome.OK
-    if any(p.weight_bits != prepared.bits for p in pages):
+    if problems:
         outcome = Outcome.INVALID
-        notes.append(f"page executed {first.weight_bits}-bit weights for a {prepared.bits}-bit job")
+        notes.extend(problems)
     if not (kernel_error <= tolerance):  # NaN fails too
         outcome = Outcome.INVALID
         notes.append(f"kernel error {kernel_error:.3g} vs the dequantized reference exceeds the "
-                     f"{first.compute_dtype} tolerance {tolerance:g}")
+                     f"{compute_dtype} tolerance {tolerance:g}")
     heaps = [p.js_heap_bytes for p in pages if p.js_heap_bytes is not None]
     row = replace(
         base,
         outcome=outcome,
         reason="; ".join(notes),
-        bits_executed=first.weight_bits,
-        compute_dtype=first.compute_dtype,
+        bits_executed=bits_executed,
+        compute_dtype=compute_dtype,
         latency_ms_median=stats.median,
         latency_ms_p10=stats.p10,
         latency_ms_p90=stats.p90,
@@ -342,15 +380,14 @@ class BrowserRunner:
         outcome, reason = Outcome.OK, ""
         baseline: MemoryFigures | None = None
         peaks: list[MemoryFigures] = []
+        async def on_open(job: Job) -> None:
+            if hook is not None:
+                await hook(run, session, job)
+
         for _ in range(timing.repeat):
+            page = None
             sampler = TreeSampler(session.pid)
-
-            async def on_open(job: Job, sampler: TreeSampler = sampler) -> None:
-                await job.spec_fetched.wait()
-                await sampler.mark_baseline()  # the page at rest, before any work
-                if hook is not None:
-                    await hook(run, session, job)
-
+            await sampler.mark_baseline()  # the browser at rest, before this page loads
             sampler.start()
             try:
                 reply = await visit_page(self.server, session, spec, prepared.tensors,
@@ -374,8 +411,9 @@ class BrowserRunner:
                 break
             pages.append(page)
             outputs.append(reply.output)
-        if weights is not None and weights.asks_unlisted and outcome is Outcome.FAILED and page:
-            outcome = Outcome.UNSUPPORTED  # we asked for a type the context does not list: its answer
+        if (weights is not None and weights.asks_unlisted and outcome is Outcome.FAILED
+                and page is not None and page.stage in BUILD_STAGES):
+            outcome = Outcome.UNSUPPORTED  # it refused a type its context does not list: its answer
         if weights is not None and weights.note:
             reason = f"{weights.note}; browser said: {reason}" if reason else weights.note
         base = replace(
@@ -398,7 +436,7 @@ class BrowserRunner:
             peak_pss=max((m.peak_pss for m in peaks if m.peak_pss is not None), default=None),
             processes=max((m.processes for m in peaks if m.processes is not None), default=None),
         )
-        row, samples = measured_row(base, run, prepared, pages, outputs, timing, memory)
+        row, samples = measured_row(base, run, prepared, pages, outputs, timing, memory, weights)
         return row, {**samples, **extra}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the result files (results.csv, samples.jsonl, environment.json); bump on any change."""
 
 

@@ -23,7 +23,7 @@ def _ok(**overrides: object) -> dict:
         "status": "ok",
         "shader": "matmul_quant.wgsl",
         "compute_dtype": "f32",
-        "weight_bits": 4,
+        "weight_buffer_bytes": 2048,
         "timestamp_query": True,
         "compile_ms": 12.5,
         "cold_ms": 3,
@@ -41,7 +41,7 @@ def test_well_formed_ok_payload() -> None:
     assert page.status == "ok"
     assert page.shader == "matmul_quant.wgsl"
     assert page.compute_dtype == "f32"
-    assert page.weight_bits == 4
+    assert page.weight_buffer_bytes == 2048 and page.weight_operand_dtype == ""
     assert page.timestamp_query is True
     assert page.compile_ms == 12.5
     assert page.cold_ms == 3.0 and isinstance(page.cold_ms, float)
@@ -78,8 +78,9 @@ def test_ok_payload_without_gpu_timestamps() -> None:
         ({"gpu_buffer_bytes": False}, "gpu_buffer_bytes"),
         ({"compute_dtype": "f64"}, "compute_dtype"),
         ({"compute_dtype": None}, "compute_dtype"),
-        ({"weight_bits": 3}, "weight_bits"),
-        ({"weight_bits": "4"}, "weight_bits"),
+        ({"weight_buffer_bytes": None}, "neither weight_buffer_bytes nor weight_operand_dtype"),
+        ({"weight_buffer_bytes": "4"}, "weight_buffer_bytes"),
+        ({"weight_buffer_bytes": -4}, "negative"),
         ({"status": "done"}, "status"),
         ({"status": None}, "status"),
     ],
@@ -87,6 +88,17 @@ def test_ok_payload_without_gpu_timestamps() -> None:
 def test_malformed_ok_payload_rejected(overrides: dict, match: str) -> None:
     with pytest.raises(PageDataError, match=match):
         parse_page_result(_ok(**overrides), ITERATIONS)
+
+
+def test_webnn_payload_reports_the_weight_operand_type_and_no_gpu_buffers() -> None:
+    page = parse_page_result(_ok(weight_buffer_bytes=None, weight_operand_dtype="int4",
+                                 gpu_buffer_bytes=None, gpu_ms=None), ITERATIONS)
+    assert page.weight_operand_dtype == "int4" and page.gpu_buffer_bytes is None
+
+
+def test_failed_payload_keeps_its_stage() -> None:
+    page = parse_page_result({"status": "failed", "stage": "graph building", "reason": "TypeError"}, ITERATIONS)
+    assert (page.status, page.stage, page.reason) == ("failed", "graph building", "TypeError")
 
 
 def test_fewer_samples_than_the_cap_are_accepted_and_left_to_the_runner_to_mark() -> None:

@@ -4,6 +4,7 @@ progress output."""
 from __future__ import annotations
 
 import io
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -60,7 +61,9 @@ def test_page_budget_splits_the_timeout_over_page_loads():
 
 
 def _page(prepared, wall, gpu=None):
-    return PageResult(status="ok", shader="s", compute_dtype="f32", weight_bits=prepared.bits,
+    shader = prepared.variants[-1].shader
+    return PageResult(status="ok", shader=shader, compute_dtype="f32",
+                      weight_buffer_bytes=len(prepared.tensors["w"]),
                       compile_ms=1.0, cold_ms=5.0, wall_ms=tuple(wall), gpu_ms=None if gpu is None else tuple(gpu),
                       gpu_buffer_bytes=100)
 
@@ -111,6 +114,32 @@ def test_a_wrong_output_on_any_page_makes_the_run_invalid():
     assert row.outcome == Outcome.INVALID and "kernel error" in row.reason
 
 
+def test_the_tolerance_comes_from_the_offered_kernel_not_the_pages_word():
+    """A page claiming f16 arithmetic on the f32 kernel does not buy itself the looser tolerance."""
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))[0]
+    prepared = prepare(W, 8, 32, 0)
+    timing = TimingConfig(min_iterations=1, max_iterations=10)
+    off = (prepared.ref_dequantized * 1.001).astype(np.float32).tobytes()  # 1e-3: fine for f16, not f32
+    page = replace(_page(prepared, [1.0]), compute_dtype="f16")
+    row, _ = measured_row(_base(run, prepared), run, prepared, [page], [off], timing)
+    assert row.compute_dtype == "f32" and row.kernel_tolerance == 1e-5 and row.outcome == Outcome.INVALID
+
+
+def test_bits_executed_comes_from_the_bound_buffer_and_a_mismatch_is_invalid():
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (4,))[0]
+    prepared = prepare(W, 4, 32, 0)
+    timing = TimingConfig(min_iterations=1, max_iterations=10)
+    good, _ = measured_row(_base(run, prepared), run, prepared, [_page(prepared, [1.0])],
+                           [_exact_output(prepared)], timing)
+    assert good.outcome == Outcome.OK and good.bits_executed == 4
+    wide = replace(_page(prepared, [1.0]), weight_buffer_bytes=W.n * W.k)  # 8-bit worth of bytes
+    row, _ = measured_row(_base(run, prepared), run, prepared, [wide], [_exact_output(prepared)], timing)
+    assert row.outcome == Outcome.INVALID and row.bits_executed == 8 and "bound weight buffer" in row.reason
+    alien = replace(_page(prepared, [1.0]), shader="other.wgsl")
+    row, _ = measured_row(_base(run, prepared), run, prepared, [alien], [_exact_output(prepared)], timing)
+    assert row.outcome == Outcome.INVALID and "did not offer" in row.reason
+
+
 def test_plan_file_round_trips(tmp_path: Path):
     plan = build_plan([BrowserName.CHROME, BrowserName.FIREFOX], [Platform.WEBGPU, Platform.WEBNN], [W],
                       (16, 4), repetitions=2, precision_mode=PrecisionMode.EXPERIMENTAL, webnn_device="gpu")
@@ -150,3 +179,34 @@ def test_progress_lines_and_bar():
     bar.close()
     text = err.getvalue()
     assert "firefox webnn 4-bit 4x64x32" in text and "1/7" in text and "[3/7]" in text
+
+
+def test_resume_cuts_a_torn_last_line(tmp_path: Path):
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8, 4))
+    writer = ResultWriter(tmp_path)
+    writer.add(ResultRow.without_measurement(plan[0], Outcome.CRASH, "x"), {"outcome": "crash"})
+    with (tmp_path / "results.csv").open("a") as f:
+        f.write("1,0,2026-")  # an interrupted write
+    with (tmp_path / "samples.jsonl").open("a") as f:
+        f.write('{"run_id": 1, "wal')
+    resumed = ResultWriter(tmp_path, resume=True)
+    assert resumed.done_run_ids() == {0}
+    resumed.add(ResultRow.without_measurement(plan[1], Outcome.FAILED, "y"), {"outcome": "failed"})
+    assert resumed.done_run_ids() == {0, 1}
+    lines = (tmp_path / "samples.jsonl").read_text().splitlines()
+    assert [json.loads(line)["run_id"] for line in lines] == [0, 1]
+
+
+def test_cli_refuses_to_overwrite_a_sweep_and_to_resume_a_broken_plan(tmp_path: Path, capsys):
+    from fixed_web_platform import cli
+
+    ResultWriter(tmp_path / "old")
+    assert cli.main(["--output-dir", str(tmp_path / "old"), "--bits", "8"]) == 2
+    assert "already holds a sweep" in capsys.readouterr().err
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "plan.json").write_text('{"runs": []}')
+    assert cli.main(["--resume", str(tmp_path / "broken")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a readable plan" in err[0]
+    assert cli.main(["--resume", str(tmp_path / "nothing-here")]) == 2
+    assert "plan.json" in capsys.readouterr().err

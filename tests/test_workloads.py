@@ -7,7 +7,7 @@ import pytest
 
 from fixed_web_platform import quant
 from fixed_web_platform.specs import Workload
-from fixed_web_platform.workloads import prepare
+from fixed_web_platform.workloads import _float_tensors, prepare
 
 WL = Workload("tiny", 4, 64, 32)  # M, K, N
 M, K, N = WL.m, WL.k, WL.n
@@ -128,8 +128,11 @@ def test_error_vs_float_grows_as_bits_shrink() -> None:
 
 def test_same_seed_same_bytes_other_seed_different() -> None:
     for bits in (32, 16, 4):
-        a, b = prepare(WL, bits, BLOCK, seed=1), prepare(WL, bits, BLOCK, seed=1)
-        assert a.tensors == b.tensors
+        a = prepare(WL, bits, BLOCK, seed=1)
+        prepare.cache_clear()  # the second preparation must really be computed again
+        _float_tensors.cache_clear()
+        b = prepare(WL, bits, BLOCK, seed=1)
+        assert a is not b and a.tensors == b.tensors
         np.testing.assert_array_equal(a.ref_float, b.ref_float)
         c = prepare(WL, bits, BLOCK, seed=2)
         assert c.tensors["x"] != a.tensors["x"]

@@ -4,14 +4,17 @@
 // marks it). `once(index)` runs one iteration and returns its wall-clock milliseconds; `index`
 // is the timed iteration number, or null for cold and warm-up iterations.
 export async function timeIterations(spec, once) {
+  const budgetStart = performance.now();  // the budget covers cold and warm-up iterations too
   const coldMs = await once(null);
-  for (let i = 0; i < spec.warmup; i++) await once(null);
+  for (let i = 0; i < spec.warmup && performance.now() - budgetStart < spec.budget_ms; i++) {
+    await once(null);
+  }
   const wallMs = [];
   const start = performance.now();
   while (wallMs.length < spec.max_iterations) {
     const elapsed = performance.now() - start;
     if (wallMs.length >= spec.min_iterations && elapsed >= spec.min_time_ms) break;
-    if (elapsed >= spec.budget_ms) break;
+    if (wallMs.length > 0 && performance.now() - budgetStart >= spec.budget_ms) break;
     wallMs.push(await once(wallMs.length));
   }
   return {coldMs, wallMs};

@@ -32,6 +32,7 @@ export async function runWebGPU(spec, client) {
 
   const tensors = {};
   for (const name of spec.bindings) tensors[name] = await client.tensor(name);
+  if (!tensors.w) return {status: 'failed', reason: 'job has no weight tensor "w"'};
   const largest = Math.max(spec.output_bytes, ...Object.values(tensors).map((t) => t.byteLength));
   if (largest > adapter.limits.maxStorageBufferBindingSize) {
     return unsupported(`WebGPU: a ${largest}-byte buffer exceeds maxStorageBufferBindingSize ` +
@@ -139,6 +140,8 @@ export async function runWebGPU(spec, client) {
       tsRead.unmap();
       gpuMs = [];
       for (let i = 0; i < iterations; i++) gpuMs.push(Number(ts[2 * i + 1] - ts[2 * i]) / 1e6);
+      // A pair that does not increase is a broken timestamp: wall clock leads then.
+      if (gpuMs.some((ms) => !(ms > 0))) gpuMs = null;
     }
 
     const heap = await jsHeap();
@@ -151,7 +154,7 @@ export async function runWebGPU(spec, client) {
       status: 'ok',
       shader: variant.shader,
       compute_dtype: variant.compute_dtype,
-      weight_bits: spec.bits,
+      weight_buffer_bytes: tensors.w.byteLength,
       timestamp_query: hasTimestamps,
       compile_ms: compileMs,
       cold_ms: coldMs,

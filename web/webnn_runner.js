@@ -38,18 +38,20 @@ export async function runWebNN(spec, client) {
   } catch (e) {
     return {status: 'unsupported', reason: `createContext(${nn.device_type}) rejected: ${errorText(e)}`};
   }
-  const tensors = {};
-  for (const name of spec.bindings) tensors[name] = await client.tensor(name);
-
-  let stage = 'graph building';
+  let stage = 'tensor fetch';
   try {
+    const tensors = {};
+    for (const name of spec.bindings) tensors[name] = await client.tensor(name);
+    stage = 'graph building';
     const tBuild = performance.now();
     const builder = new MLGraphBuilder(context);
     const x = builder.input('x', {dataType: 'float32', shape: [m, k]});
     let weight;
+    let stored;  // the operand holding the weights as stored: its dataType is what runs
     if (nn.weight_dtype === 'float32' || nn.weight_dtype === 'float16') {
       weight = builder.constant({dataType: nn.weight_dtype, shape: [n, k]},
                                 typedView(nn.weight_dtype, tensors.w, n * k));
+      stored = weight;
     } else {
       const blocks = spec.constants.K / spec.constants.BLOCK_SIZE;
       const q = builder.constant({dataType: nn.weight_dtype, shape: [n, k]},
@@ -59,6 +61,7 @@ export async function runWebNN(spec, client) {
       const zeroPoint = builder.constant({dataType: nn.zero_point_dtype, shape: [n, blocks]},
                                          typedView(nn.zero_point_dtype, tensors.zero_points, n * blocks));
       weight = builder.dequantizeLinear(q, scale, zeroPoint);
+      stored = q;
     }
     let lhs = x;
     if (nn.matmul_dtype !== nn.weight_dtype && (nn.weight_dtype === 'float16')) {
@@ -91,18 +94,18 @@ export async function runWebNN(spec, client) {
       status: 'ok',
       shader: '',
       compute_dtype: nn.matmul_dtype === 'float16' ? 'f16' : 'f32',
-      weight_bits: spec.bits,
+      weight_operand_dtype: String(stored.dataType),
       timestamp_query: false,
       compile_ms: buildMs,
       cold_ms: coldMs,
       wall_ms: wallMs,
       gpu_ms: null,
-      gpu_buffer_bytes: 0,
+      gpu_buffer_bytes: null,
       js_heap: heap,
       output,
     };
   } catch (e) {
-    return {status: 'failed', reason: `WebNN ${stage} error: ${errorText(e)}`};
+    return {status: 'failed', stage, reason: `WebNN ${stage} error: ${errorText(e)}`};
   } finally {
     if (context.destroy) context.destroy();
   }
