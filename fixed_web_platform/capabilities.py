@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .errors import first_line
+from .webnn_precision import data_types
 from .browsers import BrowserUnavailable, launch, resolve
 from .results import json_safe, machine_info, utc_now
 from .runner import PROBE_TIMEOUT_S, visit_page
@@ -45,8 +47,8 @@ async def probe_browser(
     try:
         session = await asyncio.to_thread(launch, resolved)
     except Exception as exc:  # noqa: BLE001
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return entry | {"status": Outcome.FAILED.value, "reason": f"browser failed to start: {first}"}
+        return entry | {"status": Outcome.FAILED.value,
+                        "reason": f"browser failed to start: {first_line(exc)}"}
     try:
         reply = await visit_page(
             server, session, {"platform": "probe", "webnn_devices": list(devices)}, {}, PROBE_TIMEOUT_S
@@ -76,12 +78,7 @@ async def collect(
 
 
 def _types(limits: dict[str, Any], op: str, operand: str) -> str:
-    entry = limits.get(op, {})
-    if operand:
-        entry = entry.get(operand, {}) if isinstance(entry, dict) else {}
-    types = entry.get("dataTypes") if isinstance(entry, dict) else None
-    types = [t for t in types if isinstance(t, str)] if isinstance(types, list) else None
-    return ", ".join(types) if isinstance(types, list) and types else "-"
+    return ", ".join(data_types(limits, op, operand)) or "-"
 
 
 def _cell(text: object) -> str:

@@ -9,9 +9,9 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from . import capabilities
+from .errors import OneLineArgumentParser, UsageError
 from .plan import build_plan, load_plan, parse_shape, save_plan
 from .progress import for_terminal
 from .results import ResultWriter, new_results_dir
@@ -21,11 +21,12 @@ from .specs import (
     DEFAULT_BLOCK_SIZE,
     DEFAULT_WORKLOADS,
     SUPPORTED_BITS,
+    WEBNN_DEVICES,
     BrowserName,
     Outcome,
     Platform,
     PrecisionMode,
-    WEBNN_DEVICES,
+    RunSpec,
     TimingConfig,
 )
 
@@ -36,15 +37,6 @@ PLATFORMS = {
 }
 
 DEFAULT_BROWSERS = (BrowserName.CHROME, BrowserName.FIREFOX)
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
 
 
 def _browser(text: str) -> BrowserName:
@@ -89,7 +81,7 @@ def _non_negative(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineArgumentParser(
         prog="run_real_webgpu_webnn.py",
         description="Measure 16/8/4/2-bit matmul in real browsers through WebGPU (and WebNN).",
     )
@@ -169,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_capabilities_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineArgumentParser(
         prog="run_real_webgpu_webnn.py capabilities",
         description="Launch each browser once and write its WebGPU/WebNN capability matrix.",
     )

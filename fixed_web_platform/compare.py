@@ -17,11 +17,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from .errors import OneLineArgumentParser, UsageError
 from .result_files import CONFIG_KEY, ResultSchemaError, ResultSet, headline_samples, load
 from .specs import Outcome
 
@@ -469,15 +470,6 @@ def format_comparison(c: Comparison) -> str:
 # Command line
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-
 def _float(text: str) -> float:
     try:
         return float(text)
@@ -486,7 +478,7 @@ def _float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineArgumentParser(
         prog="run_real_webgpu_webnn.py compare",
         description="Compare two result folders; exit 1 when CURRENT regressed against BASELINE.",
     )
@@ -506,39 +498,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _load(path: Path, side: str) -> ResultSet:
     if not path.exists():
-        raise _UsageError(f"{side} {path}: no such folder")
+        raise UsageError(f"{side} {path}: no such folder")
     if not path.is_dir():
-        raise _UsageError(f"{side} {path}: not a folder")
+        raise UsageError(f"{side} {path}: not a folder")
     try:
         return load(path)
     except ResultSchemaError as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     except (OSError, ValueError) as exc:  # corrupt JSON/CSV (JSONDecodeError, pandas errors)
-        raise _UsageError(f"{side} {path}: unreadable results: {' '.join(str(exc).split())}") from None
+        raise UsageError(f"{side} {path}: unreadable results: {' '.join(str(exc).split())}") from None
 
 
 def _compare_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     if not (0 < args.alpha < 1):
-        raise _UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+        raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
     if not (math.isfinite(args.min_effect) and args.min_effect >= 0):
-        raise _UsageError(f"--min-effect must be a non-negative number, got {args.min_effect:g}")
+        raise UsageError(f"--min-effect must be a non-negative number, got {args.min_effect:g}")
     baseline = _load(args.baseline, "baseline")
     current = _load(args.current, "current")
     try:
         comparison = compare(baseline, current, alpha=args.alpha, min_effect=args.min_effect,
                              force=args.force)
     except MetadataMismatch as exc:
-        raise _UsageError(f"{exc}; use --force to compare anyway") from None
+        raise UsageError(f"{exc}; use --force to compare anyway") from None
     except ResultSchemaError as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     text = format_comparison(comparison)
     if args.output is not None:
         try:
             args.output.parent.mkdir(parents=True, exist_ok=True)
             args.output.write_text(text)
         except OSError as exc:
-            raise _UsageError(f"--output {args.output}: {exc.strerror or exc}") from None
+            raise UsageError(f"--output {args.output}: {exc.strerror or exc}") from None
     print(text, end="")
     return 1 if comparison.has_regression else 0
 
@@ -547,7 +539,7 @@ def compare_command(argv: Sequence[str] | None = None) -> int:
     """`compare BASELINE CURRENT ...`: 0 no regression, 1 regression, 2 bad input (one error line)."""
     try:
         return _compare_command(sys.argv[1:] if argv is None else argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help

@@ -9,7 +9,6 @@ matplotlib's Agg canvas directly (no pyplot, no global backend switch).
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import html
 import math
@@ -17,7 +16,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from . import result_files
+from .errors import OneLineArgumentParser, UsageError, first_line
 from .result_files import ResultSchemaError, headline_samples
 from .stats import summarize
 
@@ -793,22 +793,9 @@ def build_report(result_dirs: list[Path], out_dir: Path) -> ReportFiles:
 # ------------------------------------------------------------------------------------ command line
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
 def report_command(argv: list[str]) -> int:
     """`report DIR [DIR ...] [--output-dir OUT]`: 0 on success, 2 (one error line) on bad input."""
-    parser = _Parser(
+    parser = OneLineArgumentParser(
         prog="run_real_webgpu_webnn.py report",
         description="Summary tables (Markdown, HTML) and plots from one or more results folders.",
     )
@@ -818,7 +805,7 @@ def report_command(argv: list[str]) -> int:
                         help="where to write the report (default: <first results folder>/report)")
     try:
         args = parser.parse_args(argv)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help
@@ -826,13 +813,13 @@ def report_command(argv: list[str]) -> int:
     try:
         sweeps = load_sweeps(args.results)
     except (ResultSchemaError, OSError, ValueError, KeyError) as exc:
-        print(f"error: {_first_line(exc)}", file=sys.stderr)
+        print(f"error: {first_line(exc)}", file=sys.stderr)
         return 2
     out_dir = args.output_dir if args.output_dir is not None else args.results[0] / "report"
     try:
         files = write_report(sweeps, out_dir)
     except OSError as exc:
-        print(f"error: cannot write the report to {out_dir}: {_first_line(exc)}", file=sys.stderr)
+        print(f"error: cannot write the report to {out_dir}: {first_line(exc)}", file=sys.stderr)
         return 2
     print(f"report: {files.markdown}")
     print(f"report: {files.html}")

@@ -20,6 +20,7 @@ from .page_result import PageDataError, PageResult, parse_output, parse_page_res
 from .results import ResultRow, ResultWriter, utc_now
 from .server import Job, JobServer
 from .specs import SCHEMA_VERSION, BrowserName, Outcome, Platform, RunSpec, TimingConfig
+from .errors import first_line
 from .memory import MemoryFigures, TreeSampler
 from .stats import summarize
 from .webnn_precision import WeightPlan, choose_weight_plan
@@ -116,7 +117,7 @@ async def visit_page(
             if not session.is_alive():
                 return PageReply(Outcome.CRASH, "the browser process died during the run")
             if navigation.done() and navigation.exception() is not None:
-                first = (str(navigation.exception()).strip().splitlines() or ["?"])[0]
+                first = first_line(navigation.exception())
                 if not session.is_alive() or "crash" in first.lower():
                     return PageReply(Outcome.CRASH, f"browser crashed: {first}")
                 return PageReply(Outcome.FAILED, f"navigation failed: {first}")
@@ -337,8 +338,7 @@ class BrowserRunner:
         try:
             row, samples = await self._run(run)
         except Exception as exc:  # noqa: BLE001 - a harness error costs this row, not the sweep
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            row = ResultRow.without_measurement(run, Outcome.FAILED, first)
+            row = ResultRow.without_measurement(run, Outcome.FAILED, first_line(exc))
             samples = {"outcome": row.outcome, "reason": row.reason}
         self.writer.add(row, samples)
         if row.outcome in (Outcome.CRASH, Outcome.TIMEOUT):
@@ -349,8 +349,8 @@ class BrowserRunner:
         try:
             session = await self.ensure_session()
         except Exception as exc:  # noqa: BLE001 - any launch error is this run's failure
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            row = ResultRow.without_measurement(run, Outcome.FAILED, f"browser failed to start: {first}")
+            row = ResultRow.without_measurement(
+                run, Outcome.FAILED, f"browser failed to start: {first_line(exc)}")
             return row, {"outcome": row.outcome, "reason": row.reason}
         weights: WeightPlan | None = None
         context_limits: dict[str, Any] | None = None

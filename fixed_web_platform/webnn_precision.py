@@ -39,13 +39,18 @@ class WeightPlan:
         return self.weight_dtype.startswith("uint")
 
 
-def listed(limits: dict[str, Any], op: str, operand: str) -> set[str]:
-    """Data types opSupportLimits() lists for one operand of one op (empty when absent)."""
+def data_types(limits: dict[str, Any], op: str, operand: str) -> list[str]:
+    """Data types opSupportLimits() lists for one operand of one op, in the browser's order
+    (empty when absent or malformed: the limits come from the page and are not trusted)."""
     entry = limits.get(op, {}) if isinstance(limits, dict) else {}
     if operand:
         entry = entry.get(operand, {}) if isinstance(entry, dict) else {}
     types = entry.get("dataTypes") if isinstance(entry, dict) else None
-    return {t for t in types if isinstance(t, str)} if isinstance(types, list) else set()
+    return [t for t in types if isinstance(t, str)] if isinstance(types, list) else []
+
+
+def listed(limits: dict[str, Any], op: str, operand: str) -> set[str]:
+    return set(data_types(limits, op, operand))
 
 
 def _integer_plan(bits_requested: int, dtype_choices: tuple[str, ...], limits: dict[str, Any],
