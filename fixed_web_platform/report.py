@@ -38,7 +38,7 @@ TEXT_COLUMNS = ("sweep", "browser", "platform", "precision_mode", "device_type",
 BASELINE_KEY = ("sweep", "browser", "platform", "precision_mode", "device_type", "workload",
                 "m", "k", "n")
 """One benchmarked setting; the 16- and 32-bit rows under the same key are the speed-up baselines."""
-CONFIG_KEY = (*BASELINE_KEY, "bits_requested", "block_size")
+CONFIG_KEY = ("sweep", *result_files.CONFIG_KEY)
 """One configuration: its ok repetitions are aggregated into one summary row."""
 PLOT_NAMES = ("latency_vs_bits", "error_vs_bits", "weight_memory_vs_bits",
               "process_memory_vs_bits", "accuracy_vs_latency")
