@@ -25,9 +25,11 @@ from scipy import stats
 from .errors import OneLineArgumentParser, UsageError
 from .result_files import CONFIG_KEY, ResultSchemaError, ResultSet, headline_samples, load
 from .specs import Outcome
+from .stats import summarize
 
 DEFAULT_ALPHA = 0.01
-DEFAULT_MIN_EFFECT = 0.05
+DEFAULT_MIN_EFFECT = 0.10
+"""asv's default factor (1.1): software adapters drift about this much between back-to-back runs."""
 FLOAT_ERROR_GROWTH_REL = 0.10
 """rel_error_vs_float may grow by this fraction before it is an accuracy regression..."""
 FLOAT_ERROR_GROWTH_ABS = 1e-6
@@ -47,6 +49,7 @@ class Verdict(enum.StrEnum):
     ACCURACY_REGRESSION = "accuracy-regression"  # kernel beyond tolerance, or error vs float grew
     REGRESSION = "regression"  # significantly slower by more than the minimum effect
     IMPROVEMENT = "improvement"  # significantly faster by more than the minimum effect
+    UNSTABLE = "unstable"  # a significant-looking change, but one side's samples are unstable
     FIXED = "fixed"  # baseline failing, current ok
     UNCHANGED = "unchanged"  # no significant change, or a change below the minimum effect
     STILL_FAILING = "still-failing"  # failing on both sides (not new, so not a regression)
@@ -340,7 +343,14 @@ def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: floa
         assert bm is not None and cm is not None
         effect = cm / bm - 1 if bm > 0 else math.nan
         significant = math.isfinite(p_value) and p_value < alpha
-        if significant and math.isfinite(effect) and effect > min_effect:
+        unstable = "; ".join(f"{name} {why}" for name, side in (("baseline", base), ("current", cur))
+                             if (why := summarize(side.samples).instability))
+        if significant and math.isfinite(effect) and abs(effect) > min_effect and unstable:
+            # pyperf's rule: a change measured on unstable samples is not called either way.
+            verdict = Verdict.UNSTABLE
+            notes.insert(0, f"{_pct(effect)} but samples are unstable ({unstable}); "
+                            "re-run with more --repeat / --min-time")
+        elif significant and math.isfinite(effect) and effect > min_effect:
             verdict = Verdict.REGRESSION
             notes.insert(0, f"{_pct(effect)} slower")
         elif significant and math.isfinite(effect) and effect < -min_effect:

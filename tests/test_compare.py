@@ -121,6 +121,16 @@ def test_planted_2x_slowdown_is_a_regression(tmp_path: Path, capsys: pytest.Capt
     assert out_md.read_text() == printed
 
 
+def test_a_change_on_unstable_samples_is_not_called_a_regression(tmp_path: Path) -> None:
+    noisy = _samples(20.0, noise=0.4, seed=3)  # CV around 40%: the run says it is unstable
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=1))], [Run(samples=noisy)])
+    e = _only(_compare(b, c))
+    assert e.p_value < 0.01 and e.effect > 0.5
+    assert e.verdict is Verdict.UNSTABLE and not e.verdict.is_regression
+    assert "current CV" in e.note and "--repeat" in e.note
+    assert compare_command([str(b), str(c)]) == 0
+
+
 def test_same_distribution_is_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=11))], [Run(samples=_samples(10.0, seed=12))])
     c_ = _compare(b, c)
