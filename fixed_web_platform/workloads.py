@@ -66,8 +66,9 @@ def validate_shape(workload: Workload, bits: int, block_size: int) -> None:
                 f"block size {block_size} must be a multiple of {per_word} for {bits}-bit weights "
                 "packed into 32-bit words"
             )
-    if bits == 16 and workload.k % 2:
-        raise ValueError(f"shape {workload.shape}: K={workload.k} must be even for float16 pairs")
+    if bits in (32, 16) and workload.k % 4:
+        raise ValueError(f"shape {workload.shape}: K={workload.k} must be a multiple of 4 "
+                         "(the kernels read K four values at a time)")
 
 
 @functools.lru_cache(maxsize=4)

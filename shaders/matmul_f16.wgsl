@@ -1,5 +1,5 @@
-// 16-bit weights with shader-f16: weights read as vec2<f16>, activations converted to f16,
-// products and pair sums in f16, accumulated across K in f32 (a long f16 sum loses too much).
+// 16-bit weights with shader-f16: weights read as vec4<f16>, activations converted to f16,
+// products and 4-term sums in f16, accumulated across K in f32 (a long f16 sum loses too much).
 enable f16;
 
 override M: u32;
@@ -7,8 +7,8 @@ override K: u32;
 override N: u32;
 const TILE_M: u32 = 4u;
 
-@group(0) @binding(0) var<storage, read> x: array<vec2<f32>>;
-@group(0) @binding(1) var<storage, read> w: array<vec2<f16>>;
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> w: array<vec4<f16>>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
 @compute @workgroup_size(64)
@@ -16,13 +16,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let n = gid.x;
   let m0 = gid.y * TILE_M;
   if (n >= N || m0 >= M) { return; }
-  let half_k = K / 2u;
+  let k4 = K / 4u;
   var acc = array<f32, TILE_M>(0.0, 0.0, 0.0, 0.0);
-  for (var k2 = 0u; k2 < half_k; k2++) {
-    let wv = w[n * half_k + k2];
+  for (var k = 0u; k < k4; k++) {
+    let wv = w[n * k4 + k];
     for (var t = 0u; t < TILE_M; t++) {
       if (m0 + t < M) {
-        let xv = vec2<f16>(x[(m0 + t) * half_k + k2]);
+        let xv = vec4<f16>(x[(m0 + t) * k4 + k]);
         acc[t] += f32(dot(xv, wv));
       }
     }

@@ -143,5 +143,6 @@ def test_same_seed_same_bytes_other_seed_different() -> None:
 def test_invalid_shape_rejected_by_prepare() -> None:
     with pytest.raises(ValueError, match="K=48"):
         prepare(Workload("bad", 1, 48, 8), 4, BLOCK, seed=0)
-    with pytest.raises(ValueError, match="even"):
-        prepare(Workload("odd", 1, 7, 8), 16, BLOCK, seed=0)
+    for bits in (32, 16):
+        with pytest.raises(ValueError, match="K=6 must be a multiple of 4"):
+            prepare(Workload("odd", 1, 6, 8), bits, BLOCK, seed=0)
