@@ -30,7 +30,7 @@ class SampleStats:
         """Why these samples should not be trusted as one number ('' when they can be)."""
         reasons = []
         if self.cv > UNSTABLE_CV:  # NaN compares false: one sample is not called unstable
-            reasons.append(f"CV {self.cv:.0%} > {UNSTABLE_CV:.0%}")
+            reasons.append(f"CV {self.cv:.1%} > {UNSTABLE_CV:.0%}")
         if self.median > 0 and self.max > UNSTABLE_MAX_OVER_MEDIAN * self.median:
             reasons.append(f"slowest sample {self.max / self.median:.1f}x the median")
         return "; ".join(reasons)
