@@ -202,6 +202,10 @@ class BrowserSession(ABC):
         """Navigate to ``url`` (blocks until the page has loaded)."""
 
     @abstractmethod
+    def ping(self) -> None:
+        """A trivial script in the page: raises when the page (renderer) has crashed."""
+
+    @abstractmethod
     def _quit(self) -> None: ...
 
     def is_alive(self) -> bool:
@@ -225,6 +229,9 @@ class SeleniumSession(BrowserSession):
     def open(self, url: str) -> None:
         self.driver.get(url)  # type: ignore[attr-defined]
 
+    def ping(self) -> None:
+        self.driver.execute_script("return 1")  # type: ignore[attr-defined]
+
     def _quit(self) -> None:
         try:
             self.driver.quit()  # type: ignore[attr-defined]
@@ -243,6 +250,9 @@ class MarionetteSession(BrowserSession):
 
     def open(self, url: str) -> None:
         self.client.navigate(url)  # type: ignore[attr-defined]
+
+    def ping(self) -> None:
+        self.client.execute_script("return 1")  # type: ignore[attr-defined]
 
     def _quit(self) -> None:
         try:

@@ -30,6 +30,15 @@ RunHook = Callable[[RunSpec, BrowserSession, Job], Awaitable[None]]
 LIVENESS_POLL_S = 0.25
 PROBE_TIMEOUT_S = 60.0
 NAVIGATION_SETTLE_S = 10.0
+PAGE_PING_S = 2.0
+"""How often a loaded page is asked for a trivial script, so a crashed renderer (the browser's
+main process still alive) is a crash at once, not a timeout later."""
+
+
+def _swallow(task: asyncio.Task[Any]) -> None:
+    """Read a background driver call's error so it is not reported as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 @dataclass(frozen=True)
@@ -107,8 +116,10 @@ async def visit_page(
     hook = asyncio.create_task(on_open(job)) if on_open else None
     navigation = asyncio.create_task(asyncio.to_thread(session.open, server.job_url(job)))
     # Its error is read in the loop below, or dropped when the session is killed after a hang.
-    navigation.add_done_callback(lambda t: t.cancelled() or t.exception())
+    navigation.add_done_callback(_swallow)
     deadline = time.monotonic() + timeout_s
+    ping: asyncio.Task[None] | None = None
+    last_ping = time.monotonic()
     try:
         while not job.result.done():
             await asyncio.wait({job.result}, timeout=LIVENESS_POLL_S)
@@ -121,10 +132,19 @@ async def visit_page(
                 if not session.is_alive() or "crash" in first.lower():
                     return PageReply(Outcome.CRASH, f"browser crashed: {first}")
                 return PageReply(Outcome.FAILED, f"navigation failed: {first}")
+            if ping is not None and ping.done():
+                error = ping.exception()
+                ping = None
+                if error is not None and "crash" in first_line(error).lower():
+                    return PageReply(Outcome.CRASH, f"the page crashed: {first_line(error)}")
+            if navigation.done() and ping is None and time.monotonic() - last_ping >= PAGE_PING_S:
+                last_ping = time.monotonic()
+                ping = asyncio.create_task(asyncio.to_thread(session.ping))
+                ping.add_done_callback(_swallow)
             if time.monotonic() > deadline:
                 return PageReply(Outcome.TIMEOUT, f"no result within {timeout_s:g} s; browser restarted")
-        # Let the driver finish its navigation call before the next page is opened.
-        await asyncio.wait({navigation}, timeout=NAVIGATION_SETTLE_S)
+        # Let the driver finish its calls before the next page is opened.
+        await asyncio.wait({t for t in (navigation, ping) if t is not None}, timeout=NAVIGATION_SETTLE_S)
         return PageReply(Outcome.OK, payload=job.result.result(), output=job.output)
     finally:
         server.remove_job(job)

@@ -144,3 +144,32 @@ def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
     assert set(ResultRow.columns()) == set(row)
     assert row["outcome"] == "ok" and row["bits_executed"] == "4"
     assert row["weight_format"] == "int4-block32-asymmetric"
+
+
+def test_a_crashed_renderer_is_a_crash_row_not_a_timeout(tmp_path):
+    """Only the page's renderer dies (the browser's main process lives): found within seconds."""
+    require_browser(BrowserName.CHROME)
+    import time
+
+    import psutil
+
+    killed: list[int] = []
+
+    async def kill_renderer(run, session, job):
+        if run.run_id != 1:
+            return
+        await job.spec_fetched.wait()
+        for proc in psutil.Process(session.pid).children(recursive=True):
+            if "--type=renderer" in " ".join(proc.cmdline()):
+                proc.kill()
+                killed.append(proc.pid)
+
+    timing = TimingConfig(warmup=2, min_iterations=50, min_time_s=0, max_iterations=50, timeout_s=90)
+    options = SweepOptions(timing=timing, on_run_start=kill_renderer, progress=None)
+    started = time.monotonic()
+    rows, _ = _sweep([BrowserName.CHROME], (8, 4, 2), tmp_path, Workload("crash", 32, 256, 256), options)
+    elapsed = time.monotonic() - started
+    assert killed, "no renderer process was found to kill"
+    assert [r.outcome for r in rows] == [Outcome.OK, Outcome.CRASH, Outcome.OK], [r.reason for r in rows]
+    assert "crash" in rows[1].reason
+    assert elapsed < 60, f"the crash was only noticed after {elapsed:.0f} s"
