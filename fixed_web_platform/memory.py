@@ -65,6 +65,21 @@ class MemoryFigures:
     peak_pss: int | None
     processes: int | None
 
+    @classmethod
+    def over_pages(cls, pages: list[MemoryFigures]) -> MemoryFigures:
+        """One run's figures from its page loads: the first page's baseline, the highest peaks."""
+
+        def peak(values: list[int | None]) -> int | None:
+            return max((v for v in values if v is not None), default=None)
+
+        return cls(
+            baseline_rss=pages[0].baseline_rss if pages else None,
+            peak_rss=peak([p.peak_rss for p in pages]),
+            peak_uss=peak([p.peak_uss for p in pages]),
+            peak_pss=peak([p.peak_pss for p in pages]),
+            processes=peak([p.processes for p in pages]),
+        )
+
     @property
     def delta_rss(self) -> int | None:
         if self.baseline_rss is None or self.peak_rss is None:

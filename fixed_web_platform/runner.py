@@ -398,7 +398,6 @@ class BrowserRunner:
         outputs: list[bytes | None] = []
         page: PageResult | None = None
         outcome, reason = Outcome.OK, ""
-        baseline: MemoryFigures | None = None
         peaks: list[MemoryFigures] = []
         async def on_open(job: Job) -> None:
             if hook is not None:
@@ -414,7 +413,6 @@ class BrowserRunner:
                                          timing.timeout_s / timing.repeat, on_open)
             finally:
                 figures = await sampler.stop()
-            baseline = baseline or figures
             peaks.append(figures)
             outcome, reason = reply.outcome, reply.reason
             if reply.outcome is not Outcome.OK:
@@ -449,13 +447,7 @@ class BrowserRunner:
         extra = {"op_support_limits": context_limits} if context_limits is not None else {}
         if outcome is not Outcome.OK or not pages:
             return base, {"outcome": outcome.value, "reason": reason, **extra}
-        memory = MemoryFigures(
-            baseline_rss=baseline.baseline_rss if baseline else None,
-            peak_rss=max((m.peak_rss for m in peaks if m.peak_rss is not None), default=None),
-            peak_uss=max((m.peak_uss for m in peaks if m.peak_uss is not None), default=None),
-            peak_pss=max((m.peak_pss for m in peaks if m.peak_pss is not None), default=None),
-            processes=max((m.processes for m in peaks if m.processes is not None), default=None),
-        )
+        memory = MemoryFigures.over_pages(peaks)
         row, samples = measured_row(base, run, prepared, pages, outputs, timing, memory, weights)
         return row, {**samples, **extra}
 
