@@ -8,7 +8,7 @@ CLI: see README.md. Python (asyncio, notebooks):
 """
 
 from fixed_web_platform.api import run_real_test, run_real_webgpu_test, run_real_webnn_test
-from fixed_web_platform.cli import main
+from fixed_web_platform.cli.main import main
 
 __all__ = ["main", "run_real_test", "run_real_webgpu_test", "run_real_webnn_test"]
 

@@ -1,6 +1,9 @@
-"""Importable async API for notebooks and asyncio code: the same sweep as the CLI, rows as dicts.
+"""Importable async API for notebooks and asyncio code: the same plan path as the CLI (plan.json
+saved first, resumable), rows returned as dicts.
 
     rows = await run_real_webnn_test(browser="chrome", bits=[8, 4], experimental_precision=True)
+    rows = await run_real_test([Platform.WEBGPU, Platform.WASM], engines=["harness", "ort"])
+    rows = await resume_test("results/<sweep>")   # finish an interrupted sweep
 """
 
 from __future__ import annotations
@@ -10,18 +13,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .plan import build_plan, parse_shape
+from . import sweep
+from .harness.runner import SweepOptions
+from .plan import TimingConfig, build_plan
 from .progress import PlainProgress
-from .results import ResultWriter, new_results_dir
-from .runner import SweepOptions, run_sweep
-from .specs import (
+from .vocabulary import (
     DEFAULT_BLOCK_SIZE,
-    DEFAULT_WORKLOADS,
     BrowserName,
+    EngineName,
     Platform,
     PrecisionMode,
-    TimingConfig,
+    parse_enum,
 )
+from .workloads import DEFAULT_WORKLOADS, parse_shape
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -29,11 +33,12 @@ def _as_list(value: Any) -> list[Any]:
 
 
 async def run_real_test(
-    platforms: Sequence[Platform],
+    platforms: Sequence[Platform | str],
     *,
     model: str | None = None,
     browser: str | Sequence[str] = "chrome",
     bits: int | Sequence[int] = 4,
+    engines: str | Sequence[str] = "harness",
     experimental_precision: bool = False,
     mixed_precision: bool = False,
     shapes: Sequence[str] | None = None,
@@ -44,23 +49,35 @@ async def run_real_test(
     output_dir: str | Path | None = None,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
-    """Plan, run in real browsers and return one plain dict per run (also written to disk)."""
+    """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
+    on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/)."""
     if model is not None:
         raise NotImplementedError("model runs are not supported yet; use the built-in matmul workloads")
     if mixed_precision:
         raise NotImplementedError("mixed precision is not supported yet")
-    browsers = [BrowserName(str(b).lower()) for b in _as_list(browser)]
-    workloads = [parse_shape(s) for s in shapes] if shapes else list(DEFAULT_WORKLOADS)
     plan = build_plan(
-        browsers, platforms, workloads, _as_list(bits), repetitions=repetitions,
+        [parse_enum(BrowserName, b, "browser") for b in _as_list(browser)],
+        [parse_enum(Platform, p, "platform") for p in _as_list(platforms)],
+        [parse_shape(s) for s in shapes] if shapes else list(DEFAULT_WORKLOADS),
+        _as_list(bits),
+        engines=[parse_enum(EngineName, e, "engine") for e in _as_list(engines)],
+        repetitions=repetitions,
         block_size=block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if experimental_precision else PrecisionMode.STANDARD,
         webnn_device=webnn_device,
     )
-    label = "-".join(p.value for p in platforms)
-    writer = ResultWriter(Path(output_dir) if output_dir else new_results_dir(f"api-{label}"))
+    label = "api-" + "-".join(dict.fromkeys(r.platform.value for r in plan))
+    writer = sweep.start(plan, timing, output_dir=Path(output_dir) if output_dir else None, label=label)
     options = SweepOptions(timing=timing, progress=PlainProgress() if progress else None)
-    rows = await run_sweep(plan, writer, options)
+    rows = await sweep.execute(plan, writer, options)
+    return [dataclasses.asdict(r) for r in rows]
+
+
+async def resume_test(directory: str | Path, *, progress: bool = False) -> list[dict[str, Any]]:
+    """Run what an interrupted sweep in ``directory`` has not run yet; returns the new rows."""
+    _, remaining, timing, writer = sweep.resume(Path(directory))
+    options = SweepOptions(timing=timing, progress=PlainProgress() if progress else None)
+    rows = await sweep.execute(remaining, writer, options)
     return [dataclasses.asdict(r) for r in rows]
 
 

@@ -1,40 +1,107 @@
-"""The whole sweep is listed before any browser starts: browsers x shapes x bits x reps x platforms
-(platforms innermost, so WebGPU and WebNN runs of one configuration sit side by side)."""
+"""The run matrix, built, validated and saved before anything launches.
+
+browsers x workloads x bits x repetitions x engines x platforms, with engines and platforms
+innermost so the rows of one configuration (harness WebGPU, harness WebNN, ORT on each provider)
+sit side by side in one browser session. Every user-facing check of a run happens here or in
+the vocabulary, so the CLI, the Python API and ``--resume`` share one path.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from .specs import (
+from .vocabulary import (
     DEFAULT_BLOCK_SIZE,
     SCHEMA_VERSION,
-    SUPPORTED_BITS,
     WEBNN_DEVICES,
     BrowserName,
+    EngineName,
     Platform,
     PrecisionMode,
-    RunSpec,
-    TimingConfig,
-    Workload,
+    parse_bits,
 )
-from .workloads import validate_shape
+from .workloads import Workload, workload_from_json
 
-_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+MAX_ITERATIONS_LIMIT = 2048
+"""WebGPU query sets hold at most 4096 timestamps: two per timed iteration."""
 
 
-def parse_shape(text: str) -> Workload:
-    """'MxKxN' -> Workload; ValueError with one clear line otherwise."""
-    match = _SHAPE.match(text.strip().lower())
-    if not match:
-        raise ValueError(f"shape {text!r} is not MxKxN (three positive integers, e.g. 1x768x3072)")
-    m, k, n = (int(g) for g in match.groups())
-    if min(m, k, n) <= 0:
-        raise ValueError(f"shape {text!r}: every dimension must be a positive integer")
-    return Workload(f"custom-{m}x{k}x{n}", m, k, n)
+@dataclass(frozen=True)
+class TimingConfig:
+    """The timing protocol of every run (see web/timing.js for the page's half)."""
+
+    warmup: int = 3
+    min_iterations: int = 10
+    min_time_s: float = 1.0
+    max_iterations: int = 200
+    repeat: int = 1
+    """Page loads per run; their samples are pooled (pyperf's processes idea)."""
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0:
+            raise ValueError(f"warm-up count must not be negative, got {self.warmup}")
+        if not 1 <= self.min_iterations <= self.max_iterations <= MAX_ITERATIONS_LIMIT:
+            raise ValueError(
+                f"need 1 <= min iterations ({self.min_iterations}) <= max iterations "
+                f"({self.max_iterations}) <= {MAX_ITERATIONS_LIMIT}"
+            )
+        if not (0 <= self.min_time_s < float("inf")):
+            raise ValueError(f"min time must be a non-negative number of seconds, got {self.min_time_s}")
+        if self.repeat < 1:
+            raise ValueError(f"repeat must be at least 1, got {self.repeat}")
+        if not (0 < self.timeout_s < float("inf")):
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout_s}")
+
+    @property
+    def page_budget_ms(self) -> float:
+        """Time one page may spend on timed iterations: half its share of the run's timeout."""
+        return 1000.0 * self.timeout_s * 0.5 / self.repeat
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One planned run: everything the harness needs to execute and label it."""
+
+    run_id: int
+    browser: BrowserName
+    platform: Platform
+    workload: Workload
+    bits: int
+    block_size: int
+    repetition: int
+    precision_mode: PrecisionMode
+    seed: int
+    webnn_device: str = "cpu"
+    """MLContext deviceType for WebNN runs (cpu, gpu or npu); unused elsewhere."""
+    engine: EngineName = EngineName.HARNESS
+    """Who builds the work: the harness's kernels/graphs or ONNX Runtime Web."""
+
+    @property
+    def label(self) -> str:
+        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit "
+                f"{self.workload.label} rep{self.repetition}")
+
+    def to_json(self) -> dict[str, Any]:
+        doc = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return doc | {"workload": self.workload.to_json()}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> RunSpec:
+        return cls(**{
+            **doc,
+            "browser": BrowserName(doc["browser"]),
+            "engine": EngineName(doc.get("engine", EngineName.HARNESS)),  # v2 plans: harness only
+            "platform": Platform(doc["platform"]),
+            "precision_mode": PrecisionMode(doc["precision_mode"]),
+            "workload": workload_from_json(doc["workload"]),
+            "bits": parse_bits(doc["bits"]),
+        })
 
 
 def build_plan(
@@ -43,45 +110,44 @@ def build_plan(
     workloads: Sequence[Workload],
     bits: Sequence[int],
     *,
+    engines: Sequence[EngineName] = (EngineName.HARNESS,),
     repetitions: int = 1,
     block_size: int = DEFAULT_BLOCK_SIZE,
     precision_mode: PrecisionMode = PrecisionMode.STANDARD,
     seed: int = 0,
     webnn_device: str = "cpu",
 ) -> list[RunSpec]:
-    """Validate everything up front (bad bits, shapes, block sizes fail before any launch)."""
+    """Validate everything up front (bad bits, shapes, block sizes, engine/platform pairs no
+    engine can run fail before any launch)."""
+    from .engines import engine_for, engines_for_platform
+
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, got {repetitions}")
     if webnn_device not in WEBNN_DEVICES:
         raise ValueError(f"WebNN device {webnn_device!r} is not one of {', '.join(WEBNN_DEVICES)}")
     if block_size <= 0:
         raise ValueError(f"block size must be positive, got {block_size}")
-    for b in bits:
-        if b not in SUPPORTED_BITS:
-            raise ValueError(f"bits {b} is not supported; choose from {' '.join(map(str, SUPPORTED_BITS))}")
+    bits = [parse_bits(b) for b in bits]
     for workload in workloads:
         for b in bits:
-            validate_shape(workload, b, block_size)
+            workload.validate(b, block_size)
+    pairs = [(e, p) for e in dict.fromkeys(engines) for p in dict.fromkeys(platforms)
+             if engine_for(e, p) is not None]
+    for platform in dict.fromkeys(platforms):
+        if not any(p == platform for _, p in pairs):
+            runs_it = ", ".join(str(e) for e in engines_for_platform(platform)) or "none"
+            raise ValueError(f"no chosen engine runs platform {platform} (engines that do: {runs_it})")
     runs: list[RunSpec] = []
     for browser in dict.fromkeys(browsers):
         for workload in dict.fromkeys(workloads):
             for b in dict.fromkeys(bits):
                 for rep in range(repetitions):
-                    for platform in dict.fromkeys(platforms):
-                        runs.append(
-                            RunSpec(
-                                run_id=len(runs),
-                                browser=browser,
-                                platform=platform,
-                                workload=workload,
-                                bits=b,
-                                block_size=block_size,
-                                repetition=rep,
-                                precision_mode=precision_mode,
-                                seed=seed,
-                                webnn_device=webnn_device,
-                            )
-                        )
+                    for engine, platform in pairs:
+                        runs.append(RunSpec(
+                            run_id=len(runs), browser=browser, engine=engine, platform=platform,
+                            workload=workload, bits=b, block_size=block_size, repetition=rep,
+                            precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
+                        ))
     return runs
 
 
@@ -94,7 +160,7 @@ def save_plan(directory: Path, runs: Sequence[RunSpec], timing: TimingConfig) ->
     doc = {
         "schema_version": SCHEMA_VERSION,
         "timing": dataclasses.asdict(timing),
-        "runs": [dataclasses.asdict(r) for r in runs],
+        "runs": [r.to_json() for r in runs],
     }
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return path
@@ -109,21 +175,6 @@ def load_plan(directory: Path) -> tuple[list[RunSpec], TimingConfig]:
         if int(doc.get("schema_version", 0)) > SCHEMA_VERSION:
             raise ValueError(f"{path}: schema version {doc['schema_version']} is newer than this "
                              f"tool understands ({SCHEMA_VERSION})")
-        return _runs_from(doc["runs"]), TimingConfig(**doc["timing"])
+        return [RunSpec.from_json(r) for r in doc["runs"]], TimingConfig(**doc["timing"])
     except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path} is not a readable plan ({type(exc).__name__}: {exc})") from None
-
-
-def _runs_from(items: list[dict]) -> list[RunSpec]:
-    return [
-        RunSpec(
-            **{
-                **r,
-                "browser": BrowserName(r["browser"]),
-                "platform": Platform(r["platform"]),
-                "precision_mode": PrecisionMode(r["precision_mode"]),
-                "workload": Workload(**r["workload"]),
-            }
-        )
-        for r in items
-    ]

@@ -8,12 +8,12 @@ from typing import Protocol, TextIO
 
 from tqdm import tqdm
 
-from .results import ResultRow
-from .specs import RunSpec
+from .plan import RunSpec
+from .results.rows import ResultRow
 
 
 def describe(run: RunSpec) -> str:
-    return f"{run.browser} {run.platform} {run.bits}-bit {run.workload.shape}"
+    return f"{run.browser} {run.engine}/{run.platform} {run.bits}-bit {run.workload.label}"
 
 
 def result_line(index: int, total: int, run: RunSpec, row: ResultRow) -> str:

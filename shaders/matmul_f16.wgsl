@@ -2,22 +2,11 @@
 // products and 4-term sums in f16, accumulated across K in f32 (a long f16 sum loses too much).
 enable f16;
 
-override M: u32;
-override K: u32;
-override N: u32;
-const TILE_M: u32 = 4u;
+@group(0) @binding(2) var<storage, read> w: array<vec4<f16>>;
 
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> w: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let n = gid.x;
-  let m0 = gid.y * TILE_M;
-  if (n >= N || m0 >= M) { return; }
+fn accumulate(n: u32, m0: u32) -> array<f32, TILE_M> {
   let k4 = K / 4u;
-  var acc = array<f32, TILE_M>(0.0, 0.0, 0.0, 0.0);
+  var acc: array<f32, TILE_M>;
   for (var k = 0u; k < k4; k++) {
     let wv = w[n * k4 + k];
     for (var t = 0u; t < TILE_M; t++) {
@@ -27,7 +16,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       }
     }
   }
-  for (var t = 0u; t < TILE_M; t++) {
-    if (m0 + t < M) { out[(m0 + t) * N + n] = acc[t]; }
-  }
+  return acc;
 }

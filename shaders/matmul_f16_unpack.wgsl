@@ -1,21 +1,10 @@
 // 16-bit weights without shader-f16: float16 bit patterns, two per u32 word (element 0 in the
 // low half), unpacked with unpack2x16float; arithmetic and accumulation in f32. K 4 at a time.
-override M: u32;
-override K: u32;
-override N: u32;
-const TILE_M: u32 = 4u;
+@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
 
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> w: array<vec2<u32>>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let n = gid.x;
-  let m0 = gid.y * TILE_M;
-  if (n >= N || m0 >= M) { return; }
+fn accumulate(n: u32, m0: u32) -> array<f32, TILE_M> {
   let k4 = K / 4u;
-  var acc = array<f32, TILE_M>(0.0, 0.0, 0.0, 0.0);
+  var acc: array<f32, TILE_M>;
   for (var k = 0u; k < k4; k++) {
     let packed = w[n * k4 + k];
     let wv = vec4<f32>(unpack2x16float(packed.x), unpack2x16float(packed.y));
@@ -23,7 +12,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       if (m0 + t < M) { acc[t] += dot(x[(m0 + t) * k4 + k], wv); }
     }
   }
-  for (var t = 0u; t < TILE_M; t++) {
-    if (m0 + t < M) { out[(m0 + t) * N + n] = acc[t]; }
-  }
+  return acc;
 }

@@ -2,34 +2,24 @@
 // rows contiguous), blockwise float32 scales and packed zero points along K. Dequantized in the
 // shader as (q - zero_point) * scale, exactly as WebNN dequantizeLinear; f32 accumulation.
 // Each word is dequantized into vec4s that meet the activations 4 at a time.
-override M: u32;
-override K: u32;
-override N: u32;
 override BITS: u32;
 override BLOCK_SIZE: u32;
-const TILE_M: u32 = 4u;
 
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> wq: array<u32>;
-@group(0) @binding(2) var<storage, read> scales: array<f32>;
-@group(0) @binding(3) var<storage, read> zero_points: array<u32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> wq: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<f32>;
+@group(0) @binding(4) var<storage, read> zero_points: array<u32>;
 
 fn signed_field(word: u32, offset: u32) -> f32 {
   // extractBits on i32 sign-extends the field.
   return f32(extractBits(bitcast<i32>(word), offset, BITS));
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let n = gid.x;
-  let m0 = gid.y * TILE_M;
-  if (n >= N || m0 >= M) { return; }
+fn accumulate(n: u32, m0: u32) -> array<f32, TILE_M> {
   let per_word = 32u / BITS;
   let k4 = K / 4u;
   let blocks = K / BLOCK_SIZE;
   let words_per_block = BLOCK_SIZE / per_word;
-  var acc = array<f32, TILE_M>(0.0, 0.0, 0.0, 0.0);
+  var acc: array<f32, TILE_M>;
   for (var b = 0u; b < blocks; b++) {
     let p = n * blocks + b;
     let scale = scales[p];
@@ -51,7 +41,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       }
     }
   }
-  for (var t = 0u; t < TILE_M; t++) {
-    if (m0 + t < M) { out[(m0 + t) * N + n] = acc[t]; }
-  }
+  return acc;
 }

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fixed_web_platform.browsers import BrowserUnavailable, resolve
-from fixed_web_platform.specs import BrowserName
+from fixed_web_platform.vocabulary import BrowserName
 
 
 def require_browser(name: BrowserName) -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import fixed_web_platform.api as api
+import fixed_web_platform.sweep as sweep_module
 from fixed_web_platform.api import run_real_webgpu_test, run_real_webnn_test
-from fixed_web_platform.specs import BrowserName, Platform, PrecisionMode
+from fixed_web_platform.vocabulary import BrowserName, Platform, PrecisionMode
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,8 +28,8 @@ def no_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden_dir(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise AssertionError("new_results_dir was called: a results folder would be created")
 
-    monkeypatch.setattr(api, "run_sweep", forbidden_sweep)
-    monkeypatch.setattr(api, "new_results_dir", forbidden_dir)
+    monkeypatch.setattr(sweep_module, "execute", forbidden_sweep)
+    monkeypatch.setattr(sweep_module, "new_results_dir", forbidden_dir)
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def fake_sweep(monkeypatch: pytest.MonkeyPatch) -> list:
         seen.append((plan, writer))
         return []
 
-    monkeypatch.setattr(api, "run_sweep", sweep)
+    monkeypatch.setattr(sweep_module, "execute", sweep)
     return seen
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fixed_web_platform.browsers import PRODUCTS, BrowserUnavailable, DriverKind, resolve
-from fixed_web_platform.specs import BrowserName, Outcome
+from fixed_web_platform.vocabulary import BrowserName, Outcome
 
 
 def _executable(path: Path) -> Path:
@@ -100,5 +100,5 @@ def test_browser_found_by_name_on_path(tmp_path: Path, empty_path: Path) -> None
 
 @pytest.mark.parametrize("outcome", list(Outcome))
 def test_outcome_is_failure(outcome: Outcome) -> None:
-    failures = {"failed", "timeout", "crash", "invalid"}
+    failures = {"failed", "timeout", "crash", "invalid", "error"}
     assert outcome.is_failure is (outcome.value in failures)

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fixed_web_platform import cli
-from fixed_web_platform.results import ResultRow
-from fixed_web_platform.specs import SCHEMA_VERSION
+import fixed_web_platform.sweep as sweep_module
+from fixed_web_platform.cli import main as cli
+from fixed_web_platform.cli import run as cli_run
+from fixed_web_platform.results.rows import ResultRow
+from fixed_web_platform.vocabulary import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = ROOT / "run_real_webgpu_webnn.py"
@@ -25,9 +27,9 @@ def no_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise SweepStarted("validation let the sweep start")
 
-    monkeypatch.setattr(cli, "new_results_dir", refuse)
-    monkeypatch.setattr(cli, "ResultWriter", refuse)
-    monkeypatch.setattr(cli, "run_sweep", refuse)
+    monkeypatch.setattr(sweep_module, "new_results_dir", refuse)
+    monkeypatch.setattr(sweep_module, "ResultWriter", refuse)
+    monkeypatch.setattr(sweep_module, "execute", refuse)
 
 
 BAD_INPUT = {
@@ -48,7 +50,7 @@ BAD_INPUT = {
     "iterations-0": (["--iterations", "0"], ["--iterations", "0"]),
     "repetitions-0": (["--repetitions", "0"], ["--repetitions"]),
     "warmup-negative": (["--warmup", "-1"], ["--warmup"]),
-    "timeout-0": (["--timeout", "0"], ["--timeout"]),
+    "timeout-0": (["--timeout", "0"], ["timeout"]),
     "unknown-flag": (["--frobnicate"], ["--frobnicate"]),
 }
 
@@ -93,7 +95,8 @@ def test_entry_script_bad_bits_subprocess(tmp_path: Path) -> None:
 def _row(**overrides: object) -> ResultRow:
     base = dict(
         schema_version=SCHEMA_VERSION, run_id=0, repetition=0, timestamp_utc="t", browser="chrome",
-        browser_version="150", platform="webgpu", precision_mode="standard", adapter="",
+        browser_version="150", engine="harness", platform="webgpu", executed_on="webgpu",
+        precision_mode="standard", adapter="",
         device_type="", weight_dtype="int4", scale_dtype="float32", zero_point_dtype="int4",
         workload="w", m=1, k=768, n=3072, bits_requested=4, bits_executed=4,
         weight_format="int4-block32-asymmetric", compute_dtype="f32", block_size=32,
@@ -102,24 +105,29 @@ def _row(**overrides: object) -> ResultRow:
     return ResultRow(**(base | overrides))
 
 
+def _cells(line: str) -> list[str]:
+    assert line.startswith("| ") and line.endswith(" |"), line
+    return [c.strip() for c in line[2:-2].split(" | ")]
+
+
 def test_format_table() -> None:
     ok = _row(latency_ms_median=1.23456, latency_ms_p10=1.0, latency_ms_p90=2.0, gflops=3.8234,
               rel_error_vs_float=0.0123, rel_error_vs_dequantized=4.56e-7)
     failed = _row(browser="firefox", m=128, k=768, n=768, bits_requested=2, bits_executed=None,
-                  outcome="timeout", reason="no result")
-    lines = cli.format_table([ok, failed]).splitlines()
+                  executed_on="", outcome="timeout", reason="no result")
+    lines = cli_run.format_table([ok, failed]).splitlines()
     assert len(lines) == 4
-    header = [c.strip() for c in lines[0].split("|")]
-    assert header[:6] == ["browser", "platform", "shape", "bits", "exec", "outcome"]
-    assert len(lines[1].split("|")) == len(header)
-    assert [c.strip() for c in lines[2].split("|")] == [
-        "chrome", "webgpu", "1x768x3072", "4", "4", "ok", "1.235", "1.000-2.000", "3.82",
-        "1.23e-02", "4.6e-07",
+    header = _cells(lines[0])
+    assert header[:8] == ["browser", "engine", "platform", "on", "shape", "bits", "exec", "outcome"]
+    assert lines[1] == "|" + "---|" * len(header)
+    assert _cells(lines[2]) == [
+        "chrome", "harness", "webgpu", "webgpu", "1x768x3072", "4", "4", "ok", "1.235",
+        "1.000-2.000", "3.82", "1.23e-02", "4.6e-07",
     ]
-    assert [c.strip() for c in lines[3].split("|")] == [
-        "firefox", "webgpu", "128x768x768", "2", "-", "timeout", "-", "-", "-", "-", "-",
+    assert _cells(lines[3]) == [
+        "firefox", "harness", "webgpu", "-", "128x768x768", "2", "-", "timeout", "-", "-", "-", "-", "-",
     ]
 
 
 def test_format_table_without_rows_is_header_only() -> None:
-    assert len(cli.format_table([]).splitlines()) == 2
+    assert len(cli_run.format_table([]).splitlines()) == 2

@@ -13,9 +13,11 @@ import pytest
 
 from conftest import require_browser
 from fixed_web_platform.plan import build_plan, save_plan
-from fixed_web_platform.results import ResultWriter
-from fixed_web_platform.runner import SweepOptions, run_sweep
-from fixed_web_platform.specs import BrowserName, Outcome, Platform, TimingConfig, Workload
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform
+from fixed_web_platform.plan import TimingConfig
+from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,18 +8,21 @@ import struct
 import numpy as np
 import pytest
 
-from fixed_web_platform.page_result import (
+from fixed_web_platform.harness.protocol import (
     MAX_REASON_CHARS,
     PageDataError,
     parse_output,
-    parse_page_result,
+    parse_page_reply,
 )
+from fixed_web_platform.vocabulary import PROTOCOL_VERSION
 
 ITERATIONS = 3
+V = {"protocol_version": PROTOCOL_VERSION}
 
 
 def _ok(**overrides: object) -> dict:
     payload = {
+        "protocol_version": PROTOCOL_VERSION,
         "status": "ok",
         "shader": "matmul_quant.wgsl",
         "compute_dtype": "f32",
@@ -37,7 +40,7 @@ def _ok(**overrides: object) -> dict:
 
 
 def test_well_formed_ok_payload() -> None:
-    page = parse_page_result(_ok(), ITERATIONS)
+    page = parse_page_reply(_ok(), ITERATIONS)
     assert page.status == "ok"
     assert page.shader == "matmul_quant.wgsl"
     assert page.compute_dtype == "f32"
@@ -52,7 +55,7 @@ def test_well_formed_ok_payload() -> None:
 
 
 def test_ok_payload_without_gpu_timestamps() -> None:
-    page = parse_page_result(_ok(gpu_ms=None, timestamp_query="yes", probe="not a dict"), ITERATIONS)
+    page = parse_page_reply(_ok(gpu_ms=None, timestamp_query="yes", probe="not a dict"), ITERATIONS)
     assert page.gpu_ms is None
     assert page.timestamp_query is False  # only a real JSON true counts
     assert page.probe == {}
@@ -78,7 +81,7 @@ def test_ok_payload_without_gpu_timestamps() -> None:
         ({"gpu_buffer_bytes": False}, "gpu_buffer_bytes"),
         ({"compute_dtype": "f64"}, "compute_dtype"),
         ({"compute_dtype": None}, "compute_dtype"),
-        ({"weight_buffer_bytes": None}, "neither weight_buffer_bytes nor weight_operand_dtype"),
+        ({"weight_operand_dtype": 4}, "weight_operand_dtype"),
         ({"weight_buffer_bytes": "4"}, "weight_buffer_bytes"),
         ({"weight_buffer_bytes": -4}, "negative"),
         ({"status": "done"}, "status"),
@@ -87,44 +90,44 @@ def test_ok_payload_without_gpu_timestamps() -> None:
 )
 def test_malformed_ok_payload_rejected(overrides: dict, match: str) -> None:
     with pytest.raises(PageDataError, match=match):
-        parse_page_result(_ok(**overrides), ITERATIONS)
+        parse_page_reply(_ok(**overrides), ITERATIONS)
 
 
 def test_webnn_payload_reports_the_weight_operand_type_and_no_gpu_buffers() -> None:
-    page = parse_page_result(_ok(weight_buffer_bytes=None, weight_operand_dtype="int4",
+    page = parse_page_reply(_ok(weight_buffer_bytes=None, weight_operand_dtype="int4",
                                  gpu_buffer_bytes=None, gpu_ms=None), ITERATIONS)
     assert page.weight_operand_dtype == "int4" and page.gpu_buffer_bytes is None
 
 
 def test_failed_payload_keeps_its_stage() -> None:
-    page = parse_page_result({"status": "failed", "stage": "graph building", "reason": "TypeError"}, ITERATIONS)
+    page = parse_page_reply({**V, "status": "failed", "stage": "graph building", "reason": "TypeError"}, ITERATIONS)
     assert (page.status, page.stage, page.reason) == ("failed", "graph building", "TypeError")
 
 
 def test_fewer_samples_than_the_cap_are_accepted_and_left_to_the_runner_to_mark() -> None:
-    page = parse_page_result(_ok(wall_ms=[1.0, 2.0], gpu_ms=[0.5, 0.5]), ITERATIONS)
+    page = parse_page_reply(_ok(wall_ms=[1.0, 2.0], gpu_ms=[0.5, 0.5]), ITERATIONS)
     assert page.wall_ms == (1.0, 2.0)
 
 
 def test_js_heap_is_parsed_or_explained() -> None:
-    page = parse_page_result(_ok(js_heap={"bytes": 1234, "source": "performance.memory"}), ITERATIONS)
+    page = parse_page_reply(_ok(js_heap={"bytes": 1234, "source": "performance.memory"}), ITERATIONS)
     assert (page.js_heap_bytes, page.js_heap_source) == (1234, "performance.memory")
-    page = parse_page_result(_ok(js_heap={"bytes": None, "note": "no API"}), ITERATIONS)
+    page = parse_page_reply(_ok(js_heap={"bytes": None, "note": "no API"}), ITERATIONS)
     assert page.js_heap_bytes is None and page.js_heap_source == "unavailable: no API"
     with pytest.raises(PageDataError, match="js_heap"):
-        parse_page_result(_ok(js_heap={"bytes": -5}), ITERATIONS)
+        parse_page_reply(_ok(js_heap={"bytes": -5}), ITERATIONS)
 
 
 @pytest.mark.parametrize("payload", [None, [], "ok", 3, ["status", "ok"]])
 def test_non_object_rejected(payload: object) -> None:
     with pytest.raises(PageDataError, match="not a JSON object"):
-        parse_page_result(payload, ITERATIONS)
+        parse_page_reply(payload, ITERATIONS)
 
 
 @pytest.mark.parametrize("status", ["failed", "unsupported"])
 def test_failed_and_unsupported_keep_reason(status: str) -> None:
     # No figures are required for these, so missing samples are not an error.
-    page = parse_page_result({"status": status, "reason": "shader-f16 missing", "probe": {"a": 1}},
+    page = parse_page_reply({**V, "status": status, "reason": "shader-f16 missing", "probe": {"a": 1}},
                              ITERATIONS)
     assert page.status == status
     assert page.reason == "shader-f16 missing"
@@ -133,13 +136,13 @@ def test_failed_and_unsupported_keep_reason(status: str) -> None:
 
 
 def test_missing_reason_gets_placeholder() -> None:
-    assert parse_page_result({"status": "failed"}, ITERATIONS).reason == "(no message)"
-    assert parse_page_result({"status": "failed", "reason": ""}, ITERATIONS).reason == "(no message)"
+    assert parse_page_reply({**V, "status": "failed"}, ITERATIONS).reason == "(no message)"
+    assert parse_page_reply({**V, "status": "failed", "reason": ""}, ITERATIONS).reason == "(no message)"
 
 
 def test_long_reason_is_truncated() -> None:
     reason = "x" * (MAX_REASON_CHARS * 3) + "END"
-    page = parse_page_result({"status": "failed", "reason": reason}, ITERATIONS)
+    page = parse_page_reply({**V, "status": "failed", "reason": reason}, ITERATIONS)
     assert len(page.reason) == MAX_REASON_CHARS
     assert reason.startswith(page.reason)
 

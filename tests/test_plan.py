@@ -6,8 +6,10 @@ import itertools
 
 import pytest
 
-from fixed_web_platform.plan import build_plan, parse_shape
-from fixed_web_platform.specs import BrowserName, Platform, PrecisionMode, Workload
+from fixed_web_platform.plan import build_plan
+from fixed_web_platform.workloads import parse_shape
+from fixed_web_platform.vocabulary import BrowserName, Platform, PrecisionMode
+from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 SMALL = Workload("small", 2, 64, 16)
 OTHER = Workload("other", 1, 128, 8)

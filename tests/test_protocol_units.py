@@ -3,6 +3,8 @@ progress output."""
 
 from __future__ import annotations
 
+import asyncio
+
 import io
 import json
 import math
@@ -12,14 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fixed_web_platform.page_result import PageResult
+from fixed_web_platform.harness.protocol import PageReply
 from fixed_web_platform.plan import build_plan, load_plan, save_plan
 from fixed_web_platform.progress import BarProgress, PlainProgress
-from fixed_web_platform.results import ResultRow, ResultWriter
-from fixed_web_platform.runner import measured_row
-from fixed_web_platform.specs import BrowserName, Outcome, Platform, PrecisionMode, TimingConfig, Workload
-from fixed_web_platform.stats import summarize
-from fixed_web_platform.workloads import prepare
+from fixed_web_platform.results.rows import ResultRow
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.analysis.measurement import measured_row
+from fixed_web_platform.engines.wgsl import WgslEngine, variants_for
+from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform, PrecisionMode
+from fixed_web_platform.plan import TimingConfig
+from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
+from fixed_web_platform.analysis.stats import summarize
 
 W = Workload("unit", 4, 64, 32)
 
@@ -60,9 +65,22 @@ def test_page_budget_splits_the_timeout_over_page_loads():
     assert TimingConfig(timeout_s=100, repeat=2).page_budget_ms == pytest.approx(25_000)
 
 
+ENGINE = WgslEngine()
+
+
+def _job(run):
+    return asyncio.run(ENGINE.job(run, TimingConfig(), None))
+
+
+def _measure(run, job, pages, outputs, timing):
+    """What the runner does with the pages' replies: the engine reads them, then the row."""
+    executed = [ENGINE.interpret(run, job, p) for p in pages]
+    return measured_row(_base(run, job.prepared), run, job, pages, executed, outputs, timing)
+
+
 def _page(prepared, wall, gpu=None):
-    shader = prepared.variants[-1].shader
-    return PageResult(status="ok", shader=shader, compute_dtype="f32",
+    shader = variants_for(prepared.bits)[-1].shader
+    return PageReply(status="ok", shader=shader, compute_dtype="f32",
                       weight_buffer_bytes=len(prepared.tensors["w"]),
                       compile_ms=1.0, cold_ms=5.0, wall_ms=tuple(wall), gpu_ms=None if gpu is None else tuple(gpu),
                       gpu_buffer_bytes=100)
@@ -78,10 +96,10 @@ def _exact_output(prepared):
 
 def test_a_short_page_is_marked_not_silently_short():
     run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))[0]
-    prepared = prepare(W, 8, 32, 0)
+    job = _job(run)
+    prepared = job.prepared
     timing = TimingConfig(min_iterations=5, max_iterations=10, timeout_s=10)
-    row, samples = measured_row(_base(run, prepared), run, prepared,
-                                [_page(prepared, [1.0, 1.1, 1.2])], [_exact_output(prepared)], timing)
+    row, samples = _measure(run, job, [_page(prepared, [1.0, 1.1, 1.2])], [_exact_output(prepared)], timing)
     assert row.outcome == Outcome.OK
     assert row.samples_short is True and row.n_samples == 3 and row.min_samples == 5
     assert "short: 3 timed samples per page, 5 asked" in row.reason
@@ -90,53 +108,56 @@ def test_a_short_page_is_marked_not_silently_short():
 
 def test_pages_are_pooled_and_gpu_timestamps_lead_when_every_page_has_them():
     run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (4,))[0]
-    prepared = prepare(W, 4, 32, 0)
+    job = _job(run)
+    prepared = job.prepared
     timing = TimingConfig(min_iterations=2, max_iterations=10)
     pages = [_page(prepared, [2.0, 2.0], [1.0, 1.0]), _page(prepared, [4.0, 4.0], [3.0, 3.0])]
-    row, samples = measured_row(_base(run, prepared), run, prepared, pages,
+    row, samples = _measure(run, job, pages,
                                 [_exact_output(prepared)] * 2, timing)
     assert row.timing_source == "gpu-timestamp" and row.n_samples == 4 and row.pages == 2
     assert row.latency_ms_median == pytest.approx(2.0) and row.wall_ms_median == pytest.approx(3.0)
     assert samples["gpu_ms"] == [1.0, 1.0, 3.0, 3.0] and samples["cold_ms"] == [5.0, 5.0]
     # one page without timestamps: fall back to wall clock for the whole run
     pages[1] = _page(prepared, [4.0, 4.0])
-    row, _ = measured_row(_base(run, prepared), run, prepared, pages, [_exact_output(prepared)] * 2, timing)
+    row, _ = _measure(run, job, pages, [_exact_output(prepared)] * 2, timing)
     assert row.timing_source == "wall-clock" and row.latency_ms_median == pytest.approx(3.0)
 
 
 def test_a_wrong_output_on_any_page_makes_the_run_invalid():
     run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))[0]
-    prepared = prepare(W, 8, 32, 0)
+    job = _job(run)
+    prepared = job.prepared
     timing = TimingConfig(min_iterations=1, max_iterations=10)
     bad = (prepared.ref_dequantized * 1.01).astype(np.float32).tobytes()
-    row, _ = measured_row(_base(run, prepared), run, prepared,
-                          [_page(prepared, [1.0]), _page(prepared, [1.0])], [_exact_output(prepared), bad], timing)
+    row, _ = _measure(run, job, [_page(prepared, [1.0]), _page(prepared, [1.0])], [_exact_output(prepared), bad], timing)
     assert row.outcome == Outcome.INVALID and "kernel error" in row.reason
 
 
 def test_the_tolerance_comes_from_the_offered_kernel_not_the_pages_word():
     """A page claiming f16 arithmetic on the f32 kernel does not buy itself the looser tolerance."""
     run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))[0]
-    prepared = prepare(W, 8, 32, 0)
+    job = _job(run)
+    prepared = job.prepared
     timing = TimingConfig(min_iterations=1, max_iterations=10)
     off = (prepared.ref_dequantized * 1.001).astype(np.float32).tobytes()  # 1e-3: fine for f16, not f32
     page = replace(_page(prepared, [1.0]), compute_dtype="f16")
-    row, _ = measured_row(_base(run, prepared), run, prepared, [page], [off], timing)
+    row, _ = _measure(run, job, [page], [off], timing)
     assert row.compute_dtype == "f32" and row.kernel_tolerance == 1e-5 and row.outcome == Outcome.INVALID
 
 
 def test_bits_executed_comes_from_the_bound_buffer_and_a_mismatch_is_invalid():
     run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (4,))[0]
-    prepared = prepare(W, 4, 32, 0)
+    job = _job(run)
+    prepared = job.prepared
     timing = TimingConfig(min_iterations=1, max_iterations=10)
-    good, _ = measured_row(_base(run, prepared), run, prepared, [_page(prepared, [1.0])],
+    good, _ = _measure(run, job, [_page(prepared, [1.0])],
                            [_exact_output(prepared)], timing)
     assert good.outcome == Outcome.OK and good.bits_executed == 4
     wide = replace(_page(prepared, [1.0]), weight_buffer_bytes=W.n * W.k)  # 8-bit worth of bytes
-    row, _ = measured_row(_base(run, prepared), run, prepared, [wide], [_exact_output(prepared)], timing)
+    row, _ = _measure(run, job, [wide], [_exact_output(prepared)], timing)
     assert row.outcome == Outcome.INVALID and row.bits_executed == 8 and "bound weight buffer" in row.reason
     alien = replace(_page(prepared, [1.0]), shader="other.wgsl")
-    row, _ = measured_row(_base(run, prepared), run, prepared, [alien], [_exact_output(prepared)], timing)
+    row, _ = _measure(run, job, [alien], [_exact_output(prepared)], timing)
     assert row.outcome == Outcome.INVALID and "did not offer" in row.reason
 
 
@@ -171,14 +192,14 @@ def test_progress_lines_and_bar():
                   latency_ms_median=1.5)
     out = io.StringIO()
     PlainProgress(out).finished(run, row, 3, 7)
-    assert out.getvalue() == "[3/7] firefox webnn 4-bit 4x64x32 (ran 8-bit): ok 1.500 ms (int4 upgraded)\n"
+    assert out.getvalue() == "[3/7] firefox harness/webnn 4-bit 4x64x32 (ran 8-bit): ok 1.500 ms (int4 upgraded)\n"
     err = io.StringIO()
     bar = BarProgress(7, err)
     bar.started(run, 3, 7)
     bar.finished(run, row, 3, 7)
     bar.close()
     text = err.getvalue()
-    assert "firefox webnn 4-bit 4x64x32" in text and "1/7" in text and "[3/7]" in text
+    assert "firefox harness/webnn 4-bit 4x64x32" in text and "1/7" in text and "[3/7]" in text
 
 
 def test_resume_cuts_a_torn_last_line(tmp_path: Path):
@@ -198,7 +219,7 @@ def test_resume_cuts_a_torn_last_line(tmp_path: Path):
 
 
 def test_cli_refuses_to_overwrite_a_sweep_and_to_resume_a_broken_plan(tmp_path: Path, capsys):
-    from fixed_web_platform import cli
+    from fixed_web_platform.cli import main as cli
 
     ResultWriter(tmp_path / "old")
     assert cli.main(["--output-dir", str(tmp_path / "old"), "--bits", "8"]) == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fixed_web_platform import quant as Q
+from fixed_web_platform.precision import quant as Q
 
 FIXTURE = Path(__file__).parent / "fixtures" / "webnn_wpt_quant_cases.json"
 CASES: list[dict] = json.loads(FIXTURE.read_text())

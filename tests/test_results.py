@@ -14,17 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fixed_web_platform import results
-from fixed_web_platform.results import ResultRow, ResultWriter, new_results_dir
-from fixed_web_platform.specs import (
-    SCHEMA_VERSION,
-    BrowserName,
-    Outcome,
-    Platform,
-    PrecisionMode,
-    RunSpec,
-    Workload,
-)
+from fixed_web_platform.results import writer as results
+from fixed_web_platform.results.rows import ResultRow
+from fixed_web_platform.results.writer import ResultWriter, new_results_dir
+from fixed_web_platform.vocabulary import SCHEMA_VERSION, BrowserName, Outcome, Platform, PrecisionMode
+from fixed_web_platform.plan import RunSpec
+from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 REQUIRED_COLUMNS = (
     "schema_version browser browser_version platform adapter workload m k n bits_requested "

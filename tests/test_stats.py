@@ -1,4 +1,4 @@
-"""Unit tests for fixed_web_platform.stats.summarize."""
+"""Unit tests for fixed_web_platform.analysis.stats.summarize."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from fixed_web_platform.stats import summarize
+from fixed_web_platform.analysis.stats import summarize
 
 
 def test_known_samples_unsorted() -> None:

@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from fixed_web_platform.specs import SUPPORTED_BITS, PrecisionMode
-from fixed_web_platform.webnn_precision import (
+from fixed_web_platform.vocabulary import SUPPORTED_BITS, PrecisionMode
+from fixed_web_platform.precision.webnn_precision import (
     SPEC_GUARANTEED_TYPES,
     WeightPlan,
     choose_weight_plan,

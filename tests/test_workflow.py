@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from fixed_web_platform import cli
+from fixed_web_platform.cli import run as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
@@ -143,7 +143,7 @@ def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, 
     assert set(flags) <= set(parser._option_string_actions), flags
     args = parser.parse_args(argv)
     assert [b.value for b in args.browser] == [browser]
-    assert args.platform == platform
+    assert args.platform == [platform]
     assert args.bits == [int(b) for b in ALL_BITS]
     assert args.output_dir == Path("results/nightly")
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fixed_web_platform import quant
-from fixed_web_platform.specs import Workload
-from fixed_web_platform.workloads import _float_tensors, prepare
+from fixed_web_platform.precision import quant
+from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
+from fixed_web_platform.engines.wgsl import constants_for, variants_for
+from fixed_web_platform.workloads.matmul import _float_tensors, prepare
 
 WL = Workload("tiny", 4, 64, 32)  # M, K, N
 M, K, N = WL.m, WL.k, WL.n
@@ -54,12 +55,12 @@ def test_labels_and_constants(bits: int) -> None:
     p = prepare(WL, bits, BLOCK, seed=0)
     base = {"M": M, "K": K, "N": N}
     if bits in PACKED:
-        assert p.constants == base | {"BITS": bits, "BLOCK_SIZE": BLOCK}
+        assert constants_for(p) == base | {"BITS": bits, "BLOCK_SIZE": BLOCK}
         assert p.block_size == BLOCK
         assert p.weight_format == f"int{bits}-block{BLOCK}-asymmetric"
-        assert [v.shader for v in p.variants] == ["matmul_quant.wgsl"]
+        assert [v.shader for v in variants_for(bits)] == ["matmul_quant.wgsl"]
     else:
-        assert p.constants == base
+        assert constants_for(p) == base
         assert p.block_size == 0
         assert p.weight_format == {32: "float32", 16: "float16"}[bits]
 

@@ -1,41 +1,48 @@
-// Entry point of the harness page: fetch the job, run it, post raw measurements back.
-// The page only measures; statistics and accuracy are computed in Python.
+// Entry point of the harness page: fetch the job, load the engine runner it names, run it, post
+// raw measurements back. The page only measures; statistics and accuracy are computed in Python.
+// A runner is web/engines/<spec.runner>.js exporting `run(spec, client)`; 'probe' only reports
+// capabilities (WebNN contexts and their opSupportLimits per device type).
 import {JobClient} from './job_client.js';
 import {probe, probeWebNN} from './probe.js';
-import {runWebNN} from './webnn_runner.js';
-import {runWebGPU} from './webgpu_runner.js';
 
-// 'probe' only reports capabilities (WebNN contexts and their opSupportLimits per device type).
-const RUNNERS = {
-  webgpu: runWebGPU,
-  webnn: runWebNN,
-  probe: async (spec) => ({status: 'ok', webnn: await probeWebNN(spec.webnn_devices ?? ['cpu'])}),
-};
+const PROTOCOL_VERSION = 1;  // fixed_web_platform/vocabulary.py PROTOCOL_VERSION
+const RUNNER_NAME = /^[a-z][a-z0-9_]*$/;
 
 function setStatus(text) { document.getElementById('status').textContent = text; }
+
+async function runJob(spec, client) {
+  if (spec.protocol_version !== PROTOCOL_VERSION) {
+    return {status: 'failed', reason: `job protocol ${spec.protocol_version}; this page speaks ${PROTOCOL_VERSION}`};
+  }
+  if (spec.runner === 'probe') {
+    return {status: 'ok', webnn: await probeWebNN(spec.options.webnn_devices ?? ['cpu'])};
+  }
+  if (!RUNNER_NAME.test(String(spec.runner))) {
+    return {status: 'failed', reason: `bad runner name ${spec.runner}`};
+  }
+  const module = await import(`./engines/${spec.runner}.js`);
+  return module.run(spec, client);
+}
 
 async function main() {
   const client = JobClient.fromLocation();
   let capabilities = null;
   try {
     const spec = await client.spec();
-    setStatus(`running ${spec.platform} ${spec.bits}-bit`);
+    setStatus(`running ${spec.engine} ${spec.platform} ${spec.bits}-bit`);
     capabilities = await probe();
-    const runner = RUNNERS[spec.platform];
-    const result = runner
-      ? await runner(spec, client)
-      : {status: 'unsupported', reason: `platform ${spec.platform} has no runner in this page`};
+    const result = await runJob(spec, client);
     if (result.output) {
       await client.postOutput(result.output);
       delete result.output;
     }
-    await client.postResult({...result, probe: capabilities});
+    await client.postResult({...result, protocol_version: PROTOCOL_VERSION, probe: capabilities});
     setStatus(`done: ${result.status}`);
   } catch (e) {
     setStatus(`error: ${e}`);
     await client.postResult({
       status: 'failed', reason: `${e && e.name ? e.name + ': ' : ''}${e && e.message ? e.message : e}`,
-      probe: capabilities,
+      protocol_version: PROTOCOL_VERSION, probe: capabilities,
     });
   }
 }

@@ -1,15 +1,27 @@
-"""Parse what the page posts. It is data from a browser, so every field is checked, not trusted."""
+"""The page protocol, both ways: the typed job spec the page fetches, and the reply it posts.
+
+The spec is built here only (engines fill in their own part); the reply is data from a browser,
+so every field is checked, not trusted. ``PROTOCOL_VERSION`` travels in every spec; the page
+echoes it and a reply in another version is refused.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..plan import TimingConfig
+from ..vocabulary import PROTOCOL_VERSION
+
 MAX_REASON_CHARS = 2000
 PAGE_STATUSES = ("ok", "unsupported", "failed")
+_RUNNER_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+PROBE_RUNNER = "probe"
+"""The page's built-in capability probe (web/probe.js), not an engine."""
 
 
 class PageDataError(ValueError):
@@ -17,7 +29,60 @@ class PageDataError(ValueError):
 
 
 @dataclass(frozen=True)
-class PageResult:
+class JobSpec:
+    """What one page load is asked to do. ``runner`` names the module web/engines/<runner>.js
+    that executes it; ``options`` is the engine's own part (JSON-ready)."""
+
+    runner: str
+    engine: str
+    platform: str
+    bits: int = 0
+    m: int = 0
+    k: int = 0
+    n: int = 0
+    timing: TimingConfig | None = None
+    bindings: tuple[str, ...] = ()
+    """Tensor names the page fetches, in binding order."""
+    output_bytes: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not _RUNNER_NAME.match(self.runner):
+            raise ValueError(f"runner name {self.runner!r} is not a module name")
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "protocol_version": PROTOCOL_VERSION,
+            "runner": self.runner,
+            "engine": self.engine,
+            "platform": self.platform,
+            "bits": self.bits,
+            "m": self.m,
+            "k": self.k,
+            "n": self.n,
+            "bindings": list(self.bindings),
+            "output_bytes": self.output_bytes,
+            "options": self.options,
+        }
+        if self.timing is not None:
+            t = self.timing
+            doc |= {"warmup": t.warmup, "min_iterations": t.min_iterations,
+                    "max_iterations": t.max_iterations, "min_time_ms": t.min_time_s * 1000.0,
+                    "budget_ms": t.page_budget_ms}
+        return doc
+
+
+def probe_spec(webnn_devices: list[str]) -> JobSpec:
+    """A job that only reports capabilities (WebNN contexts and their opSupportLimits)."""
+    return JobSpec(runner=PROBE_RUNNER, engine=PROBE_RUNNER, platform=PROBE_RUNNER,
+                   options={"webnn_devices": list(webnn_devices)})
+
+
+@dataclass(frozen=True)
+class PageReply:
+    """One page's reply, checked. Engine-specific fields are optional here; the engine that
+    built the job says which it needs (engines/*.py ``interpret``)."""
+
     status: str
     reason: str = ""
     stage: str = ""
@@ -29,6 +94,15 @@ class PageResult:
     """WebGPU: bytes of the weight buffer the shader had bound."""
     weight_operand_dtype: str = ""
     """WebNN: dataType of the graph operand that held the stored weights."""
+    executed_on: str = ""
+    """ORT: the execution provider that ran the weight-bearing node."""
+    fallback: str = ""
+    """ORT: what the provider said when CPU fallback was disabled (why it needed the CPU)."""
+    threads: int | None = None
+    """ORT: wasm threads in effect."""
+    engine_version: str = ""
+    gpu_note: str = ""
+    """Why there are no GPU timestamps, when the page says."""
     timestamp_query: bool = False
     compile_ms: float | None = None
     cold_ms: float | None = None
@@ -77,35 +151,49 @@ def _text(value: Any) -> str:
     return str(value)[:MAX_REASON_CHARS] if value is not None else ""
 
 
-def parse_page_result(payload: Any, max_iterations: int) -> PageResult:
+def _short(value: Any, name: str, limit: int = 40) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise PageDataError(f"{name} is not a string: {value!r:.40}")
+    return value[:limit]
+
+
+def parse_page_reply(payload: Any, max_iterations: int) -> PageReply:
     """Check a posted result; timed runs have 1..max_iterations samples (fewer than the minimum
     asked is allowed here and marked by the runner)."""
     if not isinstance(payload, dict):
         raise PageDataError("result is not a JSON object")
+    version = payload.get("protocol_version")
+    if version != PROTOCOL_VERSION:
+        raise PageDataError(f"protocol version {version!r:.20} is not {PROTOCOL_VERSION}")
     status = payload.get("status")
     if status not in PAGE_STATUSES:
         raise PageDataError(f"unknown status {status!r:.40}")
     probe = payload.get("probe") if isinstance(payload.get("probe"), dict) else {}
     if status != "ok":
-        return PageResult(status=status, reason=_text(payload.get("reason")) or "(no message)",
+        return PageReply(status=status, reason=_text(payload.get("reason")) or "(no message)",
                           stage=_text(payload.get("stage"))[:40], probe=probe)
     compute_dtype = payload.get("compute_dtype")
     if compute_dtype not in ("f32", "f16"):
         raise PageDataError(f"unknown compute_dtype {compute_dtype!r:.40}")
     weight_buffer = payload.get("weight_buffer_bytes")
-    operand_dtype = payload.get("weight_operand_dtype")
-    if weight_buffer is None and not isinstance(operand_dtype, str):
-        raise PageDataError("the page reported neither weight_buffer_bytes nor weight_operand_dtype")
+    threads = payload.get("threads")
     gpu = payload.get("gpu_ms")
     gpu_buffer = payload.get("gpu_buffer_bytes")
     wall = _samples(payload.get("wall_ms"), "wall_ms", max_iterations)
     heap_bytes, heap_source = _js_heap(payload.get("js_heap"))
-    return PageResult(
+    return PageReply(
         status=status,
         shader=_text(payload.get("shader")),
         compute_dtype=compute_dtype,
         weight_buffer_bytes=None if weight_buffer is None else int(_number(weight_buffer, "weight_buffer_bytes")),
-        weight_operand_dtype=operand_dtype[:20] if isinstance(operand_dtype, str) else "",
+        weight_operand_dtype=_short(payload.get("weight_operand_dtype"), "weight_operand_dtype", 20),
+        executed_on=_short(payload.get("executed_on"), "executed_on"),
+        fallback=_text(payload.get("fallback")),
+        threads=None if threads is None else int(_number(threads, "threads")),
+        engine_version=_short(payload.get("engine_version"), "engine_version"),
+        gpu_note=_text(payload.get("gpu_note")),
         timestamp_query=payload.get("timestamp_query") is True,
         compile_ms=_number(payload.get("compile_ms"), "compile_ms"),
         cold_ms=_number(payload.get("cold_ms"), "cold_ms"),

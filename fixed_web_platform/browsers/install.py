@@ -16,10 +16,11 @@ from pathlib import Path
 
 import brotli
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from ..paths import BROWSERS_DIR
+
 WEBNN_CHROMIUM_PACKAGE = "@sparticuz/chromium"
 WEBNN_CHROMIUM_VERSION = "153.0.0"
-WEBNN_CHROMIUM_DIR = PROJECT_ROOT / ".browsers" / f"chromium-webnn-{WEBNN_CHROMIUM_VERSION}"
+WEBNN_CHROMIUM_DIR = BROWSERS_DIR / f"chromium-webnn-{WEBNN_CHROMIUM_VERSION}"
 WEBNN_CHROMIUM_BINARY = WEBNN_CHROMIUM_DIR / "chromium"
 WEBNN_CHROMIUM_LAUNCHER = WEBNN_CHROMIUM_DIR / "chromium-launcher"
 """The build is a headless shell that opens no page unless given a URL, and ChromeDriver (which

@@ -1,10 +1,9 @@
-// WebGPU runner: builds the pipeline the job names, runs one cold iteration, warm-ups, then timed
-// iterations, and reads the output back once. Returns raw samples; decides nothing about them.
-import {jsHeap} from './memory.js';
-import {timeIterations} from './timing.js';
-
-const WORKGROUP_X = 64;
-const TILE_M = 4;
+// Harness WGSL kernels on WebGPU: builds the pipeline from the kernel source the job carries
+// (composed in Python), runs one cold iteration, warm-ups, then timed iterations, and reads the
+// output back once. Returns raw samples; decides nothing about them. Binding order, constants and
+// the dispatch size come from the job, so nothing about the kernels is repeated here.
+import {jsHeap} from '../memory.js';
+import {timeIterations} from '../timing.js';
 
 function unsupported(reason) { return {status: 'unsupported', reason}; }
 
@@ -16,14 +15,15 @@ async function compilationErrors(module) {
       .map((m) => `${m.lineNum}:${m.linePos} ${m.message}`);
 }
 
-export async function runWebGPU(spec, client) {
+export async function run(spec, client) {
+  const opts = spec.options;
   if (!('gpu' in navigator)) return unsupported('WebGPU: navigator.gpu is missing');
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) return unsupported('WebGPU: requestAdapter() returned null');
 
-  const variant = spec.variants.find((v) => v.requires.every((f) => adapter.features.has(f)));
+  const variant = opts.variants.find((v) => v.requires.every((f) => adapter.features.has(f)));
   if (!variant) {
-    const needs = spec.variants.map((v) => v.requires.join('+') || 'none').join(' or ');
+    const needs = opts.variants.map((v) => v.requires.join('+') || 'none').join(' or ');
     return unsupported(`WebGPU adapter lacks the features this kernel needs (${needs})`);
   }
   const hasTimestamps = adapter.features.has('timestamp-query');
@@ -38,8 +38,7 @@ export async function runWebGPU(spec, client) {
     return unsupported(`WebGPU: a ${largest}-byte buffer exceeds maxStorageBufferBindingSize ` +
                        `${adapter.limits.maxStorageBufferBindingSize}`);
   }
-  const groupsX = Math.ceil(spec.n / WORKGROUP_X);
-  const groupsY = Math.ceil(spec.m / TILE_M);
+  const [groupsX, groupsY] = opts.workgroups;
   if (Math.max(groupsX, groupsY) > adapter.limits.maxComputeWorkgroupsPerDimension) {
     return unsupported('WebGPU: dispatch exceeds maxComputeWorkgroupsPerDimension');
   }
@@ -59,12 +58,11 @@ export async function runWebGPU(spec, client) {
   try {
     device.pushErrorScope('validation');
     const tSetup = performance.now();
-    const code = await (await fetch(`/shaders/${variant.shader}`)).text();
-    const module = device.createShaderModule({code, label: variant.shader});
+    const module = device.createShaderModule({code: variant.source, label: variant.shader});
     const errors = await compilationErrors(module);
     if (errors.length) return {status: 'failed', reason: `WGSL compile error: ${errors.join('; ')}`};
     const pipeline = await device.createComputePipelineAsync({
-      layout: 'auto', compute: {module, entryPoint: 'main', constants: spec.constants},
+      layout: 'auto', compute: {module, entryPoint: 'main', constants: opts.constants},
     });
     const compileMs = performance.now() - tSetup;
 
@@ -81,9 +79,11 @@ export async function runWebGPU(spec, client) {
       label: 'out', size: spec.output_bytes,
       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC,
     });
+    const byName = {out: output};
+    spec.bindings.forEach((name, i) => { byName[name] = buffers[i]; });
     const bindGroup = device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
-      entries: [...buffers, output].map((buffer, binding) => ({binding, resource: {buffer}})),
+      entries: opts.layout.map((name, binding) => ({binding, resource: {buffer: byName[name]}})),
     });
     await device.queue.onSubmittedWorkDone();
 

@@ -1,14 +1,12 @@
-"""Browsers as data behind one small session interface.
+"""Running browsers behind one small session interface, and how each driver launches one.
 
-A ``BrowserProduct`` says where a browser and its driver may live and how to launch it; ``resolve``
-finds them (explicit path -> project-local install -> system paths) or raises BrowserUnavailable
-naming what was searched; ``launch`` returns a ``BrowserSession`` the runner drives. Nothing here
-downloads anything: drivers are always given to Selenium by explicit path.
+Drivers are always given to Selenium by explicit path; Firefox without geckodriver is driven by
+Mozilla's marionette-driver. A session says when its page is gone (``PageGone``) from the kind
+of driver error, so the harness never has to read error text to tell a crash.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import shutil
 import sys
@@ -20,137 +18,15 @@ from pathlib import Path
 
 import psutil
 
-from .browser_install import WEBNN_CHROMIUM_LAUNCHER
-from .specs import BrowserName
+from ..errors import first_line
+from .discovery import BrowserUnavailable, ResolvedBrowser
+from .products import DriverKind
 
-CHROMIUM_ARGS = (
-    "--headless",
-    "--no-sandbox",
-    "--enable-unsafe-webgpu",
-    "--enable-webgpu-developer-features",  # unquantized timestamp-query values
-    "--enable-features=WebMachineLearningNeuralNetwork",
-    "--enable-precise-memory-info",  # performance.memory unrounded
-    "--enable-blink-features=ForceEagerMeasureMemory",  # measureUserAgentSpecificMemory at once
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-)
-FIREFOX_PREFS = (
-    ("dom.webgpu.enabled", True),
-    ("gfx.webgpu.ignore-blocklist", True),
-)
 PAGE_LOAD_TIMEOUT_S = 60
 
 
-class DriverKind(enum.StrEnum):
-    CHROMEDRIVER = "chromedriver"
-    MSEDGEDRIVER = "msedgedriver"
-    GECKODRIVER = "geckodriver"
-    MARIONETTE = "marionette"  # Mozilla's marionette-driver: Firefox without geckodriver
-    SAFARIDRIVER = "safaridriver"
-
-
-@dataclass(frozen=True)
-class BrowserProduct:
-    name: BrowserName
-    binaries: tuple[str, ...]
-    """Candidate binaries, in order of preference: absolute paths or names looked up on PATH."""
-    drivers: tuple[str, ...]
-    driver_kind: DriverKind
-    install_hint: str
-    args: tuple[str, ...] = ()
-    prefs: tuple[tuple[str, object], ...] = ()
-    fallback_driver_kind: DriverKind | None = None
-    """Used when none of ``drivers`` is installed (Firefox falls back to Marionette)."""
-
-
-PRODUCTS: dict[BrowserName, BrowserProduct] = {
-    BrowserName.CHROME: BrowserProduct(
-        name=BrowserName.CHROME,
-        binaries=(
-            str(WEBNN_CHROMIUM_LAUNCHER),  # WebGPU + WebNN; installed by scripts/setup.sh
-            "google-chrome",
-            "google-chrome-stable",
-            "chromium",
-            "chromium-browser",
-        ),
-        drivers=("chromedriver", "/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"),
-        driver_kind=DriverKind.CHROMEDRIVER,
-        install_hint="run scripts/setup.sh (apt-get install chromium chromium-driver)",
-        args=CHROMIUM_ARGS,
-    ),
-    BrowserName.EDGE: BrowserProduct(
-        name=BrowserName.EDGE,
-        binaries=("microsoft-edge", "microsoft-edge-stable", "/opt/microsoft/msedge/msedge"),
-        drivers=("msedgedriver",),
-        driver_kind=DriverKind.MSEDGEDRIVER,
-        install_hint="install Microsoft Edge and msedgedriver (not packaged for Debian)",
-        args=CHROMIUM_ARGS,
-    ),
-    BrowserName.FIREFOX: BrowserProduct(
-        name=BrowserName.FIREFOX,
-        # firefox-esr first: Debian's /usr/bin/firefox is a shell wrapper Marionette cannot version.
-        binaries=("firefox-esr", "firefox"),
-        drivers=("geckodriver",),
-        driver_kind=DriverKind.GECKODRIVER,
-        install_hint="run scripts/setup.sh (apt-get install firefox-esr)",
-        prefs=FIREFOX_PREFS,
-        fallback_driver_kind=DriverKind.MARIONETTE,
-    ),
-    BrowserName.SAFARI: BrowserProduct(
-        name=BrowserName.SAFARI,
-        binaries=("/Applications/Safari.app/Contents/MacOS/Safari",),
-        drivers=("safaridriver", "/usr/bin/safaridriver"),
-        driver_kind=DriverKind.SAFARIDRIVER,
-        install_hint="Safari exists only on macOS (enable 'Allow Remote Automation')",
-    ),
-}
-
-
-class BrowserUnavailable(Exception):
-    """The browser or its driver is not installed here; the message says what was searched."""
-
-
-@dataclass(frozen=True)
-class ResolvedBrowser:
-    product: BrowserProduct
-    binary: Path
-    driver: Path | None
-    driver_kind: DriverKind
-
-
-def _find(candidate: str) -> Path | None:
-    if "/" in candidate:
-        path = Path(candidate)
-        return path if path.is_file() and path.stat().st_mode & 0o111 else None
-    found = shutil.which(candidate)
-    return Path(found).resolve() if found else None
-
-
-def resolve(
-    name: BrowserName, binary: str | None = None, driver: str | None = None
-) -> ResolvedBrowser:
-    """Find a browser's binary and driver; an explicit path must exist or it is an error."""
-    product = PRODUCTS[name]
-    binaries = (binary,) if binary else product.binaries
-    found_binary = next((p for p in map(_find, binaries) if p), None)
-    if found_binary is None:
-        raise BrowserUnavailable(
-            f"{name}: no browser binary found (searched {', '.join(binaries)}); "
-            f"{'check --browser-binary' if binary else product.install_hint}"
-        )
-    drivers = (driver,) if driver else product.drivers
-    found_driver = next((p for p in map(_find, drivers) if p), None)
-    if found_driver is not None:
-        return ResolvedBrowser(product, found_binary, found_driver, product.driver_kind)
-    if product.fallback_driver_kind is not None and not driver:
-        return ResolvedBrowser(product, found_binary, None, product.fallback_driver_kind)
-    raise BrowserUnavailable(
-        f"{name}: no {product.driver_kind} found (searched {', '.join(drivers)}); "
-        f"{'check --driver' if driver else product.install_hint}"
-    )
+class PageGone(Exception):
+    """The page no longer answers the driver (its renderer crashed or its window is gone)."""
 
 
 def _kill_tree(pid: int | None) -> None:
@@ -203,7 +79,8 @@ class BrowserSession(ABC):
 
     @abstractmethod
     def ping(self) -> None:
-        """A trivial script in the page: raises when the page (renderer) has crashed."""
+        """A trivial script in the page: raises ``PageGone`` when the page (renderer) has crashed,
+        and the driver's timeout error when the page is merely busy."""
 
     @abstractmethod
     def _quit(self) -> None: ...
@@ -230,7 +107,14 @@ class SeleniumSession(BrowserSession):
         self.driver.get(url)  # type: ignore[attr-defined]
 
     def ping(self) -> None:
-        self.driver.execute_script("return 1")  # type: ignore[attr-defined]
+        from selenium.common.exceptions import TimeoutException, WebDriverException
+
+        try:
+            self.driver.execute_script("return 1")  # type: ignore[attr-defined]
+        except TimeoutException:
+            raise  # a busy page is not a gone page
+        except WebDriverException as exc:
+            raise PageGone(first_line(exc)) from exc
 
     def _quit(self) -> None:
         try:
@@ -252,7 +136,14 @@ class MarionetteSession(BrowserSession):
         self.client.navigate(url)  # type: ignore[attr-defined]
 
     def ping(self) -> None:
-        self.client.execute_script("return 1")  # type: ignore[attr-defined]
+        from marionette_driver import errors
+
+        try:
+            self.client.execute_script("return 1")  # type: ignore[attr-defined]
+        except (errors.ScriptTimeoutException, errors.TimeoutException):
+            raise  # a busy page is not a gone page
+        except (errors.MarionetteException, OSError) as exc:
+            raise PageGone(first_line(exc)) from exc
 
     def _quit(self) -> None:
         try:
@@ -368,7 +259,7 @@ def _launch_safari(resolved: ResolvedBrowser) -> BrowserSession:
     )
 
 
-_LAUNCHERS = {
+LAUNCHERS = {
     DriverKind.CHROMEDRIVER: _launch_chromium,
     DriverKind.MSEDGEDRIVER: _launch_chromium,
     DriverKind.GECKODRIVER: _launch_selenium_firefox,
@@ -381,4 +272,4 @@ def launch(resolved: ResolvedBrowser) -> BrowserSession:
     """Start the browser (blocking; the runner calls it in a worker thread)."""
     if resolved.driver_kind is DriverKind.SAFARIDRIVER and sys.platform != "darwin":
         raise BrowserUnavailable("safari: safaridriver runs only on macOS")
-    return _LAUNCHERS[resolved.driver_kind](resolved)
+    return LAUNCHERS[resolved.driver_kind](resolved)

@@ -1,4 +1,4 @@
-"""Result rows and where they go: results.csv (one row per run, written as each run ends),
+"""Where result rows go: results.csv (one row per run, written as each run ends),
 samples.jsonl (raw samples) and environment.json, under results/<UTC timestamp>_<label>/."""
 
 from __future__ import annotations
@@ -10,121 +10,15 @@ import json
 import math
 import platform
 import sys
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from .specs import SCHEMA_VERSION, Outcome, RunSpec
-
-RESULTS_ROOT = Path(__file__).resolve().parent.parent / "results"
-
-
-@dataclass(frozen=True)
-class ResultRow:
-    schema_version: int
-    run_id: int
-    repetition: int
-    timestamp_utc: str
-    browser: str
-    browser_version: str
-    platform: str
-    precision_mode: str
-    adapter: str
-    device_type: str
-    workload: str
-    m: int
-    k: int
-    n: int
-    bits_requested: int
-    bits_executed: int | None
-    weight_format: str
-    weight_dtype: str
-    scale_dtype: str
-    zero_point_dtype: str
-    compute_dtype: str
-    block_size: int
-    outcome: str
-    reason: str
-    latency_ms_median: float | None = None
-    latency_ms_p10: float | None = None
-    latency_ms_p90: float | None = None
-    latency_cv: float | None = None
-    latency_ms_mean: float | None = None
-    latency_ms_stdev: float | None = None
-    latency_ms_iqr: float | None = None
-    n_samples: int = 0
-    min_samples: int = 0
-    samples_short: bool | None = None
-    """True when fewer timed samples came back than the minimum asked for (time budget hit)."""
-    unstable: bool | None = None
-    instability: str = ""
-    """Why the samples are unstable (CV over 10%, or the slowest sample over 2x the median)."""
-    pages: int = 0
-    timing_source: str = ""
-    cold_ms: float | None = None
-    wall_ms_median: float | None = None
-    gpu_ms_median: float | None = None
-    compile_ms: float | None = None
-    gflops: float | None = None
-    weight_bytes: int | None = None
-    weight_bytes_f32: int | None = None
-    compression: float | None = None
-    gpu_buffer_bytes: int | None = None
-    js_heap_bytes: int | None = None
-    js_heap_source: str = ""
-    proc_rss_baseline_bytes: int | None = None
-    proc_rss_peak_bytes: int | None = None
-    proc_rss_delta_bytes: int | None = None
-    proc_uss_peak_bytes: int | None = None
-    proc_pss_peak_bytes: int | None = None
-    proc_count: int | None = None
-    rel_error_vs_float: float | None = None
-    max_abs_error_vs_float: float | None = None
-    snr_db: float | None = None
-    cosine_vs_float: float | None = None
-    rel_error_vs_dequantized: float | None = None
-    kernel_tolerance: float | None = None
-    shader: str = ""
-
-    @classmethod
-    def columns(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls)]
-
-    @classmethod
-    def without_measurement(
-        cls, run: RunSpec, outcome: Outcome, reason: str, *, browser_version: str = "",
-        adapter: str = "", weight_format: str = "",
-    ) -> ResultRow:
-        """A row for a run that produced no figures: the outcome and the reason say why."""
-        return cls(
-            schema_version=SCHEMA_VERSION,
-            run_id=run.run_id,
-            repetition=run.repetition,
-            timestamp_utc=utc_now(),
-            browser=run.browser,
-            browser_version=browser_version,
-            platform=run.platform,
-            precision_mode=run.precision_mode,
-            adapter=adapter,
-            device_type=run.webnn_device if run.platform == "webnn" else "",
-            workload=run.workload.name,
-            m=run.workload.m,
-            k=run.workload.k,
-            n=run.workload.n,
-            bits_requested=run.bits,
-            bits_executed=None,
-            weight_format=weight_format,
-            weight_dtype="",
-            scale_dtype="",
-            zero_point_dtype="",
-            compute_dtype="",
-            block_size=run.block_size if run.bits <= 8 else 0,
-            outcome=outcome,
-            reason=reason,
-        )
+from ..paths import RESULTS_ROOT
+from ..vocabulary import SCHEMA_VERSION
+from .rows import ResultRow, utc_now
 
 
 def _drop_torn_last_line(path: Path) -> None:
@@ -135,10 +29,6 @@ def _drop_torn_last_line(path: Path) -> None:
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         path.write_bytes(data[: data.rfind(b"\n") + 1])
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def new_results_dir(label: str, root: Path = RESULTS_ROOT) -> Path:
@@ -185,6 +75,8 @@ class ResultWriter:
         self.csv_path = directory / "results.csv"
         self.samples_path = directory / "samples.jsonl"
         self.environment_path = directory / "environment.json"
+        self.log_path = directory / "harness.log"
+        """Tracebacks of the harness's own errors (rows with outcome ``error``)."""
         self.rows: list[ResultRow] = []
         if resume and self.csv_path.is_file():
             for path in (self.csv_path, self.samples_path):
@@ -222,6 +114,10 @@ class ResultWriter:
             with self.samples_path.open("a") as f:
                 f.write(json.dumps(json_safe(line)) + "\n")
 
+    def log_harness_error(self, what: str, traceback_text: str) -> None:
+        with self.log_path.open("a") as f:
+            f.write(f"--- {utc_now()} {what}\n{traceback_text.rstrip()}\n")
+
     def record_browser(self, name: str, info: dict[str, Any]) -> None:
         self.environment["browsers"].setdefault(name, {}).update(info)
         self.write_environment()
@@ -247,5 +143,6 @@ def machine_info() -> dict[str, Any]:
         "cpu_count": psutil.cpu_count(logical=True),
         "memory_bytes": psutil.virtual_memory().total,
         "python": sys.version.split()[0],
-        "packages": {d: _version(d) for d in ("selenium", "aiohttp", "numpy", "marionette-driver")},
+        "packages": {d: _version(d) for d in ("selenium", "aiohttp", "numpy", "marionette-driver", "onnx",
+                                            "onnxruntime")},
     }

@@ -12,13 +12,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import first_line
-from .webnn_precision import data_types
-from .browsers import BrowserUnavailable, launch, resolve
-from .results import json_safe, machine_info, utc_now
-from .runner import PROBE_TIMEOUT_S, visit_page
-from .server import JobServer
-from .specs import SCHEMA_VERSION, BrowserName, Outcome
+from ..browsers import BrowserUnavailable, launch, resolve
+from ..errors import OneLineArgumentParser, first_line
+from ..harness.page import visit_page
+from ..harness.protocol import probe_spec
+from ..harness.runner import PROBE_TIMEOUT_S
+from ..harness.server import JobServer
+from ..precision.webnn_precision import data_types
+from ..probes.adapter import adapter_label
+from ..report.markdown import markdown_lines
+from ..results.rows import utc_now
+from ..results.writer import json_safe, machine_info, new_results_dir
+from ..vocabulary import SCHEMA_VERSION, WEBNN_DEVICES, BrowserName, Outcome
+from .run import browser_arg, overrides
 
 FEATURES = ("shader-f16", "timestamp-query", "subgroups")
 WGSL_FEATURES = ("packed_4x8_integer_dot_product",)
@@ -50,9 +56,7 @@ async def probe_browser(
         return entry | {"status": Outcome.FAILED.value,
                         "reason": f"browser failed to start: {first_line(exc)}"}
     try:
-        reply = await visit_page(
-            server, session, {"platform": "probe", "webnn_devices": list(devices)}, {}, PROBE_TIMEOUT_S
-        )
+        reply = await visit_page(server, session, probe_spec(list(devices)), {}, PROBE_TIMEOUT_S)
     finally:
         await asyncio.to_thread(session.close)
     entry["version"] = session.version
@@ -81,15 +85,6 @@ def _types(limits: dict[str, Any], op: str, operand: str) -> str:
     return ", ".join(data_types(limits, op, operand)) or "-"
 
 
-def _cell(text: object) -> str:
-    """One Markdown table cell: no pipes or line breaks from browser messages."""
-    return " ".join(str(text).replace("|", "/").split())
-
-
-def _row(cells: Sequence[object]) -> str:
-    return "| " + " | ".join(_cell(c) for c in cells) + " |"
-
-
 def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
@@ -97,13 +92,12 @@ def _yes(flag: bool) -> str:
 def to_markdown(entries: Sequence[dict[str, Any]], devices: Sequence[str]) -> str:
     head = ["browser", "version", "WebGPU adapter", "fallback", *FEATURES, *WGSL_FEATURES,
             *LIMITS, *(f"WebNN {d}" for d in devices)]
-    lines = ["## WebGPU and WebNN availability", "", "| " + " | ".join(head) + " |",
-             "|" + "---|" * len(head)]
-    details: list[str] = []
+    rows: list[list[str]] = []
+    details: list[list[str]] = []
     for e in entries:
         if e.get("status") != "ok":
             cells = [e["browser"], e.get("version", "-"), f"{e.get('status')}: {e.get('reason', '')}"]
-            lines.append(_row(cells + ["-"] * (len(head) - len(cells))))
+            rows.append(cells + ["-"] * (len(head) - len(cells)))
             continue
         gpu = e["probe"].get("webgpu") or {}
         adapter = gpu.get("adapter") or {}
@@ -113,8 +107,7 @@ def to_markdown(entries: Sequence[dict[str, Any]], devices: Sequence[str]) -> st
         contexts = (e["webnn"].get("contexts") or {}) if e["webnn"].get("present") else {}
         cells = [
             e["browser"], e.get("version", ""),
-            ("/".join(str(adapter.get(k)) for k in ("vendor", "architecture") if adapter.get(k)) or
-             ("(not disclosed)" if gpu.get("available") else f"none: {gpu.get('reason', '')}")),
+            adapter_label(gpu, mark_fallback=False) or f"none: {gpu.get('reason', '')}",
             _yes(bool(adapter.get("isFallbackAdapter"))) if gpu.get("available") else "-",
             *(_yes(f in features) for f in FEATURES),
             *(_yes(f in wgsl) for f in WGSL_FEATURES),
@@ -128,13 +121,13 @@ def to_markdown(entries: Sequence[dict[str, Any]], devices: Sequence[str]) -> st
             cells.append("yes" if ctx.get("available") else f"no: {ctx.get('error', '')}")
             if ctx.get("available"):
                 limits_d = ctx.get("limits") or {}
-                details.append(_row([e["browser"], d, *(_types(limits_d, op, operand)
-                                                        for _, op, operand in WEBNN_OPERANDS)]))
-        lines.append(_row(cells))
+                details.append([e["browser"], d, *(_types(limits_d, op, operand)
+                                                   for _, op, operand in WEBNN_OPERANDS)])
+        rows.append(cells)
+    lines = ["## WebGPU and WebNN availability", "", *markdown_lines(head, rows)]
     if details:
         cols = ["browser", "device", *(label for label, _, _ in WEBNN_OPERANDS)]
-        lines += ["", "## WebNN data types (opSupportLimits)", "", "| " + " | ".join(cols) + " |",
-                  "|" + "---|" * len(cols), *details]
+        lines += ["", "## WebNN data types (opSupportLimits)", "", *markdown_lines(cols, details)]
     return "\n".join(lines) + "\n"
 
 
@@ -147,3 +140,31 @@ def write(entries: Sequence[dict[str, Any]], devices: Sequence[str], directory: 
     json_path.write_text(json.dumps(json_safe(doc), indent=2) + "\n")
     md_path.write_text(to_markdown(entries, devices))
     return json_path, md_path
+
+
+def build_parser() -> OneLineArgumentParser:
+    p = OneLineArgumentParser(
+        prog="run_real_webgpu_webnn.py capabilities",
+        description="Launch each browser once and write its WebGPU/WebNN capability matrix.",
+    )
+    p.add_argument("--browser", nargs="+", type=browser_arg, default=list(BrowserName))
+    p.add_argument("--webnn-device", nargs="+", choices=list(WEBNN_DEVICES), default=list(WEBNN_DEVICES))
+    p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH")
+    p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH")
+    p.add_argument("--output-dir", type=Path, default=None)
+    return p
+
+
+def capabilities_command(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    browsers = list(dict.fromkeys(args.browser))
+    devices = list(dict.fromkeys(args.webnn_device))
+    entries = asyncio.run(collect(
+        browsers, devices, overrides(args.browser_binary, browsers, "--browser-binary"),
+        overrides(args.driver, browsers, "--driver"),
+    ))
+    out_dir = args.output_dir or new_results_dir("capabilities")
+    json_path, md_path = write(entries, devices, out_dir)
+    print(md_path.read_text())
+    print(f"capabilities: {json_path} {md_path}")
+    return 1 if any(e["status"] in ("failed", "crash", "timeout") for e in entries) else 0

@@ -2,18 +2,13 @@
 were fixed. Latency is judged on the raw headline samples (Mann-Whitney U, two-sided) AND a minimum
 effect on the median, so noise and trivially small shifts are not reported as changes.
 
-    run_real_webgpu_webnn.py compare BASELINE CURRENT [--alpha 0.01] [--min-effect 0.05]
-                                     [--force] [--output FILE.md]
-
-Exit status: 0 no regression, 1 a regression (slower, less accurate or newly failing), 2 bad input.
+The command line and the table are in cli/compare.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import enum
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +17,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .errors import OneLineArgumentParser, UsageError
-from .result_files import CONFIG_KEY, ResultSchemaError, ResultSet, headline_samples, load
-from .specs import Outcome
+from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, headline_samples
+from ..vocabulary import Outcome
 from .stats import summarize
 
 DEFAULT_ALPHA = 0.01
@@ -294,7 +288,7 @@ def _sides(rs: ResultSet) -> dict[tuple[Any, ...], _Side]:
 # Judging one configuration
 
 
-def _pct(x: float) -> str:
+def pct(x: float) -> str:
     return f"{x * 100:+.1f}%"
 
 
@@ -309,7 +303,7 @@ def _accuracy_note(base: _Side, cur: _Side) -> str:
     b, c = base.worst("rel_error_vs_float"), cur.worst("rel_error_vs_float")
     if b is not None and c is not None and c > b * (1 + FLOAT_ERROR_GROWTH_REL) \
             and c - b > FLOAT_ERROR_GROWTH_ABS:
-        growth = f" ({_pct(c / b - 1)})" if b > 0 and math.isfinite(c) else ""
+        growth = f" ({pct(c / b - 1)})" if b > 0 and math.isfinite(c) else ""
         reasons.append(f"error vs float grew {b:.2e} -> {c:.2e}{growth}")
     return "; ".join(reasons)
 
@@ -348,14 +342,14 @@ def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: floa
         if significant and math.isfinite(effect) and abs(effect) > min_effect and unstable:
             # pyperf's rule: a change measured on unstable samples is not called either way.
             verdict = Verdict.UNSTABLE
-            notes.insert(0, f"{_pct(effect)} but samples are unstable ({unstable}); "
+            notes.insert(0, f"{pct(effect)} but samples are unstable ({unstable}); "
                             "re-run with more --repeat / --min-time")
         elif significant and math.isfinite(effect) and effect > min_effect:
             verdict = Verdict.REGRESSION
-            notes.insert(0, f"{_pct(effect)} slower")
+            notes.insert(0, f"{pct(effect)} slower")
         elif significant and math.isfinite(effect) and effect < -min_effect:
             verdict = Verdict.IMPROVEMENT
-            notes.insert(0, f"{_pct(effect)} faster")
+            notes.insert(0, f"{pct(effect)} faster")
         else:
             verdict = Verdict.UNCHANGED
             if significant:
@@ -423,138 +417,3 @@ def compare(baseline: ResultSet, current: ResultSet, *, alpha: float = DEFAULT_A
     return Comparison(entries=tuple(entries), alpha=alpha, min_effect=min_effect,
                       metadata_differences=tuple(diffs), baseline_dir=str(baseline.directory),
                       current_dir=str(current.directory))
-
-
-# ---------------------------------------------------------------------------------------------
-# Output
-
-
-def _cell(text: object) -> str:
-    """One Markdown table cell: no pipes or line breaks from browser messages."""
-    return " ".join(str(text).replace("|", "/").split())
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "nan" if math.isnan(value) else f"{value:.2g}"
-
-
-def summary_line(c: Comparison) -> str:
-    counts = ", ".join(f"{n} {v.value}" for v, n in c.counts.items()) or "no configurations"
-    status = "REGRESSION" if c.has_regression else "no regression"
-    return (f"**Summary:** {counts} — {status} "
-            f"(Mann-Whitney U two-sided, alpha {c.alpha:g}, min effect {c.min_effect:.0%})")
-
-
-def format_comparison(c: Comparison) -> str:
-    lines = []
-    if c.baseline_dir or c.current_dir:
-        lines += [f"Baseline `{c.baseline_dir}` vs current `{c.current_dir}`", ""]
-    if c.metadata_differences:
-        lines += ["> **Warning:** compared despite differing set-ups (--force): "
-                  + _cell("; ".join(c.metadata_differences)), ""]
-    head = ["browser", "platform", "mode", "workload", "shape", "bits", "verdict", "baseline ms",
-            "current ms", "change", "p", "n (base/cur)", "note"]
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(" --- " for _ in head) + "|")
-    for e in c.entries:
-        cfg = e.config_dict
-        mode = cfg["precision_mode"] + (f"/{cfg['device_type']}" if cfg["device_type"] else "")
-        bits = f"{cfg['bits_requested']}" + (f" (block {cfg['block_size']})" if cfg["block_size"] else "")
-        change = "-" if e.effect is None or math.isnan(e.effect) else _pct(e.effect)
-        cells = [cfg["browser"], cfg["platform"], mode, cfg["workload"],
-                 f"{cfg['m']}x{cfg['k']}x{cfg['n']}", bits, e.verdict.value,
-                 _ms(e.baseline_median), _ms(e.current_median), change, _p(e.p_value),
-                 f"{e.n_baseline}/{e.n_current}", e.note or "-"]
-        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-    lines += ["", summary_line(c)]
-    return "\n".join(lines) + "\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineArgumentParser(
-        prog="run_real_webgpu_webnn.py compare",
-        description="Compare two result folders; exit 1 when CURRENT regressed against BASELINE.",
-    )
-    p.add_argument("baseline", metavar="BASELINE", type=Path, help="results folder to compare against")
-    p.add_argument("current", metavar="CURRENT", type=Path, help="results folder to judge")
-    p.add_argument("--alpha", type=_float, default=DEFAULT_ALPHA,
-                   help=f"significance level of the Mann-Whitney U test (default {DEFAULT_ALPHA})")
-    p.add_argument("--min-effect", type=_float, default=DEFAULT_MIN_EFFECT,
-                   help="smallest relative change of the median latency that counts "
-                        f"(default {DEFAULT_MIN_EFFECT}, i.e. {DEFAULT_MIN_EFFECT * 100:g}%%)")
-    p.add_argument("--force", action="store_true",
-                   help="compare even when browser versions or the machine differ")
-    p.add_argument("--output", type=Path, default=None, metavar="FILE.md",
-                   help="also write the Markdown table to this file")
-    return p
-
-
-def _load(path: Path, side: str) -> ResultSet:
-    if not path.exists():
-        raise UsageError(f"{side} {path}: no such folder")
-    if not path.is_dir():
-        raise UsageError(f"{side} {path}: not a folder")
-    try:
-        return load(path)
-    except ResultSchemaError as exc:
-        raise UsageError(str(exc)) from None
-    except (OSError, ValueError) as exc:  # corrupt JSON/CSV (JSONDecodeError, pandas errors)
-        raise UsageError(f"{side} {path}: unreadable results: {' '.join(str(exc).split())}") from None
-
-
-def _compare_command(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(list(argv))
-    if not (0 < args.alpha < 1):
-        raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
-    if not (math.isfinite(args.min_effect) and args.min_effect >= 0):
-        raise UsageError(f"--min-effect must be a non-negative number, got {args.min_effect:g}")
-    baseline = _load(args.baseline, "baseline")
-    current = _load(args.current, "current")
-    try:
-        comparison = compare(baseline, current, alpha=args.alpha, min_effect=args.min_effect,
-                             force=args.force)
-    except MetadataMismatch as exc:
-        raise UsageError(f"{exc}; use --force to compare anyway") from None
-    except ResultSchemaError as exc:
-        raise UsageError(str(exc)) from None
-    text = format_comparison(comparison)
-    if args.output is not None:
-        try:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(text)
-        except OSError as exc:
-            raise UsageError(f"--output {args.output}: {exc.strerror or exc}") from None
-    print(text, end="")
-    return 1 if comparison.has_regression else 0
-
-
-def compare_command(argv: Sequence[str] | None = None) -> int:
-    """`compare BASELINE CURRENT ...`: 0 no regression, 1 regression, 2 bad input (one error line)."""
-    try:
-        return _compare_command(sys.argv[1:] if argv is None else argv)
-    except UsageError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(compare_command())

@@ -1,8 +1,8 @@
 // WebNN runner: builds out = x @ transpose(dequantize(W)) with the data types Python chose,
 // times build apart from compute, then warm-ups and timed dispatch + readTensor iterations
 // (readTensor is the sync point), and returns the output read back once.
-import {jsHeap} from './memory.js';
-import {timeIterations} from './timing.js';
+import {jsHeap} from '../memory.js';
+import {timeIterations} from '../timing.js';
 
 const ELEMENT_BYTES = {float32: 4, float16: 2, int8: 1, uint8: 1, int32: 4, uint32: 4};
 
@@ -26,11 +26,11 @@ function typedView(dataType, buffer, elements) {
 
 function errorText(e) { return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`; }
 
-export async function runWebNN(spec, client) {
+export async function run(spec, client) {
   if (!('ml' in navigator)) {
     return {status: 'unsupported', reason: 'navigator.ml is missing: this browser has no WebNN'};
   }
-  const nn = spec.webnn;
+  const nn = spec.options;
   const {m, k, n} = spec;
   let context;
   try {
@@ -53,7 +53,7 @@ export async function runWebNN(spec, client) {
                                 typedView(nn.weight_dtype, tensors.w, n * k));
       stored = weight;
     } else {
-      const blocks = spec.constants.K / spec.constants.BLOCK_SIZE;
+      const blocks = k / nn.block_size;
       const q = builder.constant({dataType: nn.weight_dtype, shape: [n, k]},
                                  typedView(nn.weight_dtype, tensors.w, n * k));
       const scale = builder.constant({dataType: nn.scale_dtype, shape: [n, blocks]},

@@ -7,50 +7,93 @@ weights, dequantized weights) are what its output is judged against.
 from __future__ import annotations
 
 import functools
+import re
 import zlib
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from . import quant
-from .specs import Workload
+from ..precision import quant
 
-KERNEL_TOLERANCE_F32 = 1e-5
-KERNEL_TOLERANCE_F16 = 1e-2
+_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
 
 
 @dataclass(frozen=True)
-class KernelVariant:
-    """A shader the page may use; the first whose required features the adapter has wins."""
+class MatmulWorkload:
+    """One matmul shape: out[M, N] = x[M, K] @ W[N, K]^T (W stored row per output channel)."""
 
-    shader: str
-    compute_dtype: str
-    requires: tuple[str, ...] = ()
+    name: str
+    m: int
+    k: int
+    n: int
+    kind: ClassVar[str] = "matmul"
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.k * self.n
+
+    @property
+    def shape(self) -> str:
+        return f"{self.m}x{self.k}x{self.n}"
+
+    @property
+    def label(self) -> str:
+        return self.shape
+
+    def validate(self, bits: int, block_size: int) -> None:
+        validate_shape(self, bits, block_size)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "m": self.m, "k": self.k, "n": self.n}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> MatmulWorkload:
+        return cls(str(doc["name"]), int(doc["m"]), int(doc["k"]), int(doc["n"]))
+
+
+DEFAULT_WORKLOADS = (
+    # BERT-base FFN up-projection for one token (decode-like GEMV) and an attention projection
+    # over a 128-token sequence (prefill-like GEMM).
+    MatmulWorkload("bert-base-ffn-gemv", 1, 768, 3072),
+    MatmulWorkload("bert-base-attn-gemm", 128, 768, 768),
+)
+
+
+def parse_shape(text: str) -> MatmulWorkload:
+    """'MxKxN' -> MatmulWorkload; ValueError with one clear line otherwise."""
+    match = _SHAPE.match(text.strip().lower())
+    if not match:
+        raise ValueError(f"shape {text!r} is not MxKxN (three positive integers, e.g. 1x768x3072)")
+    m, k, n = (int(g) for g in match.groups())
+    if min(m, k, n) <= 0:
+        raise ValueError(f"shape {text!r}: every dimension must be a positive integer")
+    return MatmulWorkload(f"custom-{m}x{k}x{n}", m, k, n)
 
 
 @dataclass(frozen=True)
 class PreparedWorkload:
-    workload: Workload
+    workload: MatmulWorkload
     bits: int
     block_size: int
     weight_format: str
     weight_dtype: str
     """Element type of the stored weights: float32, float16, int8/int4/int2 (or uint* for WebNN)."""
-    variants: tuple[KernelVariant, ...]
     tensors: dict[str, bytes]
+    """x, then the weight tensors in the order the WGSL kernels bind them: w[, scales, zero_points].
+    Packed integers are little-endian u32 words, first element in the lowest bits."""
     weight_bytes: int
-    constants: dict[str, int]
     ref_float: np.ndarray
     """float64 result with the ORIGINAL float weights: what quantization costs the user."""
     ref_dequantized: np.ndarray
     """float64 result with the weights the kernel actually holds: is the kernel right."""
 
 
-def _seed_for(workload: Workload, seed: int) -> int:
+def _seed_for(workload: MatmulWorkload, seed: int) -> int:
     return zlib.crc32(f"{workload.m}x{workload.k}x{workload.n}:{seed}".encode())
 
 
-def validate_shape(workload: Workload, bits: int, block_size: int) -> None:
+def validate_shape(workload: MatmulWorkload, bits: int, block_size: int) -> None:
     """Raise ValueError with one clear line when a shape cannot run at these bits."""
     if min(workload.m, workload.k, workload.n) <= 0:
         raise ValueError(f"shape {workload.shape}: every dimension must be a positive integer")
@@ -72,7 +115,7 @@ def validate_shape(workload: Workload, bits: int, block_size: int) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def _float_tensors(workload: Workload, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _float_tensors(workload: MatmulWorkload, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(_seed_for(workload, seed))
     x = rng.standard_normal((workload.m, workload.k)).astype(np.float32)
     w = (rng.standard_normal((workload.n, workload.k)) / np.sqrt(workload.k)).astype(np.float32)
@@ -81,7 +124,7 @@ def _float_tensors(workload: Workload, seed: int) -> tuple[np.ndarray, np.ndarra
 
 @functools.lru_cache(maxsize=4)
 def prepare(
-    workload: Workload, bits: int, block_size: int, seed: int, unsigned: bool = False
+    workload: MatmulWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False
 ) -> PreparedWorkload:
     """Bytes and references for one configuration. ``unsigned`` stores 8/4-bit weights as
     uint8/uint4 (the same values shifted by 2^(bits-1), zero points too) for WebNN contexts
@@ -90,13 +133,11 @@ def prepare(
     x, w = _float_tensors(workload, seed)
     x64 = x.astype(np.float64)
     ref_float = x64 @ w.astype(np.float64).T
-    constants = {"M": workload.m, "K": workload.k, "N": workload.n}
     tensors = {"x": x.tobytes()}
     if bits == 32:
         w_exec = w
         tensors["w"] = w.tobytes()
         weight_format = weight_dtype = "float32"
-        variants = (KernelVariant("matmul_f32.wgsl", "f32"),)
         weight_bytes = w.nbytes
         block = 0
     elif bits == 16:
@@ -104,10 +145,6 @@ def prepare(
         w_exec = w16.astype(np.float32)
         tensors["w"] = quant.float16_bits_u32(w16).tobytes()
         weight_format = weight_dtype = "float16"
-        variants = (
-            KernelVariant("matmul_f16.wgsl", "f16", ("shader-f16",)),
-            KernelVariant("matmul_f16_unpack.wgsl", "f32"),
-        )
         weight_bytes = len(tensors["w"])
         block = 0
     else:
@@ -121,9 +158,7 @@ def prepare(
         tensors["scales"] = params.scale.astype(np.float32).tobytes()
         tensors["zero_points"] = quant.pack_u32_words(zero_point, bits).tobytes()
         weight_format = f"{weight_dtype}-block{block_size}-{params.scheme}"
-        variants = (KernelVariant("matmul_quant.wgsl", "f32"),)
         weight_bytes = len(tensors["w"]) + len(tensors["scales"]) + len(tensors["zero_points"])
-        constants |= {"BITS": bits, "BLOCK_SIZE": block_size}
         block = block_size
     ref_dequantized = x64 @ w_exec.astype(np.float64).T
     return PreparedWorkload(
@@ -132,14 +167,8 @@ def prepare(
         block_size=block,
         weight_format=weight_format,
         weight_dtype=weight_dtype,
-        variants=variants,
         tensors=tensors,
         weight_bytes=weight_bytes,
-        constants=constants,
         ref_float=ref_float,
         ref_dequantized=ref_dequantized,
     )
-
-
-def kernel_tolerance(compute_dtype: str) -> float:
-    return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32

@@ -24,22 +24,28 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from . import result_files
-from .errors import OneLineArgumentParser, UsageError, first_line
-from .result_files import ResultSchemaError, headline_samples
-from .stats import summarize
+from ..analysis.stats import summarize
+from ..errors import first_line
+from ..probes.adapter import adapter_label
+from ..results import reader as result_files
+from ..results.reader import ResultSchemaError, headline_samples
+from .markdown import markdown_table
 
 BITS_ORDER = (32, 16, 8, 4, 2)
 MEMORY_COLUMNS = ("proc_rss_peak_bytes", "proc_rss_delta_bytes", "js_heap_bytes")
 """Process memory figures; optional (older folders do not have them, or they may be empty)."""
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
-TEXT_COLUMNS = ("sweep", "browser", "platform", "precision_mode", "device_type", "workload",
+TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "workload",
                 "outcome", "reason", "timing_source", "browser_version", "adapter")
-BASELINE_KEY = ("sweep", "browser", "platform", "precision_mode", "device_type", "workload",
+BASELINE_KEY = ("sweep", "browser", "engine", "platform", "precision_mode", "device_type", "workload",
                 "m", "k", "n")
 """One benchmarked setting; the 16- and 32-bit rows under the same key are the speed-up baselines."""
 CONFIG_KEY = ("sweep", *result_files.CONFIG_KEY)
 """One configuration: its ok repetitions are aggregated into one summary row."""
+PEER_KEY = ("sweep", "browser", "platform", "precision_mode", "device_type", "workload", "m", "k",
+            "n", "bits_requested")
+"""Rows of different engines under the same key ran the same work: the harness row is the one
+every other engine's latency is set against (``latency_vs_harness``)."""
 PLOT_NAMES = ("latency_vs_bits", "error_vs_bits", "weight_memory_vs_bits",
               "process_memory_vs_bits", "accuracy_vs_latency")
 
@@ -119,6 +125,7 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
         if column not in rows:
             rows[column] = ""
         rows[column] = rows[column].fillna("").astype(str)
+    rows.loc[rows["engine"] == "", "engine"] = "harness"  # folders before schema 3
     for column in ("m", "k", "n", "block_size", "repetition"):
         if column not in rows:
             rows[column] = 0
@@ -220,6 +227,10 @@ def summary_table(rows: pd.DataFrame,
             if pd.notna(bits_exec) and int(bits_exec) != int(rec["bits_requested"]):
                 text = f"{int(rec['bits_requested'])} -> {int(bits_exec)}-bit"
                 fallbacks.append(f"{text}: {reason}" if reason else text)
+        for ran_on, reason in zip(group.get("executed_on", []), group.get("reason", [])):
+            if ran_on and ran_on != rec["platform"]:
+                fallbacks.append(f"ran on {ran_on}: {reason}" if reason else f"ran on {ran_on}")
+        rec["executed_on"] = _unique_text(group.get("executed_on", []))
         rec["fallback"] = _unique_text(fallbacks)
         if has_unstable:
             flags = [_truthy(v) for v in group["unstable"]]
@@ -227,13 +238,15 @@ def summary_table(rows: pd.DataFrame,
             rec["unstable"] = any(known) if known else None
             rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
         records.append(rec)
-    columns = ["sweep", "browser", "platform", "precision_mode", "device_type", "workload", "shape",
-               "m", "k", "n", "block_size", "bits_requested", "bits_executed", "runs", "n_samples",
-               "timing_source", "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "gflops",
-               "speedup_vs_16bit", "speedup_vs_f32", "weight_bytes", "weight_bytes_f32",
+    columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
+               "device_type", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
+               "bits_executed", "runs", "n_samples", "timing_source", "latency_ms_median",
+               "latency_ms_p10", "latency_ms_p90", "gflops", "speedup_vs_16bit", "speedup_vs_f32",
+               "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
                "compression", *memory, "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
                "fallback", *(["unstable", "instability"] if has_unstable else [])]
-    table = pd.DataFrame.from_records(records, columns=[c for c in columns if "speedup" not in c])
+    derived = ("speedup_vs_16bit", "speedup_vs_f32", "latency_vs_harness")
+    table = pd.DataFrame.from_records(records, columns=[c for c in columns if c not in derived])
     if table.empty:
         return pd.DataFrame(columns=columns)
     for baseline, column in ((16, "speedup_vs_16bit"), (32, "speedup_vs_f32")):
@@ -243,6 +256,12 @@ def summary_table(rows: pd.DataFrame,
             base.rename(columns={"latency_ms_median": "_base"}), on=list(BASELINE_KEY), how="left"
         )
         table[column] = merged["_base"].to_numpy() / table["latency_ms_median"].to_numpy()
+    harness = table[table["engine"] == "harness"].drop_duplicates(list(PEER_KEY))
+    merged = table[list(PEER_KEY)].merge(
+        harness[[*PEER_KEY, "latency_ms_median"]].rename(columns={"latency_ms_median": "_harness"}),
+        on=list(PEER_KEY), how="left")
+    ratio = table["latency_ms_median"].to_numpy() / merged["_harness"].to_numpy()
+    table["latency_vs_harness"] = np.where(table["engine"].to_numpy() == "harness", np.nan, ratio)
     table["bits_requested"] = table["bits_requested"].astype("int64")
     table["bits_executed"] = table["bits_executed"].astype("Int64")
     return _ordered(table)[columns].reset_index(drop=True)
@@ -252,7 +271,8 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
     """Sweep, browser, platform, ... in order of first appearance; bits 32 -> 2."""
     table = table.copy()
     rank_cols = []
-    for column in ("sweep", "browser", "platform", "precision_mode", "device_type", "workload"):
+    for column in ("sweep", "browser", "workload", "precision_mode", "device_type", "engine",
+                   "platform"):
         order = {v: i for i, v in enumerate(dict.fromkeys(table[column]))}
         table[f"_rank_{column}"] = table[column].map(order)
         rank_cols.append(f"_rank_{column}")
@@ -323,7 +343,9 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     if show_sweep:
         out["sweep"] = summary["sweep"]
     out["browser"] = summary["browser"]
+    out["engine"] = summary["engine"]
     out["platform"] = summary["platform"]
+    out["ran on"] = summary["executed_on"]
     if (summary["platform"] == "webnn").any() or summary["precision_mode"].nunique() > 1:
         out["mode"] = summary["precision_mode"]
     if (summary["device_type"] != "").any():
@@ -342,6 +364,8 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     out["GFLOP/s"] = summary["gflops"].map(_fmt(".3g"))
     out["speed-up vs 16-bit"] = summary["speedup_vs_16bit"].map(_fmt(".2f", "x"))
     out["speed-up vs f32"] = summary["speedup_vs_f32"].map(_fmt(".2f", "x"))
+    if (summary["engine"] != "harness").any():
+        out["latency vs harness"] = summary["latency_vs_harness"].map(_fmt(".2f", "x"))
     out["weight bytes"] = summary["weight_bytes"].map(fmt_bytes)
     out["compression"] = summary["compression"].map(_fmt(".2f", "x"))
     for column, label in (("proc_rss_peak_bytes", "RSS peak"), ("proc_rss_delta_bytes", "RSS delta"),
@@ -381,20 +405,6 @@ def display_not_ok(table: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def _md_cell(value: Any) -> str:
-    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").split())
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    """A GitHub pipe table (no tabulate needed); pipes and line breaks in cells are escaped."""
-    head = [_md_cell(c) for c in frame.columns]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_md_cell(v) for v in row) + " |")
-    return "\n".join(lines)
-
-
 def html_table(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, escape=True, na_rep="", border=0, classes="data")
 
@@ -429,13 +439,7 @@ def environment_table(sweeps: Sweeps) -> pd.DataFrame:
             features = set(gpu.get("features") or [])
             rec["version"] = str(info.get("version", ""))
             if gpu.get("available"):
-                parts = [str(adapter.get(k)) for k in ("vendor", "architecture", "device") if adapter.get(k)]
-                label = "/".join(parts) or "(not disclosed)"
-                if adapter.get("description"):
-                    label += f" - {adapter['description']}"
-                if adapter.get("isFallbackAdapter"):
-                    label += " (fallback adapter)"
-                rec["WebGPU adapter"] = label
+                rec["WebGPU adapter"] = adapter_label(gpu)
                 rec["shader-f16"] = "yes" if "shader-f16" in features else "no"
                 rec["timestamp-query"] = "yes" if "timestamp-query" in features else "no"
             elif gpu:
@@ -477,7 +481,8 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
 
 
 def _series_label(row: pd.Series | dict[str, Any], show_sweep: bool) -> str:
-    label = f"{row['browser']}/{row['platform']}"
+    engine = "" if row.get("engine", "harness") == "harness" else f"{row['engine']} "
+    label = f"{row['browser']}/{engine}{row['platform']}"
     if row["platform"] == "webnn":
         extra = " ".join(str(v) for v in (row["device_type"], row["precision_mode"]) if v)
         label += f" ({extra})" if extra else ""
@@ -485,7 +490,7 @@ def _series_label(row: pd.Series | dict[str, Any], show_sweep: bool) -> str:
 
 
 def _series(table: pd.DataFrame, show_sweep: bool):
-    keys = ["sweep", "browser", "platform", "precision_mode", "device_type"]
+    keys = ["sweep", "browser", "engine", "platform", "precision_mode", "device_type"]
     for _, group in table.groupby(keys, sort=False):
         yield _series_label(group.iloc[0], show_sweep), group.sort_values("bits_requested", ascending=False)
 
@@ -675,12 +680,15 @@ NOTES = (
     "Summary rows aggregate the ok runs of one configuration: median latency is the median of the "
     "repetitions' medians; p10-p90 spans all repetitions' raw timed samples (samples.jsonl). "
     "GFLOP/s = 2*M*K*N / median latency. Speed-ups are the 16-bit (or float32) row's median latency "
-    "divided by this row's, for the same sweep, browser, platform and workload (blank when that row "
-    "has no ok run). Compression = float32 weight bytes / weight bytes the kernel reads (packed "
+    "divided by this row's, for the same sweep, browser, engine, platform and workload (blank when "
+    "that row has no ok run). Latency vs harness (engines other than the harness, e.g. ONNX Runtime "
+    "Web) is this row's median over the harness row's for the same browser, platform, workload and "
+    "bits: above 1x the harness is faster. Compression = float32 weight bytes / weight bytes the kernel reads (packed "
     "weights + scales + zero points). Relative error vs float compares with the float64 result on "
     "the original weights (what quantization costs); the kernel error compares with the float64 "
     "result on the dequantized weights (is the kernel right). A fallback means the browser ran "
-    "other bits than requested; the reason says why."
+    "other bits than requested, or an engine ran the work on another provider than asked ('ran on'); "
+    "the reason says why."
 )
 
 
@@ -788,40 +796,3 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
 def build_report(result_dirs: list[Path], out_dir: Path) -> ReportFiles:
     """Load every results folder and write report.md, report.html, plots/*.png and the CSVs."""
     return write_report(load_sweeps(result_dirs), Path(out_dir))
-
-
-# ------------------------------------------------------------------------------------ command line
-
-
-def report_command(argv: list[str]) -> int:
-    """`report DIR [DIR ...] [--output-dir OUT]`: 0 on success, 2 (one error line) on bad input."""
-    parser = OneLineArgumentParser(
-        prog="run_real_webgpu_webnn.py report",
-        description="Summary tables (Markdown, HTML) and plots from one or more results folders.",
-    )
-    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS_DIR",
-                        help="results folder(s) written by a sweep")
-    parser.add_argument("--output-dir", type=Path, default=None,
-                        help="where to write the report (default: <first results folder>/report)")
-    try:
-        args = parser.parse_args(argv)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    try:
-        sweeps = load_sweeps(args.results)
-    except (ResultSchemaError, OSError, ValueError, KeyError) as exc:
-        print(f"error: {first_line(exc)}", file=sys.stderr)
-        return 2
-    out_dir = args.output_dir if args.output_dir is not None else args.results[0] / "report"
-    try:
-        files = write_report(sweeps, out_dir)
-    except OSError as exc:
-        print(f"error: cannot write the report to {out_dir}: {first_line(exc)}", file=sys.stderr)
-        return 2
-    print(f"report: {files.markdown}")
-    print(f"report: {files.html}")
-    print(f"plots: {len(files.plots)} in {out_dir / 'plots'}")
-    return 0

@@ -1,4 +1,4 @@
-"""Local job server: serves web/ and shaders/ and hands each job its spec and tensors.
+"""Local job server: serves web/ and engine assets, and hands each job its spec and tensors.
 
 Listens on 127.0.0.1 only, on a random free port. Every job has an unguessable token that the
 page must send back; posts without it are rejected. The driver awaits a job's result here.
@@ -15,9 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-WEB_DIR = PROJECT_ROOT / "web"
-SHADERS_DIR = PROJECT_ROOT / "shaders"
+from ..paths import WEB_DIR
 MAX_POST_BYTES = 256 * 1024 * 1024
 
 
@@ -43,14 +41,18 @@ async def _isolation_headers(request: web.Request, handler: Any) -> web.StreamRe
 
 
 class JobServer:
-    def __init__(self) -> None:
+    def __init__(self, mounts: dict[str, Path] | None = None, host: str = "127.0.0.1") -> None:
+        """``mounts``: URL prefix -> folder of engine assets (folders not installed are skipped,
+        and the engine's page then reports the missing asset)."""
+        self._mounts = dict(mounts or {})
+        self.host = host
         self._jobs: dict[str, Job] = {}
         self._runner: web.AppRunner | None = None
         self.port: int = 0
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     async def start(self) -> None:
         app = web.Application(middlewares=[_isolation_headers], client_max_size=MAX_POST_BYTES)
@@ -59,10 +61,12 @@ class JobServer:
         app.router.add_post("/api/jobs/{job_id}/output", self._post_output)
         app.router.add_post("/api/jobs/{job_id}/result", self._post_result)
         app.router.add_static("/web/", WEB_DIR)
-        app.router.add_static("/shaders/", SHADERS_DIR)
+        for prefix, folder in self._mounts.items():
+            if Path(folder).is_dir():
+                app.router.add_static(prefix, folder)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, self.host, 0)
         await site.start()
         sockets = site._server.sockets  # type: ignore[union-attr]
         self.port = sockets[0].getsockname()[1]

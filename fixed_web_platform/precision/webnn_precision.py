@@ -12,10 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..vocabulary import PrecisionMode
 from .quant import dtype_bits
-from .specs import PrecisionMode
 
 SPEC_GUARANTEED_TYPES = ("int8", "uint8", "float16", "float32")
+OPERAND_BITS = {"float32": 32, "float16": 16, "int8": 8, "uint8": 8, "int4": 4, "uint4": 4,
+                "int2": 2, "uint2": 2}
+"""Bits per element of a WebNN operand data type: how a graph's weight operand says what ran."""
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from .specs import SCHEMA_VERSION
+from ..vocabulary import SCHEMA_VERSION, EngineName, TimingSource
 
 CONFIG_KEY = (
-    "browser", "platform", "precision_mode", "device_type", "workload", "m", "k", "n",
+    "browser", "engine", "platform", "precision_mode", "device_type", "workload", "m", "k", "n",
     "bits_requested", "block_size",
 )
 """Columns that identify one configuration across sweeps (what compare matches on)."""
@@ -55,7 +55,11 @@ def load(directory: str | Path) -> ResultSet:
     rows = pd.read_csv(csv_path, keep_default_na=True, na_values=[""])
     for version in rows.get("schema_version", pd.Series(dtype=int)).dropna().unique():
         _check_version(version, csv_path)
-    for column in ("reason", "device_type", "weight_dtype", "scale_dtype", "zero_point_dtype",
+    if "engine" not in rows:  # schema 2 and older: the harness was the only engine
+        rows["engine"] = EngineName.HARNESS.value
+    if "executed_on" not in rows:
+        rows["executed_on"] = rows["platform"].where(rows["outcome"] == "ok", "")
+    for column in ("reason", "device_type", "engine", "executed_on", "engine_version", "weight_dtype", "scale_dtype", "zero_point_dtype",
                    "compute_dtype", "shader", "timing_source", "adapter", "browser_version"):
         if column in rows:
             rows[column] = rows[column].astype(object).fillna("").astype(str)
@@ -73,6 +77,6 @@ def load(directory: str | Path) -> ResultSet:
 
 def headline_samples(record: dict[str, Any]) -> list[float]:
     """The samples the row's headline statistics came from (GPU timestamps or wall clock)."""
-    key = "gpu_ms" if record.get("timing_source") == "gpu-timestamp" else "wall_ms"
+    key = "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
     values = record.get(key) or []
     return [float(v) for v in values]

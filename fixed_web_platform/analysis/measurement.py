@@ -1,0 +1,131 @@
+"""From a run's raw page replies to its row: statistics, both error figures, and validity.
+
+Engine-agnostic: the engine has already said what ran (``Executed``); this module pools the page
+loads of one run, picks the headline timing source, judges the kernel against the float64
+dequantized reference and the user's cost against the float64 original-weights reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..engines.base import EngineJob, Executed, kernel_tolerance
+from ..harness.protocol import PageDataError, PageReply, parse_output
+from ..plan import RunSpec, TimingConfig
+from ..precision import quant
+from ..probes.memory import MemoryFigures
+from ..results.rows import ResultRow
+from ..vocabulary import Outcome, TimingSource
+from .stats import summarize
+
+
+def samples_record(pages: Sequence[PageReply], timing_source: str, outcome: str) -> dict[str, Any]:
+    gpu_ok = all(p.gpu_ms is not None for p in pages)
+    return {
+        "outcome": outcome,
+        "timing_source": timing_source,
+        "cold_ms": [p.cold_ms for p in pages],
+        "wall_ms": [s for p in pages for s in p.wall_ms],
+        "gpu_ms": [s for p in pages for s in p.gpu_ms or ()] if gpu_ok else None,
+        "samples_per_page": [len(p.wall_ms) for p in pages],
+        "compile_ms": [p.compile_ms for p in pages],
+    }
+
+
+def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[PageReply],
+                 executed: Sequence[Executed], outputs: Sequence[bytes | None], timing: TimingConfig,
+                 memory: MemoryFigures | None = None) -> tuple[ResultRow, dict[str, Any]]:
+    """Statistics and error figures from the pages' raw samples and output tensors (pooled over
+    the page loads of one run); every page's output must pass the kernel check."""
+    prepared = job.prepared
+    try:
+        outs = [parse_output(o, run.workload.m, run.workload.n) for o in outputs]
+    except PageDataError as exc:
+        row = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
+        return row, {"outcome": row.outcome, "reason": row.reason}
+    first = pages[0]
+    ran = executed[0]
+    problems = sorted({e.problem for e in executed if e.problem})
+    vs_float = quant.error_metrics(outs[0], prepared.ref_float)
+    kernel_errors = [quant.error_metrics(o, prepared.ref_dequantized)["rel_error"] for o in outs]
+    kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
+    tolerance = kernel_tolerance(ran.compute_dtype)
+    gpu_samples = [s for p in pages for s in p.gpu_ms or ()]
+    gpu_usable = all(p.gpu_ms is not None for p in pages) and all(s > 0 for s in gpu_samples)
+    wall_samples = [s for p in pages for s in p.wall_ms]
+    headline = gpu_samples if gpu_usable else wall_samples
+    timing_source = TimingSource.GPU_TIMESTAMP if gpu_usable else TimingSource.WALL_CLOCK
+    stats = summarize(headline)
+    short = any(len(p.wall_ms) < timing.min_iterations for p in pages)
+    notes = [base.reason] if base.reason else []
+    notes.extend(sorted({e.note for e in executed if e.note}))
+    if short:
+        counts = ", ".join(str(len(p.wall_ms)) for p in pages)
+        notes.append(f"short: {counts} timed samples per page, {timing.min_iterations} asked "
+                     f"(page time budget {timing.page_budget_ms / 1000:g} s)")
+    outcome = Outcome.OK
+    if problems:
+        outcome = Outcome.INVALID
+        notes.extend(problems)
+    if not (kernel_error <= tolerance):  # NaN fails too
+        outcome = Outcome.INVALID
+        notes.append(f"kernel error {kernel_error:.3g} vs the dequantized reference exceeds the "
+                     f"{ran.compute_dtype} tolerance {tolerance:g}")
+    heaps = [p.js_heap_bytes for p in pages if p.js_heap_bytes is not None]
+    weight_f32 = run.workload.n * run.workload.k * 4
+    row = replace(
+        base,
+        outcome=outcome,
+        reason="; ".join(notes),
+        bits_executed=ran.bits,
+        compute_dtype=ran.compute_dtype,
+        executed_on=ran.executed_on,
+        latency_ms_median=stats.median,
+        latency_ms_p10=stats.p10,
+        latency_ms_p90=stats.p90,
+        latency_cv=stats.cv,
+        latency_ms_mean=stats.mean,
+        latency_ms_stdev=stats.stdev,
+        latency_ms_iqr=stats.iqr,
+        n_samples=stats.n,
+        min_samples=timing.min_iterations * len(pages),
+        samples_short=short,
+        unstable=bool(stats.instability),
+        instability=stats.instability,
+        pages=len(pages),
+        timing_source=timing_source,
+        cold_ms=first.cold_ms,
+        wall_ms_median=summarize(wall_samples).median,
+        gpu_ms_median=summarize(gpu_samples).median if gpu_samples else None,
+        compile_ms=first.compile_ms,
+        gflops=run.workload.flops / (stats.median * 1e-3) / 1e9 if stats.median > 0 else None,
+        weight_bytes=prepared.weight_bytes,
+        weight_bytes_f32=weight_f32,
+        compression=weight_f32 / prepared.weight_bytes,
+        gpu_buffer_bytes=first.gpu_buffer_bytes or None,
+        js_heap_bytes=max(heaps) if heaps else None,
+        js_heap_source=next((p.js_heap_source for p in pages if p.js_heap_bytes is not None),
+                            first.js_heap_source),
+        rel_error_vs_float=vs_float["rel_error"],
+        max_abs_error_vs_float=vs_float["max_abs_error"],
+        snr_db=vs_float["snr_db"],
+        cosine_vs_float=vs_float["cosine"],
+        rel_error_vs_dequantized=kernel_error,
+        kernel_tolerance=tolerance,
+        shader=first.shader,
+        threads=first.threads,
+        engine_version=first.engine_version,
+    )
+    if memory is not None:
+        row = replace(
+            row,
+            proc_rss_baseline_bytes=memory.baseline_rss,
+            proc_rss_peak_bytes=memory.peak_rss,
+            proc_rss_delta_bytes=memory.delta_rss,
+            proc_uss_peak_bytes=memory.peak_uss,
+            proc_pss_peak_bytes=memory.peak_pss,
+            proc_count=memory.processes,
+        )
+    return row, samples_record(pages, timing_source, row.outcome)

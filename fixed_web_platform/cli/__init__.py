@@ -1,0 +1,2 @@
+"""Command line: main.py dispatches to one module per subcommand (run, capabilities, report,
+compare)."""

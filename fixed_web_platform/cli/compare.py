@@ -1,0 +1,136 @@
+"""`compare BASELINE CURRENT [--alpha 0.01] [--min-effect 0.10] [--force] [--output FILE.md]`:
+the comparison's table, and exit 0 (no regression), 1 (regression) or 2 (bad input)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..analysis.compare import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+    Comparison,
+    MetadataMismatch,
+    pct,
+    compare,
+)
+from ..errors import OneLineArgumentParser, UsageError
+from ..report.markdown import cell, markdown_lines
+from ..results.reader import ResultSchemaError, ResultSet, load
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "nan" if math.isnan(value) else f"{value:.2g}"
+
+
+def summary_line(c: Comparison) -> str:
+    counts = ", ".join(f"{n} {v.value}" for v, n in c.counts.items()) or "no configurations"
+    status = "REGRESSION" if c.has_regression else "no regression"
+    return (f"**Summary:** {counts} — {status} "
+            f"(Mann-Whitney U two-sided, alpha {c.alpha:g}, min effect {c.min_effect:.0%})")
+
+
+def format_comparison(c: Comparison) -> str:
+    lines = []
+    if c.baseline_dir or c.current_dir:
+        lines += [f"Baseline `{c.baseline_dir}` vs current `{c.current_dir}`", ""]
+    if c.metadata_differences:
+        lines += ["> **Warning:** compared despite differing set-ups (--force): "
+                  + cell("; ".join(c.metadata_differences)), ""]
+    head = ["browser", "engine", "platform", "mode", "workload", "shape", "bits", "verdict", "baseline ms",
+            "current ms", "change", "p", "n (base/cur)", "note"]
+    body = []
+    for e in c.entries:
+        cfg = e.config_dict
+        mode = cfg["precision_mode"] + (f"/{cfg['device_type']}" if cfg["device_type"] else "")
+        bits = f"{cfg['bits_requested']}" + (f" (block {cfg['block_size']})" if cfg["block_size"] else "")
+        change = "-" if e.effect is None or math.isnan(e.effect) else pct(e.effect)
+        body.append([cfg["browser"], cfg["engine"], cfg["platform"], mode, cfg["workload"],
+                 f"{cfg['m']}x{cfg['k']}x{cfg['n']}", bits, e.verdict.value,
+                 _ms(e.baseline_median), _ms(e.current_median), change, _p(e.p_value),
+                 f"{e.n_baseline}/{e.n_current}", e.note or "-"])
+    lines += markdown_lines(head, body)
+    lines += ["", summary_line(c)]
+    return "\n".join(lines) + "\n"
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineArgumentParser(
+        prog="run_real_webgpu_webnn.py compare",
+        description="Compare two result folders; exit 1 when CURRENT regressed against BASELINE.",
+    )
+    p.add_argument("baseline", metavar="BASELINE", type=Path, help="results folder to compare against")
+    p.add_argument("current", metavar="CURRENT", type=Path, help="results folder to judge")
+    p.add_argument("--alpha", type=_float, default=DEFAULT_ALPHA,
+                   help=f"significance level of the Mann-Whitney U test (default {DEFAULT_ALPHA})")
+    p.add_argument("--min-effect", type=_float, default=DEFAULT_MIN_EFFECT,
+                   help="smallest relative change of the median latency that counts "
+                        f"(default {DEFAULT_MIN_EFFECT}, i.e. {DEFAULT_MIN_EFFECT * 100:g}%%)")
+    p.add_argument("--force", action="store_true",
+                   help="compare even when browser versions or the machine differ")
+    p.add_argument("--output", type=Path, default=None, metavar="FILE.md",
+                   help="also write the Markdown table to this file")
+    return p
+
+
+def _load(path: Path, side: str) -> ResultSet:
+    if not path.exists():
+        raise UsageError(f"{side} {path}: no such folder")
+    if not path.is_dir():
+        raise UsageError(f"{side} {path}: not a folder")
+    try:
+        return load(path)
+    except ResultSchemaError as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, ValueError) as exc:  # corrupt JSON/CSV (JSONDecodeError, pandas errors)
+        raise UsageError(f"{side} {path}: unreadable results: {' '.join(str(exc).split())}") from None
+
+
+def _compare_command(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    baseline = _load(args.baseline, "baseline")
+    current = _load(args.current, "current")
+    try:
+        comparison = compare(baseline, current, alpha=args.alpha, min_effect=args.min_effect,
+                             force=args.force)
+    except MetadataMismatch as exc:
+        raise UsageError(f"{exc}; use --force to compare anyway") from None
+    except (ResultSchemaError, ValueError) as exc:  # bad --alpha / --min-effect too
+        raise UsageError(str(exc)) from None
+    text = format_comparison(comparison)
+    if args.output is not None:
+        try:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(text)
+        except OSError as exc:
+            raise UsageError(f"--output {args.output}: {exc.strerror or exc}") from None
+    print(text, end="")
+    return 1 if comparison.has_regression else 0
+
+
+def compare_command(argv: Sequence[str] | None = None) -> int:
+    """`compare BASELINE CURRENT ...`: 0 no regression, 1 regression, 2 bad input (one error line)."""
+    try:
+        return _compare_command(sys.argv[1:] if argv is None else argv)
+    except UsageError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+

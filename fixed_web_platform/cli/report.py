@@ -1,0 +1,44 @@
+"""`report DIR [DIR ...] [--output-dir OUT]`: tables and plots from results folders."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import OneLineArgumentParser, UsageError, first_line
+from ..report.render import load_sweeps, write_report
+from ..results.reader import ResultSchemaError
+
+
+def report_command(argv: list[str]) -> int:
+    """`report DIR [DIR ...] [--output-dir OUT]`: 0 on success, 2 (one error line) on bad input."""
+    parser = OneLineArgumentParser(
+        prog="run_real_webgpu_webnn.py report",
+        description="Summary tables (Markdown, HTML) and plots from one or more results folders.",
+    )
+    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS_DIR",
+                        help="results folder(s) written by a sweep")
+    parser.add_argument("--output-dir", type=Path, default=None,
+                        help="where to write the report (default: <first results folder>/report)")
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    try:
+        sweeps = load_sweeps(args.results)
+    except (ResultSchemaError, OSError, ValueError, KeyError) as exc:
+        print(f"error: {first_line(exc)}", file=sys.stderr)
+        return 2
+    out_dir = args.output_dir if args.output_dir is not None else args.results[0] / "report"
+    try:
+        files = write_report(sweeps, out_dir)
+    except OSError as exc:
+        print(f"error: cannot write the report to {out_dir}: {first_line(exc)}", file=sys.stderr)
+        return 2
+    print(f"report: {files.markdown}")
+    print(f"report: {files.html}")
+    print(f"plots: {len(files.plots)} in {out_dir / 'plots'}")
+    return 0

@@ -1,0 +1,223 @@
+"""The main command: parse and validate everything, build and save the plan, run it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import sweep
+from ..errors import OneLineArgumentParser, UsageError
+from ..harness.runner import SweepOptions
+from ..plan import RunSpec, TimingConfig, build_plan, load_plan
+from ..progress import for_terminal
+from ..report.markdown import markdown_lines
+from ..vocabulary import (
+    DEFAULT_BITS,
+    DEFAULT_BLOCK_SIZE,
+    WEBNN_DEVICES,
+    BrowserName,
+    EngineName,
+    Outcome,
+    Platform,
+    PrecisionMode,
+    parse_bits,
+    parse_enum,
+)
+from ..workloads import DEFAULT_WORKLOADS, parse_shape
+
+PLATFORM_CHOICES = [*(p.value for p in Platform), "both"]
+"""``both`` is webgpu and webnn, side by side (wasm is ONNX Runtime Web's CPU provider)."""
+DEFAULT_BROWSERS = (BrowserName.CHROME, BrowserName.FIREFOX)
+
+
+def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type from a validator that raises ValueError with one line."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise ValueError(f"{value} must be at least {minimum}")
+        return value
+    return parse
+
+
+browser_arg = argument(lambda t: parse_enum(BrowserName, t, "browser"))
+engine_arg = argument(lambda t: parse_enum(EngineName, t, "engine"))
+bits_arg = argument(parse_bits)
+positive_arg = argument(_count(1))
+non_negative_arg = argument(_count(0))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineArgumentParser(
+        prog="run_real_webgpu_webnn.py",
+        description="Measure 16/8/4/2-bit matmul in real browsers through WebGPU, WebNN and "
+                    "ONNX Runtime Web.",
+    )
+    p.add_argument("--platform", nargs="+", choices=PLATFORM_CHOICES, default=["webgpu"],
+                   help="webgpu, webnn, wasm (ONNX Runtime Web only), or both (= webgpu webnn)")
+    p.add_argument("--engine", nargs="+", type=engine_arg, default=[EngineName.HARNESS],
+                   help="harness (the harness's WGSL kernels and WebNN graphs, default) and/or "
+                        "ort (ONNX Runtime Web on the same quantized bytes)")
+    p.add_argument("--webnn-device", choices=list(WEBNN_DEVICES), default="cpu",
+                   help="MLContext deviceType for WebNN runs (default cpu)")
+    p.add_argument("--browser", nargs="+", type=browser_arg, default=list(DEFAULT_BROWSERS),
+                   help="chrome edge firefox safari (default: chrome firefox)")
+    p.add_argument("--bits", nargs="+", type=bits_arg, default=list(DEFAULT_BITS),
+                   help="weight precisions: 32 (float32 baseline) 16 8 4 2 (default: all)")
+    p.add_argument("--shape", nargs="+", default=[], metavar="MxKxN",
+                   help="extra matmul shapes, added to the built-in BERT-base workloads")
+    p.add_argument("--only-shapes", action="store_true",
+                   help="run only the --shape workloads, not the built-in ones")
+    p.add_argument("--block-size", type=positive_arg, default=DEFAULT_BLOCK_SIZE,
+                   help="quantization block along K for 8/4/2-bit weights (default 32)")
+    p.add_argument("--repetitions", type=positive_arg, default=1,
+                   help="runs of each configuration (each a fresh page)")
+    p.add_argument("--warmup", type=non_negative_arg, default=TimingConfig.warmup)
+    p.add_argument("--min-iterations", "--iterations", dest="min_iterations", type=positive_arg,
+                   default=TimingConfig.min_iterations,
+                   help="timed iterations per page at least (default 10)")
+    p.add_argument("--min-time", type=float, default=TimingConfig.min_time_s,
+                   help="seconds of timed iterations per page at least (default 1.0)")
+    p.add_argument("--max-iterations", type=positive_arg, default=None,
+                   help="cap on timed iterations per page (default 200 or --min-iterations, at most 2048)")
+    p.add_argument("--repeat", type=positive_arg, default=TimingConfig.repeat,
+                   help="page loads per run, samples pooled (default 1)")
+    p.add_argument("--timeout", type=float, default=TimingConfig.timeout_s,
+                   help="seconds one run may take before it is a timeout (default 120)")
+    p.add_argument("--experimental-precision", action="store_true",
+                   default=os.environ.get("WEBNN_EXPERIMENTAL_PRECISION") == "1",
+                   help="WebNN: try the requested precision, no upgrade (also "
+                        "WEBNN_EXPERIMENTAL_PRECISION=1)")
+    p.add_argument("--mixed-precision", action="store_true")
+    p.add_argument("--model", default=None)
+    p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH",
+                   help="browser binary to use instead of discovery")
+    p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH",
+                   help="WebDriver binary to use instead of discovery")
+    p.add_argument("--output-dir", type=Path, default=None,
+                   help="write results here exactly (default results/<UTC time>_<label>/)")
+    p.add_argument("--label", default="sweep")
+    p.add_argument("--resume", type=Path, default=None, metavar="DIR",
+                   help="continue an interrupted sweep in DIR, skipping runs already on disk "
+                        "(its plan.json decides what runs)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def overrides(values: Sequence[str], browsers: Sequence[BrowserName], flag: str) -> dict[BrowserName, str]:
+    """``--browser-binary``/``--driver`` values: NAME=PATH, or PATH with one browser."""
+    result: dict[BrowserName, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if sep and name.lower() in {b.value for b in BrowserName}:
+            result[BrowserName(name.lower())] = path
+        elif len(browsers) == 1:
+            result[browsers[0]] = value
+        else:
+            raise UsageError(f"{flag} {value!r}: with several browsers write NAME=PATH")
+    for name, path in result.items():
+        if not Path(path).is_file():
+            raise UsageError(f"{flag} for {name}: no such file {path}")
+    return result
+
+
+def platforms_from(words: Sequence[str]) -> list[Platform]:
+    chosen: list[Platform] = []
+    for word in words:
+        chosen += [Platform.WEBGPU, Platform.WEBNN] if word == "both" else [Platform(word)]
+    return list(dict.fromkeys(chosen))
+
+
+def run_command(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    if args.mixed_precision:
+        raise UsageError("--mixed-precision is not supported yet")
+    if args.model is not None:
+        raise UsageError("--model is not supported yet; the built-in matmul workloads run without it")
+    try:
+        if args.resume is not None:
+            plan, timing = load_plan(args.resume)
+        else:
+            plan, timing = plan_from_args(args)
+        browsers = list(dict.fromkeys(r.browser for r in plan))
+        binaries = overrides(args.browser_binary, browsers, "--browser-binary")
+        drivers = overrides(args.driver, browsers, "--driver")
+        if args.resume is not None:
+            plan, remaining, timing, writer = sweep.resume(args.resume)
+            print(f"resuming {args.resume}: {len(plan) - len(remaining)} of {len(plan)} runs already "
+                  f"on disk, {len(remaining)} to go", flush=True)
+        else:
+            remaining = plan
+            writer = sweep.start(plan, timing, output_dir=args.output_dir, label=args.label)
+            print(f"{len(plan)} runs planned; results in {writer.directory}", flush=True)
+    except (ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    options = SweepOptions(timing=timing, binaries=binaries, drivers=drivers,
+                           progress=for_terminal(len(remaining)))
+    try:
+        rows = asyncio.run(sweep.execute(remaining, writer, options))
+    finally:
+        options.progress.close()
+    print(format_table(rows))
+    print(f"results: {writer.csv_path}")
+    return 1 if any(Outcome(r.outcome).is_failure for r in rows) else 0
+
+
+def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
+    """Every check of the run's words is the plan's or the timing protocol's (ValueError)."""
+    extra = [parse_shape(s) for s in args.shape]
+    if args.only_shapes and not extra:
+        raise ValueError("--only-shapes needs at least one --shape")
+    workloads = extra if args.only_shapes else [*DEFAULT_WORKLOADS, *extra]
+    plan = build_plan(
+        list(dict.fromkeys(args.browser)),
+        platforms_from(args.platform),
+        workloads,
+        args.bits,
+        engines=list(dict.fromkeys(args.engine)),
+        repetitions=args.repetitions,
+        block_size=args.block_size,
+        precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
+        seed=args.seed,
+        webnn_device=args.webnn_device,
+    )
+    timing = TimingConfig(
+        warmup=args.warmup, min_iterations=args.min_iterations, min_time_s=args.min_time,
+        max_iterations=args.max_iterations or max(TimingConfig.max_iterations, args.min_iterations),
+        repeat=args.repeat, timeout_s=args.timeout,
+    )
+    return plan, timing
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_table(rows: Sequence[Any]) -> str:
+    header = ["browser", "engine", "platform", "on", "shape", "bits", "exec", "outcome", "median ms",
+              "p10-p90 ms", "GFLOP/s", "rel err vs float", "kernel err"]
+    body = [[
+        r.browser, r.engine, r.platform, r.executed_on or "-", f"{r.m}x{r.k}x{r.n}",
+        str(r.bits_requested), "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
+        _fmt(r.latency_ms_median, ".3f"),
+        "-" if r.latency_ms_p10 is None else f"{r.latency_ms_p10:.3f}-{r.latency_ms_p90:.3f}",
+        _fmt(r.gflops, ".2f"), _fmt(r.rel_error_vs_float, ".2e"), _fmt(r.rel_error_vs_dequantized, ".1e"),
+    ] for r in rows]
+    return "\n".join(markdown_lines(header, body))

@@ -1,0 +1,110 @@
+"""What an engine is: who builds the work for the page, and who reads the page's reply.
+
+An engine runs on one platform (the WebGPU WGSL kernels, the WebNN graphs, ONNX Runtime Web on
+one execution provider). For a run it turns the prepared workload into a job (spec + tensors),
+or refuses with a reason before any page loads; after the page replies it says what ran
+(bits executed, compute dtype, provider) and what is wrong with the reply, if anything. It knows
+nothing of statistics, rows or browsers' processes.
+
+Adding an engine: a module here with an ``Engine`` subclass per platform, a page runner
+web/engines/<runner>.js, and its lines in ``engines/registry.py``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from ..harness.protocol import JobSpec, PageReply
+from ..plan import RunSpec, TimingConfig
+from ..vocabulary import EngineName, Outcome, Platform
+from ..workloads.matmul import PreparedWorkload
+
+KERNEL_TOLERANCE_F32 = 1e-5
+KERNEL_TOLERANCE_F16 = 1e-2
+
+
+def kernel_tolerance(compute_dtype: str) -> float:
+    """How close to the float64 dequantized reference a correct kernel is, by its arithmetic."""
+    return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+
+
+class BrowserFacts(Protocol):
+    """What an engine may ask of the running browser before it builds a job."""
+
+    async def webnn_context(self, device: str) -> dict[str, Any]:
+        """``{"available": bool, "limits": opSupportLimits() | "error": text}`` for a deviceType."""
+
+
+@dataclass(frozen=True)
+class EngineJob:
+    """One run's job for the page, and what its reply is judged by."""
+
+    spec: JobSpec
+    tensors: dict[str, bytes]
+    prepared: PreparedWorkload
+    """References (float64) and the weight bytes this job carries."""
+    weight_format: str
+    weight_dtype: str
+    scale_dtype: str = ""
+    zero_point_dtype: str = ""
+    note: str = ""
+    """Why what runs differs from the literal request (an upgrade, a cast); goes to the reason."""
+    refusal_is_unsupported: bool = False
+    """The job asks for something the browser does not list: a refusal while building is the
+    browser's answer ('unsupported'), not a failure."""
+    details: dict[str, Any] = field(default_factory=dict)
+    """Engine facts for samples.jsonl (e.g. the opSupportLimits a choice was made from)."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The run cannot be attempted here; no page is loaded."""
+
+    outcome: Outcome
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Executed:
+    """What the page ran, as the engine reads its reply. ``problem`` makes the row invalid."""
+
+    bits: int | None
+    compute_dtype: str
+    executed_on: str
+    problem: str = ""
+    note: str = ""
+    """A fact for the reason that is not a problem (e.g. ORT placed the node on wasm)."""
+
+
+class Engine(ABC):
+    name: ClassVar[EngineName]
+    platform: ClassVar[Platform]
+    runner: ClassVar[str]
+    """The page module web/engines/<runner>.js that executes this engine's jobs."""
+    refusal_stages: ClassVar[tuple[str, ...]] = ()
+    """Page stages where a refused data type or operator surfaces (the browser's answer)."""
+
+    def assets(self) -> dict[str, Path]:
+        """URL prefix -> local folder the server must serve for this engine's page runner."""
+        return {}
+
+    @abstractmethod
+    async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+        """Build the page's job for ``run``, or refuse before any page loads."""
+
+    @abstractmethod
+    def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        """What ran, from the reply's facts; Python, not the page, picks the tolerance. Raises
+        PageDataError when the reply lacks a fact this engine needs (the run is then failed)."""
+
+    def spec(self, run: RunSpec, prepared: PreparedWorkload, timing: TimingConfig,
+             tensors: dict[str, bytes], options: dict[str, Any]) -> JobSpec:
+        """The common part of every matmul job; engines add only their own ``options``."""
+        w = run.workload
+        return JobSpec(runner=self.runner, engine=self.name.value, platform=self.platform.value,
+                       bits=prepared.bits, m=w.m, k=w.k, n=w.n, timing=timing,
+                       bindings=tuple(tensors), output_bytes=w.m * w.n * 4, options=options)

@@ -1,0 +1,254 @@
+"""Executes a plan: one browser session per browser, reused across its runs, one row per run.
+
+The runner owns session lifecycle and the loop only: engines build jobs and read replies,
+harness/page.py visits pages, analysis/measurement.py turns replies into rows. A crash or hang
+costs that run's row only: the session is killed and the next run gets a fresh browser. A bug
+in the harness itself is an ``error`` row with its traceback in the sweep's harness.log. Rows
+are written to disk as each run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..browsers import BrowserSession, BrowserUnavailable, ResolvedBrowser, launch, resolve
+from ..analysis.measurement import measured_row
+from ..engines import ENGINES, engine_for
+from ..engines.base import Engine, EngineJob, Refusal
+from ..errors import first_line
+from ..plan import RunSpec, TimingConfig
+from ..probes.adapter import adapter_label
+from ..probes.memory import MemoryFigures, TreeSampler
+from ..progress import Progress
+from ..results.rows import ResultRow, utc_now
+from ..results.writer import ResultWriter
+from ..vocabulary import BrowserName, Outcome, Platform
+from .page import visit_page
+from .protocol import PageDataError, PageReply, parse_page_reply, probe_spec
+from .server import Job, JobServer
+
+RunHook = Callable[[RunSpec, BrowserSession, Job], Awaitable[None]]
+PROBE_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    timing: TimingConfig = TimingConfig()
+    binaries: dict[BrowserName, str] = field(default_factory=dict)
+    drivers: dict[BrowserName, str] = field(default_factory=dict)
+    on_run_start: RunHook | None = None
+    """Called (as a task) when a run's page is opened; tests use it to kill a browser mid-run."""
+    progress: Progress | None = None
+
+
+def _no_row(run: RunSpec, outcome: Outcome, reason: str, **kw: Any) -> tuple[ResultRow, dict[str, Any]]:
+    row = ResultRow.without_measurement(run, outcome, reason, **kw)
+    return row, {"outcome": row.outcome, "reason": row.reason}
+
+
+class BrowserRunner:
+    """Owns one browser for the runs of a sweep: (re)launches it, runs pages, records rows.
+    Also what engines may ask of the browser before they build a job (``BrowserFacts``)."""
+
+    def __init__(self, server: JobServer, resolved: ResolvedBrowser, writer: ResultWriter,
+                 options: SweepOptions) -> None:
+        self.server = server
+        self.resolved = resolved
+        self.writer = writer
+        self.options = options
+        self.session: BrowserSession | None = None
+        self._webnn: dict[str, dict[str, Any]] = {}  # per device type, for the current session
+
+    async def ensure_session(self) -> BrowserSession:
+        if self.session is not None and self.session.is_alive():
+            return self.session
+        await self.close()
+        session = await asyncio.to_thread(launch, self.resolved)
+        self.writer.record_browser(
+            self.resolved.product.name,
+            {
+                "version": session.version,
+                "binary": str(self.resolved.binary),
+                "driver": str(self.resolved.driver) if self.resolved.driver else "",
+                "driver_kind": self.resolved.driver_kind.value,
+                "launch_args": list(session.launch_args),
+                "prefs": dict(self.resolved.product.prefs),
+            },
+        )
+        self.session = session
+        return session
+
+    async def close(self) -> None:
+        if self.session is not None:
+            await asyncio.to_thread(self.session.close)
+        self.session = None
+        self._webnn = {}
+
+    async def webnn_context(self, device: str) -> dict[str, Any]:
+        return (await self.webnn_capabilities([device]))[device]
+
+    async def webnn_capabilities(self, devices: Sequence[str]) -> dict[str, Any]:
+        """Ask the page which WebNN contexts exist and what they support (a 'probe' job)."""
+        session = await self.ensure_session()
+        missing = [d for d in devices if d not in self._webnn]
+        if missing:
+            reply = await visit_page(self.server, session, probe_spec(missing), {}, PROBE_TIMEOUT_S)
+            if reply.outcome is not Outcome.OK:
+                if reply.outcome in (Outcome.CRASH, Outcome.TIMEOUT):
+                    await self.close()
+                raise RuntimeError(f"WebNN capability probe: {reply.outcome}: {reply.reason}")
+            payload = reply.payload if isinstance(reply.payload, dict) else {}
+            webnn = payload.get("webnn") if isinstance(payload.get("webnn"), dict) else {}
+            contexts = webnn.get("contexts") if isinstance(webnn.get("contexts"), dict) else {}
+            for device in missing:
+                if not webnn.get("present"):
+                    info = {"available": False, "error": str(webnn.get("reason") or "no WebNN")}
+                else:
+                    ctx = contexts.get(device)
+                    info = ctx if isinstance(ctx, dict) else {"available": False, "error": "no answer"}
+                self._webnn[device] = info
+            self.writer.record_browser(
+                self.resolved.product.name,
+                {"probe": payload.get("probe"), "webnn": dict(self._webnn), "probe_utc": utc_now()},
+            )
+        return {d: self._webnn[d] for d in devices}
+
+    async def run(self, run: RunSpec) -> ResultRow:
+        try:
+            row, samples = await self._run(run)
+        except Exception:  # noqa: BLE001 - a harness bug costs this row, not the sweep
+            self.writer.log_harness_error(run.label, traceback.format_exc())
+            lines = traceback.format_exc().strip().splitlines()
+            row, samples = _no_row(run, Outcome.ERROR,
+                                   f"harness error: {lines[-1]} (traceback in {self.writer.log_path.name})")
+        self.writer.add(row, samples)
+        if row.outcome in (Outcome.CRASH, Outcome.TIMEOUT):
+            await self.close()
+        return row
+
+    async def _run(self, run: RunSpec) -> tuple[ResultRow, dict[str, Any]]:
+        engine = engine_for(run.engine, run.platform)
+        if engine is None:  # the plan is validated; a resumed plan from elsewhere may not be
+            return _no_row(run, Outcome.UNSUPPORTED, f"engine {run.engine} does not run {run.platform}")
+        try:
+            session = await self.ensure_session()
+        except Exception as exc:  # noqa: BLE001 - any launch error is this run's failure
+            return _no_row(run, Outcome.FAILED, f"browser failed to start: {first_line(exc)}")
+        timing = self.options.timing
+        job = await engine.job(run, timing, self)
+        if isinstance(job, Refusal):
+            row, samples = _no_row(run, job.outcome, job.reason, browser_version=session.version)
+            return row, samples | job.details
+        return await self._measure(run, engine, job, session, timing)
+
+    async def _measure(self, run: RunSpec, engine: Engine, job: EngineJob, session: BrowserSession,
+                       timing: TimingConfig) -> tuple[ResultRow, dict[str, Any]]:
+        hook = self.options.on_run_start
+        pages: list[PageReply] = []
+        outputs: list[bytes | None] = []
+        page: PageReply | None = None
+        outcome, reason = Outcome.OK, ""
+        peaks: list[MemoryFigures] = []
+
+        async def on_open(page_job: Job) -> None:
+            if hook is not None:
+                await hook(run, session, page_job)
+
+        for _ in range(timing.repeat):
+            page = None
+            sampler = TreeSampler(session.pid)
+            await sampler.mark_baseline()  # the browser at rest, before this page loads
+            sampler.start()
+            try:
+                visit = await visit_page(self.server, session, job.spec, job.tensors,
+                                         timing.timeout_s / timing.repeat, on_open)
+            finally:
+                figures = await sampler.stop()
+            peaks.append(figures)
+            outcome, reason = visit.outcome, visit.reason
+            if visit.outcome is not Outcome.OK:
+                break
+            try:
+                page = parse_page_reply(visit.payload, timing.max_iterations)
+            except PageDataError as exc:
+                outcome, reason, page = Outcome.FAILED, f"page sent malformed data: {exc}", None
+                break
+            outcome, reason = Outcome(page.status), page.reason
+            if page.probe and run.platform is Platform.WEBGPU:
+                self.writer.record_browser(run.browser, {"probe": page.probe, "probe_utc": utc_now()})
+            if page.status != "ok":
+                break
+            pages.append(page)
+            outputs.append(visit.output)
+        if (job.refusal_is_unsupported and outcome is Outcome.FAILED and page is not None
+                and page.stage in engine.refusal_stages):
+            outcome = Outcome.UNSUPPORTED  # it refused what its context does not list: its answer
+        if job.note:
+            reason = f"{job.note}; browser said: {reason}" if reason else job.note
+        base = replace(
+            ResultRow.without_measurement(
+                run, outcome, reason, browser_version=session.version,
+                adapter=adapter_label(pages[0].probe) if pages and run.platform is Platform.WEBGPU else "",
+                weight_format=job.weight_format,
+            ),
+            weight_dtype=job.weight_dtype,
+            scale_dtype=job.scale_dtype,
+            zero_point_dtype=job.zero_point_dtype,
+        )
+        if outcome is not Outcome.OK or not pages:
+            return base, {"outcome": outcome.value, "reason": reason, **job.details}
+        try:
+            executed = [engine.interpret(run, job, p) for p in pages]
+        except PageDataError as exc:
+            failed = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
+            return failed, {"outcome": failed.outcome, "reason": failed.reason, **job.details}
+        row, samples = measured_row(base, run, job, pages, executed, outputs, timing,
+                                    MemoryFigures.over_pages(peaks))
+        return row, {**samples, **job.details}
+
+
+def asset_mounts() -> dict[str, Any]:
+    """URL prefix -> folder for every registered engine's page assets (e.g. ORT's bundle)."""
+    mounts: dict[str, Any] = {}
+    for engine in ENGINES:
+        mounts |= engine.assets()
+    return mounts
+
+
+async def run_sweep(
+    plan: Sequence[RunSpec], writer: ResultWriter, options: SweepOptions = SweepOptions()
+) -> list[ResultRow]:
+    rows: list[ResultRow] = []
+    total = len(plan)
+    async with JobServer(asset_mounts()) as server:
+        for browser, group in itertools.groupby(plan, key=lambda r: r.browser):
+            runs = list(group)
+            try:
+                resolved = resolve(browser, options.binaries.get(browser), options.drivers.get(browser))
+            except BrowserUnavailable as exc:
+                for run in runs:
+                    if options.progress:
+                        options.progress.started(run, len(rows) + 1, total)
+                    row, samples = _no_row(run, Outcome.UNAVAILABLE, str(exc))
+                    writer.add(row, samples)
+                    rows.append(row)
+                    if options.progress:
+                        options.progress.finished(run, row, len(rows), total)
+                continue
+            runner = BrowserRunner(server, resolved, writer, options)
+            try:
+                for run in runs:
+                    if options.progress:
+                        options.progress.started(run, len(rows) + 1, total)
+                    row = await runner.run(run)
+                    rows.append(row)
+                    if options.progress:
+                        options.progress.finished(run, row, len(rows), total)
+            finally:
+                await runner.close()
+    return rows

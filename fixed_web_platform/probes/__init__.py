@@ -1,0 +1,1 @@
+"""Probes: what is measured or read about the browser around a run (memory, adapter)."""

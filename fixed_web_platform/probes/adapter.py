@@ -1,0 +1,17 @@
+"""The one place a WebGPU adapter's label is built from what the page's probe reported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def adapter_label(probe: Any, *, mark_fallback: bool = True) -> str:
+    """'vendor/architecture/device (fallback)' from a page probe (or its ``webgpu`` part); empty
+    when there is no adapter, '(not disclosed)' when the browser hides its identity."""
+    gpu = probe.get("webgpu", probe) if isinstance(probe, dict) else None
+    if not isinstance(gpu, dict) or not gpu.get("available"):
+        return ""
+    adapter = gpu.get("adapter") if isinstance(gpu.get("adapter"), dict) else {}
+    label = "/".join(str(adapter[k]) for k in ("vendor", "architecture", "device") if adapter.get(k))
+    label = label or "(not disclosed)"
+    return f"{label} (fallback)" if mark_fallback and adapter.get("isFallbackAdapter") else label

@@ -1,0 +1,39 @@
+"""Starting, resuming and running a sweep: the one path the CLI and the Python API share.
+
+A new sweep gets its folder and its plan.json before any browser starts; a resumed sweep reads
+its plan back and runs only what has no row on disk yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .harness.runner import SweepOptions, run_sweep
+from .plan import RunSpec, TimingConfig, load_plan, save_plan
+from .results.rows import ResultRow
+from .results.writer import ResultWriter, new_results_dir
+
+
+def start(plan: Sequence[RunSpec], timing: TimingConfig, *, output_dir: Path | None = None,
+          label: str = "sweep") -> ResultWriter:
+    """A fresh results folder (never an earlier sweep's) with the plan saved in it."""
+    if output_dir is not None and (output_dir / "results.csv").exists():
+        raise ValueError(f"output folder {output_dir} already holds a sweep; resume it, or choose "
+                         "another folder")
+    writer = ResultWriter(output_dir or new_results_dir(label))
+    save_plan(writer.directory, plan, timing)
+    return writer
+
+
+def resume(directory: Path) -> tuple[list[RunSpec], list[RunSpec], TimingConfig, ResultWriter]:
+    """(whole plan, runs still to do, timing, writer appending to the folder's files)."""
+    plan, timing = load_plan(directory)
+    writer = ResultWriter(directory, resume=True)
+    done = writer.done_run_ids()
+    return plan, [r for r in plan if r.run_id not in done], timing, writer
+
+
+async def execute(plan: Sequence[RunSpec], writer: ResultWriter,
+                  options: SweepOptions = SweepOptions()) -> list[ResultRow]:
+    return await run_sweep(plan, writer, options)

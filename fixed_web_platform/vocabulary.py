@@ -1,0 +1,96 @@
+"""The vocabulary of a sweep: closed sets (StrEnums) and the constants every module shares.
+
+Each rule that checks a user's word against these sets lives here once (``parse_bits``...), and
+every entry point (CLI, Python API, plan files) goes through it.
+"""
+
+from __future__ import annotations
+
+import enum
+
+SCHEMA_VERSION = 3
+"""Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
+v3: engine and executed_on columns, the ``error`` outcome, ORT thread count."""
+
+PROTOCOL_VERSION = 1
+"""Version of the page protocol (job spec the page fetches, reply it posts)."""
+
+
+class Platform(enum.StrEnum):
+    """The browser API a run goes through. ``wasm`` is ONNX Runtime Web's CPU provider."""
+
+    WEBGPU = "webgpu"
+    WEBNN = "webnn"
+    WASM = "wasm"
+
+
+class EngineName(enum.StrEnum):
+    """Who builds the work for the page: the harness's own kernels/graphs, or ONNX Runtime Web."""
+
+    HARNESS = "harness"
+    ORT = "ort"
+
+
+class BrowserName(enum.StrEnum):
+    CHROME = "chrome"
+    EDGE = "edge"
+    FIREFOX = "firefox"
+    SAFARI = "safari"
+
+
+class Outcome(enum.StrEnum):
+    """What happened to one planned run. Only ``ok`` rows carry measured figures."""
+
+    OK = "ok"
+    UNSUPPORTED = "unsupported"  # the browser lacks a feature the run needs; reason names it
+    FAILED = "failed"  # the browser (or page) raised an error; reason is its message
+    TIMEOUT = "timeout"  # no result within the run's time limit; the browser was restarted
+    CRASH = "crash"  # the browser process, or the page's renderer, died during the run
+    INVALID = "invalid"  # it ran, but the kernel's output is wrong beyond tolerance
+    UNAVAILABLE = "unavailable"  # the browser (or its driver) is not installed here
+    ERROR = "error"  # a bug in the harness itself (traceback in the run's harness.log)
+
+    @property
+    def is_failure(self) -> bool:
+        """Outcomes that make the sweep exit 1: something broke, as opposed to 'cannot run here'."""
+        return self in (Outcome.FAILED, Outcome.TIMEOUT, Outcome.CRASH, Outcome.INVALID,
+                        Outcome.ERROR)
+
+
+class PrecisionMode(enum.StrEnum):
+    STANDARD = "standard"
+    EXPERIMENTAL = "experimental"
+
+
+class TimingSource(enum.StrEnum):
+    """Where a row's headline latency comes from."""
+
+    GPU_TIMESTAMP = "gpu-timestamp"
+    WALL_CLOCK = "wall-clock"
+
+
+WEBNN_DEVICES = ("cpu", "gpu", "npu")
+
+SUPPORTED_BITS = (32, 16, 8, 4, 2)
+"""32 is the float32 baseline; 16 is float16 weights; 8/4/2 are packed integer weights."""
+DEFAULT_BITS = SUPPORTED_BITS
+DEFAULT_BLOCK_SIZE = 32
+
+
+def parse_bits(value: object) -> int:
+    """The one check of a bits value (CLI, API and plan files): ValueError with one line."""
+    try:
+        bits = int(str(value))
+    except ValueError:
+        raise ValueError(f"bits {value!r} is not an integer") from None
+    if bits not in SUPPORTED_BITS:
+        raise ValueError(f"bits {bits} is not supported; choose from {' '.join(map(str, SUPPORTED_BITS))}")
+    return bits
+
+
+def parse_enum(kind: type[enum.StrEnum], value: object, what: str) -> enum.StrEnum:
+    """A user's word as a member of ``kind``, or ValueError naming the choices."""
+    try:
+        return kind(str(value).lower())
+    except ValueError:
+        raise ValueError(f"unknown {what} {value!r}; choose from {', '.join(m.value for m in kind)}") from None
