@@ -78,7 +78,7 @@ def test_resume_skips_runs_already_on_disk(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 of 3 runs already on disk, 1 to go" in proc.stdout
-    assert "[1/1] chrome webgpu 2-bit" in proc.stdout
+    assert "[1/1] chrome harness/webgpu 2-bit" in proc.stdout
     with (tmp_path / "results.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [int(r["run_id"]) for r in rows] == [0, 1, 2]

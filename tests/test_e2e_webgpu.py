@@ -141,7 +141,7 @@ def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[1/1] chrome webgpu 4-bit 4x64x64: ok" in proc.stdout
+    assert "[1/1] chrome harness/webgpu 4-bit 4x64x64: ok" in proc.stdout
     with (out / "results.csv").open() as f:
         (row,) = list(csv.DictReader(f))
     assert set(ResultRow.columns()) == set(row)

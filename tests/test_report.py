@@ -131,7 +131,7 @@ def test_markdown_has_both_tables(built):
     summary_part, rest = md.split("## Runs without a measurement (not ok)")
     assert "## Summary (ok runs)" in summary_part
     for bits in ALL_BITS:
-        assert re.search(rf"^\| chrome \| webgpu \| {SMALL.name} \| {SMALL.shape} \| {bits} \| {bits} \|",
+        assert re.search(rf"^\| chrome \| harness \| webgpu \| webgpu \| {SMALL.name} \| {SMALL.shape} \| {bits} \| {bits} \|",
                          summary_part, re.M), bits
     edge_lines = [line for line in rest.splitlines() if line.startswith("|") and "| edge |" in line]
     assert len(edge_lines) == len(EDGE_BITS)
