@@ -1,0 +1,200 @@
+"""Every registered engine and browser loads (wptrunner's "every product loads"), and each engine
+reads a page's reply into what ran, using fake replies where a real browser is not the point."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from fixed_web_platform.browsers import PRODUCTS, DriverKind
+from fixed_web_platform.browsers.sessions import LAUNCHERS
+from fixed_web_platform.engines import ENGINES, engine_for, engines_for_platform
+from fixed_web_platform.engines.base import Engine, EngineJob, Refusal
+from fixed_web_platform.harness.protocol import PageDataError, PageReply
+from fixed_web_platform.paths import WEB_DIR
+from fixed_web_platform.plan import RunSpec, TimingConfig, build_plan
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
+from fixed_web_platform.workloads import MatmulWorkload
+
+W = MatmulWorkload("tiny", 2, 64, 16)
+TIMING = TimingConfig(min_iterations=1, max_iterations=4)
+
+
+class FakeBrowser:
+    """What an engine may ask of a browser, answered from a dict."""
+
+    def __init__(self, contexts: dict[str, dict]) -> None:
+        self.contexts = contexts
+        self.asked: list[str] = []
+
+    async def webnn_context(self, device: str) -> dict:
+        self.asked.append(device)
+        return self.contexts.get(device, {"available": False, "error": "no such device"})
+
+
+LIMITS = {
+    "dequantizeLinear": {"input": {"dataTypes": ["int8", "uint8", "int4"]},
+                         "zeroPoint": {"dataTypes": ["int8", "uint8", "int4"]}},
+    "matmul": {"a": {"dataTypes": ["float32", "float16"]}, "b": {"dataTypes": ["float32", "float16"]}},
+    "constant": {"dataTypes": ["float32", "float16", "int8", "uint8", "int4"]},
+}
+
+
+def _run(engine: EngineName, platform: Platform, bits: int,
+         mode: PrecisionMode = PrecisionMode.STANDARD) -> RunSpec:
+    return build_plan([BrowserName.CHROME], [platform], [W], [bits], engines=[engine],
+                      precision_mode=mode)[0]
+
+
+def _job(engine: Engine, run: RunSpec, browser: FakeBrowser | None = None) -> EngineJob | Refusal:
+    return asyncio.run(engine.job(run, TIMING, browser or FakeBrowser({"cpu": {"available": True,
+                                                                              "limits": LIMITS}})))
+
+
+def _reply(**fields: object) -> PageReply:
+    return PageReply(status="ok", compute_dtype="f32", wall_ms=(1.0,), cold_ms=1.0, compile_ms=1.0,
+                     **fields)
+
+
+# ------------------------------------------------------------------------------ every product loads
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=lambda e: f"{e.name}-{e.platform}")
+def test_every_engine_loads_and_has_its_page_runner(engine: Engine) -> None:
+    assert engine_for(engine.name, engine.platform) is engine
+    assert (WEB_DIR / "engines" / f"{engine.runner}.js").is_file()
+    job = _job(engine, _run(engine.name, engine.platform, 8))
+    assert isinstance(job, EngineJob)
+    spec = job.spec.to_json()
+    assert spec["runner"] == engine.runner and spec["engine"] == engine.name
+    assert set(spec["bindings"]) == set(job.tensors)
+
+
+def test_registry_is_one_engine_per_name_and_platform() -> None:
+    pairs = [(e.name, e.platform) for e in ENGINES]
+    assert len(pairs) == len(set(pairs))
+    assert engines_for_platform(Platform.WASM) == [EngineName.ORT]
+    assert engine_for(EngineName.HARNESS, Platform.WASM) is None
+
+
+@pytest.mark.parametrize("name", list(BrowserName))
+def test_every_browser_product_loads(name: BrowserName) -> None:
+    product = PRODUCTS[name]
+    assert product.name is name and product.binaries and product.install_hint
+    kinds = [product.driver_kind, product.fallback_driver_kind]
+    assert all(k in LAUNCHERS for k in kinds if k is not None)
+    assert set(LAUNCHERS) == set(DriverKind)
+
+
+# ----------------------------------------------------------------------------------- the plan
+
+
+def test_plan_pairs_only_what_an_engine_runs() -> None:
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WASM], [W], [4],
+                      engines=[EngineName.HARNESS, EngineName.ORT])
+    assert [(r.engine, r.platform) for r in plan] == [
+        (EngineName.HARNESS, Platform.WEBGPU), (EngineName.ORT, Platform.WEBGPU),
+        (EngineName.ORT, Platform.WASM)]
+    with pytest.raises(ValueError, match="no chosen engine runs platform wasm"):
+        build_plan([BrowserName.CHROME], [Platform.WASM], [W], [4], engines=[EngineName.HARNESS])
+
+
+# ------------------------------------------------------------------------------------ WGSL
+
+
+def test_wgsl_reads_bits_from_the_bound_buffer() -> None:
+    engine = engine_for(EngineName.HARNESS, Platform.WEBGPU)
+    run = _run(EngineName.HARNESS, Platform.WEBGPU, 4)
+    job = _job(engine, run)
+    good = engine.interpret(run, job, _reply(shader="matmul_quant.wgsl",
+                                             weight_buffer_bytes=W.n * W.k // 2))
+    assert (good.bits, good.compute_dtype, good.executed_on, good.problem) == (4, "f32", "webgpu", "")
+    wide = engine.interpret(run, job, _reply(shader="matmul_quant.wgsl", weight_buffer_bytes=W.n * W.k))
+    assert wide.bits == 8 and "not 4-bit" in wide.problem
+    other = engine.interpret(run, job, _reply(shader="matmul_f32.wgsl", weight_buffer_bytes=1))
+    assert "did not offer" in other.problem
+    with pytest.raises(PageDataError, match="weight_buffer_bytes"):
+        engine.interpret(run, job, _reply(shader="matmul_quant.wgsl"))
+
+
+def test_wgsl_job_carries_composed_kernels_and_the_dispatch() -> None:
+    engine = engine_for(EngineName.HARNESS, Platform.WEBGPU)
+    job = _job(engine, _run(EngineName.HARNESS, Platform.WEBGPU, 16))
+    options = job.spec.options
+    assert [v["shader"] for v in options["variants"]] == ["matmul_f16.wgsl", "matmul_f16_unpack.wgsl"]
+    f16 = options["variants"][0]["source"]
+    assert f16.startswith("enable f16;") and "fn main(" in f16 and "fn accumulate(" in f16
+    assert "{TILE_M}" not in f16
+    assert options["layout"] == ["x", "out", "w"]
+    assert options["workgroups"] == [1, 1]  # 16 columns / 64, 2 rows / 4
+
+
+# ------------------------------------------------------------------------------------ WebNN
+
+
+def test_webnn_refuses_before_loading_a_page_when_there_is_no_context() -> None:
+    engine = engine_for(EngineName.HARNESS, Platform.WEBNN)
+    browser = FakeBrowser({"cpu": {"available": False, "error": "NotSupportedError: nope"}})
+    refusal = _job(engine, _run(EngineName.HARNESS, Platform.WEBNN, 8), browser)
+    assert isinstance(refusal, Refusal) and refusal.outcome is Outcome.UNSUPPORTED
+    assert "NotSupportedError: nope" in refusal.reason and browser.asked == ["cpu"]
+
+
+def test_webnn_standard_mode_upgrades_4_bit_and_reads_the_operand() -> None:
+    engine = engine_for(EngineName.HARNESS, Platform.WEBNN)
+    run = _run(EngineName.HARNESS, Platform.WEBNN, 4)
+    job = _job(engine, run)
+    assert job.weight_dtype == "int8" and "standard precision mode ran it as 8-bit" in job.note
+    ran = engine.interpret(run, job, _reply(weight_operand_dtype="int8"))
+    assert (ran.bits, ran.problem) == (8, "")
+    lied = engine.interpret(run, job, _reply(weight_operand_dtype="int4"))
+    assert "held weights as int4, not int8" in lied.problem
+    with pytest.raises(PageDataError):
+        engine.interpret(run, job, _reply())
+
+
+def test_webnn_experimental_asks_for_int4_and_a_refusal_is_the_browsers_answer() -> None:
+    engine = engine_for(EngineName.HARNESS, Platform.WEBNN)
+    job = _job(engine, _run(EngineName.HARNESS, Platform.WEBNN, 2, PrecisionMode.EXPERIMENTAL))
+    assert job.weight_dtype == "int2" and job.refusal_is_unsupported
+    assert "build" in engine.refusal_stages
+
+
+# ------------------------------------------------------------------------------------ ORT
+
+
+@pytest.mark.parametrize("platform", [Platform.WEBGPU, Platform.WEBNN, Platform.WASM])
+def test_ort_job_is_a_model_from_the_same_quantized_values(platform: Platform) -> None:
+    engine = engine_for(EngineName.ORT, platform)
+    harness = _job(engine_for(EngineName.HARNESS, Platform.WEBGPU), _run(EngineName.HARNESS, Platform.WEBGPU, 4))
+    job = _job(engine, _run(EngineName.ORT, platform, 4))
+    assert list(job.tensors) == ["x", "model"] and job.tensors["x"] == harness.tensors["x"]
+    assert job.tensors["model"][:2] != b""  # serialized ONNX
+    assert job.spec.options["provider"] == platform.value
+    assert job.weight_dtype == "uint4"  # harness int4 shifted by 8, zero points too
+    assert (job.prepared.ref_dequantized == harness.prepared.ref_dequantized).all()
+
+
+def test_ort_fallback_is_a_note_with_the_providers_words() -> None:
+    engine = engine_for(EngineName.ORT, Platform.WEBNN)
+    run = _run(EngineName.ORT, Platform.WEBNN, 4)
+    job = _job(engine, run)
+    ran = engine.interpret(run, job, _reply(executed_on="wasm", fallback="uint4 not supported"))
+    assert (ran.bits, ran.executed_on, ran.problem) == (4, "wasm", "")
+    assert "placed the weight-bearing node on wasm" in ran.note and "uint4 not supported" in ran.note
+    native = engine.interpret(run, job, _reply(executed_on="webnn"))
+    assert native.note == "" and native.executed_on == "webnn"
+    with pytest.raises(PageDataError, match="executed_on"):
+        engine.interpret(run, job, _reply(executed_on="cuda"))
+    with pytest.raises(PageDataError):
+        engine.interpret(run, job, _reply())
+
+
+def test_ort_16_bit_is_judged_with_the_f16_tolerance() -> None:
+    engine = engine_for(EngineName.ORT, Platform.WEBGPU)
+    run = _run(EngineName.ORT, Platform.WEBGPU, 16)
+    job = _job(engine, run)
+    assert engine.interpret(run, job, _reply(executed_on="webgpu")).compute_dtype == "f16"
+    assert replace(job, note="x").note == "x"

@@ -1,0 +1,92 @@
+"""Unit tests for the job server: tokens, tensors and bodies are checked, never trusted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import pytest
+
+from fixed_web_platform.harness import server as server_module
+from fixed_web_platform.harness.server import JobServer
+
+
+async def _with_job(check, *, max_post: int | None = None):  # noqa: ANN001, ANN202
+    if max_post is not None:
+        server_module.MAX_POST_BYTES, saved = max_post, server_module.MAX_POST_BYTES
+    try:
+        async with JobServer() as server, aiohttp.ClientSession() as http:
+            job = server.add_job({"runner": "wgsl"}, {"x": b"\x01\x02\x03\x04"})
+            base = f"{server.base_url}/api/jobs/{job.job_id}"
+            return await check(server, job, http, base)
+    finally:
+        if max_post is not None:
+            server_module.MAX_POST_BYTES = saved
+
+
+def test_listens_on_loopback_only() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        assert server.base_url.startswith("http://127.0.0.1:")
+        assert f"token={job.token}" in server.job_url(job)
+    asyncio.run(_with_job(check))
+
+
+@pytest.mark.parametrize("path", ["/spec", "/tensors/x"])
+@pytest.mark.parametrize("token", ["", "wrong"])
+def test_bad_or_missing_token_is_403(path: str, token: str) -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async with http.get(f"{base}{path}?token={token}") as r:
+            assert r.status == 403
+        async with http.post(f"{base}/result?token={token}", data=b"{}") as r:
+            assert r.status == 403
+        assert not job.result.done()
+    asyncio.run(_with_job(check))
+
+
+def test_unknown_job_is_403_and_missing_tensor_is_404() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async with http.get(f"{server.base_url}/api/jobs/nope/spec?token={job.token}") as r:
+            assert r.status == 403
+        async with http.get(f"{base}/tensors/w?token={job.token}") as r:
+            assert r.status == 404
+        async with http.get(f"{base}/tensors/x?token={job.token}") as r:
+            assert r.status == 200 and await r.read() == b"\x01\x02\x03\x04"
+        async with http.get(f"{base}/spec?token={job.token}") as r:
+            assert (await r.json())["job_id"] == job.job_id
+            assert r.headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+    asyncio.run(_with_job(check))
+
+
+def test_unreadable_result_body_is_a_failed_reply_not_a_crash() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async with http.post(f"{base}/result?token={job.token}", data=b"\xff{not json") as r:
+            assert r.status == 200
+        payload = job.result.result()
+        assert payload["status"] == "failed" and "unreadable" in payload["reason"]
+    asyncio.run(_with_job(check))
+
+
+def test_result_that_is_not_an_object_is_failed() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async with http.post(f"{base}/result?token={job.token}", data=json.dumps([1, 2])) as r:
+            assert r.status == 200
+        assert job.result.result()["status"] == "failed"
+    asyncio.run(_with_job(check))
+
+
+def test_oversized_body_is_refused() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async with http.post(f"{base}/output?token={job.token}", data=b"0" * 4096) as r:
+            assert r.status == 413
+        assert job.output is None
+    asyncio.run(_with_job(check, max_post=1024))
+
+
+def test_first_result_wins() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        for status in ("ok", "failed"):
+            async with http.post(f"{base}/result?token={job.token}", json={"status": status}) as r:
+                assert r.status == 200
+        assert job.result.result()["status"] == "ok"
+    asyncio.run(_with_job(check))
