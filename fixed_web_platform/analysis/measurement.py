@@ -31,6 +31,7 @@ def samples_record(pages: Sequence[PageReply], timing_source: str, outcome: str)
         "gpu_ms": [s for p in pages for s in p.gpu_ms or ()] if gpu_ok else None,
         "samples_per_page": [len(p.wall_ms) for p in pages],
         "compile_ms": [p.compile_ms for p in pages],
+        "gpu_note": next((p.gpu_note for p in pages if p.gpu_note), ""),
     }
 
 

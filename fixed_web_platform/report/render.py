@@ -130,7 +130,8 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
         if column not in rows:
             rows[column] = 0
     numeric = ("run_id", "repetition", "m", "k", "n", "bits_requested", "bits_executed",
-               "block_size", "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "n_samples",
+               "block_size", "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "wall_ms_median",
+               "n_samples",
                "gflops", "weight_bytes", "weight_bytes_f32", "rel_error_vs_float", "snr_db",
                "rel_error_vs_dequantized", *MEMORY_COLUMNS)
     for column in numeric:
@@ -217,7 +218,7 @@ def summary_table(rows: pd.DataFrame,
         rec["latency_ms_p10"], rec["latency_ms_p90"] = spread
         flops = 2.0 * rec["m"] * rec["k"] * rec["n"]
         rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
-        for column in ("weight_bytes", "weight_bytes_f32", *memory, "rel_error_vs_float",
+        for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", *memory, "rel_error_vs_float",
                        "snr_db", "rel_error_vs_dequantized"):
             rec[column] = group[column].median() if column in group else math.nan
         wb, wf = rec["weight_bytes"], rec["weight_bytes_f32"]
@@ -241,8 +242,8 @@ def summary_table(rows: pd.DataFrame,
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
                "device_type", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
                "bits_executed", "runs", "n_samples", "timing_source", "latency_ms_median",
-               "latency_ms_p10", "latency_ms_p90", "gflops", "speedup_vs_16bit", "speedup_vs_f32",
-               "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
+               "latency_ms_p10", "latency_ms_p90", "wall_ms_median", "gflops", "speedup_vs_16bit",
+               "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
                "compression", *memory, "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
                "fallback", *(["unstable", "instability"] if has_unstable else [])]
     derived = ("speedup_vs_16bit", "speedup_vs_f32", "latency_vs_harness")
@@ -256,11 +257,15 @@ def summary_table(rows: pd.DataFrame,
             base.rename(columns={"latency_ms_median": "_base"}), on=list(BASELINE_KEY), how="left"
         )
         table[column] = merged["_base"].to_numpy() / table["latency_ms_median"].to_numpy()
+    # Set against the harness on one timing source: the headline when both rows have the same,
+    # else wall clock (ORT Web gives the page no GPU timestamps; the harness's rows have both).
     harness = table[table["engine"] == "harness"].drop_duplicates(list(PEER_KEY))
-    merged = table[list(PEER_KEY)].merge(
-        harness[[*PEER_KEY, "latency_ms_median"]].rename(columns={"latency_ms_median": "_harness"}),
-        on=list(PEER_KEY), how="left")
-    ratio = table["latency_ms_median"].to_numpy() / merged["_harness"].to_numpy()
+    peer = harness[[*PEER_KEY, "latency_ms_median", "wall_ms_median", "timing_source"]].rename(
+        columns={"latency_ms_median": "_h_ms", "wall_ms_median": "_h_wall", "timing_source": "_h_src"})
+    merged = table[list(PEER_KEY)].merge(peer, on=list(PEER_KEY), how="left")
+    same = (merged["_h_src"] == table["timing_source"]).to_numpy()
+    ratio = np.where(same, table["latency_ms_median"].to_numpy() / merged["_h_ms"].to_numpy(),
+                     table["wall_ms_median"].to_numpy() / merged["_h_wall"].to_numpy())
     table["latency_vs_harness"] = np.where(table["engine"].to_numpy() == "harness", np.nan, ratio)
     table["bits_requested"] = table["bits_requested"].astype("int64")
     table["bits_executed"] = table["bits_executed"].astype("Int64")
@@ -268,17 +273,22 @@ def summary_table(rows: pd.DataFrame,
 
 
 def _ordered(table: pd.DataFrame) -> pd.DataFrame:
-    """Sweep, browser, platform, ... in order of first appearance; bits 32 -> 2."""
+    """Sweep, browser, workload, ... in order of first appearance; then bits 32 -> 2, and the
+    engines and platforms of one bits value side by side."""
     table = table.copy()
     rank_cols = []
-    for column in ("sweep", "browser", "workload", "precision_mode", "device_type", "engine",
-                   "platform"):
+    for column in ("sweep", "browser", "precision_mode", "device_type", "workload"):
         order = {v: i for i, v in enumerate(dict.fromkeys(table[column]))}
         table[f"_rank_{column}"] = table[column].map(order)
         rank_cols.append(f"_rank_{column}")
     table["_rank_bits"] = -table["bits_requested"]
-    table = table.sort_values([*rank_cols, "_rank_bits"], kind="stable")
-    return table.drop(columns=[*rank_cols, "_rank_bits"])
+    rank_cols.append("_rank_bits")
+    for column in ("engine", "platform"):
+        order = {v: i for i, v in enumerate(dict.fromkeys(table[column]))}
+        table[f"_rank_{column}"] = table[column].map(order)
+        rank_cols.append(f"_rank_{column}")
+    table = table.sort_values(rank_cols, kind="stable")
+    return table.drop(columns=rank_cols)
 
 
 def not_ok_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -683,7 +693,8 @@ NOTES = (
     "divided by this row's, for the same sweep, browser, engine, platform and workload (blank when "
     "that row has no ok run). Latency vs harness (engines other than the harness, e.g. ONNX Runtime "
     "Web) is this row's median over the harness row's for the same browser, platform, workload and "
-    "bits: above 1x the harness is faster. Compression = float32 weight bytes / weight bytes the kernel reads (packed "
+    "bits, on one timing source (GPU timestamps when both rows have them, else wall clock from "
+    "submit to completion): above 1x the harness is faster. Compression = float32 weight bytes / weight bytes the kernel reads (packed "
     "weights + scales + zero points). Relative error vs float compares with the float64 result on "
     "the original weights (what quantization costs); the kernel error compares with the float64 "
     "result on the dequantized weights (is the kernel right). A fallback means the browser ran "
