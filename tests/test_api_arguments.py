@@ -13,7 +13,7 @@ import pytest
 import fixed_web_platform.api as api
 import fixed_web_platform.sweep as sweep_module
 from fixed_web_platform.api import run_real_webgpu_test, run_real_webnn_test
-from fixed_web_platform.vocabulary import BrowserName, Platform, PrecisionMode
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -149,3 +149,22 @@ def test_top_level_script_module_exposes_coroutine_functions(monkeypatch: pytest
     assert module.run_real_webnn_test is api.run_real_webnn_test
     assert module.run_real_webgpu_test is api.run_real_webgpu_test
     assert callable(module.main)
+
+
+def test_api_saves_the_plan_first_and_a_sweep_can_be_resumed(fake_sweep: list, tmp_path: Path) -> None:
+    """The API takes the CLI's path: plan.json is on disk before anything runs, and resume_test
+    runs exactly what has no row yet."""
+    out = tmp_path / "api"
+    asyncio.run(api.run_real_test(["webgpu", "wasm"], engines=["harness", "ort"], bits=[8, 4],
+                                  shapes=["2x64x16"], output_dir=out))
+    plan, writer = fake_sweep[-1]
+    assert (out / "plan.json").is_file() and writer.directory == out
+    assert [(r.engine, r.platform) for r in plan[:3]] == [
+        (EngineName.HARNESS, Platform.WEBGPU), (EngineName.ORT, Platform.WEBGPU),
+        (EngineName.ORT, Platform.WASM)]
+    from fixed_web_platform.results.rows import ResultRow
+
+    writer.add(ResultRow.without_measurement(plan[0], Outcome.UNSUPPORTED, "pretend"), {})
+    asyncio.run(api.resume_test(out))
+    resumed, _ = fake_sweep[-1]
+    assert [r.run_id for r in resumed] == [r.run_id for r in plan[1:]]

@@ -96,7 +96,7 @@ def test_matrix_covers_browsers_and_platforms(job: dict[str, Any]) -> None:
     strategy = job["strategy"]
     assert strategy["fail-fast"] is False
     assert {"chrome", "firefox"} <= set(strategy["matrix"]["browser"])
-    assert {"webgpu", "webnn"} <= set(strategy["matrix"]["platform"])
+    assert {"webgpu", "webnn", "wasm"} <= set(strategy["matrix"]["platform"])
 
 
 def test_setup_script_runs_without_sudo(job: dict[str, Any]) -> None:
@@ -129,7 +129,7 @@ def test_sweep_runs_all_bits_and_keeps_its_exit_code(job: dict[str, Any]) -> Non
 
 
 @pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
-                                                                     ["webgpu", "webnn"])))
+                                                                     ["webgpu", "webnn", "wasm"])))
 def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, platform: str) -> None:
     line = (_sweep_line(job)
             .replace("${{ matrix.browser }}", browser)
@@ -146,6 +146,9 @@ def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, 
     assert args.platform == [platform]
     assert args.bits == [int(b) for b in ALL_BITS]
     assert args.output_dir == Path("results/nightly")
+    plan, _ = cli.plan_from_args(args)  # every cell plans runs (wasm: ORT's alone)
+    assert plan and {r.platform for r in plan} == {platform}
+    assert {r.engine for r in plan} == ({"ort"} if platform == "wasm" else {"harness", "ort"})
 
 
 def test_report_and_compare_run(job: dict[str, Any]) -> None:
