@@ -11,7 +11,6 @@ ORT place it" has one answer. ir_version is set explicitly: onnx's default is ne
 from __future__ import annotations
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 IR_VERSION = 10

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,6 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from ..analysis.stats import summarize
-from ..errors import first_line
 from ..probes.adapter import adapter_label
 from ..results import reader as result_files
 from ..results.reader import ResultSchemaError, headline_samples
@@ -445,7 +443,6 @@ def environment_table(sweeps: Sweeps) -> pd.DataFrame:
                 continue
             probe = info.get("probe") if isinstance(info.get("probe"), dict) else {}
             gpu = probe.get("webgpu") if isinstance(probe.get("webgpu"), dict) else {}
-            adapter = gpu.get("adapter") if isinstance(gpu.get("adapter"), dict) else {}
             features = set(gpu.get("features") or [])
             rec["version"] = str(info.get("version", ""))
             if gpu.get("available"):
