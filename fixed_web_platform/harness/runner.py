@@ -24,6 +24,7 @@ from ..errors import first_line
 from ..plan import RunSpec, TimingConfig
 from ..probes.adapter import adapter_label
 from ..probes.memory import MemoryFigures, TreeSampler
+from ..probes.quiet import Quiet, wait_until_quiet
 from ..progress import Progress
 from ..results.rows import ResultRow, utc_now
 from ..results.writer import ResultWriter
@@ -154,6 +155,7 @@ class BrowserRunner:
         page: PageReply | None = None
         outcome, reason = Outcome.OK, ""
         peaks: list[MemoryFigures] = []
+        quiet: list[Quiet] = []
 
         async def on_open(page_job: Job) -> None:
             if hook is not None:
@@ -161,6 +163,7 @@ class BrowserRunner:
 
         for _ in range(timing.repeat):
             page = None
+            quiet.append(await wait_until_quiet(session.pid))
             sampler = TreeSampler(session.pid)
             await sampler.mark_baseline()  # the browser at rest, before this page loads
             sampler.start()
@@ -190,6 +193,14 @@ class BrowserRunner:
             outcome = Outcome.UNSUPPORTED  # it refused what its context does not list: its answer
         if job.note:
             reason = f"{job.note}; browser said: {reason}" if reason else job.note
+        restless = [q for q in quiet if not q.settled]
+        if restless and outcome is Outcome.OK:
+            busy = ", ".join(f"{q.cpu_percent:.0f}%" for q in restless)
+            reason = "; ".join(filter(None, [reason, f"the browser was not at rest before {len(restless)} "
+                                             f"page load(s) ({busy} of a core after {restless[0].waited_s:.1f} s)"]))
+        rest = {"settle_s": [round(q.waited_s, 3) for q in quiet],
+                "cpu_percent_before": [None if q.cpu_percent is None else round(q.cpu_percent, 1)
+                                       for q in quiet]}
         base = replace(
             ResultRow.without_measurement(
                 run, outcome, reason, browser_version=session.version,
@@ -201,7 +212,7 @@ class BrowserRunner:
             zero_point_dtype=job.zero_point_dtype,
         )
         if outcome is not Outcome.OK or not pages:
-            return base, {"outcome": outcome.value, "reason": reason, **job.details}
+            return base, {"outcome": outcome.value, "reason": reason, **job.details, **rest}
         try:
             executed = [engine.interpret(run, job, p) for p in pages]
         except PageDataError as exc:
@@ -209,7 +220,7 @@ class BrowserRunner:
             return failed, {"outcome": failed.outcome, "reason": failed.reason, **job.details}
         row, samples = measured_row(base, run, job, pages, executed, outputs, timing,
                                     MemoryFigures.over_pages(peaks))
-        return row, {**samples, **job.details}
+        return row, {**samples, **job.details, **rest}
 
 
 def asset_mounts() -> dict[str, Any]:
