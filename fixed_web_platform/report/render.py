@@ -534,10 +534,18 @@ def _positive(values: pd.Series) -> np.ndarray:
 
 
 def _mark_fallbacks(ax, s: pd.DataFrame, y: np.ndarray) -> None:
-    """Label points whose browser ran other bits than requested (e.g. WebNN 4 -> 8-bit)."""
-    for bits, executed, yi in zip(s["bits_requested"], s["bits_executed"], y):
-        if pd.notna(executed) and int(executed) != int(bits) and np.isfinite(yi):
-            ax.annotate(f"ran {int(executed)}-bit", (bits, yi), textcoords="offset points",
+    """Label points whose browser ran other bits than requested (e.g. WebNN 4 -> 8-bit), or whose
+    engine ran the work on another provider than asked (e.g. ORT WebNN -> wasm)."""
+    ran_on = s["executed_on"] if "executed_on" in s else pd.Series("", index=s.index)
+    for bits, executed, on, platform, yi in zip(s["bits_requested"], s["bits_executed"], ran_on,
+                                                s["platform"], y):
+        notes = []
+        if pd.notna(executed) and int(executed) != int(bits):
+            notes.append(f"ran {int(executed)}-bit")
+        if isinstance(on, str) and on and on != platform:
+            notes.append(f"on {on}")
+        if notes and np.isfinite(yi):
+            ax.annotate(", ".join(notes), (bits, yi), textcoords="offset points",
                         xytext=(-4, -11), ha="right", fontsize=7, color="dimgrey")
 
 
