@@ -20,6 +20,8 @@ from .protocol import JobSpec
 from .server import Job, JobServer
 
 LIVENESS_POLL_S = 0.25
+BLANK_URL = "about:blank"
+LEAVE_TIMEOUT_S = 15.0
 NAVIGATION_SETTLE_S = 10.0
 PAGE_PING_S = 2.0
 """How often a loaded page is asked for a trivial script, so a crashed renderer (the browser's
@@ -100,3 +102,13 @@ async def visit_page(
         if hook is not None and not hook.done():
             hook.cancel()
         # A navigation still blocked on a dead or hung browser ends when the session is killed.
+
+
+async def leave_page(session: BrowserSession) -> None:
+    """Navigate away once a page has replied, so nothing it started (ONNX Runtime's wasm worker
+    threads, which may spin on after their session is released) runs on into the next page.
+    A browser that cannot leave is noticed by the next visit, not here."""
+    try:
+        await asyncio.wait_for(asyncio.to_thread(session.open, BLANK_URL), timeout=LEAVE_TIMEOUT_S)
+    except Exception:  # noqa: BLE001 - the next visit's liveness checks judge the browser
+        pass

@@ -29,7 +29,7 @@ from ..progress import Progress
 from ..results.rows import ResultRow, utc_now
 from ..results.writer import ResultWriter
 from ..vocabulary import BrowserName, Outcome, Platform
-from .page import visit_page
+from .page import leave_page, visit_page
 from .protocol import PageDataError, PageReply, parse_page_reply, probe_spec
 from .server import Job, JobServer
 
@@ -173,6 +173,8 @@ class BrowserRunner:
             finally:
                 figures = await sampler.stop()
             peaks.append(figures)
+            if visit.outcome not in (Outcome.CRASH, Outcome.TIMEOUT):
+                await leave_page(session)
             outcome, reason = visit.outcome, visit.reason
             if visit.outcome is not Outcome.OK:
                 break
