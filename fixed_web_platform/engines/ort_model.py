@@ -16,6 +16,8 @@ from onnx import TensorProto, helper, numpy_helper
 IR_VERSION = 10
 OPSET = 21
 MS_DOMAIN = "com.microsoft"
+NODE_NAME = "matmul"
+"""The weight-bearing node's name: the page finds it in ORT's node-placement log."""
 
 
 def _unpack_rows(packed: bytes, bits: int, rows: int, per_row: int) -> np.ndarray:
@@ -44,14 +46,14 @@ def matmul_model(*, k: int, n: int, bits: int, block_size: int, w: bytes,
     opsets = [helper.make_opsetid("", OPSET)]
     if bits == 32:
         wt = np.frombuffer(w, dtype="<f4").reshape(n, k).T.copy()
-        nodes = [helper.make_node("MatMul", ["x", "w_t"], ["y"])]
+        nodes = [helper.make_node("MatMul", ["x", "w_t"], ["y"], name=NODE_NAME)]
         inits = [numpy_helper.from_array(wt, "w_t")]
     elif bits == 16:
         # float16 in and out, so the model stays one node and a fallback probe names that node.
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["M", k])
         y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["M", n])
         wt = np.frombuffer(w, dtype="<f2").reshape(n, k).T.copy()
-        nodes = [helper.make_node("MatMul", ["x", "w_t"], ["y"])]
+        nodes = [helper.make_node("MatMul", ["x", "w_t"], ["y"], name=NODE_NAME)]
         inits = [numpy_helper.from_array(wt, "w_t")]
     elif bits in (8, 4, 2):
         if k % block_size or scales is None or zero_points is None:
@@ -62,7 +64,8 @@ def matmul_model(*, k: int, n: int, bits: int, block_size: int, w: bytes,
         zp = _pack_rows(_unpack_rows(zero_points, bits, n, blocks), bits).reshape(-1)
         sc = np.frombuffer(scales, dtype="<f4")[: n * blocks].copy()
         nodes = [helper.make_node("MatMulNBits", ["x", "b", "scales", "zero_points"], ["y"],
-                                  domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=block_size)]
+                                  domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=block_size,
+                                  name=NODE_NAME)]
         inits = [numpy_helper.from_array(b.copy(), "b"), numpy_helper.from_array(sc, "scales"),
                  numpy_helper.from_array(zp, "zero_points")]
         opsets.append(helper.make_opsetid(MS_DOMAIN, 1))

@@ -77,9 +77,11 @@ class OrtWebEngine(Engine):
             raise PageDataError(f"executed_on {ran_on!r:.40} is not a provider this engine uses")
         note = ""
         if ran_on != self.platform.value:
-            note = (f"ORT placed the weight-bearing node on {ran_on}, not {self.platform}"
-                    + (f" ({self.platform} refused it with fallback disabled: {page.fallback})"
-                       if page.fallback else ""))
+            note = f"ORT placed the weight-bearing node on {ran_on}, not {self.platform}"
+            if page.placement:
+                note += f" (ORT's placement: {page.placement})"
+            if page.fallback:
+                note += f"; with CPU fallback disabled {self.platform} refused it: {page.fallback}"
         # The model's weights are the bits asked for; ORT has no other form to run them in.
         return Executed(job.prepared.bits, compute, ran_on, note=note)
 

@@ -98,6 +98,8 @@ class PageReply:
     """ORT: the execution provider that ran the weight-bearing node."""
     fallback: str = ""
     """ORT: what the provider said when CPU fallback was disabled (why it needed the CPU)."""
+    placement: str = ""
+    """ORT: its own node-placement log, provider by provider, when a fallback was seen."""
     threads: int | None = None
     """ORT: wasm threads in effect."""
     engine_version: str = ""
@@ -191,6 +193,7 @@ def parse_page_reply(payload: Any, max_iterations: int) -> PageReply:
         weight_operand_dtype=_short(payload.get("weight_operand_dtype"), "weight_operand_dtype", 20),
         executed_on=_short(payload.get("executed_on"), "executed_on"),
         fallback=_text(payload.get("fallback")),
+        placement=_text(payload.get("placement")),
         threads=None if threads is None else int(_number(threads, "threads")),
         engine_version=_short(payload.get("engine_version"), "engine_version"),
         gpu_note=_text(payload.get("gpu_note")),
