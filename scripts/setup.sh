@@ -79,6 +79,7 @@ else
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   (cd "$tmp" && timeout 600 npm pack --silent "$WEBNN_CHROMIUM_NPM" >/dev/null)
-  .venv/bin/python -m fixed_web_platform.browsers.install "$tmp"/*.tgz --dest "$WEBNN_CHROMIUM_DIR" >/dev/null
+  .venv/bin/python -c 'import sys; from fixed_web_platform.browsers.install import main; sys.exit(main())' \
+    "$tmp"/*.tgz --dest "$WEBNN_CHROMIUM_DIR" >/dev/null
   say "WebNN Chromium unpacked into $WEBNN_CHROMIUM_DIR"
 fi

@@ -3,8 +3,8 @@
     run_real_webgpu_webnn.py report results/<sweep> [results/<other sweep> ...] [--output-dir DIR]
 
 Every row of every folder is accounted for: ok rows are aggregated (median over repetitions) into
-the summary table, every other row is listed with its outcome and reason. Plots are drawn with
-matplotlib's Agg canvas directly (no pyplot, no global backend switch).
+the summary table, every other row is listed with its outcome and reason. Plots: plots.py;
+Markdown tables: markdown.py.
 """
 
 from __future__ import annotations
@@ -19,19 +19,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullLocator
 
 from ..analysis.stats import summarize
 from ..probes.adapter import adapter_label
 from ..results import reader as result_files
 from ..results.reader import ResultSchemaError, headline_samples
 from .markdown import markdown_table
+from .plots import MEMORY_COLUMNS, draw_plots
 
-BITS_ORDER = (32, 16, 8, 4, 2)
-MEMORY_COLUMNS = ("proc_rss_peak_bytes", "proc_rss_delta_bytes", "js_heap_bytes")
-"""Process memory figures; optional (older folders do not have them, or they may be empty)."""
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
 TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "workload",
                 "outcome", "reason", "timing_source", "browser_version", "adapter")
@@ -44,8 +39,6 @@ PEER_KEY = ("sweep", "browser", "platform", "precision_mode", "device_type", "wo
             "n", "bits_requested")
 """Rows of different engines under the same key ran the same work: the harness row is the one
 every other engine's latency is set against (``latency_vs_harness``)."""
-PLOT_NAMES = ("latency_vs_bits", "error_vs_bits", "weight_memory_vs_bits",
-              "process_memory_vs_bits", "accuracy_vs_latency")
 
 
 @dataclass(frozen=True)
@@ -482,211 +475,6 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
             f"Python {m.get('python', '?')}; created {env.get('created_utc', '?')}"
         )
     return lines
-
-
-# ------------------------------------------------------------------------------------------ plots
-
-
-def _series_label(row: pd.Series | dict[str, Any], show_sweep: bool) -> str:
-    engine = "" if row.get("engine", "harness") == "harness" else f"{row['engine']} "
-    label = f"{row['browser']}/{engine}{row['platform']}"
-    if row["platform"] == "webnn":
-        extra = " ".join(str(v) for v in (row["device_type"], row["precision_mode"]) if v)
-        label += f" ({extra})" if extra else ""
-    return f"{row['sweep']}: {label}" if show_sweep else label
-
-
-def _series(table: pd.DataFrame, show_sweep: bool):
-    keys = ["sweep", "browser", "engine", "platform", "precision_mode", "device_type"]
-    for _, group in table.groupby(keys, sort=False):
-        yield _series_label(group.iloc[0], show_sweep), group.sort_values("bits_requested", ascending=False)
-
-
-def _workloads(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    out = []
-    for (workload, shape), group in table.groupby(["workload", "shape"], sort=False):
-        out.append((f"{workload} ({shape})", group))
-    return out
-
-
-def _facets(n: int, *, rows: int = 1, width: float = 5.2, height: float = 3.8):
-    fig = Figure(figsize=(width * n, height * rows + 0.6), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, n, squeeze=False)
-    return fig, axes
-
-
-def _bits_axis(ax, bits: Iterable[int]) -> None:
-    ticks = sorted(set(int(b) for b in bits), reverse=True)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([str(b) for b in ticks])
-    ax.xaxis.set_minor_locator(NullLocator())
-    lo, hi = min(ticks), max(ticks)
-    ax.set_xlim(hi * 1.3, lo / 1.3)  # more bits on the left: precision drops to the right
-    ax.set_xlabel("weight bits requested")
-    ax.grid(True, which="major", alpha=0.3)
-
-
-def _positive(values: pd.Series) -> np.ndarray:
-    a = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-    return np.where(a > 0, a, np.nan)
-
-
-def _mark_fallbacks(ax, s: pd.DataFrame, y: np.ndarray) -> None:
-    """Label points whose browser ran other bits than requested (e.g. WebNN 4 -> 8-bit), or whose
-    engine ran the work on another provider than asked (e.g. ORT WebNN -> wasm)."""
-    ran_on = s["executed_on"] if "executed_on" in s else pd.Series("", index=s.index)
-    for bits, executed, on, platform, yi in zip(s["bits_requested"], s["bits_executed"], ran_on,
-                                                s["platform"], y):
-        notes = []
-        if pd.notna(executed) and int(executed) != int(bits):
-            notes.append(f"ran {int(executed)}-bit")
-        if isinstance(on, str) and on and on != platform:
-            notes.append(f"on {on}")
-        if notes and np.isfinite(yi):
-            ax.annotate(", ".join(notes), (bits, yi), textcoords="offset points",
-                        xytext=(-4, -11), ha="right", fontsize=7, color="dimgrey")
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    """One legend for the whole figure, under the plots (it never hides data points)."""
-    handles: dict[str, Any] = {}
-    for ax in fig.axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, handle)
-    if handles:
-        column_in = 0.7 + 0.065 * max(len(label) for label in handles)  # at font size 8
-        ncols = max(1, min(len(handles), int(fig.get_figwidth() // column_in)))
-        fig.set_figheight(fig.get_figheight() + 0.2 * math.ceil(len(handles) / ncols))
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                   ncols=ncols, fontsize=8, frameon=False)
-    fig.savefig(path, dpi=110)
-    return path
-
-
-def plot_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
-    groups = _workloads(table)
-    if not groups or table["latency_ms_median"].notna().sum() == 0:
-        return None
-    fig, axes = _facets(len(groups))
-    for ax, (title, group) in zip(axes[0], groups):
-        for label, s in _series(group, show_sweep):
-            med = s["latency_ms_median"].to_numpy(dtype=float)
-            lo = np.clip(med - s["latency_ms_p10"].to_numpy(dtype=float), 0, None)
-            hi = np.clip(s["latency_ms_p90"].to_numpy(dtype=float) - med, 0, None)
-            ax.errorbar(s["bits_requested"], med, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)],
-                        marker="o", capsize=3, label=label)
-            _mark_fallbacks(ax, s, med)
-        _bits_axis(ax, group["bits_requested"])
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel("median latency (ms), bars p10-p90")
-        ax.set_title(title, fontsize=10)
-    fig.suptitle("Latency vs weight precision")
-    return _save(fig, path)
-
-
-def plot_error(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
-    groups = _workloads(table)
-    if not groups or not (_positive(table["rel_error_vs_float"]) > 0).any():
-        return None
-    fig, axes = _facets(len(groups))
-    for ax, (title, group) in zip(axes[0], groups):
-        for label, s in _series(group, show_sweep):
-            errors = _positive(s["rel_error_vs_float"])
-            line = ax.plot(s["bits_requested"], errors, marker="o", label=f"{label} vs float")[0]
-            _mark_fallbacks(ax, s, errors)
-            kernel = _positive(s["rel_error_vs_dequantized"])
-            if (kernel > 0).any():
-                ax.plot(s["bits_requested"], kernel, marker="x", linestyle=":",
-                        color=line.get_color(), alpha=0.6, label=f"{label} kernel (vs dequantized)")
-        _bits_axis(ax, group["bits_requested"])
-        ax.set_yscale("log")
-        ax.set_ylabel("relative error (log)")
-        ax.set_title(title, fontsize=10)
-    fig.suptitle("Output error vs weight precision")
-    return _save(fig, path)
-
-
-def plot_weight_memory(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
-    groups = _workloads(table)
-    if not groups or not (_positive(table["weight_bytes"]) > 0).any():
-        return None
-    fig, axes = _facets(len(groups))
-    for ax, (title, group) in zip(axes[0], groups):
-        for label, s in _series(group, show_sweep):
-            ax.plot(s["bits_requested"], _positive(s["weight_bytes"]) / 2**20, marker="o", label=label)
-        f32 = _positive(group["weight_bytes_f32"])
-        if (f32 > 0).any():
-            ax.axhline(np.nanmax(f32) / 2**20, color="grey", linestyle="--", label="float32 weights")
-        _bits_axis(ax, group["bits_requested"])
-        ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_ylabel("weight bytes read by the kernel (MiB, log)")
-        ax.set_title(title, fontsize=10)
-    fig.suptitle("Weight memory vs weight precision")
-    return _save(fig, path)
-
-
-def plot_process_memory(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
-    columns = [c for c in MEMORY_COLUMNS if c in table and table[c].notna().any()]
-    groups = _workloads(table)
-    if not columns or not groups:
-        return None
-    fig, axes = _facets(len(groups), rows=len(columns))
-    labels = {"proc_rss_peak_bytes": "browser RSS peak", "proc_rss_delta_bytes": "browser RSS delta",
-              "js_heap_bytes": "JS heap"}
-    for r, column in enumerate(columns):
-        for ax, (title, group) in zip(axes[r], groups):
-            for label, s in _series(group, show_sweep):
-                values = pd.to_numeric(s[column], errors="coerce").to_numpy(dtype=float) / 2**20
-                ax.plot(s["bits_requested"], values, marker="o", label=label)
-            _bits_axis(ax, group["bits_requested"])
-            ax.set_ylabel(f"{labels[column]} (MiB)")
-            ax.set_title(f"{title}: {labels[column]}", fontsize=10)
-    fig.suptitle("Process memory vs weight precision")
-    return _save(fig, path)
-
-
-def plot_accuracy_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
-    groups = _workloads(table)
-    usable = (_positive(table["rel_error_vs_float"]) > 0) & table["latency_ms_median"].notna().to_numpy()
-    if not groups or not usable.any():
-        return None
-    fig, axes = _facets(len(groups))
-    markers = "osD^vP*X"
-    for ax, (title, group) in zip(axes[0], groups):
-        for i, (label, s) in enumerate(_series(group, show_sweep)):
-            x = s["latency_ms_median"].to_numpy(dtype=float)
-            y = _positive(s["rel_error_vs_float"])
-            ax.scatter(x, y, marker=markers[i % len(markers)], s=40, label=label)
-            for xi, yi, bits in zip(x, y, s["bits_requested"]):
-                if np.isfinite(xi) and np.isfinite(yi):
-                    ax.annotate(f"{int(bits)}b", (xi, yi), textcoords="offset points",
-                                xytext=(4, 3), fontsize=7)
-        ax.set_yscale("log")
-        ax.set_xlabel("median latency (ms)")
-        ax.set_ylabel("relative error vs float (log)")
-        ax.set_title(title, fontsize=10)
-        ax.grid(True, alpha=0.3)
-    fig.suptitle("Accuracy vs latency (lower left is better)")
-    return _save(fig, path)
-
-
-def draw_plots(summary: pd.DataFrame, plots_dir: Path, show_sweep: bool) -> list[Path]:
-    plots_dir.mkdir(parents=True, exist_ok=True)
-    for name in PLOT_NAMES:  # no stale plot from an earlier report in the same folder
-        (plots_dir / f"{name}.png").unlink(missing_ok=True)
-    if summary.empty:
-        return []
-    drawers = (plot_latency, plot_error, plot_weight_memory, plot_process_memory,
-               plot_accuracy_latency)
-    paths = []
-    for name, draw in zip(PLOT_NAMES, drawers):
-        path = draw(summary, plots_dir / f"{name}.png", show_sweep)
-        if path is not None:
-            paths.append(path)
-    return paths
 
 
 # ---------------------------------------------------------------------------------------- writing
