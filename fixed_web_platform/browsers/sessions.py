@@ -215,31 +215,53 @@ def _launch_selenium_firefox(resolved: ResolvedBrowser) -> BrowserSession:
     )
 
 
+def _descendant_or_self(pid: int | None, root: int | None) -> bool:
+    if pid is None or root is None:
+        return False
+    if pid == root:
+        return True
+    try:
+        return any(p.pid == pid for p in psutil.Process(root).children(recursive=True))
+    except psutil.Error:
+        return False
+
+
 def _launch_marionette(resolved: ResolvedBrowser) -> BrowserSession:
+    """Firefox on a free Marionette port of its own (never the default 2828, which a leftover
+    or a second sweep's Firefox may hold), checked to be the process we started."""
     logging.getLogger("mozversion").setLevel(logging.WARNING)
     from marionette_driver.marionette import Marionette
 
     log_dir = Path(tempfile.mkdtemp(prefix="gecko-"))
-    client = Marionette(
-        bin=str(resolved.binary),
-        headless=True,
-        prefs=dict(resolved.product.prefs),
-        gecko_log=str(log_dir / "gecko.log"),
-        startup_timeout=60,
-    )
+    client = None
     try:
+        client = Marionette(
+            bin=str(resolved.binary),
+            port=0,  # marionette-driver picks a free port and gives it to this Firefox
+            headless=True,
+            prefs=dict(resolved.product.prefs),
+            gecko_log=str(log_dir / "gecko.log"),
+            startup_timeout=60,
+        )
         client.start_session()
-    except Exception:
-        _call_with_timeout(client.cleanup, 15)
+        client.timeout.page_load = PAGE_LOAD_TIMEOUT_S
+        caps = client.session_capabilities
+        runner = getattr(client.instance, "runner", None)
+        started = getattr(getattr(runner, "process_handler", None), "pid", None)
+        if not _descendant_or_self(caps.get("moz:processID"), started):
+            raise RuntimeError(f"the Marionette session on port {client.port} belongs to another "
+                               f"Firefox (pid {caps.get('moz:processID')}), not the one started "
+                               f"(pid {started})")
+    except BaseException:
+        if client is not None:
+            _call_with_timeout(client.cleanup, 15)
         shutil.rmtree(log_dir, ignore_errors=True)
         raise
-    client.timeout.page_load = PAGE_LOAD_TIMEOUT_S
-    caps = client.session_capabilities
     return MarionetteSession(
         resolved=resolved,
         version=str(caps.get("browserVersion", "")),
         pid=caps.get("moz:processID"),
-        launch_args=("-headless",),
+        launch_args=("-headless", f"marionette.port={client.port}"),
         scratch_dir=log_dir,
         client=client,
     )
