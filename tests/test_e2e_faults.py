@@ -3,8 +3,16 @@ port, SIGTERM mid-sweep, a driver that dies. After each, nothing of ours is left
 
 from __future__ import annotations
 
+import json
 import logging
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
+import pandas as pd
 import psutil
 import pytest
 
@@ -13,6 +21,7 @@ from fixed_web_platform.browsers import launch, resolve
 from fixed_web_platform.vocabulary import BrowserName
 
 pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _other_firefox_on_default_port():  # noqa: ANN202
@@ -46,3 +55,46 @@ def test_a_firefox_on_the_default_port_is_not_mistaken_for_ours() -> None:
     finally:
         other.delete_session()
         other.cleanup()
+
+
+def _ours_started_after(t0: float, marker: str) -> list[psutil.Process]:
+    """Processes started after t0 whose command line names one of our profile folders/drivers."""
+    found = []
+    for proc in psutil.process_iter(["create_time", "cmdline", "name"]):
+        try:
+            cmd = " ".join(proc.info["cmdline"] or [])
+            if proc.info["create_time"] >= t0 and (marker in cmd or "chromedriver" in (proc.info["name"] or "")):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_ends_like_ctrl_c_and_leaves_nothing(tmp_path: Path, sig: int, code: int) -> None:
+    require_browser(BrowserName.CHROME)
+    out = tmp_path / "sweep"
+    t0 = time.time() - 1
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--browser", "chrome", "--bits", "32", "16",
+         "8", "4", "2", "--only-shapes", "--shape", "4x256x256", "--warmup", "1", "--min-iterations", "3",
+         "--min-time", "0", "--repetitions", "3", "--output-dir", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    csv_path = out / "results.csv"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not csv_path.is_file() or len(csv_path.read_text().splitlines()) < 3):
+        time.sleep(0.2)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stderr
+    assert "interrupted by" in stderr and "Traceback" not in stderr
+    rows = pd.read_csv(csv_path)
+    assert 2 <= len(rows) < 15 and set(rows["outcome"]) <= {"ok"}
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert sorted(s["run_id"] for s in samples) == sorted(rows["run_id"])
+    time.sleep(1)
+    left = [p for p in _ours_started_after(t0, "chrome-profile-") if p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, [" ".join(p.cmdline()[:2]) for p in left]
+    assert not list(Path(tempfile.gettempdir()).glob("chrome-profile-*")) or all(
+        d.stat().st_mtime < t0 for d in Path(tempfile.gettempdir()).glob("chrome-profile-*"))

@@ -3,10 +3,27 @@ Bad input anywhere is one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 
 from ..errors import UsageError
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (what CI, systemd and `timeout` send), handled exactly like Ctrl-C: the
+    run in progress stops, finished rows stay on disk, browsers and drivers are quit and their
+    profiles removed. A KeyboardInterrupt so asyncio unwinds every task's clean-up for it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, _frame: object) -> None:
+    raise Stopped(signum)
 
 
 def _dispatch(argv: list[str]) -> int:
@@ -28,14 +45,19 @@ def _dispatch(argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    previous = {s: signal.signal(s, _raise_stopped) for s in STOP_SIGNALS}
     try:
         return _dispatch(list(sys.argv[1:] if argv is None else argv))
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; the rows measured so far are on disk", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        name = f" by {exc}" if isinstance(exc, Stopped) else ""
+        print(f"interrupted{name}; the rows measured so far are on disk", file=sys.stderr)
+        return 128 + exc.signum if isinstance(exc, Stopped) else 130
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 if __name__ == "__main__":
