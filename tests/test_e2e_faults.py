@@ -3,6 +3,7 @@ port, SIGTERM mid-sweep, a driver that dies. After each, nothing of ours is left
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import signal
@@ -18,7 +19,11 @@ import pytest
 
 from conftest import require_browser
 from fixed_web_platform.browsers import launch, resolve
-from fixed_web_platform.vocabulary import BrowserName
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform
+from fixed_web_platform.workloads import MatmulWorkload
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,3 +103,28 @@ def test_sigterm_ends_like_ctrl_c_and_leaves_nothing(tmp_path: Path, sig: int, c
     assert not left, [" ".join(p.cmdline()[:2]) for p in left]
     assert not list(Path(tempfile.gettempdir()).glob("chrome-profile-*")) or all(
         d.stat().st_mtime < t0 for d in Path(tempfile.gettempdir()).glob("chrome-profile-*"))
+
+
+def test_a_dead_chromedriver_is_a_crash_row_and_the_next_run_gets_a_fresh_one(tmp_path: Path) -> None:
+    require_browser(BrowserName.CHROME)
+    killed: list[int] = []
+
+    async def kill_driver_on_second_run(run, session, job):  # noqa: ANN001, ANN202
+        if run.run_id != 1:
+            return
+        await job.spec_fetched.wait()
+        killed.append(session.driver_pid)
+        psutil.Process(session.driver_pid).kill()
+
+    t0 = time.time() - 1
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [MatmulWorkload("drv", 32, 256, 256)], [8, 4, 2])
+    timing = TimingConfig(warmup=2, min_iterations=50, min_time_s=0, max_iterations=50, timeout_s=90)
+    writer = ResultWriter(tmp_path / "sweep")
+    rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=timing, on_run_start=kill_driver_on_second_run)))
+    assert killed, "the hook never ran"
+    assert [r.outcome for r in rows] == [Outcome.OK, Outcome.CRASH, Outcome.OK], [r.reason for r in rows]
+    assert "driver (chromedriver) died" in rows[1].reason
+    time.sleep(1)
+    left = [p for p in _ours_started_after(t0, "chrome-profile-") if p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, [" ".join(p.cmdline()[:2]) for p in left]

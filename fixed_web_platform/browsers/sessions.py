@@ -85,8 +85,15 @@ class BrowserSession(ABC):
     @abstractmethod
     def _quit(self) -> None: ...
 
+    def death(self) -> str:
+        """Why this session can no longer run pages ('' while it can): the browser process, or
+        the driver that speaks to it, has died. No pid (Safari): the driver is trusted."""
+        if self.pid is not None and not _alive(self.pid):
+            return "the browser process died"
+        return ""
+
     def is_alive(self) -> bool:
-        return True if self.pid is None else _alive(self.pid)  # no pid (Safari): trust the driver
+        return not self.death()
 
     def kill(self) -> None:
         """Hard-kill the browser's process tree (used after a hang, and by the crash test)."""
@@ -122,8 +129,19 @@ class SeleniumSession(BrowserSession):
         except Exception:  # noqa: BLE001 - quitting a dead browser may raise anything
             pass
 
+    @property
+    def driver_pid(self) -> int | None:
+        service = getattr(self.driver, "service", None)
+        return getattr(getattr(service, "process", None), "pid", None)
+
+    def death(self) -> str:
+        why = super().death()
+        if not why and self.driver_pid is not None and not _alive(self.driver_pid):
+            why = f"the driver ({self.resolved.driver_kind}) died"
+        return why
+
     def close(self) -> None:
-        service_pid = getattr(getattr(self.driver.service, "process", None), "pid", None)  # type: ignore[attr-defined]
+        service_pid = self.driver_pid
         super().close()
         _kill_tree(service_pid)
 

@@ -73,12 +73,12 @@ async def visit_page(
             await asyncio.wait({job.result}, timeout=LIVENESS_POLL_S)
             if job.result.done():
                 break
-            if not session.is_alive():
-                return Visit(Outcome.CRASH, "the browser process died during the run")
+            if why := session.death():
+                return Visit(Outcome.CRASH, f"{why} during the run")
             if navigation.done() and navigation.exception() is not None:
                 error = first_line(navigation.exception())
-                if not session.is_alive():
-                    return Visit(Outcome.CRASH, f"the browser died while loading the page: {error}")
+                if why := session.death():
+                    return Visit(Outcome.CRASH, f"{why} while loading the page: {error}")
                 gone = await _page_gone(session)
                 if gone is not None:
                     return Visit(Outcome.CRASH, f"the page crashed while loading: {error}")
