@@ -73,9 +73,11 @@ async def run_real_test(
     return [dataclasses.asdict(r) for r in rows]
 
 
-async def resume_test(directory: str | Path, *, progress: bool = False) -> list[dict[str, Any]]:
-    """Run what an interrupted sweep in ``directory`` has not run yet; returns the new rows."""
-    _, remaining, timing, writer = sweep.resume(Path(directory))
+async def resume_test(directory: str | Path, *, retry_failed: bool = False,
+                      progress: bool = False) -> list[dict[str, Any]]:
+    """Run what an interrupted sweep in ``directory`` has not run yet (and, with
+    ``retry_failed``, again what crashed, timed out or hit a harness error); the new rows."""
+    _, remaining, timing, writer = sweep.resume(Path(directory), retry_failed=retry_failed)
     options = SweepOptions(timing=timing, progress=PlainProgress() if progress else None)
     rows = await sweep.execute(remaining, writer, options)
     return [dataclasses.asdict(r) for r in rows]

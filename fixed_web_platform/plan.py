@@ -162,7 +162,9 @@ def save_plan(directory: Path, runs: Sequence[RunSpec], timing: TimingConfig) ->
         "timing": dataclasses.asdict(timing),
         "runs": [r.to_json() for r in runs],
     }
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    from .results.writer import write_atomically
+
+    write_atomically(path, json.dumps(doc, indent=1) + "\n")  # never an empty plan.json
     return path
 
 

@@ -13,6 +13,7 @@ from .harness.runner import SweepOptions, run_sweep
 from .plan import RunSpec, TimingConfig, load_plan, save_plan
 from .results.rows import ResultRow
 from .results.writer import ResultWriter, new_results_dir
+from .vocabulary import Outcome
 
 
 def start(plan: Sequence[RunSpec], timing: TimingConfig, *, output_dir: Path | None = None,
@@ -26,10 +27,19 @@ def start(plan: Sequence[RunSpec], timing: TimingConfig, *, output_dir: Path | N
     return writer
 
 
-def resume(directory: Path) -> tuple[list[RunSpec], list[RunSpec], TimingConfig, ResultWriter]:
-    """(whole plan, runs still to do, timing, writer appending to the folder's files)."""
+RETRIABLE = frozenset({Outcome.CRASH, Outcome.TIMEOUT, Outcome.ERROR})
+"""Infrastructure failures (the browser died or hung, or our own bug) that --retry-failed runs
+again; a browser's own 'failed', 'unsupported' or 'invalid' answer is not retried."""
+
+
+def resume(directory: Path, *, retry_failed: bool = False,
+           ) -> tuple[list[RunSpec], list[RunSpec], TimingConfig, ResultWriter]:
+    """(whole plan, runs still to do, timing, writer appending to the folder's files). With
+    ``retry_failed`` the rows of infrastructure failures are removed and run again."""
     plan, timing = load_plan(directory)
     writer = ResultWriter(directory, resume=True)
+    if retry_failed:
+        writer.drop_runs({rid for rid, outcome in writer.outcomes().items() if outcome in RETRIABLE})
     done = writer.done_run_ids()
     return plan, [r for r in plan if r.run_id not in done], timing, writer
 

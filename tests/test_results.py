@@ -75,7 +75,9 @@ def test_csv_has_header_then_each_row_as_soon_as_added(tmp_path: Path) -> None:
     _, rows = _csv_rows(writer.csv_path)
     assert len(rows) == 1
     assert rows[0]["outcome"] == "failed"
-    assert rows[0]["reason"] == "boom, with a comma\nand a newline"
+    assert rows[0]["reason"] == "boom, with a comma and a newline"  # one line in the CSV...
+    line = json.loads(writer.samples_path.read_text().splitlines()[0])
+    assert line["reason"] == "boom, with a comma\nand a newline"  # ...whole in samples.jsonl
     assert rows[0]["browser"] == "chrome"
     assert rows[0]["latency_ms_median"] == ""  # None is an empty cell
 
@@ -103,11 +105,11 @@ def test_samples_jsonl_is_strict_json_even_with_nan_and_inf(tmp_path: Path) -> N
         "cold_ms": math.nan,
         "nested": {"x": math.inf},
     })
-    writer.add(ResultRow.without_measurement(_run(4), Outcome.FAILED, "x"))  # no samples: no line
+    writer.add(ResultRow.without_measurement(_run(4), Outcome.FAILED, "x"))  # still a line: its reason
     writer.add(ResultRow.without_measurement(_run(5), Outcome.FAILED, "y"), {"outcome": "failed"})
 
     lines = writer.samples_path.read_text().splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3  # every row has its samples line
     first = _strict_loads(lines[0])
     assert first["schema_version"] == SCHEMA_VERSION
     assert first["run_id"] == 3
@@ -116,7 +118,7 @@ def test_samples_jsonl_is_strict_json_even_with_nan_and_inf(tmp_path: Path) -> N
     assert first["gpu_ms"] == ["-inf", 2.0]
     assert first["cold_ms"] is None
     assert first["nested"] == {"x": "inf"}
-    assert _strict_loads(lines[1])["run_id"] == 5
+    assert [_strict_loads(line)["run_id"] for line in lines[1:]] == [4, 5]
 
 
 def test_environment_json(tmp_path: Path) -> None:

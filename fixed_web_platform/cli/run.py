@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", type=Path, default=None, metavar="DIR",
                    help="continue an interrupted sweep in DIR, skipping runs already on disk "
                         "(its plan.json decides what runs)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="with --resume: run again the runs that crashed, timed out or hit a "
+                        "harness error")
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -151,6 +155,8 @@ def run_command(argv: Sequence[str]) -> int:
         raise UsageError("--mixed-precision is not supported yet")
     if args.model is not None:
         raise UsageError("--model is not supported yet; the built-in matmul workloads run without it")
+    if args.retry_failed and args.resume is None:
+        raise UsageError("--retry-failed goes with --resume DIR")
     try:
         if args.resume is not None:
             plan, timing = load_plan(args.resume)
@@ -160,7 +166,7 @@ def run_command(argv: Sequence[str]) -> int:
         binaries = overrides(args.browser_binary, browsers, "--browser-binary")
         drivers = overrides(args.driver, browsers, "--driver")
         if args.resume is not None:
-            plan, remaining, timing, writer = sweep.resume(args.resume)
+            plan, remaining, timing, writer = sweep.resume(args.resume, retry_failed=args.retry_failed)
             print(f"resuming {args.resume}: {len(plan) - len(remaining)} of {len(plan)} runs already "
                   f"on disk, {len(remaining)} to go", flush=True)
         else:
@@ -173,6 +179,11 @@ def run_command(argv: Sequence[str]) -> int:
                            progress=for_terminal(len(remaining)))
     try:
         rows = asyncio.run(sweep.execute(remaining, writer, options))
+    except OSError as exc:  # the results folder stopped taking writes (full disk, read-only)
+        where = exc.filename or writer.directory
+        print(f"error: cannot write results to {where}: {exc.strerror or exc}; free space or choose "
+              f"another --output-dir, then --resume {writer.directory}", file=sys.stderr)
+        return 1
     finally:
         options.progress.close()
     print(format_table(rows))

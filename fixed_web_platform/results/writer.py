@@ -6,8 +6,10 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime as dt
+import io
 import json
 import math
+import os
 import platform
 import sys
 from importlib import metadata
@@ -21,14 +23,40 @@ from ..vocabulary import SCHEMA_VERSION
 from .rows import ResultRow, utc_now
 
 
-def _drop_torn_last_line(path: Path) -> None:
-    """An interrupted write can leave half a line at the end; appending after it would corrupt
-    the next row, so cut the file back to its last complete line."""
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` whole or not at all (a full disk never leaves half a file)."""
+    tmp = path.with_name(f".{path.name}.partial")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _complete_records(path: Path, columns: list[str]) -> list[list[str]]:
+    """The CSV's records an interrupted write left whole: parsed with the csv module (a quoted
+    field may hold line breaks), a last record without its line end dropped."""
+    with path.open(newline="") as f:
+        text = f.read()
+    records = list(csv.reader(io.StringIO(text, newline="")))
+    if records and not text.endswith(("\n", "\r")):
+        records.pop()  # torn mid-record
+    return [r for r in records[1:] if len(r) == len(columns)]
+
+
+def _sample_lines(path: Path) -> dict[int, str]:
+    """run_id -> its samples line; a torn or unreadable line is dropped."""
+    lines: dict[int, str] = {}
     if not path.is_file():
-        return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
+        return lines
+    for line in path.read_text().splitlines(keepends=True):
+        if not line.endswith("\n"):
+            continue
+        try:
+            lines[int(json.loads(line)["run_id"])] = line
+        except (ValueError, KeyError, TypeError):
+            continue
+    return lines
 
 
 def new_results_dir(label: str, root: Path = RESULTS_ROOT) -> Path:
@@ -47,10 +75,14 @@ def new_results_dir(label: str, root: Path = RESULTS_ROOT) -> Path:
 
 
 def _csv_value(value: Any) -> Any:
+    """One CSV cell; text is kept on one line (a page's multi-line error stays whole in the
+    samples line)."""
     if value is None:
         return ""
     if isinstance(value, float) and math.isnan(value):
         return "nan"
+    if isinstance(value, str):
+        return " ".join(value.split())
     return value
 
 
@@ -79,8 +111,6 @@ class ResultWriter:
         """Tracebacks of the harness's own errors (rows with outcome ``error``)."""
         self.rows: list[ResultRow] = []
         if resume and self.csv_path.is_file():
-            for path in (self.csv_path, self.samples_path):
-                _drop_torn_last_line(path)
             with self.csv_path.open(newline="") as f:
                 header = next(csv.reader(f), [])
             if header != ResultRow.columns():
@@ -88,10 +118,10 @@ class ResultWriter:
                                  "start a new sweep instead of resuming")
             self.environment = json.loads(self.environment_path.read_text())
             self.environment.setdefault("resumed_utc", []).append(utc_now())
+            self.drop_runs(set())  # repair what an interruption tore
         else:
-            with self.csv_path.open("w", newline="") as f:
-                csv.writer(f).writerow(ResultRow.columns())
-            self.samples_path.write_text("")
+            write_atomically(self.csv_path, _csv_text([ResultRow.columns()]))
+            write_atomically(self.samples_path, "")
             self.environment = {
                 "schema_version": SCHEMA_VERSION,
                 "created_utc": utc_now(),
@@ -100,19 +130,38 @@ class ResultWriter:
             }
         self.write_environment()
 
+    def drop_runs(self, run_ids: set[int]) -> None:
+        """Rewrite both files without these runs, and without anything torn: a row stays only
+        with its samples line, a samples line only with its row."""
+        columns = ResultRow.columns()
+        records = _complete_records(self.csv_path, columns)
+        samples = _sample_lines(self.samples_path)
+        at = columns.index("run_id")
+        keep = [r for r in records if r[at].isdigit() and int(r[at]) not in run_ids and int(r[at]) in samples]
+        kept_ids = {int(r[at]) for r in keep}
+        write_atomically(self.samples_path, "".join(line for rid, line in samples.items() if rid in kept_ids))
+        write_atomically(self.csv_path, _csv_text([columns, *keep]))
+
     def done_run_ids(self) -> set[int]:
         """Runs that already have a row on disk (whatever their outcome)."""
         with self.csv_path.open(newline="") as f:
             return {int(r["run_id"]) for r in csv.DictReader(f) if r.get("run_id", "").isdigit()}
 
+    def outcomes(self) -> dict[int, str]:
+        with self.csv_path.open(newline="") as f:
+            return {int(r["run_id"]): r.get("outcome", "") for r in csv.DictReader(f)
+                    if r.get("run_id", "").isdigit()}
+
     def add(self, row: ResultRow, samples: dict[str, Any] | None = None) -> None:
+        """The samples line first, then the row: a row never exists without its samples (a
+        samples line left alone by a failed row write is dropped on resume)."""
         self.rows.append(row)
+        line = {"schema_version": SCHEMA_VERSION, "run_id": row.run_id, "reason": row.reason,
+                **(samples or {})}
+        with self.samples_path.open("a") as f:
+            f.write(json.dumps(json_safe(line)) + "\n")
         with self.csv_path.open("a", newline="") as f:
             csv.writer(f).writerow([_csv_value(v) for v in dataclasses.astuple(row)])
-        if samples is not None:
-            line = {"schema_version": SCHEMA_VERSION, "run_id": row.run_id, **samples}
-            with self.samples_path.open("a") as f:
-                f.write(json.dumps(json_safe(line)) + "\n")
 
     def log_harness_error(self, what: str, traceback_text: str) -> None:
         with self.log_path.open("a") as f:
@@ -123,7 +172,13 @@ class ResultWriter:
         self.write_environment()
 
     def write_environment(self) -> None:
-        self.environment_path.write_text(json.dumps(json_safe(self.environment), indent=2) + "\n")
+        write_atomically(self.environment_path, json.dumps(json_safe(self.environment), indent=2) + "\n")
+
+
+def _csv_text(records: list[list[Any]]) -> str:
+    buffer = io.StringIO(newline="")
+    csv.writer(buffer).writerows(records)
+    return buffer.getvalue()
 
 
 def _version(dist: str) -> str:
