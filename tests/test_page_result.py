@@ -165,3 +165,19 @@ def test_parse_output_checks_byte_length(size: int) -> None:
 def test_parse_output_missing_tensor() -> None:
     with pytest.raises(PageDataError, match="no output"):
         parse_output(None, 2, 3)
+
+
+@pytest.mark.parametrize("field, value", [("wall_ms", [1.0, 1e308, 2.0]), ("cold_ms", 1e12),
+                                          ("gpu_ms", [0.5, 4e6, 0.5])])
+def test_absurd_samples_are_malformed_not_measured(field: str, value: object) -> None:
+    with pytest.raises(PageDataError, match="beyond an hour"):
+        parse_page_reply(_ok(**{field: value}), ITERATIONS)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_non_finite_outputs_are_malformed(bad: float) -> None:
+    data = np.ones((2, 3), dtype="<f4")
+    data[1, 2] = bad
+    with pytest.raises(PageDataError, match="non-finite"):
+        parse_output(data.tobytes(), 2, 3)
+    assert parse_output(np.ones((2, 3), dtype="<f4").tobytes(), 2, 3).shape == (2, 3)

@@ -231,3 +231,16 @@ def test_cli_refuses_to_overwrite_a_sweep_and_to_resume_a_broken_plan(tmp_path: 
     assert len(err) == 1 and "not a readable plan" in err[0]
     assert cli.main(["--resume", str(tmp_path / "nothing-here")]) == 2
     assert "plan.json" in capsys.readouterr().err
+
+
+def test_an_invalid_row_reports_no_performance_figures():
+    """A wrong output's latency is not a figure anyone should read (raw samples stay on disk)."""
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))[0]
+    job = _job(run)
+    timing = TimingConfig(min_iterations=1, max_iterations=10)
+    bad = (job.prepared.ref_dequantized * 1.5).astype(np.float32).tobytes()
+    row, samples = _measure(run, job, [_page(job.prepared, [0.001, 0.001])], [bad], timing)
+    assert row.outcome == Outcome.INVALID
+    assert row.latency_ms_median is None and row.gflops is None and row.latency_ms_p90 is None
+    assert row.rel_error_vs_dequantized > row.kernel_tolerance  # the why stays
+    assert samples["wall_ms"] == [0.001, 0.001]

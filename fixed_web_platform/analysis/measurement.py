@@ -21,6 +21,13 @@ from ..vocabulary import Outcome, TimingSource
 from .stats import summarize
 
 
+PERFORMANCE_FIGURES = (
+    "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv", "latency_ms_mean",
+    "latency_ms_stdev", "latency_ms_iqr", "cold_ms", "wall_ms_median", "gpu_ms_median", "gflops",
+)
+"""Blank in any row that is not ok (the raw samples stay in samples.jsonl for diagnosis)."""
+
+
 def samples_record(pages: Sequence[PageReply], timing_source: str, outcome: str) -> dict[str, Any]:
     gpu_ok = all(p.gpu_ms is not None for p in pages)
     return {
@@ -119,6 +126,8 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         threads=first.threads,
         engine_version=first.engine_version,
     )
+    if outcome is not Outcome.OK:  # figures of a run whose output is wrong are not reported
+        row = replace(row, **{name: None for name in PERFORMANCE_FIGURES})
     if memory is not None:
         row = replace(
             row,

@@ -18,6 +18,8 @@ from ..plan import TimingConfig
 from ..vocabulary import PROTOCOL_VERSION
 
 MAX_REASON_CHARS = 2000
+MAX_SAMPLE_MS = 3_600_000.0
+"""A timed sample longer than an hour is not a measurement (a forged or broken reply)."""
 PAGE_STATUSES = ("ok", "unsupported", "failed")
 _RUNNER_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PROBE_RUNNER = "probe"
@@ -129,6 +131,13 @@ def _number(value: Any, name: str) -> float:
     return float(value)
 
 
+def _milliseconds(value: Any, name: str) -> float:
+    ms = _number(value, name)
+    if ms > MAX_SAMPLE_MS:
+        raise PageDataError(f"{name} = {value!r:.20} ms is beyond an hour: not a measurement")
+    return ms
+
+
 def _samples(value: Any, name: str, at_most: int, exactly: int | None = None) -> tuple[float, ...]:
     if not isinstance(value, list):
         raise PageDataError(f"{name} is not a list")
@@ -136,7 +145,7 @@ def _samples(value: Any, name: str, at_most: int, exactly: int | None = None) ->
         raise PageDataError(f"{name} has {len(value)} samples, expected {exactly}")
     if not 1 <= len(value) <= at_most:
         raise PageDataError(f"{name} has {len(value)} samples; between 1 and {at_most} are allowed")
-    return tuple(_number(v, f"{name}[{i}]") for i, v in enumerate(value))
+    return tuple(_milliseconds(v, f"{name}[{i}]") for i, v in enumerate(value))
 
 
 def _js_heap(value: Any) -> tuple[int | None, str]:
@@ -198,8 +207,8 @@ def parse_page_reply(payload: Any, max_iterations: int) -> PageReply:
         engine_version=_short(payload.get("engine_version"), "engine_version"),
         gpu_note=_text(payload.get("gpu_note")),
         timestamp_query=payload.get("timestamp_query") is True,
-        compile_ms=_number(payload.get("compile_ms"), "compile_ms"),
-        cold_ms=_number(payload.get("cold_ms"), "cold_ms"),
+        compile_ms=_milliseconds(payload.get("compile_ms"), "compile_ms"),
+        cold_ms=_milliseconds(payload.get("cold_ms"), "cold_ms"),
         wall_ms=wall,
         gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", max_iterations, exactly=len(wall)),
         gpu_buffer_bytes=None if gpu_buffer is None else int(_number(gpu_buffer, "gpu_buffer_bytes")),
@@ -215,4 +224,8 @@ def parse_output(data: bytes | None, m: int, n: int) -> np.ndarray:
         raise PageDataError("the page posted no output tensor")
     if len(data) != expected:
         raise PageDataError(f"output has {len(data)} bytes, expected {expected} ({m}x{n} float32)")
-    return np.frombuffer(data, dtype="<f4").reshape(m, n)
+    out = np.frombuffer(data, dtype="<f4").reshape(m, n)
+    bad = int(np.count_nonzero(~np.isfinite(out)))
+    if bad:
+        raise PageDataError(f"output holds {bad} non-finite values (NaN or Inf)")
+    return out
