@@ -17,7 +17,7 @@ async def _with_job(check, *, max_post: int | None = None):  # noqa: ANN001, ANN
         server_module.MAX_POST_BYTES, saved = max_post, server_module.MAX_POST_BYTES
     try:
         async with JobServer() as server, aiohttp.ClientSession() as http:
-            job = server.add_job({"runner": "wgsl"}, {"x": b"\x01\x02\x03\x04"})
+            job = server.add_job({"runner": "wgsl", "output_bytes": 64}, {"x": b"\x01\x02\x03\x04"})
             base = f"{server.base_url}/api/jobs/{job.job_id}"
             return await check(server, job, http, base)
     finally:
@@ -89,4 +89,31 @@ def test_first_result_wins() -> None:
             async with http.post(f"{base}/result?token={job.token}", json={"status": status}) as r:
                 assert r.status == 200
         assert job.result.result()["status"] == "ok"
+    asyncio.run(_with_job(check))
+
+
+def test_output_is_capped_at_what_the_job_can_send() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async with http.post(f"{base}/output?token={job.token}", data=b"0" * 65) as r:
+            assert r.status == 413
+        assert job.output is None
+        async with http.post(f"{base}/output?token={job.token}", data=b"0" * 64) as r:
+            assert r.status == 200
+        assert job.output == b"0" * 64
+    asyncio.run(_with_job(check))
+
+
+def test_a_non_ascii_token_is_403_not_a_traceback() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async with http.get(f"{base}/spec", params={"token": "j\u00f6b-\u2603"}) as r:
+            assert r.status == 403
+    asyncio.run(_with_job(check))
+
+
+def test_a_deeply_nested_result_is_a_failed_reply_not_a_traceback() -> None:
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async with http.post(f"{base}/result?token={job.token}", data="[" * 100_000 + "]" * 100_000) as r:
+            assert r.status == 200
+        payload = job.result.result()
+        assert payload["status"] == "failed" and "RecursionError" in payload["reason"]
     asyncio.run(_with_job(check))

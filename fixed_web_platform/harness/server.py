@@ -17,6 +17,9 @@ from aiohttp import web
 
 from ..paths import WEB_DIR
 MAX_POST_BYTES = 256 * 1024 * 1024
+"""aiohttp's cap on any body; each job's output is further capped at its own output_bytes."""
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+"""A result holds raw samples and a probe, never tensors."""
 
 
 @dataclass
@@ -104,7 +107,9 @@ class JobServer:
     def _authorized(self, request: web.Request) -> Job:
         job = self._jobs.get(request.match_info["job_id"])
         token = request.query.get("token", "")
-        if job is None or not secrets.compare_digest(token, job.token):
+        # bytes: compare_digest refuses non-ASCII str, and a token is the page's word, not ours
+        if job is None or not secrets.compare_digest(token.encode("utf-8", "surrogateescape"),
+                                                     job.token.encode()):
             raise web.HTTPForbidden(text="unknown job or bad token")
         return job
 
@@ -121,16 +126,25 @@ class JobServer:
         return web.Response(body=data, content_type="application/octet-stream")
 
     async def _post_output(self, request: web.Request) -> web.Response:
+        """At most what this job's output can be (its spec's output_bytes)."""
         job = self._authorized(request)
-        job.output = await request.read()
+        limit = int(job.spec.get("output_bytes") or 0)
+        data = await request.content.read(limit + 1)
+        if len(data) > limit:
+            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length or len(data))
+        job.output = data
         return web.json_response({"ok": True})
 
     async def _post_result(self, request: web.Request) -> web.Response:
         job = self._authorized(request)
+        body = await request.content.read(MAX_RESULT_BYTES + 1)
         try:
-            payload = json.loads(await request.text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            payload = {"status": "failed", "reason": f"page posted an unreadable result: {exc}"}
+            if len(body) > MAX_RESULT_BYTES:
+                raise ValueError(f"over {MAX_RESULT_BYTES} bytes")
+            payload = json.loads(body.decode())
+        except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, too big, too deep
+            payload = {"status": "failed",
+                       "reason": f"page posted an unreadable result: {type(exc).__name__}: {str(exc)[:200]}"}
         if not isinstance(payload, dict):
             payload = {"status": "failed", "reason": "page posted a result that is not an object"}
         if not job.result.done():
