@@ -100,3 +100,37 @@ def test_a_write_error_mid_sweep_is_one_line_and_exit_1(tmp_path: Path, monkeypa
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "No space left on device" in err[0] and "--resume" in err[0]
     assert ResultWriter(out, resume=True).done_run_ids() == {0}  # what finished is kept
+
+
+def _corrupt(folder: Path, how: str) -> None:
+    if how == "environment-is-a-list":
+        (folder / "environment.json").write_text("[1, 2]")
+    elif how == "samples-line-is-a-list":
+        (folder / "samples.jsonl").write_text("[1, 2]\n")
+    elif how == "samples-not-numbers":
+        (folder / "samples.jsonl").write_text(json.dumps({"run_id": 0, "wall_ms": ["a", "b"]}) + "\n")
+    else:
+        rows = pd.read_csv(folder / "results.csv", dtype=object)
+        if how == "empty-run-id":
+            rows.loc[0, "run_id"] = None
+        elif how == "m-is-four":
+            rows.loc[0, "m"] = "four"
+        elif how == "unknown-outcome":
+            rows.loc[0, "outcome"] = "great"
+        rows.to_csv(folder / "results.csv", index=False)
+
+
+@pytest.mark.parametrize("how", ["environment-is-a-list", "samples-line-is-a-list", "samples-not-numbers",
+                                 "empty-run-id", "m-is-four", "unknown-outcome"])
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_report_and_compare_refuse_a_broken_folder_in_one_line(tmp_path: Path, capsys, how: str,
+                                                               command: str) -> None:
+    good = tmp_path / "good"
+    _folder(good, [Outcome.OK, Outcome.FAILED])
+    bad = tmp_path / "bad"
+    _folder(bad, [Outcome.OK, Outcome.FAILED])
+    _corrupt(bad, how)
+    argv = [command, str(bad)] if command == "report" else [command, str(good), str(bad)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "Traceback" not in err[0], err
