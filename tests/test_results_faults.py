@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -134,3 +136,24 @@ def test_report_and_compare_refuse_a_broken_folder_in_one_line(tmp_path: Path, c
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "Traceback" not in err[0], err
+
+
+def test_a_folder_another_live_sweep_writes_to_is_refused(tmp_path: Path, capsys) -> None:
+    _folder(tmp_path, [Outcome.OK])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (tmp_path / ".lock").write_text(f"{other.pid}\n")
+        assert cli.main(["--resume", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "being written by another sweep" in err[0]
+    finally:
+        other.kill()
+        other.wait()
+    _, remaining, _, _ = sweep.resume(tmp_path)  # the holder is gone: its lock is taken over
+    assert [r.run_id for r in remaining] == [1, 2, 3, 4]
+
+
+def test_a_shape_that_cannot_fit_this_machine_is_refused_at_planning(capsys) -> None:
+    assert cli.main(["--shape", "100000x100000x100000", "--only-shapes", "--bits", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "GiB of host memory" in err[0]

@@ -33,6 +33,24 @@ def write_atomically(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+LOCK_FILE = ".lock"
+
+
+def _take_lock(directory: Path) -> None:
+    """One writing sweep per folder: the lock names the writing process; a live other process
+    holding it is refused (a --resume of a sweep still running would duplicate rows), a dead
+    one's lock is taken over."""
+    lock = directory / LOCK_FILE
+    try:
+        holder = int(lock.read_text().strip())
+    except (OSError, ValueError):
+        holder = None
+    if holder is not None and holder != os.getpid() and psutil.pid_exists(holder):
+        raise ValueError(f"{directory} is being written by another sweep (process {holder}); "
+                         "wait for it to end, or choose another folder")
+    write_atomically(lock, f"{os.getpid()}\n")
+
+
 def _complete_records(path: Path, columns: list[str]) -> list[list[str]]:
     """The CSV's records an interrupted write left whole: parsed with the csv module (a quoted
     field may hold line breaks), a last record without its line end dropped."""
@@ -110,6 +128,7 @@ class ResultWriter:
         self.log_path = directory / "harness.log"
         """Tracebacks of the harness's own errors (rows with outcome ``error``)."""
         self.rows: list[ResultRow] = []
+        _take_lock(directory)
         if resume and self.csv_path.is_file():
             with self.csv_path.open(newline="") as f:
                 header = next(csv.reader(f), [])

@@ -13,10 +13,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import psutil
 
 from ..precision import quant
 
 _SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+HOST_MEMORY_SHARE = 0.5
+"""A workload may take at most this share of the memory available when the sweep is planned
+(the browser needs the rest)."""
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,18 @@ class MatmulWorkload:
     def label(self) -> str:
         return self.shape
 
+    @property
+    def host_bytes(self) -> int:
+        """About what preparing it takes in Python: float32 and float64 copies of x and W, the
+        quantized and dequantized weights, two float64 references."""
+        return 12 * self.m * self.k + 40 * self.n * self.k + 24 * self.m * self.n
+
     def validate(self, bits: int, block_size: int) -> None:
         validate_shape(self, bits, block_size)
+        available = psutil.virtual_memory().available
+        if self.host_bytes > HOST_MEMORY_SHARE * available:
+            raise ValueError(f"shape {self.shape} needs about {self.host_bytes / 2**30:.1f} GiB of host "
+                             f"memory to prepare; this machine has {available / 2**30:.1f} GiB available")
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "m": self.m, "k": self.k, "n": self.n}
