@@ -46,4 +46,8 @@ def resume(directory: Path, *, retry_failed: bool = False,
 
 async def execute(plan: Sequence[RunSpec], writer: ResultWriter,
                   options: SweepOptions = SweepOptions()) -> list[ResultRow]:
-    return await run_sweep(plan, writer, options)
+    """Run the plan; the folder is released for a later --resume however the sweep ends."""
+    try:
+        return await run_sweep(plan, writer, options)
+    finally:
+        writer.close()

@@ -72,6 +72,7 @@ def test_resume_skips_runs_already_on_disk(tmp_path):
     writer = ResultWriter(tmp_path)
     save_plan(tmp_path, plan, timing)
     asyncio.run(run_sweep(plan[:2], writer, SweepOptions(timing=timing)))  # "interrupted" after two
+    writer.close()  # what the interrupted process's exit would do
     proc = subprocess.run(
         [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--resume", str(tmp_path)],
         capture_output=True, text=True, timeout=300,

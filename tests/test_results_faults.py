@@ -157,3 +157,17 @@ def test_a_shape_that_cannot_fit_this_machine_is_refused_at_planning(capsys) -> 
     assert cli.main(["--shape", "100000x100000x100000", "--only-shapes", "--bits", "8"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GiB of host memory" in err[0]
+
+
+def test_capabilities_refuses_an_unwritable_folder_before_launching(tmp_path: Path, capsys, monkeypatch) -> None:
+    from fixed_web_platform.cli import capabilities
+
+    async def no_launch(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("a browser was launched before the folder was checked")
+
+    monkeypatch.setattr(capabilities, "collect", no_launch)
+    target = tmp_path / "a-file"
+    target.write_text("")
+    assert cli.main(["capabilities", "--browser", "chrome", "--output-dir", str(target / "sub")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot write to")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..browsers import BrowserUnavailable, launch, resolve
-from ..errors import OneLineArgumentParser, first_line
+from ..errors import OneLineArgumentParser, UsageError, first_line
 from ..harness.page import visit_page
 from ..harness.protocol import probe_spec
 from ..harness.runner import PROBE_TIMEOUT_S
@@ -22,7 +22,7 @@ from ..precision.webnn_precision import data_types
 from ..probes.adapter import adapter_label
 from ..report.markdown import markdown_lines
 from ..results.rows import utc_now
-from ..results.writer import json_safe, machine_info, new_results_dir
+from ..results.writer import json_safe, machine_info, new_results_dir, write_atomically
 from ..vocabulary import SCHEMA_VERSION, WEBNN_DEVICES, BrowserName, Outcome
 from .run import browser_arg, overrides
 
@@ -159,11 +159,16 @@ def capabilities_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     browsers = list(dict.fromkeys(args.browser))
     devices = list(dict.fromkeys(args.webnn_device))
+    out_dir = args.output_dir or new_results_dir("capabilities")
+    try:  # before any browser starts: a folder we cannot write is bad input
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_atomically(out_dir / "capabilities.json", "{}\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
     entries = asyncio.run(collect(
         browsers, devices, overrides(args.browser_binary, browsers, "--browser-binary"),
         overrides(args.driver, browsers, "--driver"),
     ))
-    out_dir = args.output_dir or new_results_dir("capabilities")
     json_path, md_path = write(entries, devices, out_dir)
     print(md_path.read_text())
     print(f"capabilities: {json_path} {md_path}")

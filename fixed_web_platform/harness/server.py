@@ -33,6 +33,20 @@ class Job:
     output: bytes | None = None
 
 
+async def _read_body(request: web.Request, limit: int) -> bytes:
+    """The whole body, or 413 as soon as it passes ``limit`` bytes."""
+    if request.content_length is not None and request.content_length > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 @web.middleware
 async def _isolation_headers(request: web.Request, handler: Any) -> web.StreamResponse:
     """Cross-origin isolation gives the page high-resolution timers (and, later, memory APIs)."""
@@ -129,18 +143,13 @@ class JobServer:
         """At most what this job's output can be (its spec's output_bytes)."""
         job = self._authorized(request)
         limit = int(job.spec.get("output_bytes") or 0)
-        data = await request.content.read(limit + 1)
-        if len(data) > limit:
-            raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length or len(data))
-        job.output = data
+        job.output = await _read_body(request, limit)
         return web.json_response({"ok": True})
 
     async def _post_result(self, request: web.Request) -> web.Response:
         job = self._authorized(request)
-        body = await request.content.read(MAX_RESULT_BYTES + 1)
+        body = await _read_body(request, MAX_RESULT_BYTES)
         try:
-            if len(body) > MAX_RESULT_BYTES:
-                raise ValueError(f"over {MAX_RESULT_BYTES} bytes")
             payload = json.loads(body.decode())
         except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, too big, too deep
             payload = {"status": "failed",

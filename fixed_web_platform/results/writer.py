@@ -149,6 +149,21 @@ class ResultWriter:
             }
         self.write_environment()
 
+    def close(self) -> None:
+        """Release the folder (its lock) for a later --resume; the files stay as they are."""
+        lock = self.directory / LOCK_FILE
+        try:
+            if int(lock.read_text().strip()) == os.getpid():
+                lock.unlink()
+        except (OSError, ValueError):
+            pass
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def drop_runs(self, run_ids: set[int]) -> None:
         """Rewrite both files without these runs, and without anything torn: a row stays only
         with its samples line, a samples line only with its row."""
