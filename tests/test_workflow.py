@@ -156,6 +156,7 @@ def test_report_and_compare_run(job: dict[str, Any]) -> None:
     report = [shlex.split(line) for line in lines if f"{ENTRY} report " in line]
     compare = [shlex.split(line) for line in lines if f"{ENTRY} compare " in line]
     assert report and report[0][report[0].index("report") + 1] == "results/nightly"
+    assert "--screenshot" in report[0]  # the report as a user sees it, kept with the artifact
     assert compare
     args = compare[0][compare[0].index("compare") + 1:]
     assert args[:2] == ["previous", "results/nightly"]

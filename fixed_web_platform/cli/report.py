@@ -20,6 +20,9 @@ def report_command(argv: list[str]) -> int:
                         help="results folder(s) written by a sweep")
     parser.add_argument("--output-dir", type=Path, default=None,
                         help="where to write the report (default: <first results folder>/report)")
+    parser.add_argument("--screenshot", action="store_true",
+                        help="open report.html in headless Chromium at 1280 px, check it (no "
+                             "sideways scrolling, every plot loaded) and save screenshot.png")
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
@@ -41,4 +44,18 @@ def report_command(argv: list[str]) -> int:
     print(f"report: {files.markdown}")
     print(f"report: {files.html}")
     print(f"plots: {len(files.plots)} in {out_dir / 'plots'}")
-    return 0
+    if not args.screenshot:
+        return 0
+    from ..report.screenshot import view_report
+
+    try:
+        view = view_report(files.html, out_dir / "screenshot.png")
+    except Exception as exc:  # noqa: BLE001 - no browser here: the report itself is written
+        print(f"error: cannot open the report in a browser: {first_line(exc)}", file=sys.stderr)
+        return 1
+    problems = ([f"the page is {view.scroll_width} px wide in a {view.client_width} px window"]
+                if view.overflows else []) + [f"plot did not load: {src}" for src in view.broken_images]
+    print(f"screenshot: {view.screenshot} ({view.glance_rows} at-a-glance rows)")
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 1 if problems else 0

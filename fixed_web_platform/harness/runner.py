@@ -64,6 +64,7 @@ class BrowserRunner:
         self.options = options
         self.session: BrowserSession | None = None
         self._webnn: dict[str, dict[str, Any]] = {}  # per device type, for the current session
+        self._session_runs = 0  # runs measured in the current session
 
     async def ensure_session(self) -> BrowserSession:
         if self.session is not None and self.session.is_alive():
@@ -82,6 +83,7 @@ class BrowserRunner:
             },
         )
         self.session = session
+        self._session_runs = 0
         return session
 
     async def close(self) -> None:
@@ -212,7 +214,9 @@ class BrowserRunner:
             weight_dtype=job.weight_dtype,
             scale_dtype=job.scale_dtype,
             zero_point_dtype=job.zero_point_dtype,
+            session_run=self._session_runs,
         )
+        self._session_runs += 1
         if outcome is not Outcome.OK or not pages:
             return base, {"outcome": outcome.value, "reason": reason, **job.details, **rest}
         try:

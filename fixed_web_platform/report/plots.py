@@ -29,13 +29,20 @@ def _series_label(row: pd.Series | dict[str, Any], show_sweep: bool) -> str:
     if row["platform"] == "webnn":
         extra = " ".join(str(v) for v in (row["device_type"], row["precision_mode"]) if v)
         label += f" ({extra})" if extra else ""
+    adapter = str(row.get("adapter") or "")
+    if adapter:
+        label += f" [{adapter.split('/')[1] if adapter.count('/') >= 1 else adapter}]"
     return f"{row['sweep']}: {label}" if show_sweep else label
 
 
 def _series(table: pd.DataFrame, show_sweep: bool):
     keys = ["sweep", "browser", "engine", "platform", "precision_mode", "device_type"]
     for _, group in table.groupby(keys, sort=False):
-        yield _series_label(group.iloc[0], show_sweep), group.sort_values("bits_requested", ascending=False)
+        loads = pd.to_numeric(group.get("page_loads", pd.Series(dtype=float)), errors="coerce").dropna()
+        n = f", {int(loads.min())}" + (f"-{int(loads.max())}" if loads.max() != loads.min() else "") \
+            + " page loads/point" if not loads.empty else ""
+        yield (_series_label(group.iloc[0], show_sweep) + n,
+               group.sort_values("bits_requested", ascending=False))
 
 
 def _workloads(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
@@ -118,7 +125,8 @@ def plot_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | No
         ax.set_ylim(bottom=0)
         ax.set_ylabel("median latency (ms), bars p10-p90")
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Latency vs weight precision")
+    fig.suptitle("Median latency (ms) vs weight bits requested, per browser/engine/platform "
+                 "[adapter]; bars p10-p90 of the raw samples", fontsize=10)
     return _save(fig, path)
 
 
@@ -140,7 +148,8 @@ def plot_error(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None
         ax.set_yscale("log")
         ax.set_ylabel("relative error (log)")
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Output error vs weight precision")
+    fig.suptitle("Relative error of the output vs the float64 result on the original weights "
+                 "(what quantization costs), log scale", fontsize=10)
     return _save(fig, path)
 
 
@@ -160,7 +169,8 @@ def plot_weight_memory(table: pd.DataFrame, path: Path, show_sweep: bool) -> Pat
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_ylabel("weight bytes read by the kernel (MiB, log)")
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Weight memory vs weight precision")
+    fig.suptitle("Weight memory (exact bytes the kernel or graph holds: packed values + scales + "
+                 "zero points) vs weight bits", fontsize=10)
     return _save(fig, path)
 
 
@@ -176,11 +186,21 @@ def plot_process_memory(table: pd.DataFrame, path: Path, show_sweep: bool) -> Pa
         for ax, (title, group) in zip(axes[r], groups):
             for label, s in _series(group, show_sweep):
                 values = pd.to_numeric(s[column], errors="coerce").to_numpy(dtype=float) / 2**20
-                ax.plot(s["bits_requested"], values, marker="o", label=label)
+                spread = pd.to_numeric(s.get(f"{column}_spread", pd.Series(np.nan, index=s.index)),
+                                       errors="coerce").to_numpy(dtype=float) / 2**20
+                line = ax.errorbar(s["bits_requested"], values, yerr=np.nan_to_num(spread) / 2,
+                                   marker="o", capsize=3, label=label)
+                warmup = s.get("memory_warmup_only", pd.Series(False, index=s.index)).fillna(False)
+                warm = np.asarray(warmup, dtype=bool)
+                if warm.any():  # only a first-of-session run: marked, it includes warm-up
+                    ax.plot(np.asarray(s["bits_requested"])[warm], values[warm], marker="o", ls="",
+                            mfc="white", color=line.lines[0].get_color())
             _bits_axis(ax, group["bits_requested"])
-            ax.set_ylabel(f"{labels[column]} (MiB)")
+            ax.set_ylim(bottom=0)  # from zero: a few MiB of noise on a few hundred is no trend
+            ax.set_ylabel(f"{labels[column]} (MiB), bars = spread over runs")
             ax.set_title(f"{title}: {labels[column]}", fontsize=10)
-    fig.suptitle("Process memory vs weight precision")
+    fig.suptitle("Browser process memory vs weight bits (measured, noisy; hollow points: "
+                 "first run of a browser session only, includes warm-up)", fontsize=10)
     return _save(fig, path)
 
 
@@ -205,7 +225,8 @@ def plot_accuracy_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> 
         ax.set_ylabel("relative error vs float (log)")
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
-    fig.suptitle("Accuracy vs latency (lower left is better)")
+    fig.suptitle("Relative error vs median latency (ms), one point per bits value; lower left "
+                 "is better", fontsize=10)
     return _save(fig, path)
 
 

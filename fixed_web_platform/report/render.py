@@ -24,6 +24,7 @@ from ..analysis.stats import summarize
 from ..probes.adapter import adapter_label
 from ..results import reader as result_files
 from ..results.reader import ResultSchemaError, headline_samples
+from .glance import glance_html, glance_markdown
 from .markdown import markdown_table
 from .plots import MEMORY_COLUMNS, draw_plots
 
@@ -198,6 +199,9 @@ def summary_table(rows: pd.DataFrame,
         executed = group["bits_executed"].dropna() if "bits_executed" in group else pd.Series()
         rec["bits_executed"] = int(executed.mode().iloc[0]) if not executed.empty else None
         rec["runs"] = len(group)
+        rec["page_loads"] = int(pd.to_numeric(group["pages"], errors="coerce").fillna(1).sum()) \
+            if "pages" in group else len(group)
+        rec["adapter"] = _unique_text(group.get("adapter", []))
         rec["n_samples"] = int(group["n_samples"].fillna(0).sum()) if "n_samples" in group else 0
         rec["timing_source"] = _unique_text(group.get("timing_source", []))
         median = group["latency_ms_median"].median() if "latency_ms_median" in group else math.nan
@@ -209,9 +213,18 @@ def summary_table(rows: pd.DataFrame,
         rec["latency_ms_p10"], rec["latency_ms_p90"] = spread
         flops = 2.0 * rec["m"] * rec["k"] * rec["n"]
         rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
-        for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", *memory, "rel_error_vs_float",
-                       "snr_db", "rel_error_vs_dequantized"):
-            rec[column] = group[column].median() if column in group else math.nan
+        for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", "gpu_buffer_bytes",
+                       "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized"):
+            rec[column] = pd.to_numeric(group[column], errors="coerce").median() if column in group else math.nan
+        # Process memory leaves out the first run of a browser session (the browser warming up)
+        # when the configuration has other runs; the spread is over the runs kept.
+        first = pd.to_numeric(group.get("session_run", pd.Series(1, index=group.index)), errors="coerce") == 0
+        settled = group[~first] if (~first).any() else group
+        rec["memory_warmup_only"] = bool(first.all()) and "session_run" in group
+        for column in memory:
+            values = pd.to_numeric(settled[column], errors="coerce").dropna()
+            rec[column] = values.median() if not values.empty else math.nan
+            rec[f"{column}_spread"] = (values.max() - values.min()) if len(values) > 1 else math.nan
         wb, wf = rec["weight_bytes"], rec["weight_bytes_f32"]
         rec["compression"] = wf / wb if wb and wb > 0 and not math.isnan(wf) else math.nan
         fallbacks = []
@@ -235,7 +248,8 @@ def summary_table(rows: pd.DataFrame,
                "bits_executed", "runs", "n_samples", "timing_source", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "wall_ms_median", "gflops", "speedup_vs_16bit",
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
-               "compression", *memory, "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
+               "compression", "gpu_buffer_bytes", *memory, *(f"{c}_spread" for c in memory),
+               "memory_warmup_only", "adapter", "page_loads", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
                "fallback", *(["unstable", "instability"] if has_unstable else [])]
     derived = ("speedup_vs_16bit", "speedup_vs_f32", "latency_vs_harness")
     table = pd.DataFrame.from_records(records, columns=[c for c in columns if c not in derived])
@@ -407,7 +421,9 @@ def display_not_ok(table: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
 
 
 def html_table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, escape=True, na_rep="", border=0, classes="data")
+    """A wide table scrolls inside its own box; the page never runs off the window."""
+    return ('<div class="scroll">' + frame.to_html(index=False, escape=True, na_rep="", border=0,
+                                                   classes="data") + "</div>")
 
 
 # ------------------------------------------------------------------------------------ environment
@@ -496,6 +512,20 @@ NOTES = (
 )
 
 
+MEMORY_NOTES = (
+    "How each memory figure is obtained. Weight memory (exact): the bytes of the weights the "
+    "kernel or graph was handed (packed values + scales + zero points), against the float32 "
+    "bytes of the same matrix. GPU buffer bytes (exact): the sizes of the WebGPU buffers the "
+    "harness created for the run. Process memory (measured, noisy): the browser's whole process "
+    "tree sampled with psutil every 100 ms during the run (RSS, USS, PSS); 'delta' is the peak "
+    "over the tree at rest before the page loaded. The first run after a browser starts also "
+    "pays for the browser warming up, so it is left out of the process-memory figures when a "
+    "configuration has other runs; the plot starts at zero and shows the spread over runs, so a "
+    "difference inside that spread is not a trend. JS heap: performance.memory where the browser "
+    "has it."
+)
+
+
 def _outcome_counts(rows: pd.DataFrame) -> str:
     if rows.empty:
         return "no rows"
@@ -545,14 +575,16 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     )
 
     # Markdown
-    md = ["# Precision benchmark report", "", f"Generated {created}.", "", "## Sweeps", ""]
+    md = ["# Precision benchmark report", "", f"Generated {created}.", "",
+          "## At a glance: what each precision costs and buys", "", glance_markdown(summary), "",
+          "## Sweeps", ""]
     md += [f"- {line}" for line in sweep_lines]
     md += ["", "## Environment", ""]
     md += [f"- {line}" for line in machine_lines(sweeps)]
     md += ["", markdown_table(env) if not env.empty else "(no browsers recorded)", ""]
     md += ["## Summary (ok runs)", ""]
     md += [markdown_table(shown_summary) if not summary.empty else "No ok runs.", ""]
-    md += [NOTES, "", memory_note, ""]
+    md += [NOTES, "", MEMORY_NOTES, "", memory_note, ""]
     md += ["## Runs without a measurement (not ok)", ""]
     md += [markdown_table(shown_not_ok) if not not_ok.empty else "Every run was ok.", ""]
     md += ["## Plots", ""]
@@ -567,21 +599,32 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     e = html.escape
     parts = [
         "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<meta name=\"viewport\" content=\"width=device-width\">",
         "<title>Precision benchmark report</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
-        "table.data{border-collapse:collapse;font-size:12px;margin:0.5em 0 1.5em}"
+        "<style>body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:100%}"
+        "div.scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1.5em}"
+        "table.data{border-collapse:collapse;font-size:12px}"
         "table.data th,table.data td{border:1px solid #ccc;padding:3px 6px;text-align:left;"
-        "vertical-align:top}table.data th{background:#f0f0f0}"
+        "vertical-align:top;max-width:24em;overflow-wrap:anywhere}table.data th{background:#f0f0f0}"
         "table.data tr:nth-child(even) td{background:#fafafa}"
+        "table.data.glance td.better{background:#dff3df}table.data.glance td.worse{background:#f8dede}"
+        "table.data.glance td.same{background:#eeeeee}table.data.glance{font-size:13px}"
+        "ol.footnotes{font-size:12px;color:#444;max-width:70em}"
         "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0 1.5em}"
         "p.note{max-width:70em;font-size:13px;color:#444}</style>",
         "</head><body>", "<h1>Precision benchmark report</h1>", f"<p>Generated {e(created)}.</p>",
+        "<h2 id=\"at-a-glance\">At a glance: what each precision costs and buys</h2>",
+        "<p class=\"note\">Per browser, engine, platform and workload, each precision against the "
+        "float32 and 16-bit runs of the same setting. Green is better, red is worse, grey is the "
+        "same within the p10-p90 spread of the two runs; the words say the same.</p>",
+        glance_html(summary),
         "<h2>Sweeps</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in sweep_lines), "</ul>",
         "<h2>Environment</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in machine_lines(sweeps)),
         "</ul>", html_table(env) if not env.empty else "<p>(no browsers recorded)</p>",
         "<h2 id=\"summary\">Summary (ok runs)</h2>",
         html_table(shown_summary) if not summary.empty else "<p>No ok runs.</p>",
-        f"<p class=\"note\">{e(NOTES)}</p>", f"<p class=\"note\">{e(memory_note)}</p>",
+        f"<p class=\"note\">{e(NOTES)}</p>", f"<p class=\"note\">{e(MEMORY_NOTES)}</p>",
+        f"<p class=\"note\">{e(memory_note)}</p>",
         "<h2 id=\"not-ok\">Runs without a measurement (not ok)</h2>",
         html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
         "<h2>Plots</h2>",

@@ -84,6 +84,9 @@ class ResultRow:
     rel_error_vs_dequantized: float | None = None
     kernel_tolerance: float | None = None
     shader: str = ""
+    session_run: int | None = None
+    """This run's place in its browser session (0: the first after the browser started, whose
+    process memory includes the browser warming up)."""
     threads: int | None = None
     """ORT: wasm threads in effect (the page reports it)."""
     engine_version: str = ""

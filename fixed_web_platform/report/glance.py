@@ -1,0 +1,158 @@
+"""The report's first screen: what each precision costs and buys, in words, per setting.
+
+One row per configuration (browser x engine x platform x workload x bits): latency against the
+float32 and 16-bit rows of the same setting, weight memory against float32, error against the
+float weights, what ran if it was not what was asked, and a verdict sentence. A latency
+difference whose p10-p90 spreads overlap is called "same within spread", never a trend. Cells
+carry a class (better / worse / same) for colour, and the words say the same without it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from .markdown import markdown_lines
+
+SETTING_KEY = ("sweep", "browser", "engine", "platform", "precision_mode", "device_type",
+               "workload", "m", "k", "n")
+COLUMNS = ("setting", "workload", "bits", "median latency", "vs float32", "vs 16-bit",
+           "weight memory", "error vs float", "verdict")
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    tone: str = ""
+    """'better', 'worse', 'same' or '' (no judgement)."""
+
+
+def _num(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def _bytes(value: Any) -> str:
+    v = _num(value)
+    if v is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if v < 1024 or unit == "GiB":
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
+    return "-"
+
+
+def _speed(row: pd.Series, base: pd.Series | None) -> Cell:
+    """This row's latency against a baseline row's, judged on their p10-p90 spreads."""
+    if base is None:
+        return Cell("-")
+    if base.name == row.name:
+        return Cell("baseline")
+    med, ref = _num(row["latency_ms_median"]), _num(base["latency_ms_median"])
+    if not med or not ref:
+        return Cell("-")
+    lo, hi = _num(row["latency_ms_p10"]), _num(row["latency_ms_p90"])
+    blo, bhi = _num(base["latency_ms_p10"]), _num(base["latency_ms_p90"])
+    if None not in (lo, hi, blo, bhi) and lo <= bhi and blo <= hi:
+        return Cell("same within spread", "same")
+    ratio = ref / med
+    return Cell(f"{ratio:.2f}x faster", "better") if ratio > 1 else Cell(f"{1 / ratio:.2f}x slower", "worse")
+
+
+def _what_ran(row: pd.Series) -> str:
+    notes = []
+    executed = _num(row.get("bits_executed"))
+    if executed is not None and int(executed) != int(row["bits_requested"]):
+        notes.append(f"ran as {int(executed)}-bit")
+    ran_on = str(row.get("executed_on") or "")
+    if ran_on and ran_on != row["platform"]:
+        notes.append(f"ran on {ran_on}")
+    return ", ".join(notes)
+
+
+def glance_rows(summary: pd.DataFrame) -> tuple[list[list[Cell]], list[str]]:
+    """(rows of cells, footnotes): one row per configuration of the summary, in its order."""
+    rows: list[list[Cell]] = []
+    footnotes: list[str] = []
+    if summary.empty:
+        return rows, footnotes
+    show_sweep = summary["sweep"].nunique() > 1
+    for _, setting in summary.groupby(list(SETTING_KEY), sort=False, dropna=False):
+        by_bits = {int(r["bits_requested"]): r for _, r in setting.iterrows()}
+        f32, f16 = by_bits.get(32), by_bits.get(16)
+        for _, row in setting.iterrows():
+            bits = int(row["bits_requested"])
+            name = f"{row['browser']} · {row['engine']} {row['platform']}"
+            if row["platform"] == "webnn":
+                name += f" ({row['device_type']} {row['precision_mode']})"
+            if show_sweep:
+                name = f"{row['sweep']}: {name}"
+            ran = _what_ran(row)
+            bits_text = f"{bits}" + (f" ({ran})" if ran else "")
+            if ran and row.get("fallback"):
+                footnotes.append(f"{name}, {row['workload']}, {bits}-bit: {row['fallback']}")
+                bits_text += f" [{len(footnotes)}]"
+            vs32, vs16 = _speed(row, f32), _speed(row, f16)
+            compression = _num(row.get("compression"))
+            memory = _bytes(row.get("weight_bytes"))
+            if bits != 32 and compression:
+                memory += f" ({compression:.1f}x less)"
+            error = _num(row.get("rel_error_vs_float"))
+            rows.append([
+                Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(bits_text),
+                Cell(f"{_num(row['latency_ms_median']):.3g} ms" if _num(row["latency_ms_median"]) else "-"),
+                vs32, vs16,
+                Cell(memory, "better" if bits != 32 and compression and compression > 1 else ""),
+                Cell(f"{error:.1e}" if error is not None else "-"),
+                Cell(_verdict(bits, compression, vs32, error, ran)),
+            ])
+    return rows, footnotes
+
+
+def _verdict(bits: int, compression: float | None, vs32: Cell, error: float | None, ran: str) -> str:
+    if bits == 32:
+        return "float32 baseline"
+    parts = []
+    if compression:
+        parts.append(f"{compression:.1f}x less weight memory")
+    if vs32.tone == "same":
+        parts.append("as fast as float32 within spread")
+    elif vs32.tone:
+        parts.append(f"{vs32.text} than float32")
+    if error is not None:
+        parts.append(f"rel. error {error:.0e}")
+    text = f"{bits}-bit: " + ", ".join(parts) if parts else f"{bits}-bit"
+    return f"{text} ({ran})" if ran else text
+
+
+def glance_markdown(summary: pd.DataFrame) -> str:
+    rows, footnotes = glance_rows(summary)
+    if not rows:
+        return "No ok runs."
+    lines = markdown_lines(COLUMNS, [[c.text for c in r] for r in rows])
+    lines += [""] + [f"[{i}] {text}" for i, text in enumerate(footnotes, 1)]
+    return "\n".join(lines).rstrip()
+
+
+def glance_html(summary: pd.DataFrame) -> str:
+    rows, footnotes = glance_rows(summary)
+    if not rows:
+        return "<p>No ok runs.</p>"
+    e = html.escape
+    out = ['<div class="scroll"><table class="data glance" id="glance"><thead><tr>',
+           *(f"<th>{e(c)}</th>" for c in COLUMNS), "</tr></thead><tbody>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="{c.tone}">{e(c.text)}</td>' if c.tone
+                                    else f"<td>{e(c.text)}</td>" for c in r) + "</tr>")
+    out.append("</tbody></table></div>")
+    if footnotes:
+        out.append('<ol class="footnotes">' + "".join(f"<li>{e(t)}</li>" for t in footnotes) + "</ol>")
+    return "\n".join(out)
