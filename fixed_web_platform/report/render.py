@@ -383,10 +383,18 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
         out["latency vs harness"] = summary["latency_vs_harness"].map(_fmt(".2f", "x"))
     out["weight bytes"] = summary["weight_bytes"].map(fmt_bytes)
     out["compression"] = summary["compression"].map(_fmt(".2f", "x"))
+    if "gpu_buffer_bytes" in summary and summary["gpu_buffer_bytes"].notna().any():
+        out["GPU buffers"] = summary["gpu_buffer_bytes"].map(fmt_bytes)
     for column, label in (("proc_rss_peak_bytes", "RSS peak"), ("proc_rss_delta_bytes", "RSS delta"),
                           ("js_heap_bytes", "JS heap")):
         if column in summary:
-            out[label] = summary[column].map(fmt_bytes)
+            spread = summary.get(f"{column}_spread", pd.Series(math.nan, index=summary.index))
+            warm = summary.get("memory_warmup_only", pd.Series(False, index=summary.index))
+            out[label] = [
+                fmt_bytes(v) + (f" (spread {fmt_bytes(sp)})" if _num(sp) is not None else "")
+                + (" (first run of a session: includes warm-up)" if _truthy(w) else "")
+                for v, sp, w in zip(summary[column], spread, warm)
+            ]
     out["rel err vs float"] = summary["rel_error_vs_float"].map(_fmt(".2e"))
     out["SNR dB"] = summary["snr_db"].map(_fmt(".1f"))
     out["kernel err (vs dequantized)"] = summary["rel_error_vs_dequantized"].map(_fmt(".1e"))
