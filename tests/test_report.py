@@ -322,3 +322,28 @@ def test_markdown_table_escapes_cells():
     assert markdown_table(frame).splitlines() == [
         "| a | b |", "|---|---|", "| x\\|y | 1.5 |", "| line break |  |",
     ]
+
+
+def test_at_a_glance_calls_noise_the_same_and_says_it_in_words():
+    from fixed_web_platform.report.glance import glance_rows
+
+    def row(bits, median, p10, p90, compression):
+        return {"sweep": "s", "browser": "chrome", "engine": "harness", "platform": "webgpu",
+                "precision_mode": "standard", "device_type": "", "workload": "w", "m": 1, "k": 64,
+                "n": 64, "shape": "1x64x64", "bits_requested": bits, "bits_executed": bits,
+                "executed_on": "webgpu", "latency_ms_median": median, "latency_ms_p10": p10,
+                "latency_ms_p90": p90, "compression": compression, "weight_bytes": 100,
+                "rel_error_vs_float": 0.01, "fallback": ""}
+
+    summary = pd.DataFrame([row(32, 10.0, 9.9, 10.1, 1.0), row(16, 10.3, 10.2, 10.4, 2.0),
+                            row(8, 15.0, 14.0, 16.0, 3.5), row(4, 10.5, 9.0, 12.0, 6.2),
+                            row(2, 5.0, 4.9, 5.1, 10.4)])
+    rows, _ = glance_rows(summary)
+    vs32 = {int(r[2].text): r[4] for r in rows}
+    assert vs32[32].text == "baseline"
+    assert (vs32[16].text, vs32[16].tone) == ("same (under 10%)", "same")  # 3% apart, no overlap
+    assert (vs32[8].text, vs32[8].tone) == ("1.50x slower", "worse")
+    assert (vs32[4].text, vs32[4].tone) == ("same within spread", "same")
+    assert (vs32[2].text, vs32[2].tone) == ("2.00x faster", "better")
+    verdict = {int(r[2].text): r[-1].text for r in rows}
+    assert verdict[2] == "2-bit: 10.4x less weight memory, 2.00x faster than float32, rel. error 1e-02"

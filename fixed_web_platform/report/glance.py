@@ -3,7 +3,8 @@
 One row per configuration (browser x engine x platform x workload x bits): latency against the
 float32 and 16-bit rows of the same setting, weight memory against float32, error against the
 float weights, what ran if it was not what was asked, and a verdict sentence. A latency
-difference whose p10-p90 spreads overlap is called "same within spread", never a trend. Cells
+difference whose p10-p90 spreads overlap, or under compare's minimum effect (10%), is called
+"same", never a trend. Cells
 carry a class (better / worse / same) for colour, and the words say the same without it.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..analysis.compare import DEFAULT_MIN_EFFECT
 from .markdown import markdown_lines
 
 SETTING_KEY = ("sweep", "browser", "engine", "platform", "precision_mode", "device_type",
@@ -64,6 +66,8 @@ def _speed(row: pd.Series, base: pd.Series | None) -> Cell:
     if None not in (lo, hi, blo, bhi) and lo <= bhi and blo <= hi:
         return Cell("same within spread", "same")
     ratio = ref / med
+    if abs(ratio - 1) < DEFAULT_MIN_EFFECT:  # compare's minimum effect: smaller is not a change
+        return Cell(f"same (under {DEFAULT_MIN_EFFECT:.0%})", "same")
     return Cell(f"{ratio:.2f}x faster", "better") if ratio > 1 else Cell(f"{1 / ratio:.2f}x slower", "worse")
 
 
@@ -124,7 +128,7 @@ def _verdict(bits: int, compression: float | None, vs32: Cell, error: float | No
     if compression:
         parts.append(f"{compression:.1f}x less weight memory")
     if vs32.tone == "same":
-        parts.append("as fast as float32 within spread")
+        parts.append("as fast as float32 (no difference beyond noise)")
     elif vs32.tone:
         parts.append(f"{vs32.text} than float32")
     if error is not None:

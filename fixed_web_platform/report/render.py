@@ -617,6 +617,7 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         "table.data tr:nth-child(even) td{background:#fafafa}"
         "table.data.glance td.better{background:#dff3df}table.data.glance td.worse{background:#f8dede}"
         "table.data.glance td.same{background:#eeeeee}table.data.glance{font-size:13px}"
+        "table.data.glance td:nth-child(3){white-space:nowrap}"
         "ol.footnotes{font-size:12px;color:#444;max-width:70em}"
         "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0 1.5em}"
         "p.note{max-width:70em;font-size:13px;color:#444}</style>",
@@ -624,7 +625,8 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         "<h2 id=\"at-a-glance\">At a glance: what each precision costs and buys</h2>",
         "<p class=\"note\">Per browser, engine, platform and workload, each precision against the "
         "float32 and 16-bit runs of the same setting. Green is better, red is worse, grey is the "
-        "same within the p10-p90 spread of the two runs; the words say the same.</p>",
+        "same: the p10-p90 spreads of the two runs overlap, or they differ by less than 10%. "
+        "The words say the same without colour.</p>",
         glance_html(summary),
         "<h2>Sweeps</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in sweep_lines), "</ul>",
         "<h2>Environment</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in machine_lines(sweeps)),
