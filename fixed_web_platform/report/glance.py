@@ -11,14 +11,13 @@ carry a class (better / worse / same) for colour, and the words say the same wit
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from ..analysis.compare import DEFAULT_MIN_EFFECT
-from .markdown import markdown_lines
+from .markdown import fmt_bytes, markdown_lines, number
 
 SETTING_KEY = ("sweep", "browser", "engine", "platform", "precision_mode", "device_type",
                "workload", "m", "k", "n")
@@ -33,23 +32,10 @@ class Cell:
     """'better', 'worse', 'same' or '' (no judgement)."""
 
 
-def _num(value: Any) -> float | None:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
 
 
 def _bytes(value: Any) -> str:
-    v = _num(value)
-    if v is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if v < 1024 or unit == "GiB":
-            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
-        v /= 1024
-    return "-"
+    return fmt_bytes(value) or "-"
 
 
 def _speed(row: pd.Series, base: pd.Series | None) -> Cell:
@@ -58,11 +44,11 @@ def _speed(row: pd.Series, base: pd.Series | None) -> Cell:
         return Cell("-")
     if base.name == row.name:
         return Cell("baseline")
-    med, ref = _num(row["latency_ms_median"]), _num(base["latency_ms_median"])
+    med, ref = number(row["latency_ms_median"]), number(base["latency_ms_median"])
     if not med or not ref:
         return Cell("-")
-    lo, hi = _num(row["latency_ms_p10"]), _num(row["latency_ms_p90"])
-    blo, bhi = _num(base["latency_ms_p10"]), _num(base["latency_ms_p90"])
+    lo, hi = number(row["latency_ms_p10"]), number(row["latency_ms_p90"])
+    blo, bhi = number(base["latency_ms_p10"]), number(base["latency_ms_p90"])
     if None not in (lo, hi, blo, bhi) and lo <= bhi and blo <= hi:
         return Cell("same within spread", "same")
     ratio = ref / med
@@ -73,7 +59,7 @@ def _speed(row: pd.Series, base: pd.Series | None) -> Cell:
 
 def _what_ran(row: pd.Series) -> str:
     notes = []
-    executed = _num(row.get("bits_executed"))
+    executed = number(row.get("bits_executed"))
     if executed is not None and int(executed) != int(row["bits_requested"]):
         notes.append(f"ran as {int(executed)}-bit")
     ran_on = str(row.get("executed_on") or "")
@@ -105,14 +91,14 @@ def glance_rows(summary: pd.DataFrame) -> tuple[list[list[Cell]], list[str]]:
                 footnotes.append(f"{name}, {row['workload']}, {bits}-bit: {row['fallback']}")
                 bits_text += f" [{len(footnotes)}]"
             vs32, vs16 = _speed(row, f32), _speed(row, f16)
-            compression = _num(row.get("compression"))
+            compression = number(row.get("compression"))
             memory = _bytes(row.get("weight_bytes"))
             if bits != 32 and compression:
                 memory += f" ({compression:.1f}x less)"
-            error = _num(row.get("rel_error_vs_float"))
+            error = number(row.get("rel_error_vs_float"))
             rows.append([
                 Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(bits_text),
-                Cell(f"{_num(row['latency_ms_median']):.3g} ms" if _num(row["latency_ms_median"]) else "-"),
+                Cell(f"{number(row['latency_ms_median']):.3g} ms" if number(row["latency_ms_median"]) else "-"),
                 vs32, vs16,
                 Cell(memory, "better" if bits != 32 and compression and compression > 1 else ""),
                 Cell(f"{error:.1e}" if error is not None else "-"),

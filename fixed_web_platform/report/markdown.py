@@ -10,6 +10,27 @@ from typing import Any
 import pandas as pd
 
 
+def number(value: Any) -> float | None:
+    """A float from a table value; None for empty, unreadable or NaN."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def fmt_bytes(value: Any) -> str:
+    """Bytes in binary units ('' when there is no number)."""
+    v = number(value)
+    if v is None:
+        return ""
+    sign, v = ("-" if v < 0 else ""), abs(v)
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if v >= size:
+            return f"{sign}{v / size:.2f} {unit}"
+    return f"{sign}{v:.0f} B"
+
+
 def cell(value: Any) -> str:
     """One cell: empty for None/NaN; browser messages cannot break the table."""
     text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)

@@ -25,7 +25,7 @@ from ..probes.adapter import adapter_label
 from ..results import reader as result_files
 from ..results.reader import ResultSchemaError, headline_samples
 from .glance import glance_html, glance_markdown
-from .markdown import markdown_table
+from .markdown import fmt_bytes, markdown_table, number
 from .plots import MEMORY_COLUMNS, draw_plots
 
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
@@ -316,34 +316,17 @@ def not_ok_table(rows: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------- formatting
 
 
-def _num(value: Any) -> float | None:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
-
-
-def fmt_bytes(value: Any) -> str:
-    v = _num(value)
-    if v is None:
-        return ""
-    sign, v = ("-" if v < 0 else ""), abs(v)
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if v >= size:
-            return f"{sign}{v / size:.2f} {unit}"
-    return f"{sign}{v:.0f} B"
 
 
 def _fmt(spec: str, suffix: str = ""):
     def f(value: Any) -> str:
-        v = _num(value)
+        v = number(value)
         return "" if v is None else f"{v:{spec}}{suffix}"
     return f
 
 
 def _fmt_int(value: Any) -> str:
-    v = _num(value)
+    v = number(value)
     return "" if v is None else str(int(v))
 
 
@@ -373,7 +356,7 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     out["timing"] = summary["timing_source"]
     out["median ms"] = summary["latency_ms_median"].map(_fmt(".3f"))
     out["p10-p90 ms"] = [
-        f"{_fmt('.3f')(a)}-{_fmt('.3f')(b)}" if _num(a) is not None and _num(b) is not None else ""
+        f"{_fmt('.3f')(a)}-{_fmt('.3f')(b)}" if number(a) is not None and number(b) is not None else ""
         for a, b in zip(summary["latency_ms_p10"], summary["latency_ms_p90"])
     ]
     out["GFLOP/s"] = summary["gflops"].map(_fmt(".3g"))
@@ -391,7 +374,7 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
             spread = summary.get(f"{column}_spread", pd.Series(math.nan, index=summary.index))
             warm = summary.get("memory_warmup_only", pd.Series(False, index=summary.index))
             out[label] = [
-                fmt_bytes(v) + (f" (spread {fmt_bytes(sp)})" if _num(sp) is not None else "")
+                fmt_bytes(v) + (f" (spread {fmt_bytes(sp)})" if number(sp) is not None else "")
                 + (" (first run of a session: includes warm-up)" if _truthy(w) else "")
                 for v, sp, w in zip(summary[column], spread, warm)
             ]
