@@ -13,6 +13,17 @@ PYTHON="${PYTHON:-python3}"
 
 say() { echo "setup: $*"; }
 
+# npm_pack PACKAGE: fetch PACKAGE's tarball from the npm registry into the scratch folder
+# (removed when the script exits) and print its path.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+npm_pack() {
+  local dir
+  dir=$(mktemp -d -p "$scratch")
+  (cd "$dir" && timeout 600 npm pack --silent "$1" >/dev/null) || return 1
+  echo "$dir"/*.tgz
+}
+
 # 1. Browsers from Debian's packages.
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -60,11 +71,10 @@ elif ! command -v npm >/dev/null 2>&1; then
   say "WARNING: npm not found; cannot fetch $ORT_WEB_NPM. '--engine ort' runs will fail with the reason." >&2
 else
   say "fetching $ORT_WEB_NPM from the npm registry"
-  ort_tmp=$(mktemp -d)
-  (cd "$ort_tmp" && timeout 600 npm pack --silent "$ORT_WEB_NPM" >/dev/null)
-  mkdir -p "$ORT_WEB_DIR.partial"
-  tar -xzf "$ort_tmp"/*.tgz -C "$ORT_WEB_DIR.partial" --strip-components=2 package/dist
-  rm -rf "$ort_tmp" "$ORT_WEB_DIR"
+  tgz=$(npm_pack "$ORT_WEB_NPM")
+  rm -rf "$ORT_WEB_DIR.partial" && mkdir -p "$ORT_WEB_DIR.partial"
+  tar -xzf "$tgz" -C "$ORT_WEB_DIR.partial" --strip-components=2 package/dist
+  rm -rf "$ORT_WEB_DIR"
   mv "$ORT_WEB_DIR.partial" "$ORT_WEB_DIR"
   say "ONNX Runtime Web unpacked into $ORT_WEB_DIR"
 fi
@@ -76,10 +86,8 @@ elif ! command -v npm >/dev/null 2>&1; then
   say "WARNING: npm not found; cannot fetch $WEBNN_CHROMIUM_NPM. 'chrome' will use the system Chromium (no WebNN)." >&2
 else
   say "fetching $WEBNN_CHROMIUM_NPM from the npm registry"
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && timeout 600 npm pack --silent "$WEBNN_CHROMIUM_NPM" >/dev/null)
+  tgz=$(npm_pack "$WEBNN_CHROMIUM_NPM")
   .venv/bin/python -c 'import sys; from fixed_web_platform.browsers.install import main; sys.exit(main())' \
-    "$tmp"/*.tgz --dest "$WEBNN_CHROMIUM_DIR" >/dev/null
+    "$tgz" --dest "$WEBNN_CHROMIUM_DIR" >/dev/null
   say "WebNN Chromium unpacked into $WEBNN_CHROMIUM_DIR"
 fi

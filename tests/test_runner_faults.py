@@ -106,3 +106,26 @@ def test_malformed_replies_are_failed_with_a_clear_reason(tmp_path, monkeypatch,
     assert rows[0].outcome == Outcome.FAILED
     assert rows[0].reason.startswith("page sent malformed data") and why in rows[0].reason
     assert not writer.log_path.exists()  # not a harness error
+
+
+def test_a_results_folder_that_stops_taking_writes_ends_the_sweep_not_as_a_harness_error(
+        tmp_path, monkeypatch) -> None:
+    import errno
+
+    from fixed_web_platform.results.writer import ResultsWriteError
+
+    real_write_text = Path.write_text
+    environment_writes = []
+
+    def write_text(self, text, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if self.name == ".environment.json.partial":
+            environment_writes.append(self)
+            if len(environment_writes) > 1:  # the folder was fine when the sweep started
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write_text(self, text, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+    with pytest.raises(ResultsWriteError) as info:
+        _sweep(tmp_path, monkeypatch, {"status": "failed", "reason": "x", "protocol_version": PROTOCOL_VERSION})
+    assert info.value.filename.endswith("environment.json") and len(environment_writes) == 2
+    assert not (tmp_path / "sweep" / "harness.log").exists()  # not disguised as our own bug

@@ -27,7 +27,7 @@ from ..probes.memory import MemoryFigures, TreeSampler
 from ..probes.quiet import Quiet, wait_until_quiet
 from ..progress import Progress
 from ..results.rows import ResultRow, utc_now
-from ..results.writer import ResultWriter
+from ..results.writer import ResultsWriteError, ResultWriter
 from ..vocabulary import BrowserName, Outcome, Platform
 from .page import leave_page, visit_page
 from .protocol import PageDataError, PageReply, parse_page_reply, probe_spec
@@ -124,6 +124,8 @@ class BrowserRunner:
     async def run(self, run: RunSpec) -> ResultRow:
         try:
             row, samples = await self._run(run)
+        except ResultsWriteError:
+            raise  # the folder takes no more rows: the sweep ends (one line, exit 1)
         except Exception:  # noqa: BLE001 - a harness bug costs this row, not the sweep
             self.writer.log_harness_error(run.label, traceback.format_exc())
             lines = traceback.format_exc().strip().splitlines()
@@ -140,6 +142,8 @@ class BrowserRunner:
             return _no_row(run, Outcome.UNSUPPORTED, f"engine {run.engine} does not run {run.platform}")
         try:
             session = await self.ensure_session()
+        except ResultsWriteError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any launch error is this run's failure
             return _no_row(run, Outcome.FAILED, f"browser failed to start: {first_line(exc)}")
         timing = self.options.timing

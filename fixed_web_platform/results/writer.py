@@ -3,6 +3,7 @@ samples.jsonl (raw samples) and environment.json, under results/<UTC timestamp>_
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime as dt
@@ -13,6 +14,7 @@ import os
 import platform
 import sys
 from importlib import metadata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +25,28 @@ from ..vocabulary import SCHEMA_VERSION
 from .rows import ResultRow, utc_now
 
 
+class ResultsWriteError(OSError):
+    """The results folder stopped taking writes (full disk, read-only): the sweep must end, and
+    this is neither the browser's failure nor a bug in the harness."""
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except ResultsWriteError:
+        raise
+    except OSError as exc:
+        raise ResultsWriteError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` whole or not at all (a full disk never leaves half a file)."""
     tmp = path.with_name(f".{path.name}.partial")
     try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        with _writing(path):
+            tmp.write_text(text)
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -192,13 +210,13 @@ class ResultWriter:
         self.rows.append(row)
         line = {"schema_version": SCHEMA_VERSION, "run_id": row.run_id, "reason": row.reason,
                 **(samples or {})}
-        with self.samples_path.open("a") as f:
+        with _writing(self.samples_path), self.samples_path.open("a") as f:
             f.write(json.dumps(json_safe(line)) + "\n")
-        with self.csv_path.open("a", newline="") as f:
+        with _writing(self.csv_path), self.csv_path.open("a", newline="") as f:
             csv.writer(f).writerow([_csv_value(v) for v in dataclasses.astuple(row)])
 
     def log_harness_error(self, what: str, traceback_text: str) -> None:
-        with self.log_path.open("a") as f:
+        with _writing(self.log_path), self.log_path.open("a") as f:
             f.write(f"--- {utc_now()} {what}\n{traceback_text.rstrip()}\n")
 
     def record_browser(self, name: str, info: dict[str, Any]) -> None:
