@@ -52,7 +52,7 @@ fi
 if [ ! -f "$stamp" ]; then
   say "installing Python dependencies"
   log=$(mktemp)
-  if ! .venv/bin/python -m pip install --disable-pip-version-check -c constraints.txt -e ".[test]" >"$log" 2>&1; then
+  if ! .venv/bin/python -m pip install --disable-pip-version-check -c constraints.txt -e ".[test,model]" >"$log" 2>&1; then
     cat "$log" >&2
     say "ERROR: pip install failed (log above)" >&2
     exit 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from ..harness.protocol import JobSpec, PageReply
+from ..harness.protocol import JobSpec, PageDataError, PageReply
 from ..plan import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
 from ..workloads.matmul import PreparedWorkload
@@ -44,8 +44,9 @@ class EngineJob:
 
     spec: JobSpec
     tensors: dict[str, bytes]
-    prepared: PreparedWorkload
-    """References (float64) and the weight bytes this job carries."""
+    prepared: Any
+    """References (float64) and the weight bytes this job carries: a matmul's
+    workloads.matmul.PreparedWorkload or a model's models.prepared.PreparedModel."""
     weight_format: str
     weight_dtype: str
     scale_dtype: str = ""
@@ -78,6 +79,17 @@ class Executed:
     problem: str = ""
     note: str = ""
     """A fact for the reason that is not a problem (e.g. ORT placed the node on wasm)."""
+    layers: tuple[LayerExecuted, ...] = ()
+    """Whole models: what each linear layer held, as the engine reads the reply."""
+
+
+@dataclass(frozen=True)
+class LayerExecuted:
+    name: str
+    bits_executed: int | None
+    weight_dtype: str = ""
+    weight_bytes: int | None = None
+    gpu_ms: float | None = None
 
 
 class Engine(ABC):
@@ -91,6 +103,31 @@ class Engine(ABC):
     def assets(self) -> dict[str, Path]:
         """URL prefix -> local folder the server must serve for this engine's page runner."""
         return {}
+
+    async def build(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+        """The job for any workload kind: matmuls by ``job``, whole models by ``model_job``."""
+        if run.workload.kind == "model":
+            return await self.model_job(run, timing, browser)
+        return await self.job(run, timing, browser)
+
+    def read(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        if run.workload.kind == "model":
+            return self.model_interpret(run, job, page)
+        return self.interpret(run, job, page)
+
+    async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+        """Whole models (models/prepared.py gives the bytes and the shared options)."""
+        return Refusal(Outcome.UNSUPPORTED, f"engine {self.name} on {self.platform} does not run whole models")
+
+    def model_interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        raise PageDataError(f"engine {self.name} on {self.platform} does not read whole-model replies")
+
+    def model_spec(self, run: RunSpec, prepared: Any, timing: TimingConfig, tensors: dict[str, bytes],
+                   options: dict[str, Any]) -> JobSpec:
+        """The common part of every whole-model job: the shared options plus the engine's own."""
+        return JobSpec(runner=self.runner, engine=self.name.value, platform=self.platform.value,
+                       bits=run.bits, timing=timing, bindings=tuple(tensors),
+                       output_bytes=prepared.output_bytes, options=prepared.options() | options)
 
     @abstractmethod
     async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:

@@ -117,6 +117,43 @@ class PageReply:
     js_heap_source: str = ""
     """Where js_heap_bytes came from, or why there is none."""
     probe: dict[str, Any] = field(default_factory=dict)
+    layers: tuple[LayerReply, ...] = ()
+    """Whole models: what the page says about each linear layer, in forward order."""
+
+
+@dataclass(frozen=True)
+class LayerReply:
+    """One linear layer of a whole-model run, as the page reports it."""
+
+    name: str
+    weight_dtype: str = ""
+    """WebNN: dataType of the operand holding the stored weights; WebGPU: the shader's format."""
+    weight_bytes: int | None = None
+    """Bytes of the weight buffers/constants the page bound for this layer."""
+    gpu_ms: float | None = None
+    """Median GPU time of this layer's dispatches (timestamp queries), where the adapter has them."""
+
+
+MAX_LAYERS = 4096
+
+
+def _layers(value: Any) -> tuple[LayerReply, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_LAYERS:
+        raise PageDataError(f"layers is not a list of at most {MAX_LAYERS} entries")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise PageDataError(f"layers[{i}] is not an object with a name")
+        wb, gpu = item.get("weight_bytes"), item.get("gpu_ms")
+        out.append(LayerReply(
+            name=item["name"][:200],
+            weight_dtype=_short(item.get("weight_dtype"), f"layers[{i}].weight_dtype", 40),
+            weight_bytes=None if wb is None else int(_number(wb, f"layers[{i}].weight_bytes")),
+            gpu_ms=None if gpu is None else _milliseconds(gpu, f"layers[{i}].gpu_ms"),
+        ))
+    return tuple(out)
 
 
 def _number(value: Any, name: str) -> float:
@@ -215,6 +252,7 @@ def parse_page_reply(payload: Any, max_iterations: int) -> PageReply:
         js_heap_bytes=heap_bytes,
         js_heap_source=heap_source,
         probe=probe,
+        layers=_layers(payload.get("layers")),
     )
 
 

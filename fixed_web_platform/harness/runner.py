@@ -147,7 +147,7 @@ class BrowserRunner:
         except Exception as exc:  # noqa: BLE001 - any launch error is this run's failure
             return _no_row(run, Outcome.FAILED, f"browser failed to start: {first_line(exc)}")
         timing = self.options.timing
-        job = await engine.job(run, timing, self)
+        job = await engine.build(run, timing, self)
         if isinstance(job, Refusal):
             row, samples = _no_row(run, job.outcome, job.reason, browser_version=session.version)
             return row, samples | job.details
@@ -224,7 +224,7 @@ class BrowserRunner:
         if outcome is not Outcome.OK or not pages:
             return base, {"outcome": outcome.value, "reason": reason, **job.details, **rest}
         try:
-            executed = [engine.interpret(run, job, p) for p in pages]
+            executed = [engine.read(run, job, p) for p in pages]
         except PageDataError as exc:
             failed = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
             return failed, {"outcome": failed.outcome, "reason": failed.reason, **job.details}

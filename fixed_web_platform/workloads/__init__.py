@@ -6,9 +6,11 @@ from typing import Any
 
 from .base import Workload
 from .matmul import DEFAULT_WORKLOADS, MatmulWorkload, parse_shape
+from .model import ModelWorkload
 
 WORKLOAD_KINDS: dict[str, Any] = {
     MatmulWorkload.kind: MatmulWorkload,
+    ModelWorkload.kind: ModelWorkload,
 }
 
 
@@ -20,5 +22,5 @@ def workload_from_json(doc: dict[str, Any]) -> Workload:
     return cls.from_json(doc)
 
 
-__all__ = ["DEFAULT_WORKLOADS", "MatmulWorkload", "WORKLOAD_KINDS", "Workload", "parse_shape",
+__all__ = ["DEFAULT_WORKLOADS", "MatmulWorkload", "ModelWorkload", "WORKLOAD_KINDS", "Workload", "parse_shape",
            "workload_from_json"]

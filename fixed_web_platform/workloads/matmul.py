@@ -58,6 +58,9 @@ class MatmulWorkload:
             raise ValueError(f"shape {self.shape} needs about {self.host_bytes / 2**30:.1f} GiB of host "
                              f"memory to prepare; this machine has {available / 2**30:.1f} GiB available")
 
+    def row_fields(self) -> dict[str, Any]:
+        return {"m": self.m, "k": self.k, "n": self.n}
+
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "m": self.m, "k": self.k, "n": self.n}
 
@@ -147,42 +150,55 @@ def prepare(
     x, w = _float_tensors(workload, seed)
     x64 = x.astype(np.float64)
     ref_float = x64 @ w.astype(np.float64).T
-    tensors = {"x": x.tobytes()}
-    if bits == 32:
-        w_exec = w
-        tensors["w"] = w.tobytes()
-        weight_format = weight_dtype = "float32"
-        weight_bytes = w.nbytes
-        block = 0
-    elif bits == 16:
-        w16 = quant.to_float16(w)
-        w_exec = w16.astype(np.float32)
-        tensors["w"] = quant.float16_bits_u32(w16).tobytes()
-        weight_format = weight_dtype = "float16"
-        weight_bytes = len(tensors["w"])
-        block = 0
-    else:
-        q, params = quant.quantize_weights(w, bits, granularity="blockwise", block_size=block_size)
-        w_exec = quant.dequantize_weights(q, params)
-        zero_point, weight_dtype = params.zero_point, params.dtype
-        if unsigned:
-            offset = 1 << (bits - 1)
-            q, zero_point, weight_dtype = q + offset, zero_point + offset, "u" + params.dtype
-        tensors["w"] = quant.pack_u32_words(q, bits).tobytes()
-        tensors["scales"] = params.scale.astype(np.float32).tobytes()
-        tensors["zero_points"] = quant.pack_u32_words(zero_point, bits).tobytes()
-        weight_format = f"{weight_dtype}-block{block_size}-{params.scheme}"
-        weight_bytes = len(tensors["w"]) + len(tensors["scales"]) + len(tensors["zero_points"])
-        block = block_size
-    ref_dequantized = x64 @ w_exec.astype(np.float64).T
+    held = hold_weights(w, bits, block_size, unsigned)
+    tensors = {"x": x.tobytes(), **held.tensors}
+    ref_dequantized = x64 @ held.w_exec.astype(np.float64).T
     return PreparedWorkload(
         workload=workload,
         bits=bits,
-        block_size=block,
-        weight_format=weight_format,
-        weight_dtype=weight_dtype,
+        block_size=held.block_size,
+        weight_format=held.weight_format,
+        weight_dtype=held.weight_dtype,
         tensors=tensors,
-        weight_bytes=weight_bytes,
+        weight_bytes=held.weight_bytes,
         ref_float=ref_float,
         ref_dequantized=ref_dequantized,
     )
+
+
+@dataclass(frozen=True)
+class HeldWeights:
+    """A weight matrix W[N, K] as an engine holds it at some bits: the bytes, and their values."""
+
+    tensors: dict[str, bytes]
+    """w[, scales, zero_points]: packed integers are little-endian u32 words, first element in
+    the lowest bits; 16-bit is float16 bit patterns in u32 words; 32-bit is float32."""
+    w_exec: np.ndarray
+    """The values the held bytes stand for (dequantized)."""
+    weight_format: str
+    weight_dtype: str
+    weight_bytes: int
+    block_size: int
+    """0 for float weights."""
+
+
+def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = False) -> HeldWeights:
+    """The one place a float32 W[N, K] becomes the bytes every engine gets at ``bits``.
+    ``unsigned`` stores 8/4/2-bit values shifted by 2^(bits-1), zero points too (same values)."""
+    if bits == 32:
+        return HeldWeights({"w": w.tobytes()}, w, "float32", "float32", w.nbytes, 0)
+    if bits == 16:
+        w16 = quant.to_float16(w)
+        packed = quant.float16_bits_u32(w16).tobytes()
+        return HeldWeights({"w": packed}, w16.astype(np.float32), "float16", "float16", len(packed), 0)
+    q, params = quant.quantize_weights(w, bits, granularity="blockwise", block_size=block_size)
+    w_exec = quant.dequantize_weights(q, params)
+    zero_point, weight_dtype = params.zero_point, params.dtype
+    if unsigned:
+        offset = 1 << (bits - 1)
+        q, zero_point, weight_dtype = q + offset, zero_point + offset, "u" + params.dtype
+    tensors = {"w": quant.pack_u32_words(q, bits).tobytes(),
+               "scales": params.scale.astype(np.float32).tobytes(),
+               "zero_points": quant.pack_u32_words(zero_point, bits).tobytes()}
+    return HeldWeights(tensors, w_exec, f"{weight_dtype}-block{block_size}-{params.scheme}", weight_dtype,
+                       sum(len(t) for t in tensors.values()), block_size)

@@ -1,0 +1,135 @@
+"""A whole-model run prepared in Python: the bytes the page gets, the token ids, and the two
+references its output is judged against.
+
+- ``ref_float``: PyTorch fp32 (transformers) sentence embeddings with the model's original
+  weights: what precision costs the user.
+- ``ref_dequantized``: the harness's float64 numpy forward with the weights this run holds: is
+  the engine right.
+
+The page's output is float32 [passes * batch, hidden]: the sentence embeddings (mean-pooled over
+the attention mask, L2-normalised) of every forward pass, in order. Only the first ``count``
+rows are texts; the rest fill the last batch.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import reference, rules, source
+from .config import EncoderConfig
+from .inputs import Batches, tokenize
+from .quantized import HeldModel, hold_model
+
+INPUT_TENSORS = ("input_ids", "attention_mask", "token_type_ids")
+"""int32 [passes, batch, seq] each."""
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedModel:
+    workload: Any  # workloads.model.ModelWorkload
+    bits: int
+    block_size: int
+    held: HeldModel
+    plan: tuple[rules.LayerPrecision, ...]
+    batches: Batches
+    ref_float: np.ndarray
+    ref_dequantized: np.ndarray
+
+    @property
+    def config(self) -> EncoderConfig:
+        return self.held.model.config
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.held.weight_bytes
+
+    @property
+    def weight_bytes_f32(self) -> int:
+        return self.held.weight_bytes_f32
+
+    @property
+    def precision_plan(self) -> str:
+        return rules.summary(self.plan)
+
+    @property
+    def output_shape(self) -> tuple[int, int]:
+        b = self.batches
+        return b.passes * b.input_ids.shape[1], self.config.hidden
+
+    @property
+    def output_bytes(self) -> int:
+        rows, cols = self.output_shape
+        return rows * cols * 4
+
+    def tensors(self) -> dict[str, bytes]:
+        """Inputs first, then every parameter tensor (page names: see models/quantized.py)."""
+        b = self.batches
+        out = {name: np.ascontiguousarray(getattr(b, name), dtype="<i4").tobytes() for name in INPUT_TENSORS}
+        return out | self.held.tensors()
+
+    def options(self) -> dict[str, Any]:
+        """The part of every model job's options that all engines share."""
+        b = self.batches
+        return {
+            "model": self.config.to_json() | {"name": self.workload.name, "batch": int(b.input_ids.shape[1]),
+                                              "seq": int(b.input_ids.shape[2]), "passes": b.passes},
+            "inputs": list(INPUT_TENSORS),
+            "linears": [{"name": p.layer.name, "kind": p.layer.kind, "k": p.layer.k, "n": p.layer.n,
+                         "bits": p.bits, "block_size": p.block_size if p.bits <= 8 else 0}
+                        for p in self.plan],
+            "output_rows": self.output_shape[0],
+        }
+
+    def texts_output(self, out: np.ndarray) -> np.ndarray:
+        """The output rows of the real texts (the batch filler dropped)."""
+        return out[: self.batches.count]
+
+
+@functools.lru_cache(maxsize=2)
+def _torch_fp32(model: source.LoadedModel, ids: bytes, mask: bytes, tt: bytes, shape: tuple[int, int]) -> np.ndarray:
+    """PyTorch fp32 sentence embeddings (transformers' BertModel with these weights)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    cfg = model.config
+    hf_cfg = BertConfig(vocab_size=cfg.vocab, hidden_size=cfg.hidden, num_hidden_layers=cfg.layers,
+                        num_attention_heads=cfg.heads, intermediate_size=cfg.intermediate,
+                        max_position_embeddings=cfg.max_positions, type_vocab_size=cfg.type_vocab,
+                        layer_norm_eps=cfg.eps, hidden_act=cfg.activation, add_pooling_layer=False)
+    with torch.device("cpu"):
+        net = BertModel(hf_cfg, add_pooling_layer=False).eval()
+    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in model.weights.items()}
+    missing, unexpected = net.load_state_dict(state, strict=False)
+    missing = [m for m in missing if "position_ids" not in m and "token_type_ids" not in m]
+    if missing or unexpected:
+        raise RuntimeError(f"PyTorch reference: weights do not fit BertModel (missing {missing[:3]}, "
+                           f"unexpected {unexpected[:3]})")
+    arrays = [np.frombuffer(a, dtype=np.int32).reshape(shape) for a in (ids, mask, tt)]
+    with torch.no_grad():
+        hidden = net(input_ids=torch.from_numpy(arrays[0].astype(np.int64)),
+                     attention_mask=torch.from_numpy(arrays[1].astype(np.int64)),
+                     token_type_ids=torch.from_numpy(arrays[2].astype(np.int64))).last_hidden_state
+    return reference.mean_pool_normalize(hidden.double().numpy(), arrays[1])
+
+
+def pytorch_reference(model: source.LoadedModel, ids: np.ndarray, mask: np.ndarray, tt: np.ndarray) -> np.ndarray:
+    return _torch_fp32(model, ids.astype(np.int32).tobytes(), mask.astype(np.int32).tobytes(),
+                       tt.astype(np.int32).tobytes(), ids.shape)
+
+
+@functools.lru_cache(maxsize=4)
+def prepare_model(workload: Any, bits: int, block_size: int, seed: int, unsigned: bool = False) -> PreparedModel:
+    """Everything a model run needs in Python (cached: engines of one configuration share it)."""
+    resolved = source.resolve(workload.model, workload.random_weights)
+    loaded = source.load(resolved, workload.random_weights, seed)
+    plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
+    held = hold_model(loaded, plan, unsigned)
+    batches = tokenize(source.tokenizer(resolved), workload.texts, workload.batch_size, workload.seq_len)
+    ids, mask, tt = batches.flat()
+    ref_float = pytorch_reference(loaded, ids, mask, tt)
+    ref_deq = reference.embed(loaded.config, held.exec_weights(), ids, mask, tt)
+    return PreparedModel(workload, bits, block_size, held, plan, batches, ref_float, ref_deq)

@@ -1,0 +1,107 @@
+"""Whole models: a transformer encoder run end to end on a fixed set of texts.
+
+The workload names the model (resolved offline, see models/source.py), the shapes of a forward
+pass (batch x sequence length), the texts, and the precision rules that give each linear layer
+its bits (no rules: every layer at the run's bits). Everything else lives in ``models/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..models import rules as precision_rules
+from ..models.inputs import BUILTIN_NAME, builtin_texts
+
+DEFAULT_BATCH_SIZE = 8
+DEFAULT_SEQ_LEN = 32
+
+
+@dataclass(frozen=True)
+class ModelWorkload:
+    name: str
+    """The model as the user named it (a name or a folder)."""
+    model: str
+    batch_size: int = DEFAULT_BATCH_SIZE
+    seq_len: int = DEFAULT_SEQ_LEN
+    random_weights: bool = False
+    texts: tuple[str, ...] = ()
+    inputs_name: str = BUILTIN_NAME
+    rules: tuple[precision_rules.PrecisionRule, ...] = ()
+    rules_name: str = ""
+    """'' (every layer at --bits), 'mixed-precision', or the rules file's path."""
+    kind: ClassVar[str] = "model"
+
+    @classmethod
+    def create(cls, model: str, *, batch_size: int = DEFAULT_BATCH_SIZE, seq_len: int = DEFAULT_SEQ_LEN,
+               random_weights: bool = False, texts: tuple[str, ...] | None = None, inputs_name: str = BUILTIN_NAME,
+               rules: tuple[precision_rules.PrecisionRule, ...] = (), rules_name: str = "") -> ModelWorkload:
+        """The workload with the built-in texts unless ``texts`` are given; checks the model now."""
+        from ..models import source
+
+        resolved = source.resolve(model, random_weights)
+        cfg = source.encoder_config(resolved)
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        if not 2 <= seq_len <= cfg.max_positions:
+            raise ValueError(f"sequence length {seq_len} is outside 2..{cfg.max_positions} "
+                             f"(the model's maximum positions)")
+        if not random_weights and resolved.folder is not None:
+            source.load(resolved, False, 0)  # a folder without usable weights fails here, in one line
+        return cls(name=resolved.name if resolved.folder is None or model == resolved.name else model,
+                   model=model, batch_size=batch_size, seq_len=seq_len, random_weights=random_weights,
+                   texts=tuple(texts) if texts is not None else builtin_texts(), inputs_name=inputs_name,
+                   rules=tuple(rules), rules_name=rules_name)
+
+    @property
+    def label(self) -> str:
+        extra = f" {self.rules_name}" if self.rules_name else ""
+        return f"{self.name} {self.batch_size}x{self.seq_len}{extra}"
+
+    @property
+    def weights(self) -> str:
+        return "random" if self.random_weights else "pretrained"
+
+    def config(self) -> Any:
+        from ..models import source
+
+        return source.encoder_config(source.resolve(self.model, self.random_weights))
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds x2 of one forward pass: the linear layers and attention's two matmuls."""
+        cfg = self.config()
+        tokens = self.batch_size * self.seq_len
+        linear = sum(layer.k * layer.n for layer in cfg.linear_layers())
+        attention = cfg.layers * 2 * self.batch_size * self.seq_len * self.seq_len * cfg.hidden
+        return 2 * (linear * tokens + attention)
+
+    def validate(self, bits: int, block_size: int) -> None:
+        cfg = self.config()
+        plan = precision_rules.assign(cfg.linear_layers(), self.rules, bits, block_size)
+        for p in plan:
+            if p.bits <= 8:
+                if p.layer.k % p.block_size:
+                    raise ValueError(f"layer {p.layer.name}: K={p.layer.k} is not a multiple of the "
+                                     f"block size {p.block_size}")
+                if p.block_size % (32 // p.bits):
+                    raise ValueError(f"block size {p.block_size} must be a multiple of {32 // p.bits} "
+                                     f"for {p.bits}-bit weights packed into 32-bit words")
+
+    def row_fields(self) -> dict[str, Any]:
+        return {"m": 0, "k": 0, "n": 0, "model": self.name, "weights": self.weights,
+                "batch_size": self.batch_size, "seq_len": self.seq_len, "inputs": self.inputs_name}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "model": self.model, "batch_size": self.batch_size,
+                "seq_len": self.seq_len, "random_weights": self.random_weights, "texts": list(self.texts),
+                "inputs_name": self.inputs_name, "rules": [r.to_json() for r in self.rules],
+                "rules_name": self.rules_name}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> ModelWorkload:
+        return cls(name=str(doc["name"]), model=str(doc["model"]), batch_size=int(doc["batch_size"]),
+                   seq_len=int(doc["seq_len"]), random_weights=bool(doc["random_weights"]),
+                   texts=tuple(str(t) for t in doc["texts"]), inputs_name=str(doc["inputs_name"]),
+                   rules=precision_rules.parse_rules(doc["rules"], "plan") if doc["rules"] else (),
+                   rules_name=str(doc["rules_name"]))
