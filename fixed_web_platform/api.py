@@ -2,6 +2,8 @@
 saved first, resumable), rows returned as dicts.
 
     rows = await run_real_webnn_test(browser="chrome", bits=[8, 4], experimental_precision=True)
+    rows = await run_real_webnn_test(model="all-MiniLM-L6-v2", browser="chrome", bits=4,
+                                     experimental_precision=True, mixed_precision=False)
     rows = await run_real_test([Platform.WEBGPU, Platform.WASM], engines=["harness", "ort"])
     rows = await resume_test("results/<sweep>")   # finish an interrupted sweep
 """
@@ -25,7 +27,8 @@ from .vocabulary import (
     PrecisionMode,
     parse_enum,
 )
-from .workloads import DEFAULT_WORKLOADS, parse_shape
+from .workloads import DEFAULT_WORKLOADS, ModelWorkload, parse_shape
+from .workloads.model import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -41,6 +44,11 @@ async def run_real_test(
     engines: str | Sequence[str] = "harness",
     experimental_precision: bool = False,
     mixed_precision: bool = False,
+    precision_rules: str | Path | None = None,
+    random_weights: bool = False,
+    inputs: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    seq_len: int = DEFAULT_SEQ_LEN,
     shapes: Sequence[str] | None = None,
     webnn_device: str = "cpu",
     block_size: int = DEFAULT_BLOCK_SIZE,
@@ -52,13 +60,18 @@ async def run_real_test(
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
     on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/)."""
     if model is not None:
-        raise NotImplementedError("model runs are not supported yet; use the built-in matmul workloads")
-    if mixed_precision:
-        raise NotImplementedError("mixed precision is not supported yet")
+        workloads = [*(parse_shape(s) for s in shapes or ()),
+                     ModelWorkload.from_options(model, batch_size=batch_size, seq_len=seq_len,
+                                                random_weights=random_weights, inputs=inputs,
+                                                mixed_precision=mixed_precision, precision_rules=precision_rules)]
+    elif mixed_precision or precision_rules is not None:
+        raise ValueError("mixed precision and precision rules go with a model (model=...)")
+    else:
+        workloads = [parse_shape(s) for s in shapes] if shapes else list(DEFAULT_WORKLOADS)
     plan = build_plan(
         [parse_enum(BrowserName, b, "browser") for b in _as_list(browser)],
         [parse_enum(Platform, p, "platform") for p in _as_list(platforms)],
-        [parse_shape(s) for s in shapes] if shapes else list(DEFAULT_WORKLOADS),
+        workloads,
         _as_list(bits),
         engines=[parse_enum(EngineName, e, "engine") for e in _as_list(engines)],
         repetitions=repetitions,

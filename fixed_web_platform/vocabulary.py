@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
-v3: engine and executed_on columns, the ``error`` outcome, ORT thread count."""
+v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
+v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/."""
 
 PROTOCOL_VERSION = 1
 """Version of the page protocol (job spec the page fetches, reply it posts)."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..engines.base import EngineJob, Executed, kernel_tolerance
+from ..engines.base import EngineJob, Executed
 from ..harness.protocol import PageDataError, PageReply, parse_output
 from ..plan import RunSpec, TimingConfig
 from ..precision import quant
@@ -24,6 +24,7 @@ from .stats import summarize
 PERFORMANCE_FIGURES = (
     "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv", "latency_ms_mean",
     "latency_ms_stdev", "latency_ms_iqr", "cold_ms", "wall_ms_median", "gpu_ms_median", "gflops",
+    "sequences_per_s", "tokens_per_s",
 )
 """Blank in any row that is not ok (the raw samples stay in samples.jsonl for diagnosis)."""
 
@@ -49,7 +50,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     the page loads of one run); every page's output must pass the kernel check."""
     prepared = job.prepared
     try:
-        outs = [parse_output(o, run.workload.m, run.workload.n) for o in outputs]
+        outs = [prepared.judged(parse_output(o, *prepared.output_shape)) for o in outputs]
     except PageDataError as exc:
         row = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
         return row, {"outcome": row.outcome, "reason": row.reason}
@@ -59,7 +60,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     vs_float = quant.error_metrics(outs[0], prepared.ref_float)
     kernel_errors = [quant.error_metrics(o, prepared.ref_dequantized)["rel_error"] for o in outs]
     kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
-    tolerance = kernel_tolerance(ran.compute_dtype)
+    tolerance = prepared.tolerance(ran.compute_dtype)
     gpu_samples = [s for p in pages for s in p.gpu_ms or ()]
     gpu_usable = all(p.gpu_ms is not None for p in pages) and all(s > 0 for s in gpu_samples)
     wall_samples = [s for p in pages for s in p.wall_ms]
@@ -82,7 +83,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         notes.append(f"kernel error {kernel_error:.3g} vs the dequantized reference exceeds the "
                      f"{ran.compute_dtype} tolerance {tolerance:g}")
     heaps = [p.js_heap_bytes for p in pages if p.js_heap_bytes is not None]
-    weight_f32 = run.workload.n * run.workload.k * 4
+    weight_f32 = prepared.weight_bytes_f32
     row = replace(
         base,
         outcome=outcome,
@@ -125,6 +126,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         shader=first.shader,
         threads=first.threads,
         engine_version=first.engine_version,
+        **prepared.extra_figures(outs[0], stats.median),
     )
     if outcome is not Outcome.OK:  # figures of a run whose output is wrong are not reported
         row = replace(row, **{name: None for name in PERFORMANCE_FIGURES})

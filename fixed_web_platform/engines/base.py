@@ -22,15 +22,6 @@ from ..plan import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
 from ..workloads.matmul import PreparedWorkload
 
-KERNEL_TOLERANCE_F32 = 1e-5
-KERNEL_TOLERANCE_F16 = 1e-2
-
-
-def kernel_tolerance(compute_dtype: str) -> float:
-    """How close to the float64 dequantized reference a correct kernel is, by its arithmetic."""
-    return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
-
-
 class BrowserFacts(Protocol):
     """What an engine may ask of the running browser before it builds a job."""
 

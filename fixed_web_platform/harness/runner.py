@@ -19,18 +19,18 @@ from typing import Any
 from ..browsers import BrowserSession, BrowserUnavailable, ResolvedBrowser, launch, resolve
 from ..analysis.measurement import measured_row
 from ..engines import ENGINES, engine_for
-from ..engines.base import Engine, EngineJob, Refusal
+from ..engines.base import Engine, EngineJob, Executed, Refusal
 from ..errors import first_line
 from ..plan import RunSpec, TimingConfig
 from ..probes.adapter import adapter_label
 from ..probes.memory import MemoryFigures, TreeSampler
 from ..probes.quiet import Quiet, wait_until_quiet
 from ..progress import Progress
-from ..results.rows import ResultRow, utc_now
+from ..results.rows import LayerRow, ResultRow, utc_now
 from ..results.writer import ResultsWriteError, ResultWriter
 from ..vocabulary import BrowserName, Outcome, Platform
 from .page import leave_page, visit_page
-from .protocol import PageDataError, PageReply, parse_page_reply, probe_spec
+from .protocol import PageDataError, PageReply, parse_output, parse_page_reply, probe_spec
 from .server import Job, JobServer
 
 RunHook = Callable[[RunSpec, BrowserSession, Job], Awaitable[None]]
@@ -122,8 +122,9 @@ class BrowserRunner:
         return {d: self._webnn[d] for d in devices}
 
     async def run(self, run: RunSpec) -> ResultRow:
+        layers: list[LayerRow] = []
         try:
-            row, samples = await self._run(run)
+            row, samples = await self._run(run, layers)
         except ResultsWriteError:
             raise  # the folder takes no more rows: the sweep ends (one line, exit 1)
         except Exception:  # noqa: BLE001 - a harness bug costs this row, not the sweep
@@ -131,12 +132,14 @@ class BrowserRunner:
             lines = traceback.format_exc().strip().splitlines()
             row, samples = _no_row(run, Outcome.ERROR,
                                    f"harness error: {lines[-1]} (traceback in {self.writer.log_path.name})")
-        self.writer.add(row, samples)
+            layers = []
+        self.writer.add(row, samples, layers)
         if row.outcome in (Outcome.CRASH, Outcome.TIMEOUT):
             await self.close()
         return row
 
-    async def _run(self, run: RunSpec) -> tuple[ResultRow, dict[str, Any]]:
+    async def _run(self, run: RunSpec, layers: list[LayerRow]) -> tuple[ResultRow, dict[str, Any]]:
+        """The run's row and samples; a whole-model run also fills ``layers`` (layers.csv)."""
         engine = engine_for(run.engine, run.platform)
         if engine is None:  # the plan is validated; a resumed plan from elsewhere may not be
             return _no_row(run, Outcome.UNSUPPORTED, f"engine {run.engine} does not run {run.platform}")
@@ -151,10 +154,10 @@ class BrowserRunner:
         if isinstance(job, Refusal):
             row, samples = _no_row(run, job.outcome, job.reason, browser_version=session.version)
             return row, samples | job.details
-        return await self._measure(run, engine, job, session, timing)
+        return await self._measure(run, engine, job, session, timing, layers)
 
     async def _measure(self, run: RunSpec, engine: Engine, job: EngineJob, session: BrowserSession,
-                       timing: TimingConfig) -> tuple[ResultRow, dict[str, Any]]:
+                       timing: TimingConfig, layers: list[LayerRow]) -> tuple[ResultRow, dict[str, Any]]:
         hook = self.options.on_run_start
         pages: list[PageReply] = []
         outputs: list[bytes | None] = []
@@ -221,7 +224,10 @@ class BrowserRunner:
             session_run=self._session_runs,
         )
         self._session_runs += 1
+        if run.workload.kind == "model":
+            base = replace(base, precision_plan=job.prepared.precision_plan)
         if outcome is not Outcome.OK or not pages:
+            layers.extend(layer_rows(run, job, None))
             return base, {"outcome": outcome.value, "reason": reason, **job.details, **rest}
         try:
             executed = [engine.read(run, job, p) for p in pages]
@@ -230,7 +236,26 @@ class BrowserRunner:
             return failed, {"outcome": failed.outcome, "reason": failed.reason, **job.details}
         row, samples = measured_row(base, run, job, pages, executed, outputs, timing,
                                     MemoryFigures.over_pages(peaks))
+        if run.workload.kind == "model":
+            layers.extend(layer_rows(run, job, executed[0]))
+            if outputs[0] is not None and row.outcome in (Outcome.OK, Outcome.INVALID):
+                out = parse_output(outputs[0], *job.prepared.output_shape)
+                row = replace(row, outputs_file=self.writer.save_outputs(run.run_id, job.prepared.output_arrays(out)))
         return row, {**samples, **job.details, **rest}
+
+
+def layer_rows(run: RunSpec, job: EngineJob, executed: Executed | None) -> list[LayerRow]:
+    """layers.csv lines of a whole-model run: the plan, and what ran where the engine could tell."""
+    ran = {layer.name: layer for layer in executed.layers} if executed is not None else {}
+    rows = []
+    for p in job.prepared.plan:
+        done = ran.get(p.layer.name)
+        rows.append(LayerRow(
+            run_id=run.run_id, layer=p.layer.name, kind=p.layer.kind, k=p.layer.k, n=p.layer.n,
+            bits_requested=p.bits, rule=p.rule, bits_executed=done.bits_executed if done else None,
+            weight_dtype=done.weight_dtype if done else "", weight_bytes=done.weight_bytes if done else None,
+            gpu_ms=done.gpu_ms if done else None))
+    return rows
 
 
 def asset_mounts() -> dict[str, Any]:

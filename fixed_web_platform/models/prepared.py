@@ -19,10 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from . import reference, rules, source
+from . import accuracy, reference, rules, source
 from .config import EncoderConfig
 from .inputs import Batches, tokenize
 from .quantized import HeldModel, hold_model
+
+KERNEL_TOLERANCE_F32 = 1e-4
+KERNEL_TOLERANCE_F16 = 2e-2
+"""Relative RMS error of the output embeddings vs the float64 reference with the held weights,
+beyond which the engine is wrong (f32 or f16 arithmetic through every layer)."""
 
 INPUT_TENSORS = ("input_ids", "attention_mask", "token_type_ids")
 """int32 [passes, batch, seq] each."""
@@ -84,9 +89,36 @@ class PreparedModel:
             "output_rows": self.output_shape[0],
         }
 
-    def texts_output(self, out: np.ndarray) -> np.ndarray:
+    def judged(self, out: np.ndarray) -> np.ndarray:
         """The output rows of the real texts (the batch filler dropped)."""
         return out[: self.batches.count]
+
+    texts_output = judged
+
+    def tolerance(self, compute_dtype: str) -> float:
+        return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+
+    def extra_figures(self, out: np.ndarray, median_ms: float | None) -> dict[str, Any]:
+        """Accuracy vs PyTorch fp32 and throughput: the model columns of the row."""
+        acc = accuracy.compare(self.judged(out), self.ref_float)
+        b = self.batches
+        per_s = 1000.0 / median_ms if median_ms else None
+        return {
+            "precision_plan": self.precision_plan,
+            "cosine_min": acc.cosine_min,
+            "cosine_mean": acc.cosine_mean,
+            "spearman": acc.spearman,
+            "top1_agreement": acc.top1_agreement,
+            "sequences_per_s": b.input_ids.shape[1] * per_s if per_s else None,
+            "tokens_per_s": b.tokens * per_s if per_s else None,
+        }
+
+    def output_arrays(self, out: np.ndarray) -> dict[str, np.ndarray]:
+        """What outputs/<run_id>.npz holds: enough to recompute every accuracy figure."""
+        ids, mask, tt = self.batches.flat()
+        return {"embeddings": self.judged(out).astype(np.float32), "input_ids": ids,
+                "attention_mask": mask, "token_type_ids": tt,
+                "reference_pytorch_fp32": self.ref_float, "reference_dequantized_f64": self.ref_dequantized}
 
 
 @functools.lru_cache(maxsize=2)

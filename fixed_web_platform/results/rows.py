@@ -90,6 +90,28 @@ class ResultRow:
     threads: int | None = None
     """ORT: wasm threads in effect (the page reports it)."""
     engine_version: str = ""
+    model: str = ""
+    """Whole models: the model as named; blank for matmul rows (the same below)."""
+    weights: str = ""
+    """'pretrained' or 'random' (seeded random weights; accuracy is then against PyTorch on them)."""
+    batch_size: int | None = None
+    seq_len: int | None = None
+    inputs: str = ""
+    """'builtin' (the project's evaluation set) or the --inputs file."""
+    precision_plan: str = ""
+    """Bits per linear layer as planned: 'uniform:4' or 'mixed:8x24,4x12' (bits x layers)."""
+    sequences_per_s: float | None = None
+    tokens_per_s: float | None = None
+    """Real (unpadded) tokens of the timed batch per second."""
+    cosine_min: float | None = None
+    """Lowest cosine of an output embedding with PyTorch fp32's."""
+    cosine_mean: float | None = None
+    spearman: float | None = None
+    """Rank correlation of all pairwise similarities with PyTorch fp32's."""
+    top1_agreement: float | None = None
+    """Share of texts whose nearest neighbour is the same as under PyTorch fp32."""
+    outputs_file: str = ""
+    """outputs/<run_id>.npz: the embeddings, token ids and both references."""
 
     @classmethod
     def columns(cls) -> list[str]:
@@ -115,9 +137,6 @@ class ResultRow:
             adapter=adapter,
             device_type=run.webnn_device if run.platform == "webnn" else "",
             workload=run.workload.name,
-            m=run.workload.m,
-            k=run.workload.k,
-            n=run.workload.n,
             bits_requested=run.bits,
             bits_executed=None,
             weight_format=weight_format,
@@ -128,4 +147,28 @@ class ResultRow:
             block_size=run.block_size if run.bits <= 8 else 0,
             outcome=outcome,
             reason=reason,
+            **run.workload.row_fields(),
         )
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One linear layer of a whole-model run (layers.csv)."""
+
+    run_id: int
+    layer: str
+    kind: str
+    k: int
+    n: int
+    bits_requested: int
+    """What the precision plan gave this layer (--bits or a rule)."""
+    rule: str
+    bits_executed: int | None
+    weight_dtype: str
+    weight_bytes: int | None
+    gpu_ms: float | None
+    """Median GPU time of the layer's dispatch (timestamp queries), where the engine has them."""
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]

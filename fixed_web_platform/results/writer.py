@@ -22,7 +22,7 @@ import psutil
 
 from ..paths import RESULTS_ROOT
 from ..vocabulary import SCHEMA_VERSION
-from .rows import ResultRow, utc_now
+from .rows import LayerRow, ResultRow, utc_now
 
 
 class ResultsWriteError(OSError):
@@ -143,6 +143,10 @@ class ResultWriter:
         self.csv_path = directory / "results.csv"
         self.samples_path = directory / "samples.jsonl"
         self.environment_path = directory / "environment.json"
+        self.layers_path = directory / "layers.csv"
+        """Whole models: one line per linear layer of each run (written before the run's row)."""
+        self.outputs_dir = directory / "outputs"
+        """Whole models: outputs/<run_id>.npz, the run's embeddings with the token ids used."""
         self.log_path = directory / "harness.log"
         """Tracebacks of the harness's own errors (rows with outcome ``error``)."""
         self.rows: list[ResultRow] = []
@@ -159,6 +163,7 @@ class ResultWriter:
         else:
             write_atomically(self.csv_path, _csv_text([ResultRow.columns()]))
             write_atomically(self.samples_path, "")
+            write_atomically(self.layers_path, _csv_text([LayerRow.columns()]))
             self.environment = {
                 "schema_version": SCHEMA_VERSION,
                 "created_utc": utc_now(),
@@ -193,6 +198,12 @@ class ResultWriter:
         kept_ids = {int(r[at]) for r in keep}
         write_atomically(self.samples_path, "".join(line for rid, line in samples.items() if rid in kept_ids))
         write_atomically(self.csv_path, _csv_text([columns, *keep]))
+        if self.layers_path.is_file():
+            layer_columns = LayerRow.columns()
+            layers = _complete_records(self.layers_path, layer_columns)
+            at = layer_columns.index("run_id")
+            write_atomically(self.layers_path, _csv_text(
+                [layer_columns, *(r for r in layers if r[at].isdigit() and int(r[at]) in kept_ids)]))
 
     def done_run_ids(self) -> set[int]:
         """Runs that already have a row on disk (whatever their outcome)."""
@@ -204,10 +215,30 @@ class ResultWriter:
             return {int(r["run_id"]): r.get("outcome", "") for r in csv.DictReader(f)
                     if r.get("run_id", "").isdigit()}
 
-    def add(self, row: ResultRow, samples: dict[str, Any] | None = None) -> None:
-        """The samples line first, then the row: a row never exists without its samples (a
-        samples line left alone by a failed row write is dropped on resume)."""
+    def save_outputs(self, run_id: int, arrays: dict[str, Any]) -> str:
+        """outputs/<run_id>.npz, written whole or not at all; returns its path in the folder."""
+        import numpy as np
+
+        self.outputs_dir.mkdir(exist_ok=True)
+        path = self.outputs_dir / f"{run_id}.npz"
+        tmp = path.with_name(f".{path.name}.partial")
+        try:
+            with _writing(path):
+                with tmp.open("wb") as f:
+                    np.savez(f, **arrays)
+                os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return str(path.relative_to(self.directory))
+
+    def add(self, row: ResultRow, samples: dict[str, Any] | None = None,
+            layers: list[LayerRow] | tuple[LayerRow, ...] = ()) -> None:
+        """Layers and the samples line first, then the row: a row never exists without its
+        samples (a samples line or layers left alone by a failed row write are dropped on resume)."""
         self.rows.append(row)
+        if layers:
+            with _writing(self.layers_path), self.layers_path.open("a", newline="") as f:
+                csv.writer(f).writerows([_csv_value(v) for v in dataclasses.astuple(layer)] for layer in layers)
         line = {"schema_version": SCHEMA_VERSION, "run_id": row.run_id, "reason": row.reason,
                 **(samples or {})}
         with _writing(self.samples_path), self.samples_path.open("a") as f:
@@ -251,5 +282,5 @@ def machine_info() -> dict[str, Any]:
         "memory_bytes": psutil.virtual_memory().total,
         "python": sys.version.split()[0],
         "packages": {d: _version(d) for d in ("selenium", "aiohttp", "numpy", "marionette-driver", "onnx",
-                                            "onnxruntime")},
+                                            "onnxruntime", "torch", "transformers")},
     }

@@ -18,6 +18,9 @@ import psutil
 from ..precision import quant
 
 _SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+KERNEL_TOLERANCE_F32 = 1e-5
+KERNEL_TOLERANCE_F16 = 1e-2
+"""How close to the float64 dequantized reference a correct matmul is, by its arithmetic."""
 HOST_MEMORY_SHARE = 0.5
 """A workload may take at most this share of the memory available when the sweep is planned
 (the browser needs the rest)."""
@@ -104,6 +107,25 @@ class PreparedWorkload:
     """float64 result with the ORIGINAL float weights: what quantization costs the user."""
     ref_dequantized: np.ndarray
     """float64 result with the weights the kernel actually holds: is the kernel right."""
+
+    @property
+    def output_shape(self) -> tuple[int, int]:
+        return self.workload.m, self.workload.n
+
+    @property
+    def weight_bytes_f32(self) -> int:
+        return self.workload.n * self.workload.k * 4
+
+    def tolerance(self, compute_dtype: str) -> float:
+        return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+
+    def judged(self, out: np.ndarray) -> np.ndarray:
+        """The part of the page's output the references cover (all of it)."""
+        return out
+
+    def extra_figures(self, out: np.ndarray, median_ms: float | None) -> dict[str, Any]:
+        """Row figures only this workload kind has (none for a matmul)."""
+        return {}
 
 
 def _seed_for(workload: MatmulWorkload, seed: int) -> int:

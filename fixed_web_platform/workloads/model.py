@@ -8,10 +8,11 @@ its bits (no rules: every layer at the run's bits). Everything else lives in ``m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
-from ..models import rules as precision_rules
-from ..models.inputs import BUILTIN_NAME, builtin_texts
+from ..models import rules as layer_rules
+from ..models.inputs import BUILTIN_NAME, builtin_texts, read_texts
 
 DEFAULT_BATCH_SIZE = 8
 DEFAULT_SEQ_LEN = 32
@@ -27,7 +28,7 @@ class ModelWorkload:
     random_weights: bool = False
     texts: tuple[str, ...] = ()
     inputs_name: str = BUILTIN_NAME
-    rules: tuple[precision_rules.PrecisionRule, ...] = ()
+    rules: tuple[layer_rules.PrecisionRule, ...] = ()
     rules_name: str = ""
     """'' (every layer at --bits), 'mixed-precision', or the rules file's path."""
     kind: ClassVar[str] = "model"
@@ -35,7 +36,7 @@ class ModelWorkload:
     @classmethod
     def create(cls, model: str, *, batch_size: int = DEFAULT_BATCH_SIZE, seq_len: int = DEFAULT_SEQ_LEN,
                random_weights: bool = False, texts: tuple[str, ...] | None = None, inputs_name: str = BUILTIN_NAME,
-               rules: tuple[precision_rules.PrecisionRule, ...] = (), rules_name: str = "") -> ModelWorkload:
+               rules: tuple[layer_rules.PrecisionRule, ...] = (), rules_name: str = "") -> ModelWorkload:
         """The workload with the built-in texts unless ``texts`` are given; checks the model now."""
         from ..models import source
 
@@ -52,6 +53,24 @@ class ModelWorkload:
                    model=model, batch_size=batch_size, seq_len=seq_len, random_weights=random_weights,
                    texts=tuple(texts) if texts is not None else builtin_texts(), inputs_name=inputs_name,
                    rules=tuple(rules), rules_name=rules_name)
+
+    @classmethod
+    def from_options(cls, model: str, *, batch_size: int = DEFAULT_BATCH_SIZE, seq_len: int = DEFAULT_SEQ_LEN,
+                     random_weights: bool = False, inputs: str | Path | None = None,
+                     mixed_precision: bool = False, precision_rules: str | Path | None = None) -> ModelWorkload:
+        """The CLI's and the API's words as a workload; ValueError (one line) for anything unusable."""
+        if mixed_precision and precision_rules is not None:
+            raise ValueError("--mixed-precision and --precision-rules are two rule sets: choose one")
+        rules, rules_name = (), ""
+        if mixed_precision:
+            rules, rules_name = layer_rules.mixed_precision_rules(), "mixed-precision"
+        elif precision_rules is not None:
+            rules, rules_name = layer_rules.load_rules(precision_rules), str(precision_rules)
+        texts, inputs_name = None, BUILTIN_NAME
+        if inputs is not None:
+            texts, inputs_name = read_texts(inputs), str(inputs)
+        return cls.create(model, batch_size=batch_size, seq_len=seq_len, random_weights=random_weights,
+                          texts=texts, inputs_name=inputs_name, rules=rules, rules_name=rules_name)
 
     @property
     def label(self) -> str:
@@ -78,7 +97,7 @@ class ModelWorkload:
 
     def validate(self, bits: int, block_size: int) -> None:
         cfg = self.config()
-        plan = precision_rules.assign(cfg.linear_layers(), self.rules, bits, block_size)
+        plan = layer_rules.assign(cfg.linear_layers(), self.rules, bits, block_size)
         for p in plan:
             if p.bits <= 8:
                 if p.layer.k % p.block_size:
@@ -103,5 +122,5 @@ class ModelWorkload:
         return cls(name=str(doc["name"]), model=str(doc["model"]), batch_size=int(doc["batch_size"]),
                    seq_len=int(doc["seq_len"]), random_weights=bool(doc["random_weights"]),
                    texts=tuple(str(t) for t in doc["texts"]), inputs_name=str(doc["inputs_name"]),
-                   rules=precision_rules.parse_rules(doc["rules"], "plan") if doc["rules"] else (),
+                   rules=layer_rules.parse_rules(doc["rules"], "plan") if doc["rules"] else (),
                    rules_name=str(doc["rules_name"]))
