@@ -50,33 +50,34 @@ API_FUNCTIONS = pytest.mark.parametrize("fn", [run_real_webnn_test, run_real_web
 
 
 @API_FUNCTIONS
-def test_model_argument_is_not_implemented(fn, no_sweep: None, tmp_path: Path) -> None:  # noqa: ANN001
+def test_unknown_model_raises_one_line_before_any_browser(fn, no_sweep: None, tmp_path: Path) -> None:  # noqa: ANN001
     out = tmp_path / "x"
-    with pytest.raises(NotImplementedError) as info:
+    with pytest.raises(ValueError) as info:
         asyncio.run(fn(model="bert", output_dir=out))
     message = str(info.value)
-    assert "model" in message
+    assert "'bert' not found" in message and "all-MiniLM-L6-v2" in message
     assert "\n" not in message and "Traceback" not in message
     assert not out.exists()
 
 
 @API_FUNCTIONS
-def test_mixed_precision_is_not_implemented(fn, no_sweep: None, tmp_path: Path) -> None:  # noqa: ANN001
+def test_mixed_precision_without_a_model_raises(fn, no_sweep: None, tmp_path: Path) -> None:  # noqa: ANN001
     out = tmp_path / "x"
-    with pytest.raises(NotImplementedError) as info:
+    with pytest.raises(ValueError) as info:
         asyncio.run(fn(mixed_precision=True, output_dir=out))
-    message = str(info.value)
-    assert "mixed precision" in message
-    assert "\n" not in message
+    assert "model" in str(info.value) and "\n" not in str(info.value)
     assert not out.exists()
 
 
-def test_not_implemented_without_output_dir_creates_no_default_folder(no_sweep: None) -> None:
-    # new_results_dir raising AssertionError (from no_sweep) would replace NotImplementedError
-    with pytest.raises(NotImplementedError):
-        asyncio.run(run_real_webnn_test(model="bert"))
-    with pytest.raises(NotImplementedError):
-        asyncio.run(run_real_webnn_test(mixed_precision=True))
+@API_FUNCTIONS
+def test_model_plan_has_the_model_and_its_rules(fn, fake_sweep: list, tmp_path: Path) -> None:  # noqa: ANN001
+    asyncio.run(fn(model="all-MiniLM-L6-v2", bits=4, mixed_precision=True, batch_size=2, seq_len=16,
+                   output_dir=tmp_path / "x"))
+    (plan, writer), = fake_sweep
+    writer.close()
+    assert len(plan) == 1 and plan[0].workload.kind == "model"
+    assert plan[0].workload.rules_name == "mixed-precision" and plan[0].workload.batch_size == 2
+    assert (tmp_path / "x" / "plan.json").is_file()
 
 
 @API_FUNCTIONS

@@ -191,7 +191,8 @@ def test_bert_base_random_weights_needs_no_files() -> None:
     cfg = w.config()
     assert (cfg.layers, cfg.hidden, cfg.heads, cfg.intermediate) == (12, 768, 12, 3072)
     assert 105e6 < cfg.parameters < 115e6
-    assert w.row_fields()["weights"] == "random"
+    assert w.row_fields(4, 32)["weights"] == "random"
+    assert w.row_fields(4, 32)["precision_plan"] == "uniform:4"
 
 
 def test_held_bytes_shrink_with_bits_and_dequantize_to_what_the_reference_uses(minilm) -> None:

@@ -224,8 +224,6 @@ class BrowserRunner:
             session_run=self._session_runs,
         )
         self._session_runs += 1
-        if run.workload.kind == "model":
-            base = replace(base, precision_plan=job.prepared.precision_plan)
         if outcome is not Outcome.OK or not pages:
             layers.extend(layer_rows(run, job, None))
             return base, {"outcome": outcome.value, "reason": reason, **job.details, **rest}
@@ -246,6 +244,8 @@ class BrowserRunner:
 
 def layer_rows(run: RunSpec, job: EngineJob, executed: Executed | None) -> list[LayerRow]:
     """layers.csv lines of a whole-model run: the plan, and what ran where the engine could tell."""
+    if run.workload.kind != "model":
+        return []
     ran = {layer.name: layer for layer in executed.layers} if executed is not None else {}
     rows = []
     for p in job.prepared.plan:

@@ -104,7 +104,6 @@ class PreparedModel:
         b = self.batches
         per_s = 1000.0 / median_ms if median_ms else None
         return {
-            "precision_plan": self.precision_plan,
             "cosine_min": acc.cosine_min,
             "cosine_mean": acc.cosine_mean,
             "spearman": acc.spearman,

@@ -147,7 +147,7 @@ class ResultRow:
             block_size=run.block_size if run.bits <= 8 else 0,
             outcome=outcome,
             reason=reason,
-            **run.workload.row_fields(),
+            **run.workload.row_fields(run.bits, run.block_size),
         )
 
 

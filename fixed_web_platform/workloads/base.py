@@ -24,7 +24,7 @@ class Workload(Protocol):
     def validate(self, bits: int, block_size: int) -> None:
         """Raise ValueError with one clear line when this workload cannot run at these bits."""
 
-    def row_fields(self) -> dict[str, Any]:
+    def row_fields(self, bits: int, block_size: int) -> dict[str, Any]:
         """This workload's own columns of a result row (a matmul's m, k, n; a model's name,
         batch and sequence length)."""
 

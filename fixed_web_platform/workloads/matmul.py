@@ -61,7 +61,7 @@ class MatmulWorkload:
             raise ValueError(f"shape {self.shape} needs about {self.host_bytes / 2**30:.1f} GiB of host "
                              f"memory to prepare; this machine has {available / 2**30:.1f} GiB available")
 
-    def row_fields(self) -> dict[str, Any]:
+    def row_fields(self, bits: int, block_size: int) -> dict[str, Any]:
         return {"m": self.m, "k": self.k, "n": self.n}
 
     def to_json(self) -> dict[str, Any]:

@@ -107,9 +107,11 @@ class ModelWorkload:
                     raise ValueError(f"block size {p.block_size} must be a multiple of {32 // p.bits} "
                                      f"for {p.bits}-bit weights packed into 32-bit words")
 
-    def row_fields(self) -> dict[str, Any]:
+    def row_fields(self, bits: int, block_size: int) -> dict[str, Any]:
+        plan = layer_rules.assign(self.config().linear_layers(), self.rules, bits, block_size)
         return {"m": 0, "k": 0, "n": 0, "model": self.name, "weights": self.weights,
-                "batch_size": self.batch_size, "seq_len": self.seq_len, "inputs": self.inputs_name}
+                "batch_size": self.batch_size, "seq_len": self.seq_len, "inputs": self.inputs_name,
+                "precision_plan": layer_rules.summary(plan)}
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "model": self.model, "batch_size": self.batch_size,
