@@ -2,6 +2,9 @@
 were fixed. Latency is judged on the raw headline samples (Mann-Whitney U, two-sided) AND a minimum
 effect on the median, so noise and trivially small shifts are not reported as changes.
 
+Configurations are matched on result_files.CONFIG_KEY: a whole model's rows (m, k, n all 0) are
+told apart by model, weights, batch size, sequence length, precision plan and inputs.
+
 The command line and the table are in cli/compare.py.
 """
 
@@ -94,12 +97,23 @@ class Entry:
         return dict(zip(CONFIG_KEY, self.config, strict=True))
 
     @property
+    def shape(self) -> str:
+        """'MxKxN' for a matmul; 'BATCHxSEQ tokens' (and a mixed precision plan) for a whole model."""
+        c = self.config_dict
+        if c.get("model"):
+            plan = c.get("precision_plan") or ""
+            extra = f" {plan}" if plan.startswith("mixed") else ""
+            weights = " random weights" if c.get("weights") == "random" else ""
+            return f"{c.get('batch_size') or '?'}x{c.get('seq_len') or '?'} tokens{extra}{weights}"
+        return f"{c['m']}x{c['k']}x{c['n']}"
+
+    @property
     def label(self) -> str:
         c = self.config_dict
         mode = c["precision_mode"] + (f"/{c['device_type']}" if c["device_type"] else "")
         block = f" block{c['block_size']}" if c["block_size"] else ""
         return (f"{c['browser']}/{c['platform']} {mode} {c['bits_requested']}-bit{block} "
-                f"{c['workload']} {c['m']}x{c['k']}x{c['n']}")
+                f"{c['workload']} {self.shape}")
 
 
 @dataclass(frozen=True)
@@ -237,7 +251,7 @@ def _config_value(key: str, value: Any, where: Path) -> Any:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+        return str(int(value))  # whole-model batch_size / seq_len (NaN, so float, on matmul rows)
     return str(value)
 
 

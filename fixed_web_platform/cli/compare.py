@@ -55,7 +55,7 @@ def format_comparison(c: Comparison) -> str:
         bits = f"{cfg['bits_requested']}" + (f" (block {cfg['block_size']})" if cfg["block_size"] else "")
         change = "-" if e.effect is None or math.isnan(e.effect) else pct(e.effect)
         body.append([cfg["browser"], cfg["engine"], cfg["platform"], mode, cfg["workload"],
-                 f"{cfg['m']}x{cfg['k']}x{cfg['n']}", bits, e.verdict.value,
+                 e.shape, bits, e.verdict.value,
                  _ms(e.baseline_median), _ms(e.current_median), change, _p(e.p_value),
                  f"{e.n_baseline}/{e.n_current}", e.note or "-"])
     lines += markdown_lines(head, body)

@@ -6,6 +6,11 @@ float weights, what ran if it was not what was asked, and a verdict sentence. A 
 difference whose p10-p90 spreads overlap, or under compare's minimum effect (10%), is called
 "same", never a trend. Cells
 carry a class (better / worse / same) for colour, and the words say the same without it.
+
+Whole-model rows are included, as their own settings: the workload cell names the model and its
+batch x sequence tokens, the bits cell its precision plan; a mixed plan is never a baseline; the
+verdict adds the cosine against PyTorch float32. Their full figures are in the report's Whole
+models section.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from ..analysis.compare import DEFAULT_MIN_EFFECT
 from .markdown import fmt_bytes, markdown_lines, number
 
 SETTING_KEY = ("sweep", "browser", "engine", "platform", "precision_mode", "device_type",
-               "workload", "m", "k", "n")
+               "workload", "m", "k", "n", "model", "weights", "batch_size", "seq_len", "inputs")
+"""One setting (a whole model's m, k, n are 0: its batch, sequence length, weights and inputs
+tell its settings apart)."""
 COLUMNS = ("setting", "workload", "bits", "median latency", "vs float32", "vs 16-bit",
            "weight memory", "error vs float", "verdict")
 
@@ -75,8 +82,10 @@ def glance_rows(summary: pd.DataFrame) -> tuple[list[list[Cell]], list[str]]:
     if summary.empty:
         return rows, footnotes
     show_sweep = summary["sweep"].nunique() > 1
-    for _, setting in summary.groupby(list(SETTING_KEY), sort=False, dropna=False):
-        by_bits = {int(r["bits_requested"]): r for _, r in setting.iterrows()}
+    key = [c for c in SETTING_KEY if c in summary]
+    for _, setting in summary.groupby(key, sort=False, dropna=False):
+        by_bits = {int(r["bits_requested"]): r for _, r in setting.iterrows()
+                   if not _mixed(r.get("precision_plan"))}
         f32, f16 = by_bits.get(32), by_bits.get(16)
         for _, row in setting.iterrows():
             bits = int(row["bits_requested"])
@@ -86,7 +95,8 @@ def glance_rows(summary: pd.DataFrame) -> tuple[list[list[Cell]], list[str]]:
             if show_sweep:
                 name = f"{row['sweep']}: {name}"
             ran = _what_ran(row)
-            bits_text = f"{bits}" + (f" ({ran})" if ran else "")
+            plan = str(row.get("precision_plan") or "")
+            bits_text = f"{bits}" + (f" {plan}" if _mixed(plan) else "") + (f" ({ran})" if ran else "")
             if ran and row.get("fallback"):
                 footnotes.append(f"{name}, {row['workload']}, {bits}-bit: {row['fallback']}")
                 bits_text += f" [{len(footnotes)}]"
@@ -96,19 +106,33 @@ def glance_rows(summary: pd.DataFrame) -> tuple[list[list[Cell]], list[str]]:
             if bits != 32 and compression:
                 memory += f" ({compression:.1f}x less)"
             error = number(row.get("rel_error_vs_float"))
+            verdict = _verdict(bits, compression, vs32, error, ran, plan if _mixed(plan) else "")
+            cosine = number(row.get("cosine_mean"))
+            if _is_model(row) and cosine is not None:
+                verdict += f"; cosine {cosine:.4f} vs PyTorch fp32"
             rows.append([
                 Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(bits_text),
                 Cell(f"{number(row['latency_ms_median']):.3g} ms" if number(row["latency_ms_median"]) else "-"),
                 vs32, vs16,
                 Cell(memory, "better" if bits != 32 and compression and compression > 1 else ""),
                 Cell(f"{error:.1e}" if error is not None else "-"),
-                Cell(_verdict(bits, compression, vs32, error, ran)),
+                Cell(verdict),
             ])
     return rows, footnotes
 
 
-def _verdict(bits: int, compression: float | None, vs32: Cell, error: float | None, ran: str) -> str:
-    if bits == 32:
+def _mixed(plan: Any) -> bool:
+    return isinstance(plan, str) and plan.startswith("mixed")
+
+
+def _is_model(row: pd.Series) -> bool:
+    model = row.get("model")
+    return isinstance(model, str) and model not in ("", "nan")
+
+
+def _verdict(bits: int, compression: float | None, vs32: Cell, error: float | None, ran: str,
+             plan: str = "") -> str:
+    if bits == 32 and not plan:
         return "float32 baseline"
     parts = []
     if compression:
@@ -119,7 +143,8 @@ def _verdict(bits: int, compression: float | None, vs32: Cell, error: float | No
         parts.append(f"{vs32.text} than float32")
     if error is not None:
         parts.append(f"rel. error {error:.0e}")
-    text = f"{bits}-bit: " + ", ".join(parts) if parts else f"{bits}-bit"
+    what = f"{bits}-bit {plan}" if plan else f"{bits}-bit"
+    text = f"{what}: " + ", ".join(parts) if parts else what
     return f"{text} ({ran})" if ran else text
 
 

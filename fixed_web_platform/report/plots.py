@@ -1,5 +1,8 @@
 """The report's plots (PNG), drawn with matplotlib's Agg canvas directly (no pyplot, no global
-backend switch): latency, error, weight memory and process memory vs bits, accuracy vs latency.
+backend switch): latency, error, weight memory and process memory vs bits, accuracy vs latency;
+for whole models (drawn apart from the matmul plots): latency vs bits and accuracy against
+PyTorch float32 (cosine mean, Spearman, top-1) vs bits, latency and weight memory, a mixed
+precision plan being a series of its own.
 One series per browser x engine x platform (x WebNN device and mode); points whose work ran at
 other bits or on another provider than asked are labelled."""
 
@@ -241,6 +244,199 @@ def draw_plots(summary: pd.DataFrame, plots_dir: Path, show_sweep: bool) -> list
     paths = []
     for name, draw in zip(PLOT_NAMES, drawers):
         path = draw(summary, plots_dir / f"{name}.png", show_sweep)
+        if path is not None:
+            paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------------------------- whole models
+
+MODEL_PLOT_NAMES = ("model_latency_vs_bits", "model_accuracy_vs_bits", "model_accuracy_vs_latency",
+                    "model_accuracy_vs_weight_bytes")
+MODEL_SETTING = ("model", "weights", "batch_size", "seq_len", "inputs")
+ACCURACY = (("cosine_mean", "cosine mean"), ("spearman", "Spearman"), ("top1_agreement", "top-1 agreement"))
+"""Accuracy of the output embeddings against PyTorch fp32 (columns of the summary, labels)."""
+
+
+def _mixed(plan: Any) -> bool:
+    return isinstance(plan, str) and plan.startswith("mixed")
+
+
+def _suptitle(fig: Figure, text: str) -> None:
+    """A figure title wrapped to the figure's width (a one-panel figure is narrow)."""
+    import textwrap
+
+    fig.suptitle("\n".join(textwrap.wrap(text, max(40, int(fig.get_figwidth() * 14)))), fontsize=10)
+
+
+def _annotate_once(ax, seen: set[tuple[str, float, float]], text: str, x: float, y: float, **kw) -> None:
+    """Label a point unless the same label already sits there (two engines on one spot)."""
+    key = (text, round(float(x), 6), round(float(y), 6))
+    if key in seen:
+        return
+    seen.add(key)
+    ax.annotate(text, (x, y), textcoords="offset points", **kw)
+
+
+def _int_text(value: Any) -> str:
+    try:
+        return str(int(float(value)))
+    except (TypeError, ValueError):
+        return "?"
+
+
+def model_setting_title(row: pd.Series | dict[str, Any]) -> str:
+    """'all-MiniLM-L6-v2, pretrained weights, 8x32 tokens' (and the inputs when not built in)."""
+    title = f"{row['model']}, {row['weights'] or '?'} weights, " \
+            f"{_int_text(row['batch_size'])}x{_int_text(row['seq_len'])} tokens"
+    inputs = str(row.get("inputs") or "")
+    return title + (f", inputs {inputs}" if inputs and inputs != "builtin" else "")
+
+
+def _model_settings(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    keys = [c for c in MODEL_SETTING if c in table]
+    return [(model_setting_title(group.iloc[0]), group)
+            for _, group in table.groupby(keys, sort=False, dropna=False)]
+
+
+def _model_series(table: pd.DataFrame, show_sweep: bool):
+    """(label, rows sorted by bits, mixed?): uniform plans form one series per browser x engine
+    x platform; rows with a mixed precision plan form their own."""
+    table = table.assign(_mixed=table["precision_plan"].map(_mixed))
+    keys = ["sweep", "browser", "engine", "platform", "precision_mode", "device_type", "_mixed"]
+    for (*_, mixed), group in table.groupby(keys, sort=False):
+        label = _series_label(group.iloc[0], show_sweep)
+        if mixed:
+            label += " mixed precision (" + ", ".join(dict.fromkeys(group["precision_plan"])) + ")"
+        yield label, group.sort_values("bits_requested", ascending=False), bool(mixed)
+
+
+def _point_label(row: pd.Series) -> str:
+    return str(row["precision_plan"]) if _mixed(row["precision_plan"]) else f"{int(row['bits_requested'])}b"
+
+
+def _numbers(values: pd.Series) -> np.ndarray:
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+
+
+def plot_model_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    settings = _model_settings(table)
+    if not settings or table["latency_ms_median"].notna().sum() == 0:
+        return None
+    fig, axes = _facets(len(settings), width=6.0)
+    for ax, (title, group) in zip(axes[0], settings):
+        for label, s, mixed in _model_series(group, show_sweep):
+            med = _numbers(s["latency_ms_median"])
+            lo = np.clip(med - _numbers(s["latency_ms_p10"]), 0, None)
+            hi = np.clip(_numbers(s["latency_ms_p90"]) - med, 0, None)
+            ax.errorbar(s["bits_requested"], med, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)],
+                        marker="s" if mixed else "o", linestyle="--" if mixed else "-", capsize=3,
+                        label=label)
+            if mixed:
+                for (_, row), y in zip(s.iterrows(), med):
+                    if np.isfinite(y):
+                        ax.annotate(row["precision_plan"], (row["bits_requested"], y),
+                                    textcoords="offset points", xytext=(-6, 4), ha="right", fontsize=7)
+            _mark_fallbacks(ax, s, med)
+        _bits_axis(ax, group["bits_requested"])
+        ax.set_xlabel("weight bits requested (mixed plans: the feed-forward layers' bits)")
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("median latency of one batch (ms), bars p10-p90")
+        ax.set_title(title, fontsize=10)
+    _suptitle(fig, "Whole models: median latency of one forward pass (ms) vs weight bits, per "
+                   "browser/engine/platform; dashed squares: mixed precision plans")
+    return _save(fig, path)
+
+
+def _accuracy_columns(table: pd.DataFrame) -> list[tuple[str, str]]:
+    return [(c, label) for c, label in ACCURACY if c in table and table[c].notna().any()]
+
+
+def plot_model_accuracy(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    settings, metrics = _model_settings(table), _accuracy_columns(table)
+    if not settings or not metrics:
+        return None
+    fig, axes = _facets(len(metrics), rows=len(settings), width=4.8)
+    for r, (title, group) in enumerate(settings):
+        for ax, (column, name) in zip(axes[r], metrics):
+            for label, s, mixed in _model_series(group, show_sweep):
+                y = _numbers(s[column])
+                ax.plot(s["bits_requested"], y, marker="s" if mixed else "o",
+                        linestyle="--" if mixed else "-", label=label)
+                if mixed:
+                    for (_, row), yi in zip(s.iterrows(), y):
+                        if np.isfinite(yi):
+                            ax.annotate(row["precision_plan"], (row["bits_requested"], yi),
+                                        textcoords="offset points", xytext=(-6, -10), ha="right",
+                                        fontsize=7)
+                _mark_fallbacks(ax, s, y)
+            _bits_axis(ax, group["bits_requested"])
+            ax.set_ylabel(f"{name} vs PyTorch fp32 (1 = same)")
+            ax.set_title(f"{title}\n{name}", fontsize=9)
+    _suptitle(fig, "Whole models: accuracy of the output embeddings against PyTorch float32 vs "
+                   "weight bits (cosine mean, Spearman rank correlation of pairwise similarities, "
+                   "top-1 nearest-neighbour agreement; higher is better)")
+    return _save(fig, path)
+
+
+def _accuracy_scatter(table: pd.DataFrame, path: Path, show_sweep: bool, x_column: str,
+                      x_label: str, suptitle: str, *, x_scale: float = 1.0,
+                      f32_line: bool = False) -> Path | None:
+    settings, metrics = _model_settings(table), _accuracy_columns(table)
+    usable = table[x_column].notna().any() if x_column in table else False
+    if not settings or not metrics or not usable:
+        return None
+    fig, axes = _facets(len(metrics), rows=len(settings), width=4.8)
+    markers = "oD^vP*X"  # squares are the mixed plans'
+    for r, (title, group) in enumerate(settings):
+        for ax, (column, name) in zip(axes[r], metrics):
+            seen: set[tuple[str, float, float]] = set()
+            for i, (label, s, mixed) in enumerate(_model_series(group, show_sweep)):
+                x = _numbers(s[x_column]) / x_scale
+                y = _numbers(s[column])
+                ax.scatter(x, y, marker="s" if mixed else markers[i % len(markers)], s=40, label=label)
+                for (_, row), xi, yi in zip(s.iterrows(), x, y):
+                    if np.isfinite(xi) and np.isfinite(yi):
+                        _annotate_once(ax, seen, _point_label(row), xi, yi, xytext=(4, 3), fontsize=7)
+            if f32_line:
+                f32 = _positive(group["weight_bytes_f32"]) / x_scale
+                if (f32 > 0).any():
+                    ax.axvline(np.nanmax(f32), color="grey", linestyle="--", label="float32 weights")
+            ax.set_xlabel(x_label)
+            ax.set_ylabel(f"{name} vs PyTorch fp32")
+            ax.set_title(f"{title}\n{name}", fontsize=9)
+            ax.grid(True, alpha=0.3)
+    _suptitle(fig, suptitle)
+    return _save(fig, path)
+
+
+def plot_model_accuracy_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    return _accuracy_scatter(
+        table, path, show_sweep, "latency_ms_median", "median latency of one batch (ms)",
+        "Whole models: accuracy against PyTorch float32 vs median latency (ms), one point per "
+        "bits value or mixed plan (labelled); upper left is better")
+
+
+def plot_model_accuracy_weights(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    return _accuracy_scatter(
+        table, path, show_sweep, "weight_bytes", "weight bytes handed to the engine (MiB)",
+        "Whole models: accuracy against PyTorch float32 vs weight memory (MiB, exact; dashed: "
+        "the float32 weights), one point per bits value or mixed plan; upper left is better",
+        x_scale=2**20, f32_line=True)
+
+
+def draw_model_plots(model_summary: pd.DataFrame, plots_dir: Path, show_sweep: bool) -> list[Path]:
+    """The whole-model plots from the summary's model rows (none without them)."""
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    for name in MODEL_PLOT_NAMES:
+        (plots_dir / f"{name}.png").unlink(missing_ok=True)
+    if model_summary.empty:
+        return []
+    drawers = (plot_model_latency, plot_model_accuracy, plot_model_accuracy_latency,
+               plot_model_accuracy_weights)
+    paths = []
+    for name, draw in zip(MODEL_PLOT_NAMES, drawers):
+        path = draw(model_summary, plots_dir / f"{name}.png", show_sweep)
         if path is not None:
             paths.append(path)
     return paths

@@ -23,21 +23,27 @@ import pandas as pd
 from ..analysis.stats import summarize
 from ..probes.adapter import adapter_label
 from ..results import reader as result_files
-from ..results.reader import ResultSchemaError, headline_samples
+from ..results.reader import (MODEL_FLOAT_COLUMNS, MODEL_INTEGER_COLUMNS, MODEL_TEXT_COLUMNS,
+                              ResultSchemaError, headline_samples)
+from ..results.rows import LayerRow
 from .glance import glance_html, glance_markdown
 from .markdown import fmt_bytes, markdown_table, number
-from .plots import MEMORY_COLUMNS, draw_plots
+from .models import layer_tables, model_rows, model_tables, section_html, section_markdown
+from .plots import MEMORY_COLUMNS, draw_model_plots, draw_plots
 
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
 TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "workload",
-                "outcome", "reason", "timing_source", "browser_version", "adapter")
+                "outcome", "reason", "timing_source", "browser_version", "adapter", *MODEL_TEXT_COLUMNS)
+MODEL_SETTING = ("model", "weights", "batch_size", "seq_len", "inputs")
+"""What a whole model's m, k, n (all 0) do not say: which model, on what, at which shapes."""
 BASELINE_KEY = ("sweep", "browser", "engine", "platform", "precision_mode", "device_type", "workload",
-                "m", "k", "n")
-"""One benchmarked setting; the 16- and 32-bit rows under the same key are the speed-up baselines."""
+                "m", "k", "n", *MODEL_SETTING)
+"""One benchmarked setting; the 16- and 32-bit rows under the same key (uniform precision plans
+only) are the speed-up baselines."""
 CONFIG_KEY = ("sweep", *result_files.CONFIG_KEY)
 """One configuration: its ok repetitions are aggregated into one summary row."""
 PEER_KEY = ("sweep", "browser", "platform", "precision_mode", "device_type", "workload", "m", "k",
-            "n", "bits_requested")
+            "n", "bits_requested", *MODEL_SETTING, "precision_plan")
 """Rows of different engines under the same key ran the same work: the harness row is the one
 every other engine's latency is set against (``latency_vs_harness``)."""
 
@@ -61,6 +67,8 @@ class Sweeps:
     samples: dict[tuple[str, int], dict[str, Any]]
     environments: dict[str, dict[str, Any]]
     notes: list[str] = field(default_factory=list)
+    layers: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["sweep", *LayerRow.columns()]))
+    """Every folder's layers.csv (whole-model runs), with a ``sweep`` column."""
 
 
 # ---------------------------------------------------------------------------------------- loading
@@ -91,6 +99,7 @@ def load_sweeps(directories: Sequence[str | Path]) -> Sweeps:
     frames: list[pd.DataFrame] = []
     samples: dict[tuple[str, int], dict[str, Any]] = {}
     environments: dict[str, dict[str, Any]] = {}
+    layer_frames: list[pd.DataFrame] = []
     for directory, name in zip(dirs, names):
         if not directory.is_dir():
             raise ResultSchemaError(f"{directory}: no such results folder")
@@ -106,8 +115,14 @@ def load_sweeps(directories: Sequence[str | Path]) -> Sweeps:
         environments[name] = loaded.environment
         for run_id, record in loaded.samples.items():
             samples[(name, int(run_id))] = record
+        if not loaded.layers.empty:
+            layer_frame = loaded.layers.copy()
+            layer_frame.insert(0, "sweep", name)
+            layer_frames.append(layer_frame)
     rows = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
-    return Sweeps(dirs, names, _normalize(rows), samples, environments)
+    layers = (pd.concat(layer_frames, ignore_index=True, sort=False) if layer_frames
+              else pd.DataFrame(columns=["sweep", *LayerRow.columns()]))
+    return Sweeps(dirs, names, _normalize(rows), samples, environments, layers=layers)
 
 
 def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
@@ -125,7 +140,11 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
                "block_size", "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "wall_ms_median",
                "n_samples",
                "gflops", "weight_bytes", "weight_bytes_f32", "rel_error_vs_float", "snr_db",
-               "rel_error_vs_dequantized", *MEMORY_COLUMNS)
+               "rel_error_vs_dequantized", "kernel_tolerance", *MODEL_INTEGER_COLUMNS,
+               *MODEL_FLOAT_COLUMNS, *MEMORY_COLUMNS)
+    for column in (*MODEL_INTEGER_COLUMNS, *MODEL_FLOAT_COLUMNS):
+        if column not in rows:
+            rows[column] = math.nan
     for column in numeric:
         if column in rows:
             rows[column] = pd.to_numeric(rows[column], errors="coerce")
@@ -136,6 +155,29 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------ aggregation
+
+
+def is_model(row: Any) -> bool:
+    """A whole-model row (or summary row): its ``model`` column is filled."""
+    try:
+        model = row["model"]
+    except (KeyError, IndexError):
+        return False
+    return isinstance(model, str) and model not in ("", "nan")
+
+
+def is_mixed(plan: Any) -> bool:
+    """A precision plan with more than one bits value ('mixed:8x24,4x12')."""
+    return isinstance(plan, str) and plan.startswith("mixed")
+
+
+def shape_text(row: Any) -> str:
+    """What was run, in one short cell: 'MxKxN' for a matmul, 'BATCHxSEQ tokens' for a whole
+    model (whose m, k, n are 0)."""
+    if is_model(row):
+        batch, seq = number(row.get("batch_size")), number(row.get("seq_len"))
+        return f"{_fmt_int(batch) or '?'}x{_fmt_int(seq) or '?'} tokens"
+    return f"{row['m']}x{row['k']}x{row['n']}"
 
 
 def _truthy(value: Any) -> bool | None:
@@ -195,7 +237,7 @@ def summary_table(rows: pd.DataFrame,
     records: list[dict[str, Any]] = []
     for key, group in ok.groupby(list(CONFIG_KEY), sort=False, dropna=False):
         rec: dict[str, Any] = dict(zip(CONFIG_KEY, key))
-        rec["shape"] = f"{rec['m']}x{rec['k']}x{rec['n']}"
+        rec["shape"] = shape_text(rec)
         executed = group["bits_executed"].dropna() if "bits_executed" in group else pd.Series()
         rec["bits_executed"] = int(executed.mode().iloc[0]) if not executed.empty else None
         rec["runs"] = len(group)
@@ -211,11 +253,17 @@ def summary_table(rows: pd.DataFrame,
             spread = (group["latency_ms_p10"].median() if "latency_ms_p10" in group else math.nan,
                       group["latency_ms_p90"].median() if "latency_ms_p90" in group else math.nan)
         rec["latency_ms_p10"], rec["latency_ms_p90"] = spread
-        flops = 2.0 * rec["m"] * rec["k"] * rec["n"]
-        rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
+        if is_model(rec):  # the row's own figure: the model's FLOPs over the run's median
+            rec["gflops"] = pd.to_numeric(group["gflops"], errors="coerce").median() \
+                if "gflops" in group else math.nan
+        else:
+            flops = 2.0 * rec["m"] * rec["k"] * rec["n"]
+            rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
         for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", "gpu_buffer_bytes",
-                       "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized"):
+                       "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized", "kernel_tolerance",
+                       *MODEL_FLOAT_COLUMNS):
             rec[column] = pd.to_numeric(group[column], errors="coerce").median() if column in group else math.nan
+        rec["outputs_file"] = _unique_text(group.get("outputs_file", []))
         # Process memory leaves out the first run of a browser session (the browser warming up)
         # when the configuration has other runs; the spread is over the runs kept.
         first = pd.to_numeric(group.get("session_run", pd.Series(1, index=group.index)), errors="coerce") == 0
@@ -250,13 +298,16 @@ def summary_table(rows: pd.DataFrame,
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
                "compression", "gpu_buffer_bytes", *memory, *(f"{c}_spread" for c in memory),
                "memory_warmup_only", "adapter", "page_loads", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
-               "fallback", *(["unstable", "instability"] if has_unstable else [])]
+               "fallback", *(["unstable", "instability"] if has_unstable else []),
+               "model", "weights", "batch_size", "seq_len", "inputs", "precision_plan",
+               "sequences_per_s", "tokens_per_s", "cosine_min", "cosine_mean", "spearman",
+               "top1_agreement", "kernel_tolerance", "outputs_file"]
     derived = ("speedup_vs_16bit", "speedup_vs_f32", "latency_vs_harness")
     table = pd.DataFrame.from_records(records, columns=[c for c in columns if c not in derived])
     if table.empty:
         return pd.DataFrame(columns=columns)
     for baseline, column in ((16, "speedup_vs_16bit"), (32, "speedup_vs_f32")):
-        base = table[table["bits_requested"] == baseline]
+        base = table[(table["bits_requested"] == baseline) & ~table["precision_plan"].map(is_mixed)]
         base = base.drop_duplicates(list(BASELINE_KEY))[[*BASELINE_KEY, "latency_ms_median"]]
         merged = table[list(BASELINE_KEY)].merge(
             base.rename(columns={"latency_ms_median": "_base"}), on=list(BASELINE_KEY), how="left"
@@ -282,12 +333,13 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
     engines and platforms of one bits value side by side."""
     table = table.copy()
     rank_cols = []
-    for column in ("sweep", "browser", "precision_mode", "device_type", "workload"):
+    for column in ("sweep", "browser", "precision_mode", "device_type", "workload", "shape"):
         order = {v: i for i, v in enumerate(dict.fromkeys(table[column]))}
         table[f"_rank_{column}"] = table[column].map(order)
         rank_cols.append(f"_rank_{column}")
     table["_rank_bits"] = -table["bits_requested"]
-    rank_cols.append("_rank_bits")
+    table["_rank_mixed"] = table["precision_plan"].map(is_mixed)  # a mixed plan after the uniform one
+    rank_cols += ["_rank_bits", "_rank_mixed"]
     for column in ("engine", "platform"):
         order = {v: i for i, v in enumerate(dict.fromkeys(table[column]))}
         table[f"_rank_{column}"] = table[column].map(order)
@@ -298,13 +350,13 @@ def _ordered(table: pd.DataFrame) -> pd.DataFrame:
 
 def not_ok_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Every row whose outcome is not ok, one per run, with its reason (never dropped)."""
-    columns = ["sweep", "run_id", "repetition", "browser", "platform", "precision_mode",
-               "device_type", "workload", "shape", "bits_requested", "bits_executed", "outcome",
-               "reason"]
+    columns = ["sweep", "run_id", "repetition", "browser", "engine", "platform", "precision_mode",
+               "device_type", "workload", "shape", "bits_requested", "bits_executed", "precision_plan",
+               "outcome", "reason"]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     bad = rows[rows["outcome"] != "ok"].copy()
-    bad["shape"] = [f"{m}x{k}x{n}" for m, k, n in zip(bad["m"], bad["k"], bad["n"])]
+    bad["shape"] = [shape_text(r) for _, r in bad.iterrows()]
     if "bits_executed" not in bad:
         bad["bits_executed"] = pd.NA
     bad["bits_executed"] = bad["bits_executed"].astype("Int64")
@@ -352,6 +404,8 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     out["shape"] = summary["shape"]
     out["bits"] = summary["bits_requested"].map(_fmt_int)
     out["exec bits"] = summary["bits_executed"].map(_fmt_int)
+    if (summary["precision_plan"].fillna("") != "").any():
+        out["precision plan"] = summary["precision_plan"]
     out["runs"] = summary["runs"].map(_fmt_int)
     out["timing"] = summary["timing_source"]
     out["median ms"] = summary["latency_ms_median"].map(_fmt(".3f"))
@@ -399,6 +453,8 @@ def display_not_ok(table: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     out["run"] = table["run_id"].map(_fmt_int)
     out["rep"] = table["repetition"].map(_fmt_int)
     out["browser"] = table["browser"]
+    if (table["engine"] != "harness").any():
+        out["engine"] = table["engine"]
     out["platform"] = table["platform"]
     if (table["device_type"] != "").any():
         out["device"] = table["device_type"]
@@ -406,6 +462,8 @@ def display_not_ok(table: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     out["shape"] = table["shape"]
     out["bits"] = table["bits_requested"].map(_fmt_int)
     out["exec bits"] = table["bits_executed"].map(_fmt_int)
+    if (table["precision_plan"] != "").any():
+        out["precision plan"] = table["precision_plan"]
     out["outcome"] = table["outcome"]
     out["reason"] = table["reason"]
     return out.reset_index(drop=True)
@@ -489,7 +547,8 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
 NOTES = (
     "Summary rows aggregate the ok runs of one configuration: median latency is the median of the "
     "repetitions' medians; p10-p90 spans all repetitions' raw timed samples (samples.jsonl). "
-    "GFLOP/s = 2*M*K*N / median latency. Speed-ups are the 16-bit (or float32) row's median latency "
+    "GFLOP/s = 2*M*K*N / median latency (whole models, whose shape reads 'batch x sequence "
+    "tokens': the FLOPs of one forward pass, linear layers and attention, / median latency). Speed-ups are the 16-bit (or float32) row's median latency "
     "divided by this row's, for the same sweep, browser, engine, platform and workload (blank when "
     "that row has no ok run). Latency vs harness (engines other than the harness, e.g. ONNX Runtime "
     "Web) is this row's median over the harness row's for the same browser, platform, workload and "
@@ -535,7 +594,19 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     not_ok_csv = out_dir / "not_ok.csv"
     summary.to_csv(summary_csv, index=False)
     not_ok.to_csv(not_ok_csv, index=False)
-    plots = draw_plots(summary, out_dir / "plots", show_sweep)
+    is_model_row = model_rows(summary)
+    plots = draw_plots(summary[~is_model_row], out_dir / "plots", show_sweep)
+    model_plots = draw_model_plots(summary[is_model_row], out_dir / "plots", show_sweep)
+    has_models = bool(model_rows(rows).any())
+    model_section = model_tables(rows, summary, show_sweep=show_sweep) if has_models else []
+    layers = layer_tables(sweeps.layers, rows, show_sweep=show_sweep) if has_models else None
+    model_plot_titles = {
+        "model_latency_vs_bits": "Model latency vs bits",
+        "model_accuracy_vs_bits": "Model accuracy vs bits",
+        "model_accuracy_vs_latency": "Model accuracy vs latency",
+        "model_accuracy_vs_weight_bytes": "Model accuracy vs weight memory",
+    }
+    model_plot_refs = [(model_plot_titles.get(p.stem, p.stem), p.name) for p in model_plots]
     env = environment_table(sweeps)
     env = env.loc[:, [c for c in env.columns if c == "sweep" and show_sweep or c != "sweep"]]
     env = env.loc[:, [c for c in env.columns if (env[c] != "").any() or c in ("browser", "version")]]
@@ -554,6 +625,8 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     }
     if summary.empty:
         plot_note = "No ok runs in these folders: no summary figures and no plots."
+    elif not plots and is_model_row.all():
+        plot_note = "Only whole-model runs: their plots are in the Whole models section."
     elif not plots:
         plot_note = "The ok runs have no plottable figures: no plots."
     else:
@@ -578,6 +651,8 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     md += [NOTES, "", MEMORY_NOTES, "", memory_note, ""]
     md += ["## Runs without a measurement (not ok)", ""]
     md += [markdown_table(shown_not_ok) if not not_ok.empty else "Every run was ok.", ""]
+    if has_models:
+        md += section_markdown(model_section, layers, model_plot_refs)
     md += ["## Plots", ""]
     if plot_note:
         md += [plot_note, ""]
@@ -603,13 +678,17 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         "table.data.glance td:nth-child(3){white-space:nowrap}"
         "ol.footnotes{font-size:12px;color:#444;max-width:70em}"
         "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0 1.5em}"
-        "p.note{max-width:70em;font-size:13px;color:#444}</style>",
+        "p.note{max-width:70em;font-size:13px;color:#444}"
+        "details{margin:0.5em 0 1.5em}details>summary{cursor:pointer;font-weight:600}</style>",
         "</head><body>", "<h1>Precision benchmark report</h1>", f"<p>Generated {e(created)}.</p>",
         "<h2 id=\"at-a-glance\">At a glance: what each precision costs and buys</h2>",
         "<p class=\"note\">Per browser, engine, platform and workload, each precision against the "
         "float32 and 16-bit runs of the same setting. Green is better, red is worse, grey is the "
         "same: the p10-p90 spreads of the two runs overlap, or they differ by less than 10%. "
-        "The words say the same without colour.</p>",
+        "The words say the same without colour."
+        + (" Whole models are settings of their own (model, batch x sequence tokens); a mixed "
+           "precision plan is never a baseline; their full figures are in the "
+           "<a href=\"#models\">Whole models</a> section." if has_models else "") + "</p>",
         glance_html(summary),
         "<h2>Sweeps</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in sweep_lines), "</ul>",
         "<h2>Environment</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in machine_lines(sweeps)),
@@ -620,6 +699,7 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         f"<p class=\"note\">{e(memory_note)}</p>",
         "<h2 id=\"not-ok\">Runs without a measurement (not ok)</h2>",
         html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
+        *(section_html(model_section, layers, model_plot_refs) if has_models else []),
         "<h2>Plots</h2>",
     ]
     if plot_note:
@@ -630,7 +710,7 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     parts += ["</body></html>", ""]
     html_path = out_dir / "report.html"
     html_path.write_text("\n".join(parts))
-    return ReportFiles(markdown_path, html_path, plots, summary_csv, not_ok_csv)
+    return ReportFiles(markdown_path, html_path, [*plots, *model_plots], summary_csv, not_ok_csv)
 
 
 def build_report(result_dirs: list[Path], out_dir: Path) -> ReportFiles:

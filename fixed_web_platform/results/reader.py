@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, TimingSource
+from .rows import LayerRow
 
+MODEL_KEY = ("model", "weights", "batch_size", "seq_len", "precision_plan", "inputs")
+"""What tells whole-model configurations apart (blank / NaN on matmul rows, whose m, k, n do)."""
 CONFIG_KEY = (
     "browser", "engine", "platform", "precision_mode", "device_type", "workload", "m", "k", "n",
-    "bits_requested", "block_size",
+    "bits_requested", "block_size", *MODEL_KEY,
 )
 """Columns that identify one configuration across sweeps (what compare matches on)."""
 
@@ -29,6 +32,8 @@ class ResultSet:
     samples: dict[int, dict[str, Any]]
     """Raw samples per run_id, as written to samples.jsonl."""
     environment: dict[str, Any]
+    layers: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(LayerRow.columns())))
+    """layers.csv: one line per linear layer of each whole-model run (empty when absent)."""
 
 
 def _check_version(version: Any, where: Path) -> None:
@@ -45,12 +50,20 @@ def _check_version(version: Any, where: Path) -> None:
 
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "m", "k", "n", "bits_requested",
                     "outcome")
+MODEL_INTEGER_COLUMNS = ("batch_size", "seq_len")
+MODEL_FLOAT_COLUMNS = ("sequences_per_s", "tokens_per_s", "cosine_min", "cosine_mean", "spearman",
+                       "top1_agreement")
+MODEL_TEXT_COLUMNS = ("model", "weights", "inputs", "precision_plan", "outputs_file")
+"""Whole-model columns: folders written before them still load (filled blank / NaN)."""
 INTEGER_COLUMNS = ("run_id", "m", "k", "n", "bits_requested", "bits_executed", "block_size",
-                   "repetition", "n_samples")
+                   "repetition", "n_samples", *MODEL_INTEGER_COLUMNS)
 FLOAT_COLUMNS = ("latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv",
                  "wall_ms_median", "gpu_ms_median", "gflops", "weight_bytes", "weight_bytes_f32",
                  "compression", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
-                 "kernel_tolerance", "proc_rss_peak_bytes", "proc_rss_delta_bytes", "js_heap_bytes")
+                 "kernel_tolerance", "proc_rss_peak_bytes", "proc_rss_delta_bytes", "js_heap_bytes",
+                 *MODEL_FLOAT_COLUMNS)
+LAYER_INTEGER_COLUMNS = ("run_id", "k", "n", "bits_requested", "bits_executed", "weight_bytes")
+LAYER_FLOAT_COLUMNS = ("gpu_ms",)
 SAMPLE_LISTS = ("wall_ms", "gpu_ms")
 
 
@@ -116,6 +129,12 @@ def load(directory: str | Path) -> ResultSet:
         rows["engine"] = EngineName.HARNESS.value
     if "executed_on" not in rows:
         rows["executed_on"] = rows["platform"].where(rows["outcome"] == "ok", "")
+    for column in (*MODEL_INTEGER_COLUMNS, *MODEL_FLOAT_COLUMNS):  # folders before whole models
+        if column not in rows:
+            rows[column] = float("nan")
+    for column in MODEL_TEXT_COLUMNS:
+        if column not in rows:
+            rows[column] = ""
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]
     for column in text:
         rows[column] = rows[column].astype(object).where(rows[column].notna(), "").astype(str)
@@ -131,7 +150,96 @@ def load(directory: str | Path) -> ResultSet:
                 raise ResultSchemaError(f"{samples_path}: line {line_no} is not JSON") from None
             _check_version(record.get("schema_version"), samples_path)
             samples[record["run_id"]] = record
-    return ResultSet(directory=directory, rows=rows, samples=samples, environment=environment)
+    _fill_blank_plans(rows, directory)
+    return ResultSet(directory=directory, rows=rows, samples=samples, environment=environment,
+                     layers=_load_layers(directory / "layers.csv"))
+
+
+def _planned_rules(directory: Path) -> dict[int, str]:
+    """run_id -> the precision rules of its whole-model workload (as JSON text, '' for none),
+    from plan.json; empty when there is no readable plan."""
+    path = directory / "plan.json"
+    try:
+        doc = json.loads(path.read_text())
+        out = {}
+        for run in doc["runs"]:
+            workload = run.get("workload") or {}
+            if workload.get("kind") == "model":
+                out[int(run["run_id"])] = json.dumps(workload.get("rules") or [], sort_keys=True)
+        return out
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _fill_blank_plans(rows: pd.DataFrame, directory: Path) -> None:
+    """A whole-model row written before its model was prepared (refused, unavailable, the
+    browser failed to start) has no precision_plan; it gets the one its run would have had, so
+    it lines up with its configuration's other rows: 'uniform:<bits>' when plan.json gives the
+    run no precision rules, else the plan of a row of the same model, rules and bits that has
+    one. Left blank when neither says."""
+    if rows.empty:
+        return
+    blank = (rows["model"] != "") & (rows["precision_plan"] == "")
+    if not blank.any():
+        return
+    rules = _planned_rules(directory)
+    if not rules:
+        return
+    ids = rows["run_id"].astype("int64")
+    rule_text = ids.map(lambda i: rules.get(int(i)))
+    same = ["model", "weights", "batch_size", "seq_len", "inputs", "bits_requested", "block_size"]
+
+    def key(i: Any) -> tuple[Any, ...]:
+        return (*(str(rows.at[i, c]) for c in same), rule_text[i])
+
+    known = {key(i): rows.at[i, "precision_plan"] for i in rows.index[~blank & (rows["model"] != "")]
+             if rule_text[i] is not None}
+    for i in rows.index[blank]:
+        if rule_text[i] is None:
+            continue
+        if rule_text[i] == "[]":
+            rows.at[i, "precision_plan"] = f"uniform:{int(rows.at[i, 'bits_requested'])}"
+        elif key(i) in known:
+            rows.at[i, "precision_plan"] = known[key(i)]
+
+
+def _load_layers(path: Path) -> pd.DataFrame:
+    """layers.csv checked like results.csv (numbers are numbers); empty when the file is absent."""
+    columns = LayerRow.columns()
+    if not path.is_file():
+        return pd.DataFrame(columns=columns)
+    try:
+        layers = pd.read_csv(path, keep_default_na=True, na_values=[""], dtype=object)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame(columns=columns)
+    except pd.errors.ParserError as exc:
+        raise ResultSchemaError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+    missing = [c for c in ("run_id", "layer", "bits_requested") if c not in layers.columns]
+    if missing:
+        raise ResultSchemaError(f"{path}: missing column(s) {', '.join(missing)}")
+    for column in (*LAYER_INTEGER_COLUMNS, *LAYER_FLOAT_COLUMNS):
+        if column not in layers:
+            layers[column] = float("nan")
+            continue
+        raw = layers[column]
+        numbers = pd.to_numeric(raw, errors="coerce")
+        bad = raw.notna() & numbers.isna() & (raw.astype(str).str.lower() != "nan")
+        if column in LAYER_INTEGER_COLUMNS:
+            bad |= numbers.notna() & (numbers % 1 != 0)
+        if column in ("run_id", "bits_requested"):
+            bad |= numbers.isna()
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise ResultSchemaError(f"{path}: line {i + 2}, column {column} is not a number: "
+                                    f"{raw.iloc[i]!r:.40}")
+        layers[column] = numbers
+    for column in columns:
+        if column not in layers:
+            layers[column] = ""
+    for column in layers.columns:
+        if column not in (*LAYER_INTEGER_COLUMNS, *LAYER_FLOAT_COLUMNS):
+            layers[column] = layers[column].astype(object).where(layers[column].notna(), "").astype(str)
+    return layers
 
 
 def headline_samples(record: dict[str, Any]) -> list[float]:
