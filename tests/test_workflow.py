@@ -51,14 +51,15 @@ def _entry_lines(job: dict[str, Any]) -> list[str]:
     return [line.strip() for run in _runs(job) for line in run.splitlines() if ENTRY in line]
 
 
-def _sweep_step(job: dict[str, Any]) -> dict[str, Any]:
-    steps = [s for s in job["steps"] if "--bits" in s.get("run", "") and ENTRY in s.get("run", "")]
-    assert len(steps) == 1, "expected exactly one sweep step"
+def _sweep_step(job: dict[str, Any], model: bool = False) -> dict[str, Any]:
+    steps = [s for s in job["steps"] if "--bits" in s.get("run", "") and ENTRY in s.get("run", "")
+             and ("--model" in s["run"]) == model]
+    assert len(steps) == 1, "expected exactly one matmul sweep step and one model sweep step"
     return steps[0]
 
 
-def _sweep_line(job: dict[str, Any]) -> str:
-    lines = [line for line in _entry_lines(job) if "--bits" in line]
+def _sweep_line(job: dict[str, Any], model: bool = False) -> str:
+    lines = [line for line in _entry_lines(job) if "--bits" in line and ("--model" in line) == model]
     assert len(lines) == 1, lines
     return lines[0]
 
@@ -110,12 +111,13 @@ def test_setup_script_runs_without_sudo(job: dict[str, Any]) -> None:
     assert python and str(python[0]["with"]["python-version"]) == "3.11"
 
 
-def test_sweep_runs_all_bits_and_keeps_its_exit_code(job: dict[str, Any]) -> None:
-    line = _sweep_line(job)
+@pytest.mark.parametrize("model", [False, True], ids=["matmul", "model"])
+def test_sweep_runs_all_bits_and_keeps_its_exit_code(job: dict[str, Any], model: bool) -> None:
+    line = _sweep_line(job, model)
     words = shlex.split(line)
     bits = words[words.index("--bits") + 1:]
     assert bits[:5] == ALL_BITS and (len(bits) == 5 or bits[5].startswith("--"))
-    step = _sweep_step(job)
+    step = _sweep_step(job, model)
     assert "id" in step
     assert "set +e" in step["run"] or step.get("continue-on-error") is True
     assert "GITHUB_OUTPUT" in step["run"]
@@ -128,10 +130,12 @@ def test_sweep_runs_all_bits_and_keeps_its_exit_code(job: dict[str, Any]) -> Non
     assert upload < len(job["steps"]) - 1
 
 
+@pytest.mark.parametrize("model", [False, True], ids=["matmul", "model"])
 @pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
                                                                      ["webgpu", "webnn", "wasm"])))
-def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, platform: str) -> None:
-    line = (_sweep_line(job)
+def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, platform: str,
+                                             model: bool) -> None:
+    line = (_sweep_line(job, model)
             .replace("${{ matrix.browser }}", browser)
             .replace("${{ matrix.platform }}", platform))
     assert "${{" not in line, f"unsubstituted expression in {line!r}"
@@ -145,9 +149,10 @@ def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, 
     assert [b.value for b in args.browser] == [browser]
     assert args.platform == [platform]
     assert args.bits == [int(b) for b in ALL_BITS]
-    assert args.output_dir == Path("results/nightly")
+    assert args.output_dir == Path("results/nightly/model" if model else "results/nightly")
     plan, _ = cli.plan_from_args(args)  # every cell plans runs (wasm: ORT's alone)
     assert plan and {r.platform for r in plan} == {platform}
+    assert {r.workload.kind for r in plan} == ({"model"} if model else {"matmul"})
     assert {r.engine for r in plan} == ({"ort"} if platform == "wasm" else {"harness", "ort"})
 
 
@@ -155,7 +160,7 @@ def test_report_and_compare_run(job: dict[str, Any]) -> None:
     lines = _entry_lines(job)
     report = [shlex.split(line) for line in lines if f"{ENTRY} report " in line]
     compare = [shlex.split(line) for line in lines if f"{ENTRY} compare " in line]
-    assert report and report[0][report[0].index("report") + 1] == "results/nightly"
+    assert report and report[0][report[0].index("report") + 1:][:2] == ["results/nightly", "results/nightly/model"]
     assert "--screenshot" in report[0]  # the report as a user sees it, kept with the artifact
     assert compare
     args = compare[0][compare[0].index("compare") + 1:]
