@@ -17,7 +17,7 @@ from typing import Any
 
 from . import sweep
 from .harness.runner import SweepOptions
-from .plan import TimingConfig, build_plan
+from .plan import MODEL_TIMING, TimingConfig, build_plan
 from .progress import PlainProgress
 from .vocabulary import (
     DEFAULT_BLOCK_SIZE,
@@ -53,7 +53,7 @@ async def run_real_test(
     webnn_device: str = "cpu",
     block_size: int = DEFAULT_BLOCK_SIZE,
     repetitions: int = 1,
-    timing: TimingConfig = TimingConfig(),
+    timing: TimingConfig | None = None,
     output_dir: str | Path | None = None,
     progress: bool = False,
 ) -> list[dict[str, Any]]:
@@ -79,6 +79,8 @@ async def run_real_test(
         precision_mode=PrecisionMode.EXPERIMENTAL if experimental_precision else PrecisionMode.STANDARD,
         webnn_device=webnn_device,
     )
+    if timing is None:
+        timing = MODEL_TIMING if model is not None else TimingConfig()
     label = "api-" + "-".join(dict.fromkeys(r.platform.value for r in plan))
     writer = sweep.start(plan, timing, output_dir=Path(output_dir) if output_dir else None, label=label)
     options = SweepOptions(timing=timing, progress=PlainProgress() if progress else None)

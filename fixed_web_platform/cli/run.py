@@ -13,7 +13,7 @@ from typing import Any
 from .. import sweep
 from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
-from ..plan import RunSpec, TimingConfig, build_plan, load_plan
+from ..plan import MODEL_TIMING, RunSpec, TimingConfig, build_plan, load_plan
 from ..progress import for_terminal
 from ..report.markdown import markdown_lines
 from ..vocabulary import (
@@ -92,18 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="quantization block along K for 8/4/2-bit weights (default 32)")
     p.add_argument("--repetitions", type=positive_arg, default=1,
                    help="runs of each configuration (each a fresh page)")
-    p.add_argument("--warmup", type=non_negative_arg, default=TimingConfig.warmup)
+    p.add_argument("--warmup", type=non_negative_arg, default=None,
+                   help=f"warm-up iterations per page (default {TimingConfig.warmup}; "
+                        f"{MODEL_TIMING.warmup} with --model)")
     p.add_argument("--min-iterations", "--iterations", dest="min_iterations", type=positive_arg,
-                   default=TimingConfig.min_iterations,
-                   help="timed iterations per page at least (default 10)")
-    p.add_argument("--min-time", type=float, default=TimingConfig.min_time_s,
-                   help="seconds of timed iterations per page at least (default 1.0)")
+                   default=None,
+                   help=f"timed iterations per page at least (default {TimingConfig.min_iterations}; "
+                        f"{MODEL_TIMING.min_iterations} with --model)")
+    p.add_argument("--min-time", type=float, default=None,
+                   help=f"seconds of timed iterations per page at least (default {TimingConfig.min_time_s:g}; "
+                        f"{MODEL_TIMING.min_time_s:g} with --model)")
     p.add_argument("--max-iterations", type=positive_arg, default=None,
                    help="cap on timed iterations per page (default 200 or --min-iterations, at most 2048)")
     p.add_argument("--repeat", type=positive_arg, default=TimingConfig.repeat,
                    help="page loads per run, samples pooled (default 1)")
-    p.add_argument("--timeout", type=float, default=TimingConfig.timeout_s,
-                   help="seconds one run may take before it is a timeout (default 120)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help=f"seconds one run may take before it is a timeout (default {TimingConfig.timeout_s:g}; "
+                        f"{MODEL_TIMING.timeout_s:g} with --model)")
     p.add_argument("--experimental-precision", action="store_true",
                    default=os.environ.get("WEBNN_EXPERIMENTAL_PRECISION") == "1",
                    help="WebNN: try the requested precision, no upgrade (also "
@@ -231,10 +236,17 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         seed=args.seed,
         webnn_device=args.webnn_device,
     )
+    defaults = MODEL_TIMING if args.model is not None else TimingConfig()
+
+    def given(value: Any, default: Any) -> Any:
+        return default if value is None else value
+
+    min_iterations = given(args.min_iterations, defaults.min_iterations)
     timing = TimingConfig(
-        warmup=args.warmup, min_iterations=args.min_iterations, min_time_s=args.min_time,
-        max_iterations=args.max_iterations or max(TimingConfig.max_iterations, args.min_iterations),
-        repeat=args.repeat, timeout_s=args.timeout,
+        warmup=given(args.warmup, defaults.warmup), min_iterations=min_iterations,
+        min_time_s=given(args.min_time, defaults.min_time_s),
+        max_iterations=args.max_iterations or max(defaults.max_iterations, min_iterations),
+        repeat=args.repeat, timeout_s=given(args.timeout, defaults.timeout_s),
     )
     return plan, timing
 

@@ -12,6 +12,7 @@ from ..plan import RunSpec, TimingConfig
 from ..precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan
 from ..vocabulary import EngineName, Outcome, Platform
 from ..workloads.matmul import prepare
+from . import webnn_model
 from .base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 
 
@@ -47,6 +48,13 @@ class WebnnEngine(Engine):
             note=plan.note, refusal_is_unsupported=plan.asks_unlisted,
             details=details | {"weight_plan": _plan_facts(plan)},
         )
+
+    async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+        """A whole encoder as one WebNN graph (engines/webnn_model.py, web/engines/webnn_model.js)."""
+        return await webnn_model.model_job(self, run, timing, browser)
+
+    def model_interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        return webnn_model.model_interpret(self, run, job, page)
 
     def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         asked = job.weight_dtype

@@ -16,7 +16,7 @@ from ..paths import SHADERS_DIR
 from ..plan import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Platform
 from ..workloads.matmul import PreparedWorkload, prepare
-from .base import BrowserFacts, Engine, EngineJob, Executed
+from .base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 
 PRELUDE = "prelude.wgsl"
 WORKGROUP_X = 64
@@ -100,3 +100,14 @@ class WgslEngine(Engine):
         problem = "" if bits == job.prepared.bits else (
             f"the bound weight buffer holds {bound} bytes, not {job.prepared.bits}-bit weights")
         return Executed(bits, variant.compute_dtype, self.platform.value, problem)
+
+    async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+        """Whole models: the encoder from the harness's own kernels (engines/wgsl_model.py)."""
+        from . import wgsl_model
+
+        return await wgsl_model.model_job(self, run, timing)
+
+    def model_interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        from . import wgsl_model
+
+        return wgsl_model.model_interpret(self, run, job, page)

@@ -1,0 +1,43 @@
+// Embeddings of a BERT encoder: word[input_id] + position[s] + token_type[type], then layer
+// norm over the hidden size. One invocation per token row (ROWS = batch * seq, row = b*SEQ + s).
+override ROWS: u32;
+override SEQ: u32;
+override HIDDEN: u32;
+override VOCAB: u32;
+override TYPE_VOCAB: u32;
+override EPS: f32;
+
+@group(0) @binding(0) var<storage, read> input_ids: array<i32>;
+@group(0) @binding(1) var<storage, read> token_type_ids: array<i32>;
+@group(0) @binding(2) var<storage, read> word: array<f32>;
+@group(0) @binding(3) var<storage, read> position: array<f32>;
+@group(0) @binding(4) var<storage, read> token_type: array<f32>;
+@group(0) @binding(5) var<storage, read> gamma: array<f32>;
+@group(0) @binding(6) var<storage, read> beta: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = gid.x;
+  if (r >= ROWS) { return; }
+  let s = r % SEQ;
+  let id = min(u32(max(input_ids[r], 0)), VOCAB - 1u);
+  let tt = min(u32(max(token_type_ids[r], 0)), TYPE_VOCAB - 1u);
+  let o = r * HIDDEN;
+  var sum = 0.0;
+  for (var j = 0u; j < HIDDEN; j++) {
+    let v = word[id * HIDDEN + j] + position[s * HIDDEN + j] + token_type[tt * HIDDEN + j];
+    out[o + j] = v;
+    sum += v;
+  }
+  let mean = sum / f32(HIDDEN);
+  var sq = 0.0;
+  for (var j = 0u; j < HIDDEN; j++) {
+    let d = out[o + j] - mean;
+    sq += d * d;
+  }
+  let inv = inverseSqrt(sq / f32(HIDDEN) + EPS);
+  for (var j = 0u; j < HIDDEN; j++) {
+    out[o + j] = (out[o + j] - mean) * inv * gamma[j] + beta[j];
+  }
+}

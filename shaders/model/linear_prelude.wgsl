@@ -1,0 +1,46 @@
+// Prelude of a whole model's linear layers, prepended by Python (engines/wgsl_model.py) to the
+// matmul kernels' own bodies (shaders/matmul_*.wgsl), so the packed weight formats live in one
+// place. out[M, N] = x[M, K] @ W[N, K]^T + bias, then GELU (exact, erf) where GELU is set.
+// Same bindings as shaders/prelude.wgsl (x 0, out 1, the kernel's weights from 2 on) plus the
+// bias at binding 5. One invocation per output column n and a tile of TILE_M rows.
+override M: u32;
+override K: u32;
+override N: u32;
+override GELU: bool = false;
+const TILE_M: u32 = {TILE_M}u;
+const WORKGROUP_X: u32 = {WORKGROUP_X}u;
+
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read> bias: array<f32>;
+
+// erfc with fractional error below 1.2e-7 everywhere (Numerical Recipes' erfcc, Chebyshev fit).
+fn erfc_nr(v: f32) -> f32 {
+  let z = abs(v);
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+          t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+          t * (-0.82215223 + t * 0.17087277)))))))));
+  return select(2.0 - r, r, v >= 0.0);
+}
+
+// 0.5 x (1 + erf(x / sqrt 2)) written with erfc, which keeps its precision for negative x.
+fn gelu(v: f32) -> f32 {
+  return 0.5 * v * erfc_nr(-v * 0.70710678118654752);
+}
+
+@compute @workgroup_size(WORKGROUP_X)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let n = gid.x;
+  let m0 = gid.y * TILE_M;
+  if (n >= N || m0 >= M) { return; }
+  let acc = accumulate(n, m0);
+  let b = bias[n];
+  for (var t = 0u; t < TILE_M; t++) {
+    if (m0 + t < M) {
+      var v = acc[t] + b;
+      if (GELU) { v = gelu(v); }
+      out[(m0 + t) * N + n] = v;
+    }
+  }
+}

@@ -1,0 +1,329 @@
+// A whole encoder on the harness's own WGSL kernels (WebGPU). Python writes the forward pass as
+// a list of steps (kernel, buffers by binding, override constants, dispatch size) and sends the
+// kernel sources; this page compiles them, uploads the tensors, and runs the steps as told: ONE
+// command submission per forward pass (the pass's token ids copied in, every dispatch, the
+// sentence embeddings copied out), all passes' outputs read back once at the end. Linear layers
+// pick, per bits, the first kernel variant whose features the adapter has. Returns raw samples
+// and facts (bound weight buffer sizes, shaders used); decides nothing about them.
+import {jsHeap} from '../memory.js';
+import {timeIterations} from '../timing.js';
+
+// WebGPU's default limits: a device gets these unless it asks for more.
+const DEFAULT_MAX_STORAGE_BINDING = 134217728;
+const DEFAULT_MAX_BUFFER = 268435456;
+const QUERY_RESOLVE_ALIGN = 256;
+
+function unsupported(reason) { return {status: 'unsupported', reason}; }
+
+function align4(n) { return Math.ceil(n / 4) * 4; }
+
+function median(values) {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+async function compilationErrors(module) {
+  const info = await module.getCompilationInfo();
+  return info.messages.filter((m) => m.type === 'error')
+      .map((m) => `${m.lineNum}:${m.linePos} ${m.message}`);
+}
+
+class StageError extends Error {
+  constructor(stage, message) { super(message); this.stage = stage; }
+}
+
+export async function run(spec, client) {
+  const opts = spec.options;
+  let stage = 'adapter';
+  if (!('gpu' in navigator)) return unsupported('WebGPU: navigator.gpu is missing');
+  const adapter = await navigator.gpu.requestAdapter();
+  if (!adapter) return unsupported('WebGPU: requestAdapter() returned null');
+
+  // One variant per bits: the first whose features the adapter has.
+  const chosen = {};
+  for (const [bits, variants] of Object.entries(opts.linear_variants)) {
+    const v = variants.find((c) => c.requires.every((f) => adapter.features.has(f)));
+    if (!v) {
+      const needs = variants.map((c) => c.requires.join('+') || 'none').join(' or ');
+      return unsupported(`WebGPU adapter lacks the features the ${bits}-bit kernel needs (${needs})`);
+    }
+    chosen[bits] = v;
+  }
+  const hasTimestamps = adapter.features.has('timestamp-query');
+  const requiredFeatures = [...new Set(Object.values(chosen).flatMap((v) => v.requires))];
+  if (hasTimestamps) requiredFeatures.push('timestamp-query');
+
+  let device = null;
+  try {
+    stage = 'fetch';
+    const tensors = {};
+    for (const name of spec.bindings) tensors[name] = await client.tensor(name);
+
+    // Every buffer this run creates, by name and size: tensors, activations, the outputs.
+    stage = 'limits';
+    const passes = opts.model.passes;
+    const sizes = {};
+    for (const name of spec.bindings) sizes[name] = align4(tensors[name].byteLength);
+    for (const [name, bytes] of Object.entries(opts.activations)) sizes[name] = align4(bytes);
+    const [largestName, largest] = Object.entries(sizes).concat([['output', spec.output_bytes]])
+        .reduce((a, b) => (b[1] > a[1] ? b : a));
+    const al = adapter.limits;
+    if (largest > al.maxStorageBufferBindingSize) {
+      return unsupported(`WebGPU: buffer ${largestName} (${largest} bytes) exceeds the adapter's ` +
+                         `maxStorageBufferBindingSize ${al.maxStorageBufferBindingSize}`);
+    }
+    if (largest > al.maxBufferSize) {
+      return unsupported(`WebGPU: buffer ${largestName} (${largest} bytes) exceeds the adapter's ` +
+                         `maxBufferSize ${al.maxBufferSize}`);
+    }
+    const requiredLimits = {};
+    if (largest > DEFAULT_MAX_STORAGE_BINDING) {
+      requiredLimits.maxStorageBufferBindingSize = al.maxStorageBufferBindingSize;
+    }
+    if (largest > DEFAULT_MAX_BUFFER) requiredLimits.maxBufferSize = al.maxBufferSize;
+    for (const step of opts.steps) {
+      const most = Math.max(...step.workgroups);
+      if (most > al.maxComputeWorkgroupsPerDimension) {
+        return unsupported(`WebGPU: a ${step.op} dispatch of ${most} workgroups exceeds ` +
+                           `maxComputeWorkgroupsPerDimension ${al.maxComputeWorkgroupsPerDimension}`);
+      }
+      const storage = step.bindings.filter((b) => b !== null).length;
+      if (storage > al.maxStorageBuffersPerShaderStage) {
+        return unsupported(`WebGPU: the ${step.op} kernel binds ${storage} storage buffers; ` +
+                           `maxStorageBuffersPerShaderStage is ${al.maxStorageBuffersPerShaderStage}`);
+      }
+      if (storage > 8) requiredLimits.maxStorageBuffersPerShaderStage = al.maxStorageBuffersPerShaderStage;
+    }
+
+    stage = 'device';
+    device = await adapter.requestDevice({requiredFeatures, requiredLimits});
+    if (largest > device.limits.maxStorageBufferBindingSize || largest > device.limits.maxBufferSize) {
+      return unsupported(`WebGPU: buffer ${largestName} (${largest} bytes) exceeds the device's ` +
+                         `maxStorageBufferBindingSize ${device.limits.maxStorageBufferBindingSize} / ` +
+                         `maxBufferSize ${device.limits.maxBufferSize}`);
+    }
+    let lostInfo = null;
+    device.lost.then((info) => { lostInfo = info; });
+    const uncaptured = [];
+    device.addEventListener('uncapturederror', (e) => uncaptured.push(String(e.error.message)));
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+
+    // Compile: one module per source, one pipeline per (source, constants).
+    stage = 'compile';
+    const tCompile = performance.now();
+    const modules = new Map();
+    const moduleFor = (key, code) => {
+      if (!modules.has(key)) modules.set(key, device.createShaderModule({code, label: key}));
+      return modules.get(key);
+    };
+    const pipelines = new Map();
+    const stepPipelines = opts.steps.map((step) => {
+      const [key, code] = step.op === 'linear' ?
+        [chosen[step.bits].shader, chosen[step.bits].source] : [step.program, opts.programs[step.program]];
+      const pkey = `${key}|${JSON.stringify(step.constants)}`;
+      if (!pipelines.has(pkey)) {
+        pipelines.set(pkey, device.createComputePipelineAsync({
+          layout: 'auto', label: pkey,
+          compute: {module: moduleFor(key, code), entryPoint: 'main', constants: step.constants},
+        }));
+      }
+      return pkey;
+    });
+    for (const [key, module] of modules) {
+      const errors = await compilationErrors(module);
+      if (errors.length) throw new StageError('compile', `WGSL compile error in ${key}: ${errors.join('; ')}`);
+    }
+    const built = new Map();
+    for (const [pkey, promise] of pipelines) built.set(pkey, await promise);
+    const compileMs = performance.now() - tCompile;
+
+    // Buffers: every tensor, every activation; per-pass inputs are copied from the full ones.
+    stage = 'upload';
+    const buffers = {};
+    const inputs = new Set(opts.pass_inputs.map((p) => p.from));
+    for (const name of spec.bindings) {
+      const data = tensors[name];
+      const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | (inputs.has(name) ? GPUBufferUsage.COPY_SRC : 0);
+      buffers[name] = device.createBuffer({label: name, size: sizes[name], usage});
+      device.queue.writeBuffer(buffers[name], 0, data);
+    }
+    for (const name of Object.keys(opts.activations)) {
+      buffers[name] = device.createBuffer({
+        label: name, size: sizes[name],
+        usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
+      });
+    }
+    const outputAll = device.createBuffer({
+      label: 'output', size: spec.output_bytes,
+      usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+    });
+    for (const name of Object.keys(tensors)) delete tensors[name];  // the GPU holds them now
+
+    const steps = opts.steps.map((step, i) => {
+      const pipeline = built.get(stepPipelines[i]);
+      const entries = [];
+      step.bindings.forEach((name, binding) => {
+        if (name === null) return;
+        if (!buffers[name]) throw new StageError('upload', `step ${step.op} binds unknown buffer ${name}`);
+        entries.push({binding, resource: {buffer: buffers[name]}});
+      });
+      const bindGroup = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
+      return {...step, pipeline, bindGroup};
+    });
+    const linearSteps = steps.filter((s) => s.op === 'linear');
+    const layerCount = linearSteps.length;
+    // What each linear layer had bound as its weights (binding 2: the packed/float `.w`).
+    const layerWeightBytes = linearSteps.map((s) => sizes[s.bindings[2]]);
+    await device.queue.onSubmittedWorkDone();
+
+    // Timestamps: begin/end of each linear layer's pass, then begin of the first pass and end
+    // of the last (the whole forward pass); resolved into one slot per timed iteration.
+    const queryCount = 2 * layerCount + 2;
+    const slot = Math.ceil(queryCount * 8 / QUERY_RESOLVE_ALIGN) * QUERY_RESOLVE_ALIGN;
+    const querySet = hasTimestamps ? device.createQuerySet({type: 'timestamp', count: queryCount}) : null;
+    const resolveBuffer = hasTimestamps ? device.createBuffer({
+      size: slot * spec.max_iterations, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+    }) : null;
+
+    const resultBytes = opts.result.bytes;
+    const encodeForward = (pass, timedIndex) => {
+      const encoder = device.createCommandEncoder();
+      for (const p of opts.pass_inputs) {
+        encoder.copyBufferToBuffer(buffers[p.from], pass * p.bytes, buffers[p.to], 0, p.bytes);
+      }
+      const timed = querySet && timedIndex !== null;
+      let layer = 0;
+      let i = 0;
+      while (i < steps.length) {
+        // A linear layer gets its own pass (its timestamps); the steps between share one.
+        const group = steps[i].op === 'linear' ? [steps[i++]] : [];
+        if (!group.length) while (i < steps.length && steps[i].op !== 'linear') group.push(steps[i++]);
+        const desc = {};
+        if (timed) {
+          const first = group[0] === steps[0];
+          const last = group[group.length - 1] === steps[steps.length - 1];
+          const tw = {querySet};
+          if (group[0].op === 'linear') {
+            tw.beginningOfPassWriteIndex = 2 * layer;
+            tw.endOfPassWriteIndex = 2 * layer + 1;
+          }
+          if (first) tw.beginningOfPassWriteIndex = 2 * layerCount;
+          if (last) tw.endOfPassWriteIndex = 2 * layerCount + 1;
+          if ('beginningOfPassWriteIndex' in tw || 'endOfPassWriteIndex' in tw) desc.timestampWrites = tw;
+        }
+        const cp = encoder.beginComputePass(desc);
+        for (const s of group) {
+          cp.setPipeline(s.pipeline);
+          cp.setBindGroup(0, s.bindGroup);
+          cp.dispatchWorkgroups(...s.workgroups);
+        }
+        cp.end();
+        if (group[0].op === 'linear') layer++;
+      }
+      encoder.copyBufferToBuffer(buffers[opts.result.buffer], 0, outputAll, pass * resultBytes, resultBytes);
+      if (timed) encoder.resolveQuerySet(querySet, 0, queryCount, resolveBuffer, timedIndex * slot);
+      return encoder.finish();
+    };
+
+    stage = 'dispatch';
+    const forwardOnce = async (timedIndex) => {
+      const commands = encodeForward(0, timedIndex);
+      const t0 = performance.now();
+      device.queue.submit([commands]);
+      await device.queue.onSubmittedWorkDone();
+      return performance.now() - t0;
+    };
+    const {coldMs, wallMs} = await timeIterations(spec, forwardOnce);
+    const iterations = wallMs.length;
+    for (let p = 0; p < passes; p++) {
+      device.queue.submit([encodeForward(p, null)]);
+      await device.queue.onSubmittedWorkDone();
+    }
+
+    stage = 'readback';
+    const encoder = device.createCommandEncoder();
+    const readback = device.createBuffer({
+      size: spec.output_bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    encoder.copyBufferToBuffer(outputAll, 0, readback, 0, spec.output_bytes);
+    let tsRead = null;
+    if (querySet && iterations > 0) {
+      tsRead = device.createBuffer({
+        size: slot * iterations, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      });
+      encoder.copyBufferToBuffer(resolveBuffer, 0, tsRead, 0, slot * iterations);
+    }
+    device.queue.submit([encoder.finish()]);
+    await readback.mapAsync(GPUMapMode.READ);
+    const outBytes = readback.getMappedRange().slice(0);
+    readback.unmap();
+
+    let gpuMs = null;
+    let layerGpuMs = new Array(layerCount).fill(null);
+    let gpuNote = hasTimestamps ? '' : "the adapter has no 'timestamp-query' feature";
+    if (tsRead) {
+      await tsRead.mapAsync(GPUMapMode.READ);
+      const ts = new BigUint64Array(tsRead.getMappedRange().slice(0));
+      tsRead.unmap();
+      const span = (it, a, b) => Number(ts[it * slot / 8 + b] - ts[it * slot / 8 + a]) / 1e6;
+      gpuMs = [];
+      const perLayer = Array.from({length: layerCount}, () => []);
+      for (let it = 0; it < iterations; it++) {
+        gpuMs.push(span(it, 2 * layerCount, 2 * layerCount + 1));
+        for (let l = 0; l < layerCount; l++) perLayer[l].push(span(it, 2 * l, 2 * l + 1));
+      }
+      // A pair that does not increase is a broken timestamp: wall clock leads then.
+      if (gpuMs.some((ms) => !(ms > 0))) {
+        gpuMs = null;
+        gpuNote = 'timestamp queries of the whole pass did not increase';
+      }
+      if (perLayer.some((xs) => xs.some((ms) => !(ms >= 0) || !Number.isFinite(ms)))) {
+        gpuNote = [gpuNote, 'a linear layer\'s timestamps went backwards'].filter(Boolean).join('; ');
+      } else {
+        layerGpuMs = perLayer.map(median);
+      }
+    } else if (hasTimestamps) {
+      gpuNote = 'no timed iterations';
+    }
+
+    const heap = await jsHeap();
+    const validation = await device.popErrorScope();
+    const oom = await device.popErrorScope();
+    if (validation) return {status: 'failed', stage, reason: `WebGPU validation error: ${validation.message}`};
+    if (oom) return {status: 'failed', stage, reason: `WebGPU out of memory: ${oom.message}`};
+    if (lostInfo) return {status: 'failed', stage, reason: `WebGPU device lost: ${lostInfo.message}`};
+    if (uncaptured.length) return {status: 'failed', stage, reason: `WebGPU error: ${uncaptured[0]}`};
+
+    const variantsUsed = [...new Set(linearSteps.map((s) => chosen[s.bits]))];
+    const shadersUsed = [...new Set(variantsUsed.map((v) => v.shader))];
+    const gpuBufferBytes = Object.values(buffers).reduce((sum, b) => sum + b.size, 0) +
+        outputAll.size + (resolveBuffer ? resolveBuffer.size : 0);
+    const reply = {
+      status: 'ok',
+      shader: shadersUsed.join('+'),
+      compute_dtype: variantsUsed.some((v) => v.compute_dtype === 'f16') ? 'f16' : 'f32',
+      weight_buffer_bytes: layerWeightBytes.reduce((a, b) => a + b, 0),
+      timestamp_query: hasTimestamps,
+      compile_ms: compileMs,
+      cold_ms: coldMs,
+      wall_ms: wallMs,
+      gpu_ms: gpuMs,
+      gpu_buffer_bytes: gpuBufferBytes,
+      js_heap: heap,
+      layers: linearSteps.map((s, l) => ({
+        name: s.name, weight_dtype: chosen[s.bits].weight_dtype,
+        weight_bytes: layerWeightBytes[l], gpu_ms: layerGpuMs[l],
+      })),
+      output: outBytes,
+    };
+    if (gpuNote) reply.gpu_note = gpuNote;
+    return reply;
+  } catch (e) {
+    const reason = `${e && e.name ? e.name + ': ' : ''}${e && e.message ? e.message : e}`;
+    return {status: 'failed', stage: (e && e.stage) || stage, reason};
+  } finally {
+    if (device) device.destroy();
+  }
+}
