@@ -64,7 +64,7 @@ class TimingConfig:
         return 1000.0 * self.timeout_s * 0.5 / self.repeat
 
 
-MODEL_TIMING = TimingConfig(warmup=1, min_iterations=5, min_time_s=0.0, max_iterations=200, timeout_s=900.0)
+MODEL_TIMING = TimingConfig(warmup=1, min_iterations=5, min_time_s=0.0, max_iterations=200, timeout_s=600.0)
 """Defaults for whole-model sweeps: a forward pass takes seconds on a software adapter, so fewer
 warm-ups and samples per page load (still a cold pass apart, a warm-up, several timed passes)
 and a longer time limit. Any timing flag given on the command line wins."""

@@ -5,19 +5,29 @@ Python builds a one-node ONNX model from THE SAME quantized values the harness k
 MatMul for 16), and the page runs it with ORT on the provider the run names. ORT silently moves
 nodes a provider cannot take to its CPU (wasm) provider; the page first asks for a session with
 that fallback disabled, so a fallback is seen, and the row says where the node ran and why.
+
+Whole models (``model_job``/``model_interpret``, page web/engines/ort_model.js): the encoder
+exported to ONNX with every linear layer rewritten to the harness's bytes for it
+(engines/ort_encoder.py); ORT's placement log says where each layer's node ran, reported per layer
+as ``layers[i].weight_dtype = '<node weights>@<provider>'`` (e.g. 'MatMulNBits4@wasm').
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
+from collections import Counter
 from pathlib import Path
+
+import numpy as np
 
 from ..harness.protocol import PageDataError, PageReply
 from ..paths import ENGINES_DIR
 from ..plan import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Platform
 from ..workloads.matmul import prepare
-from .base import BrowserFacts, Engine, EngineJob, Executed
+from .base import BrowserFacts, Engine, EngineJob, Executed, LayerExecuted, Refusal
 
 ORT_WEB_VERSION = "1.30.0"
 ORT_WEB_DIR = ENGINES_DIR / f"onnxruntime-web-{ORT_WEB_VERSION}"
@@ -25,6 +35,8 @@ ORT_WEB_DIR = ENGINES_DIR / f"onnxruntime-web-{ORT_WEB_VERSION}"
 ORT_ASSETS_URL = "/engines/ort/"
 ORT_BUNDLE = "ort.webgpu.min.mjs"
 """The bundle with the webgpu, webnn and wasm providers."""
+MODEL_RUNNER = "ort_model"
+"""The page module for whole models (web/engines/ort_model.js); matmuls use ``runner``."""
 ORT_THREADS = max(1, min(4, os.cpu_count() or 1))
 """wasm threads asked for (pages are cross-origin isolated, so threads are possible); the
 number in effect is what the page reports."""
@@ -84,6 +96,88 @@ class OrtWebEngine(Engine):
                 note += f"; with CPU fallback disabled {self.platform} refused it: {page.fallback}"
         # The model's weights are the bits asked for; ORT has no other form to run them in.
         return Executed(job.prepared.bits, compute, ran_on, note=note)
+
+    async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+        """The encoder exported to ONNX (cached), every linear layer rewritten to the harness's
+        bytes for it (engines/ort_encoder.py); the page runs the whole graph with ORT."""
+        from ..models.prepared import INPUT_TENSORS, prepare_model
+        from . import ort_encoder  # torch and onnx load only when an ORT model job is built
+
+        def build() -> tuple[object, object]:
+            # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1)
+            prepared = prepare_model(run.workload, run.bits, run.block_size, run.seed, unsigned=True)
+            return prepared, ort_encoder.encoder_model(prepared)
+
+        prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds
+        b = prepared.batches
+        tensors = {name: np.ascontiguousarray(getattr(b, name), dtype="<i4").tobytes() for name in INPUT_TENSORS}
+        tensors["onnx_model"] = encoder.data
+        options = {
+            "provider": self.platform.value,
+            "device_type": run.webnn_device,
+            "threads": ORT_THREADS,
+            "assets": ORT_ASSETS_URL,
+            "bundle": ORT_BUNDLE,
+            "onnx_model": "onnx_model",
+            "input_dtype": "int64",
+            "output": ort_encoder.OUTPUT_NAME,
+            "dims": {ort_encoder.BATCH_DIM: int(b.input_ids.shape[1]),
+                     ort_encoder.SEQUENCE_DIM: int(b.input_ids.shape[2])},
+            "ort_layers": [layer.to_json() for layer in encoder.layers],
+        }
+        spec = dataclasses.replace(self.model_spec(run, prepared, timing, tensors, options), runner=MODEL_RUNNER)
+        first = encoder.layers[0]
+        nbits = first.op == "MatMulNBits"
+        kinds = sorted({layer.weight_dtype for layer in encoder.layers})
+        return EngineJob(
+            spec=spec, tensors=tensors, prepared=prepared,
+            weight_format=kinds[0] if len(kinds) == 1 else "mixed:" + "+".join(kinds),
+            weight_dtype=prepared.held.layers[0].held.weight_dtype,
+            scale_dtype="float32" if nbits else "",
+            zero_point_dtype=prepared.held.layers[0].held.weight_dtype if nbits else "",
+            details={"onnx_layers": ort_encoder.summary(encoder.layers), "model_bytes": len(encoder.data),
+                     "onnx_opset": ort_encoder.OPSET},
+        )
+
+    def model_interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        """Where each layer's node ran, from ORT's placement log as the page parsed it
+        (``layers[i].weight_dtype`` = '<node weights>@<provider>'); the bits are the job's."""
+        providers = {p.value for p in Platform} | {"?"}
+        wanted = job.spec.options.get("ort_layers") or []
+        if len(page.layers) != len(wanted):
+            raise PageDataError(f"the reply has {len(page.layers)} layers, the job has {len(wanted)}")
+        layers: list[LayerExecuted] = []
+        ran_on: list[str] = []
+        for want, reply in zip(wanted, page.layers):
+            if reply.name != want["name"]:
+                raise PageDataError(f"layer {reply.name!r:.80} is where the job has {want['name']!r}")
+            dtype, _, provider = reply.weight_dtype.partition("@")
+            if dtype != want["weight_dtype"] or provider not in providers:
+                raise PageDataError(f"layer {reply.name}: weight_dtype {reply.weight_dtype!r:.40} is not "
+                                    f"'{want['weight_dtype']}@<provider>'")
+            ran_on.append(provider)
+            layers.append(LayerExecuted(reply.name, int(want["bits"]), reply.weight_dtype,
+                                        int(want["weight_bytes"]), reply.gpu_ms))
+        counts = Counter(ran_on)
+        most = max(counts, key=lambda p: (counts[p], p == self.platform.value))
+        if page.executed_on != most:
+            raise PageDataError(f"executed_on {page.executed_on!r:.40} is not where most layers ran ({most})")
+        elsewhere = len(ran_on) - counts[self.platform.value]
+        notes = []
+        if elsewhere:
+            where = ", ".join(f"{c} on {p if p != '?' else 'an unknown provider'}"
+                              for p, c in counts.items() if p != self.platform.value)
+            notes.append(f"{elsewhere} of {len(ran_on)} linear layers did not run on {self.platform}: {where}")
+        if page.fallback:
+            notes.append(f"{self.platform} refused a session without CPU fallback: {page.fallback[:300]}")
+        if page.placement and (elsewhere or page.fallback):
+            notes.append(f"ORT's placement: {page.placement[:400]}")
+        plan = job.prepared.plan
+        by_flag = [layer.bits_executed for p, layer in zip(plan, layers) if p.rule == "--bits"]
+        pool = by_flag or [layer.bits_executed for layer in layers]
+        bits = Counter(pool).most_common(1)[0][0] if pool else None
+        compute = "f16" if any(layer.bits_executed == 16 for layer in layers) else "f32"
+        return Executed(bits, compute, most, note="; ".join(notes), layers=tuple(layers))
 
 
 class OrtWebGpu(OrtWebEngine):

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from ..models import rules as layer_rules
 from ..models.inputs import BUILTIN_NAME, builtin_texts, read_texts
 
-DEFAULT_BATCH_SIZE = 8
+DEFAULT_BATCH_SIZE = 4
 DEFAULT_SEQ_LEN = 32
 
 

@@ -4,49 +4,11 @@
 // cannot take to its CPU (wasm) provider, so the session is first created with that fallback
 // disabled: if the provider refuses, its words are kept, the session is made again with the
 // fallback, and ORT's own verbose node-placement log says where the weight-bearing node (named
-// "matmul" by engines/ort_model.py) ran.
+// "matmul" by engines/ort_model.py) ran. Whole models: ort_model.js; shared pieces: ort_common.js.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-
-const EP_PLATFORM = {
-  WebGpuExecutionProvider: 'webgpu', JsExecutionProvider: 'webgpu',
-  WebNNExecutionProvider: 'webnn', CPUExecutionProvider: 'wasm',
-};
-
-function errorText(e) { return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`; }
-
-// ORT writes its log and its WebGPU profile through console.log/console.error, bound once when
-// its wasm module starts, so the tap is installed when this module loads.
-class ConsoleTap {
-  constructor() {
-    this.lines = null;
-    for (const level of ['log', 'error']) {
-      const original = console[level];
-      console[level] = (...args) => {
-        if (this.lines) this.lines.push(args.map(String).join(' '));
-        original.apply(console, args);
-      };
-    }
-  }
-  start() { this.lines = []; }
-  stop() { const lines = this.lines ?? []; this.lines = null; return lines; }
-}
-const tap = new ConsoleTap();
-
-// "Node placements" from ORT's verbose session log: {CPUExecutionProvider: ['MatMulNBits (matmul)']}.
-function parsePlacement(lines) {
-  const placed = {};
-  let current = null;
-  for (const line of lines) {
-    const body = line.replace(/^.*VerifyEachNodeIsAssignedToAnEp\]/, '');
-    if (body === line) { current = null; continue; }
-    const header = body.match(/(?:All nodes|Node\(s\)) placed on \[(\w+)\]/);
-    if (header) { current = header[1]; placed[current] = []; continue; }
-    const node = body.match(/^\s+(\S+ \(.*\))\s*$/);
-    if (current && node) placed[current].push(node[1]);
-  }
-  return placed;
-}
+import {EP_PLATFORM, errorText, loadOrt, makeSession, placementText, preflight, tap,
+        webgpuProfile} from './ort_common.js';
 
 function weightNodeProvider(placed) {
   for (const [ep, nodes] of Object.entries(placed)) {
@@ -57,102 +19,25 @@ function weightNodeProvider(placed) {
   return 'wasm';
 }
 
-// GPU kernel time per session.run from the WebGPU provider's session profile: its "Api" events
-// carry GPU timestamp durations (us) and fall inside their run's "model_run" event.
-function profileGpuMs(lines, runCount) {
-  const events = [];
-  for (const line of lines) {
-    if (!line.startsWith('{"cat"')) continue;
-    try { events.push(JSON.parse(line.replace(/,\s*$/, ''))); } catch { /* not an event line */ }
-  }
-  const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run')
-      .sort((a, b) => a.ts - b.ts);
-  const kernels = events.filter((e) => e.cat === 'Api');
-  if (runs.length !== runCount || kernels.length === 0) return null;
-  const ms = runs.map(() => 0);
-  for (const k of kernels) {
-    const i = runs.findLastIndex((r) => r.ts <= k.ts);
-    if (i < 0) return null;
-    ms[i] += k.dur / 1000;
-  }
-  return ms;
-}
-
-function providerOption(opts) {
-  if (opts.provider === 'webnn') return {name: 'webnn', deviceType: opts.device_type};
-  return opts.provider;
-}
-
-async function createSession(ort, model, opts, m, {fallback, verbose}) {
-  // A static M: ORT's WebNN provider takes no node with a dynamic dimension. On WebGPU the output
-  // stays on the GPU during the timed runs, so a run is timed from submit to queue completion,
-  // as the harness's own kernels are; it is read back once at the end. Profiling gives the
-  // WebGPU provider's kernel timestamps.
-  const options = {executionProviders: [providerOption(opts)], graphOptimizationLevel: 'all',
-                   freeDimensionOverrides: {M: m}, logSeverityLevel: verbose ? 0 : 2};
-  if (opts.provider === 'webgpu') {
-    options.preferredOutputLocation = 'gpu-buffer';
-    options.enableProfiling = true;
-  }
-  if (!fallback) options.extra = {session: {disable_cpu_ep_fallback: '1'}};
-  return ort.InferenceSession.create(model, options);
-}
-
 export async function run(spec, client) {
   const opts = spec.options;
   let stage = 'load';
   let session = null;
   try {
-    if (opts.provider === 'webgpu' && !('gpu' in navigator)) {
-      return {status: 'unsupported', stage, reason: 'WebGPU: navigator.gpu is missing'};
-    }
-    if (opts.provider === 'webnn' && !('ml' in navigator)) {
-      return {status: 'unsupported', stage, reason: 'navigator.ml is missing: this browser has no WebNN'};
-    }
     const half = spec.bits === 16;
-    if (half && typeof Float16Array !== 'function') {
-      return {status: 'unsupported', stage, reason: 'Float16Array is missing: cannot feed a float16 model'};
-    }
-    if (half && opts.provider === 'webgpu') {
-      // ORT's WebGPU provider accepts float16 nodes on adapters without shader-f16 and fails
-      // (or returns zeros) only when it builds the shader: ask the adapter first.
-      const adapter = await navigator.gpu.requestAdapter();
-      if (!adapter || !adapter.features.has('shader-f16')) {
-        return {status: 'unsupported', stage,
-                reason: 'WebGPU adapter lacks shader-f16, which ORT\'s float16 MatMul needs'};
-      }
-    }
-    const ort = await import(`${opts.assets}${opts.bundle}`);
-    ort.env.wasm.wasmPaths = opts.assets;
-    ort.env.wasm.numThreads = opts.threads;  // read once, at ORT's first session
+    const refused = await preflight(opts, half, stage);
+    if (refused) return refused;
+    const ort = await loadOrt(opts);
     const model = new Uint8Array(await client.tensor(opts.model));
     const x32 = new Float32Array(await client.tensor(opts.input));
 
     stage = 'session';
-    let t0 = performance.now();
-    let fallback = '';
-    let placement = '';
-    let executedOn = opts.provider;
-    if (opts.provider === 'wasm') {
-      session = await createSession(ort, model, opts, spec.m, {fallback: true, verbose: false});
-    } else {
-      try {
-        session = await createSession(ort, model, opts, spec.m, {fallback: false, verbose: false});
-      } catch (e) {
-        fallback = errorText(e);
-        tap.start();
-        t0 = performance.now();
-        try {
-          session = await createSession(ort, model, opts, spec.m, {fallback: true, verbose: true});
-        } finally {
-          const placed = parsePlacement(tap.stop());
-          placement = Object.entries(placed)
-              .map(([ep, nodes]) => `${ep}: ${nodes.join(', ') || 'all'}`).join('; ');
-          executedOn = weightNodeProvider(placed);
-        }
-      }
-    }
-    const compileMs = performance.now() - t0;
+    // A static M: ORT's WebNN provider takes no node with a dynamic dimension.
+    const made = await makeSession(ort, model, opts, {M: spec.m});
+    session = made.session;
+    const {fallback, compileMs} = made;
+    const placement = made.placed && fallback ? placementText(made.placed) : '';
+    const executedOn = made.placed && fallback ? weightNodeProvider(made.placed) : opts.provider;
 
     stage = 'run';
     const input = new ort.Tensor(half ? 'float16' : 'float32', half ? new Float16Array(x32) : x32,
@@ -181,15 +66,7 @@ export async function run(spec, client) {
 
     let gpuMs = null;
     let gpuNote = 'no GPU timestamps on this provider';
-    if (opts.provider === 'webgpu') {
-      tap.start();
-      await session.endProfiling();
-      const perRun = profileGpuMs(tap.stop(), calls);
-      gpuMs = perRun ? timedCalls.map((c) => perRun[c]) : null;
-      gpuNote = gpuMs ? 'sum of the GPU kernel events of each run in ORT\'s session profile'
-                      : 'ORT\'s session profile held no GPU kernel events for every run';
-      if (gpuMs && !gpuMs.every((v) => v > 0)) gpuMs = null;
-    }
+    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote} = await webgpuProfile(session, calls, timedCalls));
     const versions = ort.env.versions || {};
     return {
       status: 'ok',

@@ -1,0 +1,183 @@
+// What the ONNX Runtime Web runners share (ort.js: one MatMul node; ort_model.js: a whole
+// encoder): loading the local bundle, the checks before it, session creation with or without CPU
+// fallback, the console tap that reads ORT's verbose node-placement log and its WebGPU profile.
+
+export const EP_PLATFORM = {
+  WebGpuExecutionProvider: 'webgpu', JsExecutionProvider: 'webgpu',
+  WebNNExecutionProvider: 'webnn', CPUExecutionProvider: 'wasm',
+};
+
+export function errorText(e) { return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`; }
+
+// ORT writes its log and its WebGPU profile through console.log/console.error, bound once when
+// its wasm module starts, so the tap is installed when this module loads (before ORT is imported).
+class ConsoleTap {
+  constructor() {
+    this.lines = null;
+    for (const level of ['log', 'error']) {
+      const original = console[level];
+      console[level] = (...args) => {
+        if (this.lines) this.lines.push(args.map(String).join(' '));
+        original.apply(console, args);
+      };
+    }
+  }
+  start() { this.lines = []; }
+  stop() { const lines = this.lines ?? []; this.lines = null; return lines; }
+}
+export const tap = new ConsoleTap();
+
+// "Node placements" from ORT's verbose session log: {CPUExecutionProvider: ['MatMulNBits (matmul)']}.
+// When every node went to one provider ORT logs only "All nodes placed on [EP]": an empty list.
+export function parsePlacement(lines) {
+  const placed = {};
+  let current = null;
+  for (const line of lines) {
+    const body = line.replace(/^.*VerifyEachNodeIsAssignedToAnEp\]/, '');
+    if (body === line) { current = null; continue; }
+    const header = body.match(/(?:All nodes|Node\(s\)) placed on \[(\w+)\]/);
+    if (header) { current = header[1]; placed[current] = []; continue; }
+    const node = body.match(/^\s+(\S+ \(.*\))\s*$/);
+    if (current && node) placed[current].push(node[1]);
+  }
+  return placed;
+}
+
+export function placementText(placed) {
+  return Object.entries(placed)
+      .map(([ep, nodes]) => `${ep}: ${nodes.join(', ') || 'all'}`).join('; ');
+}
+
+// GPU kernel time per session.run from the WebGPU provider's session profile: its "Api" events
+// carry GPU timestamp durations (us), are named "<node>&<op>&<program>", and fall inside their
+// run's "model_run" event. `nodeKey(node, op)` (optional) groups kernels, e.g. by layer.
+function profileRuns(lines, runCount, nodeKey) {
+  const events = [];
+  for (const line of lines) {
+    if (!line.startsWith('{"cat"')) continue;
+    try { events.push(JSON.parse(line.replace(/,\s*$/, ''))); } catch { /* not an event line */ }
+  }
+  const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run')
+      .sort((a, b) => a.ts - b.ts);
+  const kernels = events.filter((e) => e.cat === 'Api');
+  if (runs.length !== runCount || kernels.length === 0) return null;
+  const ms = runs.map(() => 0);
+  const byKey = runs.map(() => new Map());
+  for (const k of kernels) {
+    const i = runs.findLastIndex((r) => r.ts <= k.ts);
+    if (i < 0) return null;
+    ms[i] += k.dur / 1000;
+    const [node, op] = String(k.name).split('&');
+    const key = nodeKey ? nodeKey(node, op) : null;
+    if (key !== null && key !== undefined) byKey[i].set(key, (byKey[i].get(key) ?? 0) + k.dur / 1000);
+  }
+  return {ms, byKey};
+}
+
+export function profileGpuMs(lines, runCount) {
+  const runs = profileRuns(lines, runCount, null);
+  return runs ? runs.ms : null;
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function providerOption(opts) {
+  if (opts.provider === 'webnn') return {name: 'webnn', deviceType: opts.device_type};
+  return opts.provider;
+}
+
+// `dims`: free dimension name -> size (ORT's WebNN provider takes no node with a dynamic
+// dimension). On WebGPU the outputs stay on the GPU during the timed runs, so a run is timed
+// from submit to queue completion, as the harness's own kernels are; they are read back once at
+// the end. Profiling gives the WebGPU provider's kernel timestamps.
+export async function createSession(ort, model, opts, dims, {fallback, verbose}) {
+  const options = {executionProviders: [providerOption(opts)], graphOptimizationLevel: 'all',
+                   freeDimensionOverrides: dims, logSeverityLevel: verbose ? 0 : 2};
+  if (opts.provider === 'webgpu') {
+    options.preferredOutputLocation = 'gpu-buffer';
+    options.enableProfiling = true;
+  }
+  if (!fallback) options.extra = {session: {disable_cpu_ep_fallback: '1'}};
+  return ort.InferenceSession.create(model, options);
+}
+
+// The checks before ORT loads: a reply {status:'unsupported', ...} or null.
+export async function preflight(opts, half, stage) {
+  if (opts.provider === 'webgpu' && !('gpu' in navigator)) {
+    return {status: 'unsupported', stage, reason: 'WebGPU: navigator.gpu is missing'};
+  }
+  if (opts.provider === 'webnn' && !('ml' in navigator)) {
+    return {status: 'unsupported', stage, reason: 'navigator.ml is missing: this browser has no WebNN'};
+  }
+  if (half && typeof Float16Array !== 'function') {
+    return {status: 'unsupported', stage, reason: 'Float16Array is missing: cannot feed a float16 model'};
+  }
+  if (half && opts.provider === 'webgpu') {
+    // ORT's WebGPU provider accepts float16 nodes on adapters without shader-f16 and fails
+    // (or returns zeros) only when it builds the shader: ask the adapter first.
+    const adapter = await navigator.gpu.requestAdapter();
+    if (!adapter || !adapter.features.has('shader-f16')) {
+      return {status: 'unsupported', stage,
+              reason: 'WebGPU adapter lacks shader-f16, which ORT\'s float16 MatMul needs'};
+    }
+  }
+  return null;
+}
+
+export async function loadOrt(opts) {
+  const ort = await import(`${opts.assets}${opts.bundle}`);
+  ort.env.wasm.wasmPaths = opts.assets;
+  ort.env.wasm.numThreads = opts.threads;  // read once, at ORT's first session
+  return ort;
+}
+
+// Sessions the way both runners make them: wasm with its own CPU provider; any other provider
+// first with CPU fallback disabled (its refusal is kept), then, if it refused, with the fallback
+// and ORT's verbose log, whose node placement is returned (`placed` is null when the provider
+// took the strict session: then every node is on it).
+export async function makeSession(ort, model, opts, dims) {
+  let t0 = performance.now();
+  let fallback = '';
+  let placed = null;
+  let session;
+  if (opts.provider === 'wasm') {
+    session = await createSession(ort, model, opts, dims, {fallback: true, verbose: false});
+  } else {
+    try {
+      session = await createSession(ort, model, opts, dims, {fallback: false, verbose: false});
+    } catch (e) {
+      fallback = errorText(e);
+      tap.start();
+      t0 = performance.now();
+      try {
+        session = await createSession(ort, model, opts, dims, {fallback: true, verbose: true});
+      } finally {
+        placed = parsePlacement(tap.stop());
+      }
+    }
+  }
+  return {session, fallback, placed, compileMs: performance.now() - t0};
+}
+
+// GPU ms of the timed runs from the WebGPU session profile (ends profiling), or null and why;
+// `byKey`: key -> median GPU ms over the timed runs of the kernels `nodeKey` groups under it.
+export async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
+  tap.start();
+  await session.endProfiling();
+  const runs = profileRuns(tap.stop(), calls, nodeKey);
+  const perRun = runs ? runs.ms : null;
+  const byKey = new Map();
+  if (runs && nodeKey && timedCalls.length) {
+    const keys = new Set(timedCalls.flatMap((c) => [...runs.byKey[c].keys()]));
+    for (const key of keys) byKey.set(key, median(timedCalls.map((c) => runs.byKey[c].get(key) ?? 0)));
+  }
+  let gpuMs = perRun ? timedCalls.map((c) => perRun[c]) : null;
+  const note = gpuMs ? 'sum of the GPU kernel events of each run in ORT\'s session profile'
+                     : 'ORT\'s session profile held no GPU kernel events for every run';
+  if (gpuMs && !gpuMs.every((v) => v > 0)) gpuMs = null;
+  return {gpuMs, note, byKey: gpuMs ? byKey : new Map()};
+}
