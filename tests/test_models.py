@@ -11,7 +11,7 @@ import pytest
 
 from fixed_web_platform.cli import main as cli
 from fixed_web_platform.models import accuracy, reference, rules, source
-from fixed_web_platform.models.config import EncoderConfig, LinearLayer
+from fixed_web_platform.models.config import EncoderConfig
 from fixed_web_platform.models.inputs import builtin_texts, read_texts, tokenize
 from fixed_web_platform.models.prepared import prepare_model, pytorch_reference
 from fixed_web_platform.models.quantized import hold_model

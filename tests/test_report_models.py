@@ -306,7 +306,7 @@ def test_mixed_sweeps_keep_matmul_plots_and_model_section_apart(model_dir, tmp_p
     assert MODEL_PLOTS <= names and "latency_vs_bits" in names
     md = files.markdown.read_text()
     section = md.split("## Whole models")[1].split("## Plots")[0]
-    assert f"20990101T000000Z_models: chrome · harness webgpu" in section  # the sweep is named
+    assert "20990101T000000Z_models: chrome · harness webgpu" in section  # the sweep is named
     assert "unit" not in section
 
 

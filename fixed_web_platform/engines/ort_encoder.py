@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ..models.torch_model import bert_module
 from ..paths import PROJECT_ROOT
 from .ort_model import IR_VERSION, MS_DOMAIN, _pack_rows, _unpack_rows
 
@@ -81,21 +82,8 @@ def export_key(model: Any) -> str:
 def _hf_module(model: Any) -> Any:
     """BertModel (eager attention) with the run's weights, pooled and L2-normalised in the graph."""
     import torch
-    from transformers import BertConfig, BertModel
 
-    cfg = model.config
-    hf_cfg = BertConfig(vocab_size=cfg.vocab, hidden_size=cfg.hidden, num_hidden_layers=cfg.layers,
-                        num_attention_heads=cfg.heads, intermediate_size=cfg.intermediate,
-                        max_position_embeddings=cfg.max_positions, type_vocab_size=cfg.type_vocab,
-                        layer_norm_eps=cfg.eps, hidden_act=cfg.activation, attn_implementation="eager")
-    with torch.device("cpu"):
-        bert = BertModel(hf_cfg, add_pooling_layer=False).eval()
-    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in model.weights.items()}
-    missing, unexpected = bert.load_state_dict(state, strict=False)
-    missing = [m for m in missing if "position_ids" not in m and "token_type_ids" not in m]
-    if missing or unexpected:
-        raise RuntimeError(f"ONNX export: weights do not fit BertModel (missing {missing[:3]}, "
-                           f"unexpected {unexpected[:3]})")
+    bert = bert_module(model)
 
     class SentenceEncoder(torch.nn.Module):
         def __init__(self) -> None:

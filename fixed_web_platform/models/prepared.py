@@ -23,6 +23,7 @@ from . import accuracy, reference, rules, source
 from .config import EncoderConfig
 from .inputs import Batches, tokenize
 from .quantized import HeldModel, hold_model
+from .torch_model import bert_module
 
 KERNEL_TOLERANCE_F32 = 1e-4
 KERNEL_TOLERANCE_F16 = 2e-2
@@ -124,21 +125,8 @@ class PreparedModel:
 def _torch_fp32(model: source.LoadedModel, ids: bytes, mask: bytes, tt: bytes, shape: tuple[int, int]) -> np.ndarray:
     """PyTorch fp32 sentence embeddings (transformers' BertModel with these weights)."""
     import torch
-    from transformers import BertConfig, BertModel
 
-    cfg = model.config
-    hf_cfg = BertConfig(vocab_size=cfg.vocab, hidden_size=cfg.hidden, num_hidden_layers=cfg.layers,
-                        num_attention_heads=cfg.heads, intermediate_size=cfg.intermediate,
-                        max_position_embeddings=cfg.max_positions, type_vocab_size=cfg.type_vocab,
-                        layer_norm_eps=cfg.eps, hidden_act=cfg.activation, add_pooling_layer=False)
-    with torch.device("cpu"):
-        net = BertModel(hf_cfg, add_pooling_layer=False).eval()
-    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in model.weights.items()}
-    missing, unexpected = net.load_state_dict(state, strict=False)
-    missing = [m for m in missing if "position_ids" not in m and "token_type_ids" not in m]
-    if missing or unexpected:
-        raise RuntimeError(f"PyTorch reference: weights do not fit BertModel (missing {missing[:3]}, "
-                           f"unexpected {unexpected[:3]})")
+    net = bert_module(model)
     arrays = [np.frombuffer(a, dtype=np.int32).reshape(shape) for a in (ids, mask, tt)]
     with torch.no_grad():
         hidden = net(input_ids=torch.from_numpy(arrays[0].astype(np.int64)),

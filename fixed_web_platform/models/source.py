@@ -181,13 +181,16 @@ def _random_weights(cfg: EncoderConfig, seed: int, init_range: float = 0.02) -> 
     """BertModel's initialisation scheme (normal(0, 0.02) matrices and embeddings, zero biases,
     unit layer norms), seeded."""
     rng = np.random.default_rng(seed)
+    def normal(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * init_range).astype(np.float32)
+
     out: dict[str, np.ndarray] = {
-        "embeddings.word_embeddings.weight": (rng.standard_normal((cfg.vocab, cfg.hidden)) * init_range).astype(np.float32),
-        "embeddings.position_embeddings.weight": (rng.standard_normal((cfg.max_positions, cfg.hidden)) * init_range).astype(np.float32),
-        "embeddings.token_type_embeddings.weight": (rng.standard_normal((cfg.type_vocab, cfg.hidden)) * init_range).astype(np.float32),
+        "embeddings.word_embeddings.weight": normal(cfg.vocab, cfg.hidden),
+        "embeddings.position_embeddings.weight": normal(cfg.max_positions, cfg.hidden),
+        "embeddings.token_type_embeddings.weight": normal(cfg.type_vocab, cfg.hidden),
     }
     for layer in cfg.linear_layers():
-        out[f"{layer.name}.weight"] = (rng.standard_normal((layer.n, layer.k)) * init_range).astype(np.float32)
+        out[f"{layer.name}.weight"] = normal(layer.n, layer.k)
         out[f"{layer.name}.bias"] = np.zeros(layer.n, np.float32)
     for name in _required_names(cfg):
         if "LayerNorm" in name:
