@@ -9,7 +9,6 @@ import logging
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -62,24 +61,21 @@ def test_a_firefox_on_the_default_port_is_not_mistaken_for_ours() -> None:
         other.cleanup()
 
 
-def _ours_started_after(t0: float, marker: str) -> list[psutil.Process]:
-    """Processes started after t0 whose command line names one of our profile folders/drivers."""
-    found = []
-    for proc in psutil.process_iter(["create_time", "cmdline", "name"]):
+def _profile_dirs(processes: list[psutil.Process]) -> set[Path]:
+    """The --user-data-dir folders these processes were started with."""
+    dirs = set()
+    for proc in processes:
         try:
-            cmd = " ".join(proc.info["cmdline"] or [])
-            if proc.info["create_time"] >= t0 and (marker in cmd or "chromedriver" in (proc.info["name"] or "")):
-                found.append(proc)
+            dirs |= {Path(a.split("=", 1)[1]) for a in proc.cmdline() if a.startswith("--user-data-dir=")}
         except psutil.Error:
             continue
-    return found
+    return dirs
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_ends_like_ctrl_c_and_leaves_nothing(tmp_path: Path, sig: int, code: int) -> None:
     require_browser(BrowserName.CHROME)
     out = tmp_path / "sweep"
-    t0 = time.time() - 1
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--browser", "chrome", "--bits", "32", "16",
          "8", "4", "2", "--only-shapes", "--shape", "4x256x256", "--warmup", "1", "--min-iterations", "3",
@@ -89,6 +85,11 @@ def test_sigterm_ends_like_ctrl_c_and_leaves_nothing(tmp_path: Path, sig: int, c
     deadline = time.time() + 120
     while time.time() < deadline and (not csv_path.is_file() or len(csv_path.read_text().splitlines()) < 3):
         time.sleep(0.2)
+    # The sweep's own processes (driver, browser and its helpers): other harness runs on this
+    # machine are not this sweep's leftovers.
+    ours = psutil.Process(proc.pid).children(recursive=True)
+    assert ours, "the sweep started no browser"
+    profiles = _profile_dirs(ours)
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == code, stderr
@@ -98,25 +99,27 @@ def test_sigterm_ends_like_ctrl_c_and_leaves_nothing(tmp_path: Path, sig: int, c
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert sorted(s["run_id"] for s in samples) == sorted(rows["run_id"])
     time.sleep(1)
-    left = [p for p in _ours_started_after(t0, "chrome-profile-") if p.is_running()
-            and p.status() != psutil.STATUS_ZOMBIE]
+    left = [p for p in ours if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, [" ".join(p.cmdline()[:2]) for p in left]
-    assert not list(Path(tempfile.gettempdir()).glob("chrome-profile-*")) or all(
-        d.stat().st_mtime < t0 for d in Path(tempfile.gettempdir()).glob("chrome-profile-*"))
+    assert profiles and not [d for d in profiles if d.exists()], profiles
 
 
 def test_a_dead_chromedriver_is_a_crash_row_and_the_next_run_gets_a_fresh_one(tmp_path: Path) -> None:
     require_browser(BrowserName.CHROME)
     killed: list[int] = []
+    ours: list[psutil.Process] = []  # every session's driver, browser and its helpers
 
     async def kill_driver_on_second_run(run, session, job):  # noqa: ANN001, ANN202
+        await job.spec_fetched.wait()
+        for pid in (session.driver_pid, session.pid):
+            if pid:
+                root = psutil.Process(pid)
+                ours.extend([root, *root.children(recursive=True)])
         if run.run_id != 1:
             return
-        await job.spec_fetched.wait()
         killed.append(session.driver_pid)
         psutil.Process(session.driver_pid).kill()
 
-    t0 = time.time() - 1
     plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [MatmulWorkload("drv", 32, 256, 256)], [8, 4, 2])
     timing = TimingConfig(warmup=2, min_iterations=50, min_time_s=0, max_iterations=50, timeout_s=90)
     writer = ResultWriter(tmp_path / "sweep")
@@ -125,6 +128,5 @@ def test_a_dead_chromedriver_is_a_crash_row_and_the_next_run_gets_a_fresh_one(tm
     assert [r.outcome for r in rows] == [Outcome.OK, Outcome.CRASH, Outcome.OK], [r.reason for r in rows]
     assert "driver (chromedriver) died" in rows[1].reason
     time.sleep(1)
-    left = [p for p in _ours_started_after(t0, "chrome-profile-") if p.is_running()
-            and p.status() != psutil.STATUS_ZOMBIE]
+    left = [p for p in ours if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, [" ".join(p.cmdline()[:2]) for p in left]
