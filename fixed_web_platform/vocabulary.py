@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
-v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/."""
+v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
+v5: kernel_variant (which kernel and tile the WGSL engine ran)."""
 
 PROTOCOL_VERSION = 1
 """Version of the page protocol (job spec the page fetches, reply it posts)."""

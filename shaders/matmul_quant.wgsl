@@ -1,45 +1,56 @@
 // 8/4/2-bit weights: signed integers packed into u32 words (first element in the lowest bits,
-// rows contiguous), blockwise float32 scales and packed zero points along K. Dequantized in the
-// shader as (q - zero_point) * scale, exactly as WebNN dequantizeLinear; f32 accumulation.
-// Each word is dequantized into vec4s that meet the activations 4 at a time.
+// rows contiguous), blockwise float32 scales and packed zero points along K. Computes exactly
+// what WebNN dequantizeLinear -> matmul does, (q - zero_point) * scale, rearranged:
+//   * a whole word is decoded at once: XOR with the sign bit of every field turns the
+//     two's-complement fields into offset binary (q + 2^(BITS-1)), then one vector shift and
+//     mask gives four fields in order; the zero point gets the same offset, so the difference
+//     q - zero_point is exact (small integers in f32);
+//   * scale and zero point are applied once per block: sum_k x * (q - zp) is accumulated over
+//     the block, then multiplied by the block's scale;
+//   * each decoded weight vec4 meets the TILE_M rows of the invocation's tile, each activation
+//     vec4 its TILE_N columns.
+// Lines starting with //@groups are repeated by Python once per vec4 of a word ({g}: 1, 2, 4
+// for 8, 4, 2 bits), then //@rows once per row ({t}) and //@cols once per column ({j}) of the
+// tile: loops over them cost more than their bodies on software adapters.
+// f32 arithmetic and accumulation.
 override BITS: u32;
 override BLOCK_SIZE: u32;
+override FIELD_MASK: u32 = (1u << BITS) - 1u;
+override SIGN_BITS: u32 = select(select(0xAAAAAAAAu, 0x88888888u, BITS == 4u), 0x80808080u, BITS == 8u);
 
 @group(0) @binding(2) var<storage, read> wq: array<u32>;
 @group(0) @binding(3) var<storage, read> scales: array<f32>;
 @group(0) @binding(4) var<storage, read> zero_points: array<u32>;
 
-fn signed_field(word: u32, offset: u32) -> f32 {
-  // extractBits on i32 sign-extends the field.
-  return f32(extractBits(bitcast<i32>(word), offset, BITS));
-}
-
-fn accumulate(n: u32, m0: u32) -> array<f32, TILE_M> {
+fn accumulate(n0: u32, m0: u32) -> array<f32, TILE_M * TILE_N> {
   let per_word = 32u / BITS;
-  let k4 = K / 4u;
   let blocks = K / BLOCK_SIZE;
   let words_per_block = BLOCK_SIZE / per_word;
-  var acc: array<f32, TILE_M>;
+  let k4 = K / 4u;
+  let shifts = vec4<u32>(0u, 1u, 2u, 3u) * BITS;
+  let mask = vec4<u32>(FIELD_MASK);
+  //@cols let col{j} = min(n0 + {j}u, N - 1u);
+  //@rows let row{t} = min(m0 + {t}u, M - 1u) * k4;
+  //@rows //@cols var acc{t}_{j} = 0.0;
   for (var b = 0u; b < blocks; b++) {
-    let p = n * blocks + b;
-    let scale = scales[p];
-    let zp_bit = p * BITS;
-    let zp = vec4<f32>(signed_field(zero_points[zp_bit / 32u], zp_bit % 32u));
-    let word0 = (n * K + b * BLOCK_SIZE) / per_word;
+    //@cols let p{j} = col{j} * blocks + b;
+    //@cols let zp_bit{j} = p{j} * BITS;
+    //@cols let zp{j} = vec4<f32>(f32(((zero_points[zp_bit{j} / 32u] ^ SIGN_BITS) >> (zp_bit{j} % 32u)) & FIELD_MASK));
+    // This block's sum of x * (q - zero_point) per row and column (initialised explicitly: a
+    // declaration without initializer inside a loop was not re-zeroed per iteration on SwiftShader).
+    //@rows //@cols var part{t}_{j} = 0.0;
     for (var wi = 0u; wi < words_per_block; wi++) {
-      let word = wq[word0 + wi];
-      let k0 = b * BLOCK_SIZE + wi * per_word;
-      for (var g = 0u; g < per_word / 4u; g++) {
-        let o = 4u * g * BITS;
-        let q = vec4<f32>(signed_field(word, o), signed_field(word, o + BITS),
-                          signed_field(word, o + 2u * BITS), signed_field(word, o + 3u * BITS));
-        let wv = (q - zp) * scale;
-        let kx = (k0 + 4u * g) / 4u;
-        for (var t = 0u; t < TILE_M; t++) {
-          if (m0 + t < M) { acc[t] += dot(x[(m0 + t) * k4 + kx], wv); }
-        }
-      }
+      // Rows are whole blocks, so block p starts at word p * words_per_block.
+      //@cols let word{j} = vec4<u32>(wq[p{j} * words_per_block + wi] ^ SIGN_BITS);
+      let kx = (b * BLOCK_SIZE + wi * per_word) / 4u;
+      //@groups //@cols let q{g}_{j} = vec4<f32>((word{j} >> (shifts + {g}u * 4u * BITS)) & mask) - zp{j};
+      //@groups //@rows let x{g}_{t} = x[row{t} + kx + {g}u];
+      //@groups //@rows //@cols part{t}_{j} += dot(x{g}_{t}, q{g}_{j});
     }
+    //@cols let scale{j} = scales[p{j}];
+    //@rows //@cols acc{t}_{j} += scale{j} * part{t}_{j};
   }
+  var acc: array<f32, TILE_M * TILE_N>;
+  //@rows //@cols acc[{t}u * TILE_N + {j}u] = acc{t}_{j};
   return acc;
 }

@@ -53,6 +53,29 @@ def test_every_bits_runs_ok_with_the_requested_precision(browser_sweep):
         assert row.latency_ms_median is not None and row.latency_ms_median > 0
         assert row.latency_ms_p10 <= row.latency_ms_median <= row.latency_ms_p90
         assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+        assert row.kernel_variant.endswith(" tile 8x4"), row.kernel_variant  # 8 rows: one tile
+
+
+EDGE_SHAPES = (
+    Workload("edge-gemv-n1", 1, 32, 1),  # one row, one column, K of one block
+    Workload("edge-gemm", 37, 64, 65),  # rows 13+13+11 (the last tile clamped), columns 16 x 4 + 1
+)
+
+
+@pytest.mark.parametrize("browser", [BrowserName.CHROME, BrowserName.FIREFOX])
+def test_tile_edges_are_exact_at_every_bits(browser, tmp_path):
+    """Shapes that are no multiple of the tile (rows, columns) and K of one block: every kernel
+    still within tolerance of the float64 dequantized reference, and the row names its tile."""
+    require_browser(browser)
+    plan = build_plan([browser], [Platform.WEBGPU], list(EDGE_SHAPES), ALL_BITS)
+    rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path), SweepOptions(timing=QUICK, progress=None)))
+    assert len(rows) == len(EDGE_SHAPES) * len(ALL_BITS)
+    for row in rows:
+        where = f"{browser} {row.workload} {row.bits_requested}-bit"
+        assert row.outcome == Outcome.OK, f"{where}: {row.outcome} {row.reason}"
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, where
+        tile = "1x1" if row.m == 1 else "13x4"
+        assert row.kernel_variant.endswith(f" tile {tile}"), (where, row.kernel_variant)
 
 
 def test_quantization_error_grows_as_bits_shrink(browser_sweep):

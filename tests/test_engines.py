@@ -111,6 +111,7 @@ def test_wgsl_reads_bits_from_the_bound_buffer() -> None:
     good = engine.interpret(run, job, _reply(shader="matmul_quant.wgsl",
                                              weight_buffer_bytes=W.n * W.k // 2))
     assert (good.bits, good.compute_dtype, good.executed_on, good.problem) == (4, "f32", "webgpu", "")
+    assert good.kernel_variant == "quant-w4 tile 2x4"  # 2 rows: one invocation holds both
     wide = engine.interpret(run, job, _reply(shader="matmul_quant.wgsl", weight_buffer_bytes=W.n * W.k))
     assert wide.bits == 8 and "not 4-bit" in wide.problem
     other = engine.interpret(run, job, _reply(shader="matmul_f32.wgsl", weight_buffer_bytes=1))
@@ -128,7 +129,35 @@ def test_wgsl_job_carries_composed_kernels_and_the_dispatch() -> None:
     assert f16.startswith("enable f16;") and "fn main(" in f16 and "fn accumulate(" in f16
     assert "{TILE_M}" not in f16
     assert options["layout"] == ["x", "out", "w"]
-    assert options["workgroups"] == [1, 1]  # 16 columns / 64, 2 rows / 4
+    assert options["workgroups"] == [1, 1]  # 16 columns / 64, 2 rows / one tile of 2
+    assert "const TILE_M: u32 = 2u;" in f16 and "const TILE_N: u32 = 4u;" in f16
+    assert "//@" not in f16.split("fn accumulate")[1] and "acc1_3" in f16 and "acc2_0" not in f16  # unrolled 2 x 4
+    assert options["tiling"] == {"tile_m": 2, "tile_n": 4, "workgroup_x": 16}
+
+
+@pytest.mark.parametrize(("m", "n", "tile_m", "tile_n", "workgroup_x"), [
+    (1, 3072, 1, 4, 64), (1, 768, 1, 4, 16), (1, 1, 1, 1, 16), (2, 16, 2, 4, 16), (16, 4096, 16, 4, 64),
+    (17, 4096, 9, 4, 64), (128, 768, 16, 4, 64), (100, 3072, 15, 4, 64), (37, 65, 13, 4, 16)])
+def test_wgsl_tile_follows_the_shape(m: int, n: int, tile_m: int, tile_n: int, workgroup_x: int) -> None:
+    """GEMV: one invocation holds every row; GEMM: equal tiles of at most MAX_TILE_M rows; TILE_N
+    columns; the workgroup shrinks while the dispatch has too few workgroups for the threads."""
+    from fixed_web_platform.engines import wgsl
+
+    tiling = wgsl.tiling_for(m, n)
+    assert (tiling.tile_m, tiling.tile_n, tiling.workgroup_x) == (tile_m, tile_n, workgroup_x)
+    groups_x, groups_y = tiling.workgroups(m, n)
+    assert tiling.tile_m * groups_y >= m > tiling.tile_m * (groups_y - 1)
+    assert groups_x * tiling.workgroup_x * tiling.tile_n >= n
+
+
+def test_wgsl_unrolls_marked_lines_per_group_row_and_column() -> None:
+    from fixed_web_platform.engines import wgsl
+
+    source = wgsl.shader_source("matmul_quant.wgsl", wgsl.Tiling(3, 2), 2)
+    assert "//@" not in source.split("fn accumulate")[1]
+    # 2-bit: four vec4s per word, each met by 3 rows x 2 columns
+    assert source.count("+= dot(") == 4 * 3 * 2
+    assert "let q3_1 = " in source and "let x3_2 = " in source
 
 
 # ------------------------------------------------------------------------------------ WebNN

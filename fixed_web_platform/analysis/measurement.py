@@ -124,6 +124,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         rel_error_vs_dequantized=kernel_error,
         kernel_tolerance=tolerance,
         shader=first.shader,
+        kernel_variant=ran.kernel_variant,
         threads=first.threads,
         engine_version=first.engine_version,
         **prepared.extra_figures(outs[0], stats.median),

@@ -72,6 +72,8 @@ class Executed:
     """A fact for the reason that is not a problem (e.g. ORT placed the node on wasm)."""
     layers: tuple[LayerExecuted, ...] = ()
     """Whole models: what each linear layer held, as the engine reads the reply."""
+    kernel_variant: str = ""
+    """The harness's own kernels: which kernel and tile ran (e.g. 'quant-w4 tile 16x1')."""
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,19 @@
 """The harness's own WGSL kernels on WebGPU: packed 2/4/8-bit, float16 and float32 matmuls.
 
 Python composes each kernel from shaders/prelude.wgsl and the kernel's own file, fills in the
-tile sizes, and tells the page the dispatch size; the page picks the first variant whose
-features its adapter has. What ran is read from the shader the page used and the size of the
-weight buffer it bound, never from the page's word about its arithmetic.
+tile sizes it chose from the shape (``tiling_for``: rows and columns per invocation; the same for
+every precision, so rows compare precisions on one algorithm), unrolls the tile, and tells the
+page the dispatch size; the page picks the first variant whose features its adapter has. The row
+records the kernel and its tile (``kernel_variant``). What ran is read from the shader the page
+used and the size of the weight buffer it bound, never from the page's word about its arithmetic.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..harness.protocol import PageDataError, PageReply
 from ..paths import SHADERS_DIR
@@ -20,8 +24,49 @@ from .base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 
 PRELUDE = "prelude.wgsl"
 WORKGROUP_X = 64
-TILE_M = 4
+MAX_TILE_M = 16
+"""Most rows one invocation computes (GEMM): each decoded weight vec4 meets that many rows."""
+TILE_N = 4
+"""Columns one invocation computes: each activation vec4 meets that many columns."""
+MIN_WORKGROUPS = 8
+"""Fewer workgroups than this leave a CPU adapter's threads idle: the workgroup shrinks first."""
 OUTPUT_BINDING = "out"
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """What one invocation computes: TILE_M rows x TILE_N columns; WORKGROUP_X invocations along N.
+    Written into the kernel source (``const``s, and the kernel's row/column lines unrolled by
+    Python), not pipeline-overridable: WGSL sizes function-scope arrays only with const-expressions,
+    and on software adapters (SwiftShader) loops over the tile and arrays indexed in them cost
+    more than the arithmetic, so the tile is unrolled into scalars."""
+
+    tile_m: int
+    tile_n: int = 1
+    workgroup_x: int = WORKGROUP_X
+
+    def workgroups(self, m: int, n: int) -> list[int]:
+        return [-(-n // (self.tile_n * self.workgroup_x)), -(-m // self.tile_m)]
+
+    @property
+    def label(self) -> str:
+        return f"tile {self.tile_m}x{self.tile_n}"
+
+    def to_json(self) -> dict[str, int]:
+        return {"tile_m": self.tile_m, "tile_n": self.tile_n, "workgroup_x": self.workgroup_x}
+
+
+def tiling_for(m: int, n: int) -> Tiling:
+    """The tile for an M x N output, whatever the precision. Rows: GEMV (M up to MAX_TILE_M) has
+    one invocation hold every row, so each weight is read and decoded once; GEMM splits M into
+    equal tiles of at most MAX_TILE_M rows (128 -> 16, 17 -> 9), so no tile is mostly padding.
+    Columns: TILE_N (fewer when N is smaller). The workgroup halves (down to 16) while the
+    dispatch has fewer than MIN_WORKGROUPS workgroups."""
+    tiles = -(-m // MAX_TILE_M)
+    tiling = Tiling(-(-m // tiles), min(TILE_N, n))
+    while tiling.workgroup_x > 16 and math.prod(tiling.workgroups(m, n)) < MIN_WORKGROUPS:
+        tiling = Tiling(tiling.tile_m, tiling.tile_n, tiling.workgroup_x // 2)
+    return tiling
 
 
 @dataclass(frozen=True)
@@ -31,27 +76,59 @@ class KernelVariant:
     shader: str
     compute_dtype: str
     requires: tuple[str, ...] = ()
+    family: str = ""
+    """The kernel's name in ``kernel_variant`` (with the tile): f32, f16, f16-unpack, quant-w4."""
+
+    def kernel_variant(self, tiling: Tiling) -> str:
+        return f"{self.family} {tiling.label}"
 
 
 def variants_for(bits: int) -> tuple[KernelVariant, ...]:
     if bits == 32:
-        return (KernelVariant("matmul_f32.wgsl", "f32"),)
+        return (KernelVariant("matmul_f32.wgsl", "f32", family="f32"),)
     if bits == 16:
-        return (KernelVariant("matmul_f16.wgsl", "f16", ("shader-f16",)),
-                KernelVariant("matmul_f16_unpack.wgsl", "f32"))
-    return (KernelVariant("matmul_quant.wgsl", "f32"),)
+        return (KernelVariant("matmul_f16.wgsl", "f16", ("shader-f16",), family="f16"),
+                KernelVariant("matmul_f16_unpack.wgsl", "f32", family="f16-unpack"))
+    return (KernelVariant("matmul_quant.wgsl", "f32", family=f"quant-w{bits}"),)
 
 
-@functools.cache
-def shader_source(shader: str) -> str:
-    """The kernel as the page compiles it: its ``enable`` directives, the prelude, its body."""
+def _unroll(text: str, marker: str, count: int, key: str) -> str:
+    """Each line starting with ``marker`` (after its indentation) repeated ``count`` times without
+    the marker, ``key`` replaced by 0 .. count-1."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if stripped.startswith(marker + " "):
+            indent, body = line[: len(line) - len(stripped)], stripped[len(marker) + 1:]
+            out += [indent + body.replace(key, str(i)) for i in range(count)]
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+def compose(prelude_path: Path, shader: str, tiling: Tiling, bits: int) -> str:
+    """A kernel body behind a prelude: the body's ``enable`` directives first, then the prelude
+    with the tile sizes filled in, then the body (its accumulate(n0, m0)) with its ``//@groups``
+    lines repeated per vec4 of a packed word, its ``//@rows`` lines per row and its ``//@cols``
+    lines per column of the tile (in that order, so markers nest in that order)."""
     body = (SHADERS_DIR / shader).read_text()
     lines = body.splitlines(keepends=True)
     enables = [line for line in lines if line.startswith("enable ")]
-    rest = [line for line in lines if not line.startswith("enable ")]
-    prelude = (SHADERS_DIR / PRELUDE).read_text()
-    prelude = prelude.replace("{TILE_M}", str(TILE_M)).replace("{WORKGROUP_X}", str(WORKGROUP_X))
-    return "".join(enables) + prelude + "".join(rest)
+    rest = "".join(line for line in lines if not line.startswith("enable "))
+    rest = _unroll(rest, "//@groups", 32 // bits // 4 if bits <= 8 else 0, "{g}")
+    rest = _unroll(rest, "//@rows", tiling.tile_m, "{t}")
+    rest = _unroll(rest, "//@cols", tiling.tile_n, "{j}")
+    prelude = prelude_path.read_text()
+    for key, value in (("{TILE_M}", tiling.tile_m), ("{TILE_N}", tiling.tile_n),
+                       ("{WORKGROUP_X}", tiling.workgroup_x)):
+        prelude = prelude.replace(key, str(value))
+    return "".join(enables) + prelude + rest
+
+
+@functools.cache
+def shader_source(shader: str, tiling: Tiling, bits: int) -> str:
+    """The kernel as the page compiles it: its ``enable`` directives, the prelude, its body."""
+    return compose(SHADERS_DIR / PRELUDE, shader, tiling, bits)
 
 
 def constants_for(prepared: PreparedWorkload) -> dict[str, int]:
@@ -71,13 +148,16 @@ class WgslEngine(Engine):
         prepared = prepare(run.workload, run.bits, run.block_size, run.seed)
         w = run.workload
         names = list(prepared.tensors)  # x first, then the weight tensors
+        tiling = tiling_for(w.m, w.n)
         options = {
             "variants": [{"shader": v.shader, "compute_dtype": v.compute_dtype,
-                          "requires": list(v.requires), "source": shader_source(v.shader)}
+                          "requires": list(v.requires),
+                          "source": shader_source(v.shader, tiling, prepared.bits)}
                          for v in variants_for(prepared.bits)],
             "constants": constants_for(prepared),
             "layout": [names[0], OUTPUT_BINDING, *names[1:]],
-            "workgroups": [-(-w.n // WORKGROUP_X), -(-w.m // TILE_M)],
+            "tiling": tiling.to_json(),
+            "workgroups": tiling.workgroups(w.m, w.n),
         }
         return EngineJob(
             spec=self.spec(run, prepared, timing, prepared.tensors, options),
@@ -85,6 +165,7 @@ class WgslEngine(Engine):
             weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
             scale_dtype="float32" if prepared.block_size else "",
             zero_point_dtype=prepared.weight_dtype if prepared.block_size else "",
+            details={"tiling": tiling.to_json()},
         )
 
     def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
@@ -99,7 +180,9 @@ class WgslEngine(Engine):
         bits = bound * 8 // elements if bound * 8 % elements == 0 else None
         problem = "" if bits == job.prepared.bits else (
             f"the bound weight buffer holds {bound} bytes, not {job.prepared.bits}-bit weights")
-        return Executed(bits, variant.compute_dtype, self.platform.value, problem)
+        tiling = Tiling(**job.spec.options["tiling"])
+        return Executed(bits, variant.compute_dtype, self.platform.value, problem,
+                        kernel_variant=variant.kernel_variant(tiling))
 
     async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
         """Whole models: the encoder from the harness's own kernels (engines/wgsl_model.py)."""

@@ -6,10 +6,12 @@ embeddings + layer norm, then per layer Q/K/V linears, attention, output linear,
 layer norm, intermediate linear with GELU, output linear, residual + layer norm; then mean
 pooling and L2 normalisation.
 
-The linear layers are the matmul kernels' own ``accumulate(n, m0)`` bodies (shaders/matmul_*.wgsl,
+The linear layers are the matmul kernels' own ``accumulate(n0, m0)`` bodies (shaders/matmul_*.wgsl,
 the one place for each packed weight format) composed with shaders/model/linear_prelude.wgsl
 (bias and GELU epilogue); their variants per bits are ``wgsl.variants_for(bits)`` and the page
-picks the first whose features its adapter has. The other kernels are shaders/model/*.wgsl.
+picks the first whose features its adapter has. Their tile is the matmul sweep's choice for the
+model's rows and narrowest layer (``wgsl.tiling_for``), the same for every layer. The other
+kernels are shaders/model/*.wgsl.
 What ran is read from the shaders the page names and the weight buffers it bound, never from the
 page's word about its arithmetic.
 """
@@ -32,9 +34,6 @@ from .base import Engine, EngineJob, Executed, LayerExecuted, Refusal
 RUNNER = "wgsl_model"
 MODEL_SHADERS = SHADERS_DIR / "model"
 LINEAR_PRELUDE = "linear_prelude.wgsl"
-TILE_M = 8
-"""Rows per invocation of a linear layer (each dequantized weight meets TILE_M rows)."""
-WORKGROUP_X = 64
 ROW_WORKGROUP = 64
 """Workgroup size of the one-invocation-per-row kernels (embeddings, add + layer norm, attention)."""
 POOL_WORKGROUP = 64
@@ -48,16 +47,10 @@ def weight_dtype_for(bits: int) -> str:
 
 
 @functools.cache
-def linear_source(shader: str) -> str:
+def linear_source(shader: str, tiling: wgsl.Tiling, bits: int) -> str:
     """A matmul kernel's body behind the model's linear prelude: enables first, then the
-    prelude with the tile sizes filled in, then the kernel's accumulate(n, m0)."""
-    body = (SHADERS_DIR / shader).read_text()
-    lines = body.splitlines(keepends=True)
-    enables = [line for line in lines if line.startswith("enable ")]
-    rest = [line for line in lines if not line.startswith("enable ")]
-    prelude = (MODEL_SHADERS / LINEAR_PRELUDE).read_text()
-    prelude = prelude.replace("{TILE_M}", str(TILE_M)).replace("{WORKGROUP_X}", str(WORKGROUP_X))
-    return "".join(enables) + prelude + "".join(rest)
+    prelude with the tile sizes filled in, then the kernel's accumulate(n0, m0)."""
+    return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits)
 
 
 @functools.cache
@@ -91,6 +84,7 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
     cfg = prepared.config
     batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
     rows, hidden = batch * seq, cfg.hidden
+    tiling = _tiling(prepared)
     activations = {"hidden": rows * hidden * 4, "q": rows * hidden * 4, "k": rows * hidden * 4,
                    "v": rows * hidden * 4, "ctx": rows * hidden * 4, "y": rows * hidden * 4,
                    "inter": rows * cfg.intermediate * 4, "pooled": batch * hidden * 4}
@@ -116,7 +110,7 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
         if p.bits <= 8:
             constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block_size}
         return {"op": "linear", "linear": index, "name": name, "bits": p.bits, "bindings": bindings,
-                "constants": constants, "workgroups": [_groups(n, WORKGROUP_X), _groups(rows, TILE_M), 1]}
+                "constants": constants, "workgroups": [*tiling.workgroups(rows, n), 1]}
 
     def add_ln(prefix: str) -> dict[str, Any]:
         return {"op": "add_ln", "program": "add_ln",
@@ -154,10 +148,17 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
     return steps, activations
 
 
-def _variants(bits: int) -> list[dict[str, Any]]:
+def _variants(bits: int, tiling: wgsl.Tiling) -> list[dict[str, Any]]:
     return [{"shader": v.shader, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
-             "weight_dtype": weight_dtype_for(bits), "source": linear_source(v.shader)}
+             "weight_dtype": weight_dtype_for(bits), "source": linear_source(v.shader, tiling, bits)}
             for v in wgsl.variants_for(bits)]
+
+
+def _tiling(prepared: PreparedModel) -> wgsl.Tiling:
+    """One tile for every linear layer (the page compiles one module per kernel): the matmul
+    sweep's choice for the model's rows and its narrowest layer."""
+    batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
+    return wgsl.tiling_for(batch * seq, min(p.layer.n for p in prepared.plan))
 
 
 def _summary(values: list[str]) -> str:
@@ -179,7 +180,8 @@ async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig) -> Engin
     tensors = prepared.tensors()
     options = {
         "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS},
-        "linear_variants": {str(b): _variants(b) for b in bits_used},
+        "linear_variants": {str(b): _variants(b, _tiling(prepared)) for b in bits_used},
+        "tiling": _tiling(prepared).to_json(),
         "activations": activations,
         "pass_inputs": [{"from": name, "to": f"pass.{name}", "bytes": batch * seq * 4}
                         for name in INPUT_TENSORS],
@@ -233,4 +235,7 @@ def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageRepl
     note = ""
     if compute_dtype == "f32" and any(p.bits == 16 for p in plan):
         note = "16-bit layers computed in f32 (the adapter has no shader-f16)"
-    return Executed(bits, compute_dtype, engine.platform.value, problem, note, tuple(layers))
+    tiling = wgsl.Tiling(**job.spec.options["tiling"])
+    kernel_variant = "+".join(offered[s].kernel_variant(tiling) for s in used)
+    return Executed(bits, compute_dtype, engine.platform.value, problem, note, tuple(layers),
+                    kernel_variant)

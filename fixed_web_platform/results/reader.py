@@ -132,7 +132,7 @@ def load(directory: str | Path) -> ResultSet:
     for column in (*MODEL_INTEGER_COLUMNS, *MODEL_FLOAT_COLUMNS):  # folders before whole models
         if column not in rows:
             rows[column] = float("nan")
-    for column in MODEL_TEXT_COLUMNS:
+    for column in (*MODEL_TEXT_COLUMNS, "kernel_variant"):  # folders before these columns
         if column not in rows:
             rows[column] = ""
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]

@@ -112,6 +112,9 @@ class ResultRow:
     """Share of texts whose nearest neighbour is the same as under PyTorch fp32."""
     outputs_file: str = ""
     """outputs/<run_id>.npz: the embeddings, token ids and both references."""
+    kernel_variant: str = ""
+    """The harness's WGSL kernels: the kernel and its tile, rows x columns per invocation
+    (e.g. 'quant-w4 tile 16x1'); blank for other engines."""
 
     @classmethod
     def columns(cls) -> list[str]:

@@ -120,8 +120,10 @@ export async function run(spec, client) {
     };
     const pipelines = new Map();
     const stepPipelines = opts.steps.map((step) => {
+      // A linear kernel's source depends on its bits (Python unrolls per packed word): one module per bits.
       const [key, code] = step.op === 'linear' ?
-        [chosen[step.bits].shader, chosen[step.bits].source] : [step.program, opts.programs[step.program]];
+        [`${chosen[step.bits].shader}@${step.bits}`, chosen[step.bits].source] :
+        [step.program, opts.programs[step.program]];
       const pkey = `${key}|${JSON.stringify(step.constants)}`;
       if (!pipelines.has(pkey)) {
         pipelines.set(pkey, device.createComputePipelineAsync({
