@@ -20,7 +20,6 @@ import os
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 
 from ..harness.protocol import PageDataError, PageReply
 from ..paths import ENGINES_DIR
@@ -52,6 +51,11 @@ class OrtWebEngine(Engine):
     def assets(self) -> dict[str, Path]:
         return {ORT_ASSETS_URL: ORT_WEB_DIR}
 
+    def session_options(self, run: RunSpec) -> dict[str, object]:
+        """What every ORT page needs to load the bundle and open a session on this provider."""
+        return {"provider": self.platform.value, "device_type": run.webnn_device, "threads": ORT_THREADS,
+                "assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE}
+
     async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob:
         # MatMulNBits stores unsigned values with zero points: the harness's signed values
         # shifted by 2^(bits-1), zero points too, so the dequantized weights are identical.
@@ -64,11 +68,7 @@ class OrtWebEngine(Engine):
                              zero_points=t.get("zero_points"))
         tensors = {"x": t["x"], "model": model}
         options = {
-            "provider": self.platform.value,
-            "device_type": run.webnn_device,
-            "threads": ORT_THREADS,
-            "assets": ORT_ASSETS_URL,
-            "bundle": ORT_BUNDLE,
+            **self.session_options(run),
             "model": "model",
             "input": "x",
         }
@@ -100,7 +100,7 @@ class OrtWebEngine(Engine):
     async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
         """The encoder exported to ONNX (cached), every linear layer rewritten to the harness's
         bytes for it (engines/ort_encoder.py); the page runs the whole graph with ORT."""
-        from ..models.prepared import INPUT_TENSORS, prepare_model
+        from ..models.prepared import prepare_model
         from . import ort_encoder  # torch and onnx load only when an ORT model job is built
 
         def build() -> tuple[object, object]:
@@ -110,14 +110,9 @@ class OrtWebEngine(Engine):
 
         prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds
         b = prepared.batches
-        tensors = {name: np.ascontiguousarray(getattr(b, name), dtype="<i4").tobytes() for name in INPUT_TENSORS}
-        tensors["onnx_model"] = encoder.data
+        tensors = prepared.input_tensors() | {"onnx_model": encoder.data}
         options = {
-            "provider": self.platform.value,
-            "device_type": run.webnn_device,
-            "threads": ORT_THREADS,
-            "assets": ORT_ASSETS_URL,
-            "bundle": ORT_BUNDLE,
+            **self.session_options(run),
             "onnx_model": "onnx_model",
             "input_dtype": "int64",
             "output": ort_encoder.OUTPUT_NAME,

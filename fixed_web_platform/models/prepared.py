@@ -71,11 +71,14 @@ class PreparedModel:
         rows, cols = self.output_shape
         return rows * cols * 4
 
+    def input_tensors(self) -> dict[str, bytes]:
+        """The token ids, int32 [passes, batch, seq] each."""
+        return {name: np.ascontiguousarray(getattr(self.batches, name), dtype="<i4").tobytes()
+                for name in INPUT_TENSORS}
+
     def tensors(self) -> dict[str, bytes]:
         """Inputs first, then every parameter tensor (page names: see models/quantized.py)."""
-        b = self.batches
-        out = {name: np.ascontiguousarray(getattr(b, name), dtype="<i4").tobytes() for name in INPUT_TENSORS}
-        return out | self.held.tensors()
+        return self.input_tensors() | self.held.tensors()
 
     def options(self) -> dict[str, Any]:
         """The part of every model job's options that all engines share."""

@@ -7,6 +7,7 @@ its bits (no rules: every layer at the run's bits). Everything else lives in ``m
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -82,9 +83,7 @@ class ModelWorkload:
         return "random" if self.random_weights else "pretrained"
 
     def config(self) -> Any:
-        from ..models import source
-
-        return source.encoder_config(source.resolve(self.model, self.random_weights))
+        return _encoder_config(self.model, self.random_weights)
 
     @property
     def flops(self) -> int:
@@ -126,3 +125,11 @@ class ModelWorkload:
                    texts=tuple(str(t) for t in doc["texts"]), inputs_name=str(doc["inputs_name"]),
                    rules=layer_rules.parse_rules(doc["rules"], "plan") if doc["rules"] else (),
                    rules_name=str(doc["rules_name"]))
+
+
+@functools.lru_cache(maxsize=8)
+def _encoder_config(model: str, random_weights: bool) -> Any:
+    """Resolved once per process: rows, flops and validation all ask for it."""
+    from ..models import source
+
+    return source.encoder_config(source.resolve(model, random_weights))
