@@ -106,7 +106,7 @@ def write_model_folder(path: Path, *, with_plan: bool = True, slower: float = 1.
     ]
     for row, layers in rows:
         samples = [row.latency_ms_median * f for f in (0.95, 0.98, 1.0, 1.02, 1.05)]
-        writer.add(row, {"timing_source": "wall-clock", "wall_ms": samples}, layers)
+        writer.add(row, {"timing_source": "wall-clock", "wall_ms": samples, "samples_per_page": [2, 2, 1]}, layers)
     unsupported = dataclasses.replace(
         ResultRow.without_measurement(specs[5], Outcome.UNSUPPORTED, "WebNN has no int4 on cpu",
                                       browser_version="150.0"), precision_plan="uniform:4")

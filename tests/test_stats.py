@@ -1,10 +1,11 @@
-"""Unit tests for fixed_web_platform.analysis.stats.summarize."""
+"""Unit tests for fixed_web_platform.analysis.stats: summarize and the page-load bootstrap."""
 
 from __future__ import annotations
 
 import math
 import statistics
 
+import numpy as np
 import pytest
 
 from fixed_web_platform.analysis.stats import summarize
@@ -52,3 +53,34 @@ def test_zero_mean_has_nan_cv() -> None:
 def test_empty_raises(empty: list[float]) -> None:
     with pytest.raises(ValueError, match="no samples"):
         summarize(empty)
+
+
+# ------------------------------------------------------------------ page loads as the unit
+
+
+def test_page_samples_split_by_page_and_drop_non_finite() -> None:
+    from fixed_web_platform.results.reader import page_samples
+
+    record = {"timing_source": "gpu-timestamp", "gpu_ms": [1.0, None, 2.0, 3.0, float("inf")],
+              "wall_ms": [9.0] * 5, "samples_per_page": [2, 2, 1]}
+    assert page_samples(record) == [[1.0], [2.0, 3.0]]  # the third page had only inf
+    record["samples_per_page"] = [2, 2]  # counts that do not add up: one page
+    assert page_samples(record) == [[1.0, 2.0, 3.0]]
+    assert page_samples({"timing_source": "wall-clock", "wall_ms": [4.0, 5.0]}) == [[4.0, 5.0]]
+
+
+def test_hierarchical_interval_includes_the_page_to_page_spread() -> None:
+    from fixed_web_platform.analysis.stats import median_interval, median_ratio_interval
+
+    rng = np.random.default_rng(0)
+    tight = [list(10 * (1 + 0.001 * rng.standard_normal(50))) for _ in range(5)]
+    levels = (9.0, 10.0, 11.0, 12.0, 8.0)
+    spread = [list(level * (1 + 0.001 * rng.standard_normal(50))) for level in levels]
+    lo_t, hi_t = median_interval(tight)
+    lo_s, hi_s = median_interval(spread)
+    assert hi_t - lo_t < 0.05 and hi_s - lo_s > 1.0  # pages apart widen the interval
+    assert median_interval(spread) == (lo_s, hi_s)  # a fixed seed: the same folders, the same answer
+    same = median_ratio_interval(spread, spread, 0.99)
+    assert same.ratio == 1.0 and same.low < 1 < same.high
+    slower = median_ratio_interval(tight, [[2 * x for x in p] for p in tight], 0.99)
+    assert slower.ratio == pytest.approx(2.0, rel=1e-3) and slower.low > 1.9

@@ -1,6 +1,15 @@
 """Compare two result folders: which configurations got slower, faster, less accurate, broke or
-were fixed. Latency is judged on the raw headline samples (Mann-Whitney U, two-sided) AND a minimum
-effect on the median, so noise and trivially small shifts are not reported as changes.
+were fixed.
+
+Latency is judged with the page load as the unit of independence: iterations of one page share
+that load's state (JIT, allocation, what else the machine did), so pooling them as independent
+samples makes noise look significant. A configuration's evidence is its page loads (every
+repetition's, every ``--repeat``'s); the change is the ratio of pooled medians, with a
+hierarchical-bootstrap interval (resample page loads, then samples within each). A change is
+called when the interval excludes 1 AND the ratio passes the minimum effect. With fewer than
+MIN_PAGES page loads on a side the page-to-page spread is unknown: the verdict is ``insufficient``
+(never a regression on one page load per side), unless both sides have several page loads and the
+change is far beyond every page's own spread (FAR_EFFECT, no overlap of the pages' p10-p90).
 
 Configurations are matched on result_files.CONFIG_KEY: a whole model's rows (m, k, n all 0) are
 told apart by model, weights, batch size, sequence length, precision plan and inputs.
@@ -18,13 +27,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, headline_samples
+from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, page_samples
 from ..vocabulary import Outcome
-from .stats import summarize
+from .stats import RatioInterval, median_ratio_interval
 
 DEFAULT_ALPHA = 0.01
+"""The interval of the median ratio is the central 1 - alpha (99%) of the bootstrap."""
+MIN_PAGES = 3
+"""Page loads per side below which the page-to-page spread is not known well enough to judge."""
+RECOMMENDED_REPEAT = 5
+"""The --repeat the README, the nightly workflow and the 'insufficient' note recommend."""
+FAR_EFFECT = 0.5
+"""With 2 page loads per side, a change this large whose pages do not overlap is still called."""
 DEFAULT_MIN_EFFECT = 0.10
 """asv's default factor (1.1): software adapters drift about this much between back-to-back runs."""
 FLOAT_ERROR_GROWTH_REL = 0.10
@@ -46,7 +61,7 @@ class Verdict(enum.StrEnum):
     ACCURACY_REGRESSION = "accuracy-regression"  # kernel beyond tolerance, or error vs float grew
     REGRESSION = "regression"  # significantly slower by more than the minimum effect
     IMPROVEMENT = "improvement"  # significantly faster by more than the minimum effect
-    UNSTABLE = "unstable"  # a significant-looking change, but one side's samples are unstable
+    INSUFFICIENT = "insufficient"  # a change beyond the minimum effect, too few page loads to judge
     FIXED = "fixed"  # baseline failing, current ok
     UNCHANGED = "unchanged"  # no significant change, or a change below the minimum effect
     STILL_FAILING = "still-failing"  # failing on both sides (not new, so not a regression)
@@ -82,11 +97,14 @@ class Entry:
     current_median: float | None = None
     effect: float | None = None
     """current_median / baseline_median - 1 (positive: slower)."""
-    p_value: float | None = None
-    """Two-sided Mann-Whitney U p-value, None when no test was run."""
+    interval: RatioInterval | None = None
+    """Hierarchical-bootstrap interval of current/baseline median; None when not computed."""
     n_baseline: int = 0
     n_current: int = 0
     """Pooled headline sample counts."""
+    pages_baseline: int = 0
+    pages_current: int = 0
+    """Page loads with samples on each side (the unit the verdict is judged on)."""
     note: str = ""
     baseline_outcome: str = ""
     current_outcome: str = ""
@@ -172,9 +190,14 @@ def metadata_differences(baseline_env: Mapping[str, Any], current_env: Mapping[s
 @dataclass
 class _Side:
     rows: list[dict[str, Any]] = field(default_factory=list)
-    samples: list[float] = field(default_factory=list)
+    pages: list[list[float]] = field(default_factory=list)
+    """Headline samples per page load, over every ok repetition."""
     timing_sources: set[str] = field(default_factory=set)
     runs_without_samples: int = 0
+
+    @property
+    def samples(self) -> list[float]:
+        return [s for page in self.pages for s in page]
 
     @property
     def outcomes(self) -> list[Outcome]:
@@ -255,16 +278,14 @@ def _config_value(key: str, value: Any, where: Path) -> Any:
     return str(value)
 
 
-def _clean_samples(record: Mapping[str, Any], where: Path) -> list[float]:
-    """The record's headline samples with non-finite ones (NaN was written as null) dropped."""
-    cleaned = {k: ([x for x in v if x is not None] if isinstance(v, list) else v)
-               for k, v in record.items()}
+def _clean_pages(record: Mapping[str, Any], where: Path) -> list[list[float]]:
+    """The record's headline samples per page load, non-finite ones (NaN was written as null)
+    dropped."""
     try:
-        values = headline_samples(cleaned)
+        return page_samples(dict(record))
     except (TypeError, ValueError) as exc:
         raise ResultSchemaError(f"{where}: unreadable samples for run {record.get('run_id')}: {exc}") \
             from None
-    return [v for v in values if math.isfinite(v)]
 
 
 def _sides(rs: ResultSet) -> dict[tuple[Any, ...], _Side]:
@@ -288,11 +309,11 @@ def _sides(rs: ResultSet) -> dict[tuple[Any, ...], _Side]:
             continue
         run_id = _number(record["run_id"])
         raw = rs.samples.get(int(run_id)) if run_id is not None else None
-        values = _clean_samples(raw, samples_path) if raw is not None else []
-        if not values:
+        pages = _clean_pages(raw, samples_path) if raw is not None else []
+        if not pages:
             side.runs_without_samples += 1
             continue
-        side.samples.extend(values)
+        side.pages.extend(pages)
         source = str(raw.get("timing_source") or record.get("timing_source") or "")
         side.timing_sources.add(source or "unknown")
     return sides
@@ -322,21 +343,69 @@ def _accuracy_note(base: _Side, cur: _Side) -> str:
     return "; ".join(reasons)
 
 
+def _far_beyond(base: _Side, cur: _Side, effect: float) -> bool:
+    """With a few page loads per side: a change beyond FAR_EFFECT whose every page's p10-p90
+    lies apart from every page of the other side (nothing within-page spread could explain)."""
+    if min(len(base.pages), len(cur.pages)) < 2 or abs(effect) < FAR_EFFECT:
+        return False
+    spans = {name: [np.percentile(p, [10, 90]) for p in side.pages]
+             for name, side in (("base", base), ("cur", cur))}
+    if effect > 0:
+        return min(lo for lo, _ in spans["cur"]) > max(hi for _, hi in spans["base"])
+    return max(hi for _, hi in spans["cur"]) < min(lo for lo, _ in spans["base"])
+
+
+def _latency_verdict(base: _Side, cur: _Side, alpha: float, min_effect: float
+                     ) -> tuple[Verdict, float, RatioInterval | None, str]:
+    """(verdict, effect, interval, note) of two sides that both have samples on one source."""
+    pages = (len(base.pages), len(cur.pages))
+    bm, cm = base.median, cur.median
+    assert bm is not None and cm is not None
+    effect = cm / bm - 1 if bm > 0 else math.nan
+    interval = None
+    if min(pages) >= 2:  # with one page load a side, there is no page-to-page spread to resample
+        interval = median_ratio_interval(base.pages, cur.pages, 1 - alpha)
+    if not math.isfinite(effect):
+        return Verdict.SKIPPED, effect, interval, "latency not compared: baseline median is 0"
+    direction = "slower" if effect > 0 else "faster"
+    called = Verdict.REGRESSION if effect > 0 else Verdict.IMPROVEMENT
+    if abs(effect) <= min_effect:
+        significant = interval is not None and (interval.low > 1 or interval.high < 1)
+        return Verdict.UNCHANGED, effect, interval, (
+            f"{pct(effect)}: significant but below the minimum effect {min_effect:.0%}"
+            if significant else "")
+    if min(pages) < MIN_PAGES:
+        if _far_beyond(base, cur, effect):
+            return called, effect, interval, (
+                f"{pct(effect)} {direction}; only {pages[0]}/{pages[1]} page loads, but every page "
+                "lies apart from every page of the other side")
+        return Verdict.INSUFFICIENT, effect, interval, (
+            f"{pct(effect)} on {pages[0]}/{pages[1]} page load(s): the page-to-page spread needs at "
+            f"least {MIN_PAGES} per side; re-run both with --repeat {RECOMMENDED_REPEAT}")
+    assert interval is not None
+    if interval.low > 1 or interval.high < 1:
+        return called, effect, interval, f"{pct(effect)} {direction}"
+    return Verdict.UNCHANGED, effect, interval, (
+        f"{pct(effect)} is within the page-to-page spread ({interval.level:.0%} interval "
+        f"{pct(interval.low - 1)} to {pct(interval.high - 1)})")
+
+
 def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: float,
                    min_effect: float) -> Entry:
     common = dict(config=config, n_baseline=len(base.samples), n_current=len(cur.samples),
+                  pages_baseline=len(base.pages), pages_current=len(cur.pages),
                   baseline_median=base.median, current_median=cur.median,
                   baseline_outcome=base.outcome_summary, current_outcome=cur.outcome_summary)
     accuracy = _accuracy_note(base, cur)
     notes: list[str] = []
     for name, side in (("baseline", base), ("current", cur)):
-        if side.runs_without_samples and side.samples:
+        if side.runs_without_samples and side.pages:
             notes.append(f"{side.runs_without_samples} {name} run(s) without samples")
 
-    verdict: Verdict | None = None
-    effect = p_value = None
-    if not base.samples or not cur.samples:
-        which = " and ".join(n for n, s in (("baseline", base), ("current", cur)) if not s.samples)
+    effect = None
+    interval = None
+    if not base.pages or not cur.pages:
+        which = " and ".join(n for n, s in (("baseline", base), ("current", cur)) if not s.pages)
         verdict = Verdict.SKIPPED
         notes.insert(0, f"latency not compared: no raw samples in {which}")
     elif base.timing_sources != cur.timing_sources or len(base.timing_sources) > 1:
@@ -345,37 +414,15 @@ def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: floa
                      f"{'/'.join(sorted(base.timing_sources))} in baseline, "
                      f"{'/'.join(sorted(cur.timing_sources))} in current)")
     else:
-        result = stats.mannwhitneyu(cur.samples, base.samples, alternative="two-sided")
-        p_value = float(result.pvalue)
-        bm, cm = base.median, cur.median
-        assert bm is not None and cm is not None
-        effect = cm / bm - 1 if bm > 0 else math.nan
-        significant = math.isfinite(p_value) and p_value < alpha
-        unstable = "; ".join(f"{name} {why}" for name, side in (("baseline", base), ("current", cur))
-                             if (why := summarize(side.samples).instability))
-        if significant and math.isfinite(effect) and abs(effect) > min_effect and unstable:
-            # pyperf's rule: a change measured on unstable samples is not called either way.
-            verdict = Verdict.UNSTABLE
-            notes.insert(0, f"{pct(effect)} but samples are unstable ({unstable}); "
-                            "re-run with more --repeat / --min-time")
-        elif significant and math.isfinite(effect) and effect > min_effect:
-            verdict = Verdict.REGRESSION
-            notes.insert(0, f"{pct(effect)} slower")
-        elif significant and math.isfinite(effect) and effect < -min_effect:
-            verdict = Verdict.IMPROVEMENT
-            notes.insert(0, f"{pct(effect)} faster")
-        else:
-            verdict = Verdict.UNCHANGED
-            if significant:
-                notes.insert(0, f"significant but below the minimum effect {min_effect:.0%}")
-            elif math.isfinite(effect) and abs(effect) > min_effect:
-                notes.insert(0, f"not significant (p >= {alpha:g})")
+        verdict, effect, interval, why = _latency_verdict(base, cur, alpha, min_effect)
+        if why:
+            notes.insert(0, why)
     if accuracy:
         if verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
             notes.insert(0, f"latency {verdict.value}")
         notes.insert(0, accuracy)
         verdict = Verdict.ACCURACY_REGRESSION
-    return Entry(verdict=verdict, effect=effect, p_value=p_value, note="; ".join(notes), **common)
+    return Entry(verdict=verdict, effect=effect, interval=interval, note="; ".join(notes), **common)
 
 
 def _judge(config: tuple[Any, ...], base: _Side | None, cur: _Side | None, alpha: float,
@@ -396,7 +443,8 @@ def _judge(config: tuple[Any, ...], base: _Side | None, cur: _Side | None, alpha
     common = dict(config=config, baseline_outcome=base.outcome_summary,
                   current_outcome=cur.outcome_summary,
                   baseline_median=base.median, current_median=cur.median,
-                  n_baseline=len(base.samples), n_current=len(cur.samples))
+                  n_baseline=len(base.samples), n_current=len(cur.samples),
+                  pages_baseline=len(base.pages), pages_current=len(cur.pages))
     b, c = base.status, cur.status
     if b == "ok" and c == "ok":
         return _judge_both_ok(config, base, cur, alpha, min_effect)

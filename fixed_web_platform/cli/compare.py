@@ -12,7 +12,9 @@ from pathlib import Path
 from ..analysis.compare import (
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
+    MIN_PAGES,
     Comparison,
+    Entry,
     MetadataMismatch,
     pct,
     compare,
@@ -26,17 +28,19 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _p(value: float | None) -> str:
-    if value is None:
+def _interval(e: Entry) -> str:
+    i = e.interval
+    if i is None or not (math.isfinite(i.low) and math.isfinite(i.high)):
         return "-"
-    return "nan" if math.isnan(value) else f"{value:.2g}"
+    return f"{pct(i.low - 1)} to {pct(i.high - 1)}"
 
 
 def summary_line(c: Comparison) -> str:
     counts = ", ".join(f"{n} {v.value}" for v, n in c.counts.items()) or "no configurations"
     status = "REGRESSION" if c.has_regression else "no regression"
     return (f"**Summary:** {counts} — {status} "
-            f"(Mann-Whitney U two-sided, alpha {c.alpha:g}, min effect {c.min_effect:.0%})")
+            f"(page loads as the unit: {1 - c.alpha:.0%} hierarchical-bootstrap interval of the "
+            f"median ratio, at least {MIN_PAGES} page loads a side, min effect {c.min_effect:.0%})")
 
 
 def format_comparison(c: Comparison) -> str:
@@ -47,7 +51,8 @@ def format_comparison(c: Comparison) -> str:
         lines += ["> **Warning:** compared despite differing set-ups (--force): "
                   + cell("; ".join(c.metadata_differences)), ""]
     head = ["browser", "engine", "platform", "mode", "workload", "shape", "bits", "verdict", "baseline ms",
-            "current ms", "change", "p", "n (base/cur)", "note"]
+            "current ms", "change", f"{1 - c.alpha:.0%} interval", "pages (base/cur)",
+            "samples (base/cur)", "note"]
     body = []
     for e in c.entries:
         cfg = e.config_dict
@@ -56,8 +61,9 @@ def format_comparison(c: Comparison) -> str:
         change = "-" if e.effect is None or math.isnan(e.effect) else pct(e.effect)
         body.append([cfg["browser"], cfg["engine"], cfg["platform"], mode, cfg["workload"],
                  e.shape, bits, e.verdict.value,
-                 _ms(e.baseline_median), _ms(e.current_median), change, _p(e.p_value),
-                 f"{e.n_baseline}/{e.n_current}", e.note or "-"])
+                 _ms(e.baseline_median), _ms(e.current_median), change, _interval(e),
+                 f"{e.pages_baseline}/{e.pages_current}", f"{e.n_baseline}/{e.n_current}",
+                 e.note or "-"])
     lines += markdown_lines(head, body)
     lines += ["", summary_line(c)]
     return "\n".join(lines) + "\n"
@@ -78,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("baseline", metavar="BASELINE", type=Path, help="results folder to compare against")
     p.add_argument("current", metavar="CURRENT", type=Path, help="results folder to judge")
     p.add_argument("--alpha", type=_float, default=DEFAULT_ALPHA,
-                   help=f"significance level of the Mann-Whitney U test (default {DEFAULT_ALPHA})")
+                   help="a change is called when the central 1-ALPHA interval of the median ratio "
+                        f"excludes 1 (default {DEFAULT_ALPHA}, a 99%% interval)")
     p.add_argument("--min-effect", type=_float, default=DEFAULT_MIN_EFFECT,
                    help="smallest relative change of the median latency that counts "
                         f"(default {DEFAULT_MIN_EFFECT}, i.e. {DEFAULT_MIN_EFFECT * 100:g}%%)")

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.stats import summarize
+from ..analysis.stats import median_interval, summarize
 from ..probes.adapter import adapter_label
 from ..results import reader as result_files
 from ..results.reader import (MODEL_FLOAT_COLUMNS, MODEL_INTEGER_COLUMNS, MODEL_TEXT_COLUMNS,
-                              ResultSchemaError, headline_samples)
+                              ResultSchemaError, page_samples)
 from ..results.rows import LayerRow
 from .glance import glance_html, glance_markdown
 from .markdown import fmt_bytes, markdown_table, number
@@ -208,18 +208,26 @@ def _unique_text(values: Iterable[Any]) -> str:
     return "; ".join(seen)
 
 
-def _pooled_spread(group: pd.DataFrame, samples: dict[tuple[str, int], dict[str, Any]]
-                   ) -> tuple[float, float] | None:
-    """p10/p90 of the raw headline samples of every repetition, when all of them are on disk."""
-    pooled: list[float] = []
+def _pooled_pages(group: pd.DataFrame, samples: dict[tuple[str, int], dict[str, Any]]
+                  ) -> list[list[float]] | None:
+    """Every repetition's raw headline samples per page load, when all of them are on disk."""
+    pages: list[list[float]] = []
     for sweep, run_id in zip(group["sweep"], group["run_id"]):
         record = samples.get((sweep, int(run_id)))
-        values = headline_samples(record) if record else []
-        if not values:
+        run_pages = page_samples(record) if record else []
+        if not run_pages:
             return None
-        pooled.extend(values)
-    stats = summarize(pooled)
-    return stats.p10, stats.p90
+        pages.extend(run_pages)
+    return pages
+
+
+def _interval_text(low: Any, high: Any, loads: Any) -> str:
+    """'4.850-5.200 (5 page loads)', or the page-load count alone when it has no interval."""
+    n = number(loads)
+    count = "" if n is None else f"{int(n)} page load{'s' if n != 1 else ''}"
+    if number(low) is None or number(high) is None:
+        return f"- ({count})" if count else ""
+    return f"{_fmt('.3f')(low)}-{_fmt('.3f')(high)}" + (f" ({count})" if count else "")
 
 
 def summary_table(rows: pd.DataFrame,
@@ -228,7 +236,10 @@ def summary_table(rows: pd.DataFrame,
 
     latency_ms_median is the median of the repetitions' medians; latency_ms_p10/_p90 are the
     percentiles of all repetitions' raw samples pooled (from samples.jsonl), or the median of the
-    rows' own p10/p90 when samples are missing. Every other figure is the median over repetitions.
+    rows' own p10/p90 when samples are missing. latency_ms_ci_low/_high: the 95% interval of the
+    pooled median by a hierarchical bootstrap over the page loads (page loads resampled, then
+    samples), so it includes the page-to-page spread; blank with a single page load.
+    Every other figure is the median over repetitions.
     """
     samples = samples or {}
     ok = rows[rows["outcome"] == "ok"] if "outcome" in rows else rows.iloc[0:0]
@@ -248,7 +259,15 @@ def summary_table(rows: pd.DataFrame,
         rec["timing_source"] = _unique_text(group.get("timing_source", []))
         median = group["latency_ms_median"].median() if "latency_ms_median" in group else math.nan
         rec["latency_ms_median"] = median
-        spread = _pooled_spread(group, samples)
+        pages = _pooled_pages(group, samples)
+        spread = None
+        rec["latency_ms_ci_low"] = rec["latency_ms_ci_high"] = math.nan
+        if pages is not None:
+            pooled = summarize([s for page in pages for s in page])
+            spread = (pooled.p10, pooled.p90)
+            rec["page_loads"] = len(pages)
+            if len(pages) > 1:
+                rec["latency_ms_ci_low"], rec["latency_ms_ci_high"] = median_interval(pages)
         if spread is None:
             spread = (group["latency_ms_p10"].median() if "latency_ms_p10" in group else math.nan,
                       group["latency_ms_p90"].median() if "latency_ms_p90" in group else math.nan)
@@ -294,7 +313,8 @@ def summary_table(rows: pd.DataFrame,
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
                "device_type", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
                "bits_executed", "runs", "n_samples", "timing_source", "latency_ms_median",
-               "latency_ms_p10", "latency_ms_p90", "wall_ms_median", "gflops", "speedup_vs_16bit",
+               "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high",
+               "wall_ms_median", "gflops", "speedup_vs_16bit",
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
                "compression", "gpu_buffer_bytes", *memory, *(f"{c}_spread" for c in memory),
                "memory_warmup_only", "adapter", "page_loads", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
@@ -412,6 +432,11 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     out["p10-p90 ms"] = [
         f"{_fmt('.3f')(a)}-{_fmt('.3f')(b)}" if number(a) is not None and number(b) is not None else ""
         for a, b in zip(summary["latency_ms_p10"], summary["latency_ms_p90"])
+    ]
+    out["median 95% interval (page loads)"] = [
+        _interval_text(lo, hi, loads)
+        for lo, hi, loads in zip(summary["latency_ms_ci_low"], summary["latency_ms_ci_high"],
+                                 summary["page_loads"])
     ]
     out["GFLOP/s"] = summary["gflops"].map(_fmt(".3g"))
     out["speed-up vs 16-bit"] = summary["speedup_vs_16bit"].map(_fmt(".2f", "x"))
@@ -547,6 +572,9 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
 NOTES = (
     "Summary rows aggregate the ok runs of one configuration: median latency is the median of the "
     "repetitions' medians; p10-p90 spans all repetitions' raw timed samples (samples.jsonl). "
+    "The median's 95% interval resamples page loads, then the samples within each (a hierarchical "
+    "bootstrap), so it includes the page-to-page spread, the noise a comparison between sweeps "
+    "faces; it says how many page loads it pools, and a single page load has none. "
     "GFLOP/s = 2*M*K*N / median latency (whole models, whose shape reads 'batch x sequence "
     "tokens': the FLOPs of one forward pass, linear layers and attention, / median latency). Speed-ups are the 16-bit (or float32) row's median latency "
     "divided by this row's, for the same sweep, browser, engine, platform and workload (blank when "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -247,3 +248,26 @@ def headline_samples(record: dict[str, Any]) -> list[float]:
     key = "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
     values = record.get(key) or []
     return [float(v) for v in values]
+
+
+def page_samples(record: dict[str, Any]) -> list[list[float]]:
+    """The headline samples of a run split by page load, the unit of independence.
+
+    ``samples_per_page`` says how many timed samples each page load gave; a record without it (or
+    whose counts do not add up) is one page. Null and non-finite samples are dropped within their
+    page, and a page left empty is dropped."""
+    key = "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
+    values = record.get(key) or []
+    counts = record.get("samples_per_page")
+    valid = isinstance(counts, list) and all(isinstance(c, int) and c >= 0 for c in counts)
+    if not valid or sum(counts) != len(values):
+        counts = [len(values)]
+    pages: list[list[float]] = []
+    start = 0
+    for count in counts:
+        page = [float(v) for v in values[start:start + count] if v is not None]
+        start += count
+        page = [v for v in page if math.isfinite(v)]
+        if page:
+            pages.append(page)
+    return pages

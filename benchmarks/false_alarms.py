@@ -1,0 +1,63 @@
+"""Does compare cry wolf? False alarms between back-to-back sweeps of the same code, and the
+smallest planted slowdown still caught, per --repeat.
+
+    # 10 pairs of back-to-back sweeps, e.g. (see README, "Comparing sweeps"):
+    for i in 01 02 ...; do for s in a b; do
+      .venv/bin/python run_real_webgpu_webnn.py --platform webgpu --browser chrome firefox \\
+          --bits 8 4 --shape 4x256x256 --repeat 5 --output-dir /tmp/fa/pair${i}_$s
+    done; done
+    .venv/bin/python benchmarks/false_alarms.py /tmp/fa/pair*_a /tmp/fa/pair*_b
+
+Folders pair up in order: the first half are baselines, the second half their currents (the
+glob above sorts them so). For each --repeat (each run's first page loads kept) and each planted
+factor (every raw sample of the current side multiplied), it prints how many configurations
+compare called a regression, how many it found insufficient, and how many it compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fixed_web_platform.analysis.compare import Verdict  # noqa: E402
+from fixed_web_platform.analysis.false_alarms import tally  # noqa: E402
+from fixed_web_platform.report.markdown import markdown_lines  # noqa: E402
+from fixed_web_platform.results.reader import load  # noqa: E402
+
+FACTORS = (1.0, 1.1, 1.2, 1.3, 1.5, 2.0)
+REPEATS = (1, 2, 3, 5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("folders", nargs="+", type=Path, help="baselines, then their currents")
+    p.add_argument("--repeat", nargs="+", type=int, default=list(REPEATS),
+                   help="page loads per run to keep (each run's first)")
+    p.add_argument("--factor", nargs="+", type=float, default=list(FACTORS),
+                   help="planted slowdowns (1.0 = the false-alarm row)")
+    args = p.parse_args(argv)
+    if len(args.folders) % 2:
+        p.error("give an even number of folders: the baselines, then their currents")
+    half = len(args.folders) // 2
+    sets = [load(f) for f in args.folders]
+    pairs = list(zip(sets[:half], sets[half:], strict=True))
+    head = ["--repeat", "planted", "regression", "insufficient", "unchanged", "improvement",
+            "configurations"]
+    body = []
+    for repeat in args.repeat:
+        for factor in args.factor:
+            t = tally(pairs, factor=factor, pages=repeat)
+            body.append([str(repeat), "none (false alarms)" if factor == 1.0 else f"{factor:g}x",
+                         f"{t.count(Verdict.REGRESSION)}", f"{t.count(Verdict.INSUFFICIENT)}",
+                         f"{t.count(Verdict.UNCHANGED)}", f"{t.count(Verdict.IMPROVEMENT)}",
+                         f"{t.configurations}"])
+    print(f"{len(pairs)} pairs of sweeps\n")
+    print("\n".join(markdown_lines(head, body)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

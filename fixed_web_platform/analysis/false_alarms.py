@@ -1,0 +1,95 @@
+"""How often compare cries wolf, and what it still catches, measured on real sweeps.
+
+Give it pairs of back-to-back sweeps of the same code on one machine. A regression verdict
+between the two sides of a pair is a false alarm. A slowdown planted by scaling one side's raw
+samples (every page load's, so the page-to-page spread is kept) shows the smallest change that
+is still caught. ``pages`` keeps only each run's first page loads, to see what a smaller
+``--repeat`` would have given from the same measurements.
+
+benchmarks/false_alarms.py prints the tables; tests/test_compare_false_alarms.py asserts on
+recorded sweeps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..results.reader import ResultSet
+from ..vocabulary import TimingSource
+from .compare import Verdict, compare
+
+SAMPLE_KEYS = ("gpu_ms", "wall_ms")
+
+
+def _headline_key(record: dict[str, Any]) -> str:
+    return "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
+
+
+def first_pages(rs: ResultSet, pages: int) -> ResultSet:
+    """The same sweep as if it had run with ``--repeat pages``: each run's first page loads."""
+    samples = {}
+    for run_id, record in rs.samples.items():
+        counts = record.get("samples_per_page")
+        if not isinstance(counts, list) or len(counts) <= pages:
+            samples[run_id] = record
+            continue
+        keep = sum(counts[:pages])
+        trimmed = {k: (record[k][:keep] if isinstance(record.get(k), list) else record.get(k))
+                   for k in SAMPLE_KEYS}
+        samples[run_id] = record | trimmed | {"samples_per_page": counts[:pages]}
+    return dataclasses.replace(rs, samples=samples)
+
+
+def slowed(rs: ResultSet, factor: float) -> ResultSet:
+    """The same sweep with every headline sample multiplied by ``factor`` (a planted slowdown)."""
+    samples = {}
+    for run_id, record in rs.samples.items():
+        key = _headline_key(record)
+        values = record.get(key)
+        if isinstance(values, list):
+            record = record | {key: [None if v is None else v * factor for v in values]}
+        samples[run_id] = record
+    return dataclasses.replace(rs, samples=samples)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Verdicts over the latency-comparable configurations of several sweep pairs."""
+
+    pairs: int
+    configurations: int
+    counts: dict[str, int]
+
+    def count(self, verdict: Verdict) -> int:
+        return self.counts.get(verdict.value, 0)
+
+    @property
+    def rate(self) -> float:
+        """Share of configurations called a regression."""
+        return self.count(Verdict.REGRESSION) / self.configurations if self.configurations else 0.0
+
+
+JUDGED = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.INSUFFICIENT})
+"""Verdicts of configurations whose latency was compared (ok on both sides, same timing source)."""
+
+
+def tally(pairs: Sequence[tuple[ResultSet, ResultSet]], *, factor: float = 1.0,
+          pages: int | None = None, **options: Any) -> Tally:
+    """Compare every pair (current = second side, slowed by ``factor``), pages trimmed to
+    ``pages`` per run when given; count the verdicts."""
+    counts: dict[str, int] = {}
+    configurations = 0
+    for base, cur in pairs:
+        if pages is not None:
+            base, cur = first_pages(base, pages), first_pages(cur, pages)
+        if factor != 1.0:
+            cur = slowed(cur, factor)
+        for entry in compare(base, cur, **options).entries:
+            if entry.verdict not in JUDGED:
+                continue
+            configurations += 1
+            counts[entry.verdict.value] = counts.get(entry.verdict.value, 0) + 1
+    return Tally(pairs=len(pairs), configurations=configurations, counts=counts)
