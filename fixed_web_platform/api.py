@@ -17,6 +17,7 @@ from typing import Any
 
 from . import sweep
 from .harness.runner import SweepOptions
+from .harness.server import LOOPBACK
 from .plan import MODEL_TIMING, TimingConfig, build_plan
 from .progress import PlainProgress
 from .vocabulary import (
@@ -56,9 +57,14 @@ async def run_real_test(
     timing: TimingConfig | None = None,
     output_dir: str | Path | None = None,
     progress: bool = False,
+    remote: str | None = None,
+    serve_host: str = LOOPBACK,
+    parallel: int = 1,
 ) -> list[dict[str, Any]]:
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
-    on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/)."""
+    on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). ``remote``: a
+    Selenium Grid URL that creates the browsers; ``parallel``: concurrent browser sessions."""
+    options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel)
     if model is not None:
         workloads = [*(parse_shape(s) for s in shapes or ()),
                      ModelWorkload.from_options(model, batch_size=batch_size, seq_len=seq_len,
@@ -83,17 +89,19 @@ async def run_real_test(
         timing = MODEL_TIMING if model is not None else TimingConfig()
     label = "api-" + "-".join(dict.fromkeys(r.platform.value for r in plan))
     writer = sweep.start(plan, timing, output_dir=Path(output_dir) if output_dir else None, label=label)
-    options = SweepOptions(timing=timing, progress=PlainProgress() if progress else None)
+    options = dataclasses.replace(options, timing=timing, progress=PlainProgress() if progress else None)
     rows = await sweep.execute(plan, writer, options)
     return [dataclasses.asdict(r) for r in rows]
 
 
-async def resume_test(directory: str | Path, *, retry_failed: bool = False,
-                      progress: bool = False) -> list[dict[str, Any]]:
+async def resume_test(directory: str | Path, *, retry_failed: bool = False, progress: bool = False,
+                      remote: str | None = None, serve_host: str = LOOPBACK,
+                      parallel: int = 1) -> list[dict[str, Any]]:
     """Run what an interrupted sweep in ``directory`` has not run yet (and, with
     ``retry_failed``, again what crashed, timed out or hit a harness error); the new rows."""
+    options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel)
     _, remaining, timing, writer = sweep.resume(Path(directory), retry_failed=retry_failed)
-    options = SweepOptions(timing=timing, progress=PlainProgress() if progress else None)
+    options = dataclasses.replace(options, timing=timing, progress=PlainProgress() if progress else None)
     rows = await sweep.execute(remaining, writer, options)
     return [dataclasses.asdict(r) for r in rows]
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
-v5: kernel_variant (which kernel and tile the WGSL engine ran)."""
+v5: kernel_variant (which kernel and tile the WGSL engine ran).
+v6: concurrent_sessions, ran_on, proc_memory_source (--parallel, --remote); environment.json's
+    browsers record ran_on (what ran the browser) and driver_note."""
 
 PROTOCOL_VERSION = 1
 """Version of the page protocol (job spec the page fetches, reply it posts)."""

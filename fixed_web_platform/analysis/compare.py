@@ -161,26 +161,39 @@ class Comparison:
 # Metadata
 
 
+def _ran_on(env: Mapping[str, Any], browser: str) -> dict[str, Any]:
+    """What ran this browser: the session's own record (a grid node's platform, say), else this
+    harness machine's identity (MACHINE_KEYS) for folders and local runs."""
+    recorded = ((env.get("browsers") or {}).get(browser) or {}).get("ran_on") or {}
+    if recorded.get("where", "local") != "local":
+        return {"where": recorded.get("where"), "platform": recorded.get("platform", ""),
+                "node": recorded.get("node", "")}
+    machine = env.get("machine") or {}
+    return {f"machine {key}": machine.get(key) for key in MACHINE_KEYS}
+
+
 def metadata_differences(baseline_env: Mapping[str, Any], current_env: Mapping[str, Any]) -> list[str]:
-    """Differences that make timings incomparable: browser versions and the machine."""
+    """Differences that make timings incomparable: browser versions and what ran each browser
+    (this machine, or a grid node as the session's capabilities said)."""
     diffs = [f"{side} has no environment.json" for side, env in
              (("baseline", baseline_env), ("current", current_env)) if not env]
     if diffs:
         return diffs
-    b_machine = baseline_env.get("machine") or {}
-    c_machine = current_env.get("machine") or {}
-    for key in MACHINE_KEYS:
-        b, c = b_machine.get(key), c_machine.get(key)
-        if b != c:
-            diffs.append(f"machine {key}: {b!r} in baseline, {c!r} in current")
     b_browsers = baseline_env.get("browsers") or {}
     c_browsers = current_env.get("browsers") or {}
-    for name in sorted(set(b_browsers) & set(c_browsers)):
+    common = sorted(set(b_browsers) & set(c_browsers))
+    for name in common or [""]:
+        b, c = _ran_on(baseline_env, name), _ran_on(current_env, name)
+        for key in dict.fromkeys([*b, *c]):
+            if b.get(key) != c.get(key):
+                where = f"{name} ran on: " if name else ""
+                diffs.append(f"{where}{key} {b.get(key)!r} in baseline, {c.get(key)!r} in current")
+    for name in common:
         b = (b_browsers.get(name) or {}).get("version")
         c = (c_browsers.get(name) or {}).get("version")
         if b != c:
             diffs.append(f"{name} version: {b!r} in baseline, {c!r} in current")
-    return diffs
+    return list(dict.fromkeys(diffs))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,6 +211,12 @@ class _Side:
     @property
     def samples(self) -> list[float]:
         return [s for page in self.pages for s in page]
+
+    @property
+    def concurrency(self) -> int:
+        """Most runs in progress at once while this configuration ran (1 = alone)."""
+        values = [_number(r.get("concurrent_sessions")) for r in self.rows]
+        return int(max((v for v in values if v is not None), default=1))
 
     @property
     def outcomes(self) -> list[Outcome]:
@@ -401,6 +420,9 @@ def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: floa
     for name, side in (("baseline", base), ("current", cur)):
         if side.runs_without_samples and side.pages:
             notes.append(f"{side.runs_without_samples} {name} run(s) without samples")
+    if base.concurrency != cur.concurrency:
+        notes.append(f"concurrent sessions differ ({base.concurrency} in baseline, {cur.concurrency} "
+                     "in current): runs sharing a machine disturb each other's timings")
 
     effect = None
     interval = None

@@ -63,11 +63,14 @@ class BrowserUnavailable(Exception):
 @dataclass(frozen=True)
 class ResolvedBrowser:
     product: BrowserProduct
-    binary: Path
+    binary: Path | None
+    """The browser binary; None on a remote endpoint unless --browser-binary names one there."""
     driver: Path | None
     driver_kind: DriverKind
     driver_note: str = ""
     """A driver whose major differs from the browser's, or (Marionette) why no driver was found."""
+    remote_url: str = ""
+    """The W3C WebDriver endpoint (e.g. a Selenium Grid) that creates this browser; '' = local."""
 
 
 class StepFailed(Exception):
@@ -216,6 +219,62 @@ DRIVER_CHAIN: tuple[tuple[str, Step], ...] = (
     ("Selenium Manager", selenium_manager),
     ("webdriver-manager", webdriver_manager),
 )
+
+
+REMOTE_STATUS_TIMEOUT_S = 10.0
+W3C_BROWSER_NAMES = {BrowserName.CHROME: "chrome", BrowserName.EDGE: "MicrosoftEdge",
+                     BrowserName.FIREFOX: "firefox", BrowserName.SAFARI: "safari"}
+"""The W3C browserName each product asks a remote endpoint for."""
+
+
+def check_remote_url(url: str) -> str:
+    """The endpoint URL without a trailing slash; ValueError (a usage error) when it is not one."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"--remote {url!r}: not an http(s) URL of a WebDriver endpoint")
+    return url.rstrip("/")
+
+
+def remote_browsers(url: str) -> set[str] | None:
+    """browserNames the endpoint's nodes offer (Selenium Grid's /status), None for an endpoint
+    that does not list nodes (a plain WebDriver server); BrowserUnavailable when it does not
+    answer or is not ready."""
+    try:
+        with urllib.request.urlopen(f"{url}/status", timeout=REMOTE_STATUS_TIMEOUT_S) as response:
+            status = json.loads(response.read().decode())
+    except (OSError, ValueError) as exc:
+        raise BrowserUnavailable(f"the WebDriver endpoint {url} does not answer: {first_line(exc)}") \
+            from None
+    value = status.get("value") if isinstance(status, dict) else None
+    if not isinstance(value, dict):
+        raise BrowserUnavailable(f"the WebDriver endpoint {url} gave no W3C status")
+    if not value.get("ready", False):
+        raise BrowserUnavailable(f"the WebDriver endpoint {url} is not ready: "
+                                 f"{' '.join(str(value.get('message') or '').split())}")
+    nodes = value.get("nodes")
+    if not isinstance(nodes, list):
+        return None
+    offered = set()
+    for node in nodes:
+        for slot in (node.get("slots") or []) if isinstance(node, dict) else []:
+            stereotype = slot.get("stereotype") if isinstance(slot, dict) else None
+            if isinstance(stereotype, dict) and stereotype.get("browserName"):
+                offered.add(str(stereotype["browserName"]))
+    return offered
+
+
+def resolve_remote(name: BrowserName, url: str, binary: str | None = None) -> ResolvedBrowser:
+    """A browser created by a remote WebDriver endpoint (e.g. a Selenium Grid): nothing is
+    looked up on this machine, the node has the browser and its driver; ``binary`` is a path
+    on the node. A grid none of whose nodes offers the browser makes it unavailable."""
+    url = check_remote_url(url)
+    offered = remote_browsers(url)
+    wanted = W3C_BROWSER_NAMES[name]
+    if offered is not None and wanted not in offered:
+        raise BrowserUnavailable(f"{name}: the grid at {url} has no node offering {wanted} "
+                                 f"(its nodes offer: {', '.join(sorted(offered)) or 'nothing'})")
+    return ResolvedBrowser(PRODUCTS[name], Path(binary) if binary else None, None, DriverKind.REMOTE,
+                           remote_url=url)
 
 
 def resolve(

@@ -38,6 +38,7 @@ class DriverKind(enum.StrEnum):
     GECKODRIVER = "geckodriver"
     MARIONETTE = "marionette"  # Mozilla's marionette-driver: Firefox without geckodriver
     SAFARIDRIVER = "safaridriver"
+    REMOTE = "remote"  # a Selenium Grid / any W3C WebDriver endpoint (--remote URL)
 
 
 @dataclass(frozen=True)

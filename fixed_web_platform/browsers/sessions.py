@@ -72,6 +72,11 @@ class BrowserSession(ABC):
     launch_args: tuple[str, ...] = field(default=())
     scratch_dir: Path | None = None
     """Profile or log folder made for this session; removed on close."""
+    no_process: str = ""
+    """Why there is no local browser process to watch and measure ('' when ``pid`` is set)."""
+    ran_on: dict[str, str] = field(default_factory=lambda: {"where": "local"})
+    """What ran the browser: 'local', or the remote endpoint and the node's platform as the
+    session's capabilities say (compare matches machines on this)."""
 
     @abstractmethod
     def open(self, url: str) -> None:
@@ -295,6 +300,68 @@ def _launch_safari(resolved: ResolvedBrowser) -> BrowserSession:
         resolved=resolved,
         version=str(driver.capabilities.get("browserVersion", "")),
         pid=None,
+        no_process="safaridriver gives no browser process id",
+        driver=driver,
+    )
+
+
+def remote_options(resolved: ResolvedBrowser) -> tuple[object, tuple[str, ...]]:
+    """The same options and capabilities a local launch of this product uses, for a remote
+    endpoint: no local profile folder, and a binary only when one was named (a path on the node)."""
+    from selenium import webdriver
+
+    product = resolved.product
+    kind = product.driver_kind
+    if kind in (DriverKind.CHROMEDRIVER, DriverKind.MSEDGEDRIVER):
+        options = webdriver.EdgeOptions() if kind is DriverKind.MSEDGEDRIVER else webdriver.ChromeOptions()
+        args = product.args
+    elif kind is DriverKind.GECKODRIVER:  # Selenium's Firefox options: geckodriver on the node
+        options = webdriver.FirefoxOptions()
+        args = ("-headless",)
+        for key, value in product.prefs:
+            options.set_preference(key, value)
+    else:
+        options, args = webdriver.SafariOptions(), ()
+    for arg in args:
+        options.add_argument(arg)
+    if resolved.binary is not None:
+        options.binary_location = str(resolved.binary)
+    return options, tuple(args)
+
+
+def _node_of(capabilities: dict[str, object]) -> str:
+    """The grid node's host, from the CDP/BiDi address Selenium Grid 4 hands out ('' if none)."""
+    from urllib.parse import urlsplit
+
+    for key in ("se:cdp", "webSocketUrl", "se:bidi"):
+        value = capabilities.get(key)
+        if isinstance(value, str) and "://" in value:
+            return urlsplit(value).netloc
+    return ""
+
+
+def _launch_remote(resolved: ResolvedBrowser) -> BrowserSession:
+    """A browser created by a Selenium Grid (or any W3C WebDriver endpoint). There is no local
+    process: liveness comes from the driver (the page ping), process memory is unavailable."""
+    from selenium import webdriver
+
+    options, args = remote_options(resolved)
+    driver = webdriver.Remote(command_executor=resolved.remote_url, options=options)
+    try:
+        driver.set_page_load_timeout(PAGE_LOAD_TIMEOUT_S)
+        caps = dict(driver.capabilities)
+    except Exception:
+        _call_with_timeout(driver.quit, 15)
+        raise
+    ran_on = {"where": resolved.remote_url, "platform": str(caps.get("platformName", "")),
+              "node": _node_of(caps)}
+    return SeleniumSession(
+        resolved=resolved,
+        version=str(caps.get("browserVersion", "")),
+        pid=None,
+        launch_args=args,
+        no_process=f"the browser runs on a remote node ({resolved.remote_url}): no local process",
+        ran_on=ran_on,
         driver=driver,
     )
 
@@ -305,6 +372,7 @@ LAUNCHERS = {
     DriverKind.GECKODRIVER: _launch_selenium_firefox,
     DriverKind.MARIONETTE: _launch_marionette,
     DriverKind.SAFARIDRIVER: _launch_safari,
+    DriverKind.REMOTE: _launch_remote,
 }
 
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .. import sweep
 from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
+from ..harness.server import LOOPBACK
 from ..plan import MODEL_TIMING, RunSpec, TimingConfig, build_plan, load_plan
 from ..progress import for_terminal
 from ..report.markdown import markdown_lines
@@ -136,6 +139,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="browser binary to use instead of discovery")
     p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH",
                    help="WebDriver binary to use instead of discovery")
+    p.add_argument("--remote", default=None, metavar="URL",
+                   help="create every browser on this Selenium Grid / W3C WebDriver endpoint "
+                        "(e.g. http://127.0.0.1:4444) with the same options as local ones; "
+                        "see scripts/grid.sh")
+    p.add_argument("--serve-host", default=LOOPBACK, metavar="ADDR",
+                   help="address the page server listens on (default 127.0.0.1); a grid's nodes "
+                        "on other machines need one they can reach, e.g. 0.0.0.0")
+    p.add_argument("--parallel", type=positive_arg, default=1, metavar="N",
+                   help="browser sessions running runs at once (default 1); for a grid with "
+                        "several nodes, not one machine: runs sharing a machine disturb each "
+                        "other's timings")
     p.add_argument("--output-dir", type=Path, default=None,
                    help="write results here exactly (default results/<UTC time>_<label>/)")
     p.add_argument("--label", default="sweep")
@@ -149,8 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def overrides(values: Sequence[str], browsers: Sequence[BrowserName], flag: str) -> dict[BrowserName, str]:
-    """``--browser-binary``/``--driver`` values: NAME=PATH, or PATH with one browser."""
+def overrides(values: Sequence[str], browsers: Sequence[BrowserName], flag: str, *,
+              must_exist: bool = True) -> dict[BrowserName, str]:
+    """``--browser-binary``/``--driver`` values: NAME=PATH, or PATH with one browser (a path on
+    a grid's node with --remote, so not checked here)."""
     result: dict[BrowserName, str] = {}
     for value in values:
         name, sep, path = value.partition("=")
@@ -161,7 +177,7 @@ def overrides(values: Sequence[str], browsers: Sequence[BrowserName], flag: str)
         else:
             raise UsageError(f"{flag} {value!r}: with several browsers write NAME=PATH")
     for name, path in result.items():
-        if not Path(path).is_file():
+        if must_exist and not Path(path).is_file():
             raise UsageError(f"{flag} for {name}: no such file {path}")
     return result
 
@@ -183,8 +199,11 @@ def run_command(argv: Sequence[str]) -> int:
         else:
             plan, timing = plan_from_args(args)
         browsers = list(dict.fromkeys(r.browser for r in plan))
-        binaries = overrides(args.browser_binary, browsers, "--browser-binary")
+        binaries = overrides(args.browser_binary, browsers, "--browser-binary",
+                             must_exist=args.remote is None)
         drivers = overrides(args.driver, browsers, "--driver")
+        options = SweepOptions(timing=timing, binaries=binaries, drivers=drivers,
+                               remote=args.remote, serve_host=args.serve_host, parallel=args.parallel)
         if args.resume is not None:
             plan, remaining, timing, writer = sweep.resume(args.resume, retry_failed=args.retry_failed)
             print(f"resuming {args.resume}: {len(plan) - len(remaining)} of {len(plan)} runs already "
@@ -195,8 +214,12 @@ def run_command(argv: Sequence[str]) -> int:
             print(f"{len(plan)} runs planned; results in {writer.directory}", flush=True)
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from None
-    options = SweepOptions(timing=timing, binaries=binaries, drivers=drivers,
-                           progress=for_terminal(len(remaining)))
+    if options.remote and urlsplit(options.remote).hostname not in ("127.0.0.1", "localhost", "::1") \
+            and options.serve_host == LOOPBACK:
+        print(f"warning: pages are served on 127.0.0.1: only a grid node on this machine reaches "
+              f"them; give --serve-host an address the nodes of {options.remote} can reach",
+              file=sys.stderr, flush=True)
+    options = dataclasses.replace(options, timing=timing, progress=for_terminal(len(remaining)))
     try:
         rows = asyncio.run(sweep.execute(remaining, writer, options))
     except OSError as exc:  # the results folder stopped taking writes (full disk, read-only)

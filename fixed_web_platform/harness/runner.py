@@ -10,13 +10,21 @@ are written to disk as each run ends.
 from __future__ import annotations
 
 import asyncio
-import itertools
+import collections
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..browsers import BrowserSession, BrowserUnavailable, ResolvedBrowser, launch, resolve
+from ..browsers import (
+    BrowserSession,
+    BrowserUnavailable,
+    ResolvedBrowser,
+    launch,
+    resolve,
+    resolve_remote,
+)
+from ..browsers.discovery import check_remote_url
 from ..analysis.measurement import measured_row
 from ..engines import ENGINES, engine_for
 from ..engines.base import Engine, EngineJob, Executed, Refusal
@@ -31,7 +39,7 @@ from ..results.writer import ResultsWriteError, ResultWriter
 from ..vocabulary import BrowserName, Outcome, Platform
 from .page import leave_page, visit_page
 from .protocol import PageDataError, PageReply, parse_output, parse_page_reply, probe_spec
-from .server import Job, JobServer
+from .server import LOOPBACK, Job, JobServer, check_serve_host
 
 RunHook = Callable[[RunSpec, BrowserSession, Job], Awaitable[None]]
 PROBE_TIMEOUT_S = 60.0
@@ -45,6 +53,39 @@ class SweepOptions:
     on_run_start: RunHook | None = None
     """Called (as a task) when a run's page is opened; tests use it to kill a browser mid-run."""
     progress: Progress | None = None
+    remote: str | None = None
+    """A Selenium Grid / W3C WebDriver endpoint that creates every browser (--remote URL)."""
+    serve_host: str = LOOPBACK
+    """Where the page server listens (--serve-host); beyond loopback only when asked."""
+    parallel: int = 1
+    """Browser sessions running runs at once (--parallel N), each its own grid slot."""
+
+    def __post_init__(self) -> None:
+        """Every check of --remote, --serve-host and --parallel, for the CLI and the API alike
+        (ValueError: a usage error, before any folder is made or browser started)."""
+        if isinstance(self.parallel, bool) or not isinstance(self.parallel, int) or self.parallel < 1:
+            raise ValueError(f"--parallel must be a whole number of at least 1, got {self.parallel!r}")
+        if self.remote is not None:
+            object.__setattr__(self, "remote", check_remote_url(self.remote))
+            if self.drivers:
+                raise ValueError("--driver goes without --remote (the grid's nodes have the drivers)")
+        check_serve_host(self.serve_host)
+
+
+class Overlap:
+    """How many runs were in progress at once: each run's row records the most it saw."""
+
+    def __init__(self) -> None:
+        self._peaks: dict[int, int] = {}
+
+    def begin(self, run_id: int) -> None:
+        self._peaks[run_id] = 0
+        now = len(self._peaks)
+        for key in self._peaks:
+            self._peaks[key] = max(self._peaks[key], now)
+
+    def end(self, run_id: int) -> int:
+        return self._peaks.pop(run_id, 1)
 
 
 def _no_row(run: RunSpec, outcome: Outcome, reason: str, **kw: Any) -> tuple[ResultRow, dict[str, Any]]:
@@ -57,11 +98,12 @@ class BrowserRunner:
     Also what engines may ask of the browser before they build a job (``BrowserFacts``)."""
 
     def __init__(self, server: JobServer, resolved: ResolvedBrowser, writer: ResultWriter,
-                 options: SweepOptions) -> None:
+                 options: SweepOptions, overlap: Overlap | None = None) -> None:
         self.server = server
         self.resolved = resolved
         self.writer = writer
         self.options = options
+        self.overlap = overlap or Overlap()
         self.session: BrowserSession | None = None
         self._webnn: dict[str, dict[str, Any]] = {}  # per device type, for the current session
         self._session_runs = 0  # runs measured in the current session
@@ -75,11 +117,13 @@ class BrowserRunner:
             self.resolved.product.name,
             {
                 "version": session.version,
-                "binary": str(self.resolved.binary),
+                "binary": str(self.resolved.binary) if self.resolved.binary else "",
                 "driver": str(self.resolved.driver) if self.resolved.driver else "",
                 "driver_kind": self.resolved.driver_kind.value,
+                "driver_note": self.resolved.driver_note,
                 "launch_args": list(session.launch_args),
                 "prefs": dict(self.resolved.product.prefs),
+                "ran_on": dict(session.ran_on),
             },
         )
         self.session = session
@@ -148,7 +192,8 @@ class BrowserRunner:
         except ResultsWriteError:
             raise
         except Exception as exc:  # noqa: BLE001 - any launch error is this run's failure
-            return _no_row(run, Outcome.FAILED, f"browser failed to start: {first_line(exc)}")
+            where = f" on {self.resolved.remote_url}" if self.resolved.remote_url else ""
+            return _no_row(run, Outcome.FAILED, f"browser failed to start{where}: {first_line(exc)}")
         timing = self.options.timing
         job = await engine.build(run, timing, self)
         if isinstance(job, Refusal):
@@ -222,6 +267,9 @@ class BrowserRunner:
             scale_dtype=job.scale_dtype,
             zero_point_dtype=job.zero_point_dtype,
             session_run=self._session_runs,
+            ran_on=ran_on_text(session),
+            proc_memory_source=(f"unavailable: {session.no_process}" if session.pid is None
+                                else "psutil: the browser's process tree"),
         )
         self._session_runs += 1
         if outcome is not Outcome.OK or not pages:
@@ -240,6 +288,16 @@ class BrowserRunner:
                 out = parse_output(outputs[0], *job.prepared.output_shape)
                 row = replace(row, outputs_file=self.writer.save_outputs(run.run_id, job.prepared.output_arrays(out)))
         return row, {**samples, **job.details, **rest}
+
+
+def ran_on_text(session: BrowserSession) -> str:
+    """'local', or 'NODE (PLATFORM) via URL' for a browser a remote endpoint created."""
+    where = session.ran_on.get("where", "local")
+    if where == "local":
+        return "local"
+    node = session.ran_on.get("node") or "node"
+    platform = session.ran_on.get("platform")
+    return f"{node}{f' ({platform})' if platform else ''} via {where}"
 
 
 def layer_rows(run: RunSpec, job: EngineJob, executed: Executed | None) -> list[LayerRow]:
@@ -266,35 +324,58 @@ def asset_mounts() -> dict[str, Any]:
     return mounts
 
 
+def _resolve(browser: BrowserName, options: SweepOptions) -> ResolvedBrowser | BrowserUnavailable:
+    try:
+        if options.remote:
+            return resolve_remote(browser, options.remote, options.binaries.get(browser))
+        return resolve(browser, options.binaries.get(browser), options.drivers.get(browser))
+    except BrowserUnavailable as exc:
+        return exc
+
+
 async def run_sweep(
     plan: Sequence[RunSpec], writer: ResultWriter, options: SweepOptions = SweepOptions()
 ) -> list[ResultRow]:
+    """Runs the plan in order on ``options.parallel`` concurrent browser sessions (one by default).
+    Each session takes the next run from the queue, keeps its browser for the runs of that
+    browser that follow, and writes every row as its run ends."""
     rows: list[ResultRow] = []
     total = len(plan)
-    async with JobServer(asset_mounts()) as server:
-        for browser, group in itertools.groupby(plan, key=lambda r: r.browser):
-            runs = list(group)
-            try:
-                resolved = resolve(browser, options.binaries.get(browser), options.drivers.get(browser))
-            except BrowserUnavailable as exc:
-                for run in runs:
-                    if options.progress:
-                        options.progress.started(run, len(rows) + 1, total)
-                    row, samples = _no_row(run, Outcome.UNAVAILABLE, str(exc))
+    queue = collections.deque(plan)
+    overlap = Overlap()
+    browsers = list(dict.fromkeys(r.browser for r in plan))
+    resolved = dict(zip(browsers, await asyncio.gather(
+        *(asyncio.to_thread(_resolve, b, options) for b in browsers)), strict=True))
+
+    async def session_worker(server: JobServer) -> None:
+        runner: BrowserRunner | None = None
+        try:
+            while queue:
+                run = queue.popleft()
+                if options.progress:
+                    options.progress.started(run, len(rows) + 1, total)
+                found = resolved[run.browser]
+                if isinstance(found, BrowserUnavailable):
+                    row, samples = _no_row(run, Outcome.UNAVAILABLE, str(found))
                     writer.add(row, samples)
-                    rows.append(row)
-                    if options.progress:
-                        options.progress.finished(run, row, len(rows), total)
-                continue
-            runner = BrowserRunner(server, resolved, writer, options)
-            try:
-                for run in runs:
-                    if options.progress:
-                        options.progress.started(run, len(rows) + 1, total)
+                else:
+                    if runner is not None and runner.resolved is not found:
+                        await runner.close()  # one browser at a time per session slot
+                        runner = None
+                    runner = runner or BrowserRunner(server, found, writer, options, overlap)
                     row = await runner.run(run)
-                    rows.append(row)
-                    if options.progress:
-                        options.progress.finished(run, row, len(rows), total)
-            finally:
+                rows.append(row)
+                if options.progress:
+                    options.progress.finished(run, row, len(rows), total)
+        finally:
+            if runner is not None:
                 await runner.close()
+
+    async with JobServer(asset_mounts(), host=options.serve_host) as server:
+        try:
+            async with asyncio.TaskGroup() as sessions:
+                for _ in range(min(options.parallel, max(1, total))):
+                    sessions.create_task(session_worker(server))
+        except BaseExceptionGroup as group:  # the first session's error, as a single session raises it
+            raise group.exceptions[0] from None
     return rows

@@ -1,7 +1,8 @@
 """Local job server: serves web/ and engine assets, and hands each job its spec and tensors.
 
-Listens on 127.0.0.1 only, on a random free port. Every job has an unguessable token that the
-page must send back; posts without it are rejected. The driver awaits a job's result here.
+Listens on 127.0.0.1, on a random free port, unless asked for another address (--serve-host, so
+a Selenium Grid's nodes can reach it). Every job has an unguessable token (128 random bits) that
+the page must send back; requests without it are rejected. The driver awaits a job's result here.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import socket
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,10 +60,41 @@ async def _isolation_headers(request: web.Request, handler: Any) -> web.StreamRe
     return response
 
 
+LOOPBACK = "127.0.0.1"
+ANY_ADDRESS = ("0.0.0.0", "::")
+
+
+def url_host(bind: str) -> str:
+    """The host a browser elsewhere uses to reach a server bound to ``bind``: the address itself,
+    or for 0.0.0.0 / :: this machine's own address (its name's, else loopback)."""
+    if bind not in ANY_ADDRESS:
+        return f"[{bind}]" if ":" in bind else bind
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return LOOPBACK
+
+
+def check_serve_host(host: str) -> str:
+    """An address this machine can listen on; ValueError (a usage error) otherwise."""
+    try:
+        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(f"--serve-host {host!r}: not an address of this machine ({exc})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        try:
+            probe.bind((address[0], 0))
+        except OSError as exc:
+            raise ValueError(f"--serve-host {host!r}: cannot listen there ({exc.strerror or exc})") \
+                from None
+    return host
+
+
 class JobServer:
-    def __init__(self, mounts: dict[str, Path] | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(self, mounts: dict[str, Path] | None = None, host: str = LOOPBACK) -> None:
         """``mounts``: URL prefix -> folder of engine assets (folders not installed are skipped,
-        and the engine's page then reports the missing asset)."""
+        and the engine's page then reports the missing asset). ``host``: where to listen."""
         self._mounts = dict(mounts or {})
         self.host = host
         self._jobs: dict[str, Job] = {}
@@ -69,7 +103,11 @@ class JobServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"http://{url_host(self.host)}:{self.port}"
+
+    @property
+    def beyond_loopback(self) -> bool:
+        return self.host not in (LOOPBACK, "localhost", "::1")
 
     async def start(self) -> None:
         app = web.Application(middlewares=[_isolation_headers], client_max_size=MAX_POST_BYTES)
@@ -87,6 +125,11 @@ class JobServer:
         await site.start()
         sockets = site._server.sockets  # type: ignore[union-attr]
         self.port = sockets[0].getsockname()[1]
+        if self.beyond_loopback:
+            print(f"WARNING: the page server listens on {self.host}:{self.port}, beyond loopback "
+                  f"(--serve-host); pages are served to any machine that can reach it at "
+                  f"{self.base_url}, and only requests with a job's secret token are answered",
+                  file=sys.stderr, flush=True)
 
     async def stop(self) -> None:
         if self._runner is not None:

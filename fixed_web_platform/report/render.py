@@ -544,9 +544,13 @@ def environment_table(sweeps: Sweeps) -> pd.DataFrame:
             elif isinstance(probe.get("webnn"), dict):
                 rec["WebNN"] = "present" if probe["webnn"].get("present") else "absent"
             rec["binary"] = str(info.get("binary", ""))
+            ran_on = info.get("ran_on") if isinstance(info.get("ran_on"), dict) else {}
+            where = str(ran_on.get("where") or "local")
+            rec["ran on"] = "this machine" if where == "local" else (
+                f"{ran_on.get('node') or 'a node'} ({ran_on.get('platform') or '?'}) via {where}")
             records.append(rec)
-    columns = ["sweep", "browser", "version", "WebGPU adapter", "shader-f16", "timestamp-query",
-               "WebNN", "binary"]
+    columns = ["sweep", "browser", "version", "ran on", "WebGPU adapter", "shader-f16",
+               "timestamp-query", "WebNN", "binary"]
     return pd.DataFrame.from_records([{c: r.get(c, "") for c in columns} for r in records],
                                      columns=columns)
 

@@ -57,7 +57,7 @@ MODEL_FLOAT_COLUMNS = ("sequences_per_s", "tokens_per_s", "cosine_min", "cosine_
 MODEL_TEXT_COLUMNS = ("model", "weights", "inputs", "precision_plan", "outputs_file")
 """Whole-model columns: folders written before them still load (filled blank / NaN)."""
 INTEGER_COLUMNS = ("run_id", "m", "k", "n", "bits_requested", "bits_executed", "block_size",
-                   "repetition", "n_samples", *MODEL_INTEGER_COLUMNS)
+                   "repetition", "n_samples", "concurrent_sessions", *MODEL_INTEGER_COLUMNS)
 FLOAT_COLUMNS = ("latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv",
                  "wall_ms_median", "gpu_ms_median", "gflops", "weight_bytes", "weight_bytes_f32",
                  "compression", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
@@ -133,7 +133,7 @@ def load(directory: str | Path) -> ResultSet:
     for column in (*MODEL_INTEGER_COLUMNS, *MODEL_FLOAT_COLUMNS):  # folders before whole models
         if column not in rows:
             rows[column] = float("nan")
-    for column in (*MODEL_TEXT_COLUMNS, "kernel_variant"):  # folders before these columns
+    for column in (*MODEL_TEXT_COLUMNS, "kernel_variant", "ran_on", "proc_memory_source"):
         if column not in rows:
             rows[column] = ""
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]

@@ -115,6 +115,14 @@ class ResultRow:
     kernel_variant: str = ""
     """The harness's WGSL kernels: the kernel and its tile, rows x columns per invocation
     (e.g. 'quant-w4 tile 16x1'); blank for other engines."""
+    concurrent_sessions: int | None = None
+    """Runs in progress at once while this one ran (--parallel N): 1 = it ran alone. Runs
+    sharing one machine disturb each other's timings."""
+    ran_on: str = ""
+    """What ran the browser: 'local', or 'NODE (PLATFORM) via URL' through --remote."""
+    proc_memory_source: str = ""
+    """How the proc_* memory figures were measured, or 'unavailable: why' (e.g. a browser on a
+    remote node has no local process)."""
 
     @classmethod
     def columns(cls) -> list[str]:
