@@ -13,7 +13,8 @@ SCHEMA_VERSION = 6
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
 v5: kernel_variant (which kernel and tile the WGSL engine ran).
-v6: concurrent_sessions, ran_on, proc_memory_source (--parallel, --remote); environment.json's
+v6: concurrent_sessions, ran_on, proc_memory_source (--parallel, --remote), precision_rules
+    (which rule set planned a whole model's bits, e.g. a sensitivity probe); environment.json's
     browsers record ran_on (what ran the browser) and driver_note."""
 
 PROTOCOL_VERSION = 1

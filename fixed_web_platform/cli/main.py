@@ -1,4 +1,5 @@
-"""Command line entry: one module per subcommand (run, capabilities, report, compare).
+"""Command line entry: one module per subcommand (run, capabilities, report, compare,
+sensitivity).
 Bad input anywhere is one line on stderr and exit status 2."""
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ def _dispatch(argv: list[str]) -> int:
         from .report import report_command
 
         return report_command(argv[1:])
+    if argv[:1] == ["sensitivity"]:
+        from .sensitivity import sensitivity_command
+
+        return sensitivity_command(argv[1:])
     if argv[:1] == ["compare"]:
         from .compare import compare_command
 

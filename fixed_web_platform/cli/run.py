@@ -190,14 +190,23 @@ def platforms_from(words: Sequence[str]) -> list[Platform]:
 
 
 def run_command(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(argv)
+    code, _ = execute_sweep(build_parser().parse_args(argv), plan_from_args)
+    return code
+
+
+Planner = Callable[[argparse.Namespace], tuple[list[RunSpec], TimingConfig]]
+
+
+def execute_sweep(args: argparse.Namespace, planner: Planner) -> tuple[int, Path]:
+    """Plan (``planner``, or the folder's plan.json with --resume), run, print the rows: the exit
+    status and the results folder. Shared by the subcommands that run sweeps."""
     if args.retry_failed and args.resume is None:
         raise UsageError("--retry-failed goes with --resume DIR")
     try:
         if args.resume is not None:
             plan, timing = load_plan(args.resume)
         else:
-            plan, timing = plan_from_args(args)
+            plan, timing = planner(args)
         browsers = list(dict.fromkeys(r.browser for r in plan))
         binaries = overrides(args.browser_binary, browsers, "--browser-binary",
                              must_exist=args.remote is None)
@@ -226,12 +235,12 @@ def run_command(argv: Sequence[str]) -> int:
         where = exc.filename or writer.directory
         print(f"error: cannot write results to {where}: {exc.strerror or exc}; free space or choose "
               f"another --output-dir, then --resume {writer.directory}", file=sys.stderr)
-        return 1
+        return 1, writer.directory
     finally:
         options.progress.close()
     print(format_table(rows))
     print(f"results: {writer.csv_path}")
-    return 1 if any(Outcome(r.outcome).is_failure for r in rows) else 0
+    return (1 if any(Outcome(r.outcome).is_failure for r in rows) else 0), writer.directory
 
 
 def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:

@@ -319,7 +319,7 @@ def summary_table(rows: pd.DataFrame,
                "compression", "gpu_buffer_bytes", *memory, *(f"{c}_spread" for c in memory),
                "memory_warmup_only", "adapter", "page_loads", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
                "fallback", *(["unstable", "instability"] if has_unstable else []),
-               "model", "weights", "batch_size", "seq_len", "inputs", "precision_plan",
+               "model", "weights", "batch_size", "seq_len", "inputs", "precision_plan", "precision_rules",
                "sequences_per_s", "tokens_per_s", "cosine_min", "cosine_mean", "spearman",
                "top1_agreement", "kernel_tolerance", "outputs_file"]
     derived = ("speedup_vs_16bit", "speedup_vs_f32", "latency_vs_harness")

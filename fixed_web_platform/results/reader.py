@@ -13,7 +13,7 @@ import pandas as pd
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, TimingSource
 from .rows import LayerRow
 
-MODEL_KEY = ("model", "weights", "batch_size", "seq_len", "precision_plan", "inputs")
+MODEL_KEY = ("model", "weights", "batch_size", "seq_len", "precision_plan", "precision_rules", "inputs")
 """What tells whole-model configurations apart (blank / NaN on matmul rows, whose m, k, n do)."""
 CONFIG_KEY = (
     "browser", "engine", "platform", "precision_mode", "device_type", "workload", "m", "k", "n",
@@ -54,7 +54,7 @@ REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "m", "k", "n", 
 MODEL_INTEGER_COLUMNS = ("batch_size", "seq_len")
 MODEL_FLOAT_COLUMNS = ("sequences_per_s", "tokens_per_s", "cosine_min", "cosine_mean", "spearman",
                        "top1_agreement")
-MODEL_TEXT_COLUMNS = ("model", "weights", "inputs", "precision_plan", "outputs_file")
+MODEL_TEXT_COLUMNS = ("model", "weights", "inputs", "precision_plan", "precision_rules", "outputs_file")
 """Whole-model columns: folders written before them still load (filled blank / NaN)."""
 INTEGER_COLUMNS = ("run_id", "m", "k", "n", "bits_requested", "bits_executed", "block_size",
                    "repetition", "n_samples", "concurrent_sessions", *MODEL_INTEGER_COLUMNS)

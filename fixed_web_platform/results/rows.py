@@ -100,6 +100,9 @@ class ResultRow:
     """'builtin' (the project's evaluation set) or the --inputs file."""
     precision_plan: str = ""
     """Bits per linear layer as planned: 'uniform:4' or 'mixed:8x24,4x12' (bits x layers)."""
+    precision_rules: str = ""
+    """The rule set that gave the layers their bits: '' (uniform --bits), 'mixed-precision', a
+    rules file, or a sensitivity probe ('sensitivity: all query projections at 4-bit')."""
     sequences_per_s: float | None = None
     tokens_per_s: float | None = None
     """Real (unpadded) tokens of the timed batch per second."""

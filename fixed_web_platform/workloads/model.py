@@ -110,7 +110,7 @@ class ModelWorkload:
         plan = layer_rules.assign(self.config().linear_layers(), self.rules, bits, block_size)
         return {"m": 0, "k": 0, "n": 0, "model": self.name, "weights": self.weights,
                 "batch_size": self.batch_size, "seq_len": self.seq_len, "inputs": self.inputs_name,
-                "precision_plan": layer_rules.summary(plan)}
+                "precision_plan": layer_rules.summary(plan), "precision_rules": self.rules_name}
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "model": self.model, "batch_size": self.batch_size,

@@ -1,0 +1,165 @@
+"""Layer sensitivity: which linear layers can take fewer bits.
+
+A probe quantizes one linear layer (or one group of them) to the low bits while every other layer
+stays at the baseline precision. Its accuracy against PyTorch fp32 is measured in the browser (a
+whole-model run whose precision rules are the probe) and predicted in Python (the float64 numpy
+forward with the very weights the run holds, which is also that run's kernel reference), so a
+user sees where the prediction and the browser agree.
+
+Groupings (data, ``GROUPINGS``): ``layer`` (each linear layer alone), ``kind`` (all query
+projections, all keys, ... across the encoder), ``block`` (each encoder layer's attention and its
+feed-forward).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import accuracy
+from .config import ATTENTION_LINEARS, FFN_LINEARS, EncoderConfig
+from .rules import PrecisionRule
+
+KIND_LABELS = {
+    "attention.self.query": "query projections",
+    "attention.self.key": "key projections",
+    "attention.self.value": "value projections",
+    "attention.output.dense": "attention outputs",
+    "intermediate.dense": "FFN up (intermediate)",
+    "output.dense": "FFN down (output)",
+}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One layer or group quantized alone."""
+
+    name: str
+    """What a user reads: 'encoder.layer.3.intermediate.dense', 'all query projections',
+    'layer 3 FFN'."""
+    pattern: str
+    """The precision-rules pattern that selects exactly its layers."""
+    layers: tuple[str, ...]
+
+
+def _regex(*names: str) -> str:
+    return "re:" + "|".join(re.escape(n) for n in names)
+
+
+def probes(cfg: EncoderConfig, grouping: str) -> list[Probe]:
+    """The probes of a model, in forward order."""
+    layers = cfg.linear_layers()
+    if grouping == "layer":
+        return [Probe(layer.name, _regex(layer.name), (layer.name,)) for layer in layers]
+    if grouping == "kind":
+        out = []
+        for suffix in (*ATTENTION_LINEARS, *FFN_LINEARS):
+            names = tuple(f"encoder.layer.{i}.{suffix}" for i in range(cfg.layers))
+            out.append(Probe(f"all {KIND_LABELS[suffix]}", _regex(*names), names))
+        return out
+    if grouping == "block":
+        out = []
+        for i in range(cfg.layers):
+            for label, suffixes in (("attention", ATTENTION_LINEARS), ("FFN", FFN_LINEARS)):
+                names = tuple(f"encoder.layer.{i}.{s}" for s in suffixes)
+                out.append(Probe(f"layer {i} {label}", _regex(*names), names))
+        return out
+    raise ValueError(f"--group {grouping!r} is not one of {', '.join(GROUPINGS)}")
+
+
+GROUPINGS = ("layer", "kind", "block")
+
+
+def probe_rules(probe: Probe, bits: int, block_size: int) -> tuple[PrecisionRule, ...]:
+    return (PrecisionRule(probe.pattern, bits, block_size),)
+
+
+def probe_label(probe: Probe | None, bits: int | None) -> str:
+    """The rules name a probe's workload carries (and its rows' precision_rules column)."""
+    return "sensitivity: baseline" if probe is None else f"sensitivity: {probe.name} at {bits}-bit"
+
+
+def probe_workload(base: Any, probe: Probe | None, bits: int | None, block_size: int) -> Any:
+    """The base model workload with the probe's rules (None: the baseline, every layer at the
+    run's bits)."""
+    rules = () if probe is None else probe_rules(probe, int(bits or 0), block_size)
+    return dataclasses.replace(base, rules=rules, rules_name=probe_label(probe, bits))
+
+
+def predicted(workload: Any, bits: int, block_size: int, seed: int) -> accuracy.EmbeddingAccuracy:
+    """The numpy float64 forward with the weights this run would hold, against PyTorch fp32."""
+    from .prepared import prepare_model
+
+    prepared = prepare_model(workload, bits, block_size, seed)
+    return accuracy.compare(prepared.ref_dequantized, prepared.ref_float)
+
+
+METRICS = ("cosine_mean", "cosine_min", "spearman", "top1_agreement")
+
+
+def number(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+@dataclass(frozen=True)
+class SensitivityRow:
+    """One probe on one engine: its accuracy, the drop from the baseline run of that engine, and
+    the Python prediction of both."""
+
+    browser: str
+    engine: str
+    platform: str
+    probe: str
+    layers: int
+    bits: int
+    baseline_bits: int
+    run_id: int
+    outcome: str
+    weight_bytes: float | None
+    measured: dict[str, float | None]
+    predicted: dict[str, float | None]
+    baseline_measured: dict[str, float | None]
+    baseline_predicted: dict[str, float | None]
+
+    def drop(self, metric: str, which: str = "measured") -> float | None:
+        value = (self.measured if which == "measured" else self.predicted).get(metric)
+        base = (self.baseline_measured if which == "measured" else self.baseline_predicted).get(metric)
+        return None if value is None or base is None else base - value
+
+    def record(self) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "browser": self.browser, "engine": self.engine, "platform": self.platform,
+            "probe": self.probe, "layers": self.layers, "bits": self.bits,
+            "baseline_bits": self.baseline_bits, "run_id": self.run_id, "outcome": self.outcome,
+            "weight_bytes": self.weight_bytes,
+        }
+        for metric in METRICS:
+            rec[metric] = self.measured.get(metric)
+            rec[f"drop_{metric}"] = self.drop(metric)
+            rec[f"predicted_{metric}"] = self.predicted.get(metric)
+            rec[f"predicted_drop_{metric}"] = self.drop(metric, "predicted")
+        return rec
+
+
+def figures(acc: accuracy.EmbeddingAccuracy) -> dict[str, float | None]:
+    return {m: getattr(acc, m) for m in METRICS}
+
+
+def row_figures(row: dict[str, Any]) -> dict[str, float | None]:
+    return {m: number(row.get(m)) for m in METRICS}
+
+
+def rank(rows: Sequence[SensitivityRow], metric: str = "cosine_mean") -> list[SensitivityRow]:
+    """Most sensitive first (largest measured drop; a probe that did not run last)."""
+    def key(r: SensitivityRow) -> tuple[int, float]:
+        d = r.drop(metric)
+        return (1, 0.0) if d is None else (0, -d)
+    return sorted(rows, key=key)
