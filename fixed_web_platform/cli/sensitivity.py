@@ -69,8 +69,10 @@ def plan_probes(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
         raise ValueError("sensitivity probes a whole model: leave out --shape")
     base = model_workload(args)
     low = list(dict.fromkeys(args.bits))
-    if args.baseline_bits in low:
-        raise ValueError(f"--bits {args.baseline_bits} is the baseline precision: probe lower bits")
+    higher = [b for b in low if b >= args.baseline_bits]
+    if higher:
+        raise ValueError(f"--bits {higher[0]} is not below the baseline {args.baseline_bits}-bit: "
+                         "probe lower bits (or raise --baseline-bits)")
     workloads = [sensitivity.probe_workload(base, None, None, args.block_size)]
     for bits in low:
         for probe in sensitivity.probes(base.config(), args.group):
@@ -81,17 +83,21 @@ def plan_probes(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
         repetitions=args.repetitions, block_size=args.block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
         seed=args.seed, webnn_device=args.webnn_device)
+    return plan, sensitivity_timing(args)
+
+
+def sensitivity_timing(args: argparse.Namespace) -> TimingConfig:
+    """SENSITIVITY_TIMING, with any timing flag the user gave."""
     d = SENSITIVITY_TIMING
 
     def given(value: Any, default: Any) -> Any:
         return default if value is None else value
 
-    timing = TimingConfig(
+    return TimingConfig(
         warmup=given(args.warmup, d.warmup), min_iterations=given(args.min_iterations, d.min_iterations),
         min_time_s=given(args.min_time, d.min_time_s),
         max_iterations=args.max_iterations or d.max_iterations, repeat=args.repeat,
         timeout_s=given(args.timeout, d.timeout_s))
-    return plan, timing
 
 
 def _probe_of(run: RunSpec, by_label: dict[str, tuple[sensitivity.Probe, int]]) -> tuple[str, int, int]:
@@ -239,7 +245,7 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
     low = sorted(set(args.bits), reverse=True)
 
     def verify_plan(a: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
-        _, timing = plan_probes(a)
+        timing = sensitivity_timing(a)
         common = {"engines": list(dict.fromkeys(a.engine)), "block_size": a.block_size, "seed": a.seed,
                       "webnn_device": a.webnn_device, "precision_mode": (
                           PrecisionMode.EXPERIMENTAL if a.experimental_precision else PrecisionMode.STANDARD)}

@@ -28,6 +28,7 @@ from ..results.reader import (MODEL_FLOAT_COLUMNS, MODEL_INTEGER_COLUMNS, MODEL_
 from ..results.rows import LayerRow
 from .glance import glance_html, glance_markdown
 from .markdown import fmt_bytes, markdown_table, number
+from .sensitivity import sensitivity_section
 from .models import layer_tables, model_rows, model_tables, section_html, section_markdown
 from .plots import MEMORY_COLUMNS, draw_model_plots, draw_plots
 
@@ -685,6 +686,8 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     md += [markdown_table(shown_not_ok) if not not_ok.empty else "Every run was ok.", ""]
     if has_models:
         md += section_markdown(model_section, layers, model_plot_refs)
+    sensitivity_md, sensitivity_html = sensitivity_section(list(sweeps.directories), out_dir / "plots")
+    md += sensitivity_md
     md += ["## Plots", ""]
     if plot_note:
         md += [plot_note, ""]
@@ -732,6 +735,7 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         "<h2 id=\"not-ok\">Runs without a measurement (not ok)</h2>",
         html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
         *(section_html(model_section, layers, model_plot_refs) if has_models else []),
+        *sensitivity_html,
         "<h2>Plots</h2>",
     ]
     if plot_note:

@@ -56,20 +56,70 @@ def sensitivity_plots(table: pd.DataFrame, directory: Path, metric: str = "cosin
     return paths
 
 
-def ranked_markdown(table: pd.DataFrame, limit: int = 10) -> str:
-    """The most sensitive probes per browser x engine x platform."""
-    parts = []
+def ranked_frames(table: pd.DataFrame, limit: int = 10) -> list[tuple[str, pd.DataFrame]]:
+    """(title, table) per browser x engine x platform: its most sensitive probes first."""
+    out = []
     for (browser, engine, platform), group in _engines(table):
         drop = pd.to_numeric(group["drop_cosine_mean"], errors="coerce")
         ranked = group.assign(_d=drop).sort_values("_d", ascending=False, na_position="last").head(limit)
-        shown = pd.DataFrame({
+
+        def fmt(values: pd.Series, spec: str) -> pd.Series:
+            return pd.to_numeric(values, errors="coerce").map(lambda v: "" if pd.isna(v) else format(v, spec))
+        out.append((f"{browser}/{engine}/{platform} (most sensitive first)", pd.DataFrame({
             "probe": ranked["probe"], "bits": ranked["bits"], "outcome": ranked["outcome"],
-            "cosine mean": pd.to_numeric(ranked["cosine_mean"], errors="coerce").map(
-                lambda v: "" if pd.isna(v) else f"{v:.5f}"),
-            "drop (browser)": ranked["_d"].map(lambda v: "" if pd.isna(v) else f"{v:.2e}"),
-            "drop (Python)": pd.to_numeric(ranked["predicted_drop_cosine_mean"], errors="coerce").map(
-                lambda v: "" if pd.isna(v) else f"{v:.2e}"),
-        })
-        parts.append(f"**{browser}/{engine}/{platform}** (most sensitive first)\n\n"
-                     + markdown_table(shown))
-    return "\n\n".join(parts)
+            "cosine mean": fmt(ranked["cosine_mean"], ".5f"),
+            "drop (browser)": fmt(ranked["_d"], ".2e"),
+            "drop (Python)": fmt(ranked["predicted_drop_cosine_mean"], ".2e"),
+            "top-1 drop": fmt(ranked["drop_top1_agreement"], ".3f"),
+        })))
+    return out
+
+
+def ranked_markdown(table: pd.DataFrame, limit: int = 10) -> str:
+    return "\n\n".join(f"**{title}**\n\n{markdown_table(frame)}" for title, frame in ranked_frames(table, limit))
+
+
+FRONTIER_FILE = "frontier.csv"
+
+
+def sensitivity_section(directories: list[Path], plots_dir: Path) -> tuple[list[str], list[str]]:
+    """(Markdown lines, HTML parts) of the Layer sensitivity section, for every folder that has a
+    sensitivity.csv; its plots are drawn again into the report's plots folder. Empty when none."""
+    import html
+
+    from .render import html_table
+
+    md: list[str] = []
+    parts: list[str] = []
+    for directory in directories:
+        path = Path(directory) / TABLE_FILE
+        if not path.is_file():
+            continue
+        table = pd.read_csv(path, keep_default_na=False)
+        if table.empty:
+            continue
+        plots_dir.mkdir(parents=True, exist_ok=True)
+        sub = plots_dir / f"sensitivity-{Path(directory).name}"
+        sub.mkdir(exist_ok=True)
+        pngs = sensitivity_plots(table, sub)
+        title = f"Layer sensitivity: {Path(directory).name}"
+        note = ("Each probe quantizes one linear layer (or group) to the low bits, every other layer "
+                "at the baseline; the drop is against the all-baseline run of the same engine, "
+                "measured in the browser and predicted by the numpy float64 forward with the same "
+                "weights.")
+        md += [f"## {title}", "", note, "", ranked_markdown(table), ""]
+        parts += [f"<h2>{html.escape(title)}</h2>", f"<p class=\"note\">{html.escape(note)}</p>",
+                  *(part for t, frame in ranked_frames(table)
+                    for part in (f"<p><b>{html.escape(t)}</b></p>", html_table(frame)))]
+        for png in pngs:
+            ref = f"plots/{sub.name}/{png.name}"
+            md += [f"![{png.stem}]({ref})", ""]
+            parts.append(f"<img src=\"{html.escape(ref)}\" alt=\"{html.escape(png.stem)}\">")
+        frontier = Path(directory) / FRONTIER_FILE
+        if frontier.is_file():
+            front = pd.read_csv(frontier, keep_default_na=False)
+            md += ["### Precision plan under the budget: accuracy vs weight bytes", "",
+                   markdown_table(front), ""]
+            parts += ["<h3>Precision plan under the budget: accuracy vs weight bytes</h3>",
+                      html_table(front)]
+    return md, parts
