@@ -356,24 +356,7 @@ def choose_qparams(
             )
         groups = wa.reshape(n, k // bs, bs)
 
-    if symmetric:
-        amax = np.abs(groups).max(axis=2)
-        scale = amax / qmax
-    else:
-        lo = np.minimum(groups.min(axis=2), 0.0)
-        hi = np.maximum(groups.max(axis=2), 0.0)
-        scale = (hi - lo) / (qmax - qmin)
-    scale32 = scale.astype(np.float32)
-    ok = np.isfinite(scale32) & (scale32 > np.finfo(np.float32).tiny)
-    scale32 = np.where(ok, scale32, np.float32(1.0)).astype(np.float32)
-
-    if symmetric:
-        zp = np.zeros(scale32.shape, dtype=np.int64)
-    else:
-        # Derive the zero point from the float32 scale actually stored, so the
-        # pair is self-consistent for quantize_linear.
-        zp_f = np.rint(qmin - lo / scale32.astype(np.float64))
-        zp = np.clip(zp_f, qmin, qmax).astype(np.int64)
+    scale32, zp = qparams_from_range(groups.min(axis=2), groups.max(axis=2), bits, symmetric=symmetric)
     return QuantParams(
         scale=scale32,
         zero_point=zp,
@@ -381,6 +364,33 @@ def choose_qparams(
         block_size=bs,
         scheme="symmetric" if symmetric else "asymmetric",
     )
+
+
+def qparams_from_range(lo: ArrayLike, hi: ArrayLike, bits: int, *, symmetric: bool = False,
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(float32 scale, int64 zero point) for values observed in [lo, hi] (elementwise arrays of
+    any shape): the one rule weights (:func:`choose_qparams`) and calibrated activations share.
+    Symmetric: ``scale = max(|lo|, |hi|) / qmax``, zero point 0. Asymmetric: the range widened
+    to include 0, ``scale = (hi - lo) / (qmax - qmin)``, ``zero_point = clamp(round(qmin - lo /
+    scale))`` from the float32 scale actually stored. A zero (or underflowing) range gets scale 1."""
+    if bits not in _SIGNED_DTYPE_FOR_BITS:
+        raise ValueError(f"bits must be one of {sorted(_SIGNED_DTYPE_FOR_BITS)}, got {bits!r}")
+    qmin, qmax = DTYPE_RANGES[_SIGNED_DTYPE_FOR_BITS[bits]]
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    if symmetric:
+        scale = np.maximum(np.abs(lo), np.abs(hi)) / qmax
+    else:
+        lo = np.minimum(lo, 0.0)
+        hi = np.maximum(hi, 0.0)
+        scale = (hi - lo) / (qmax - qmin)
+    scale32 = scale.astype(np.float32)
+    ok = np.isfinite(scale32) & (scale32 > np.finfo(np.float32).tiny)
+    scale32 = np.where(ok, scale32, np.float32(1.0)).astype(np.float32)
+    if symmetric:
+        return scale32, np.zeros(scale32.shape, dtype=np.int64)
+    zp_f = np.rint(qmin - lo / scale32.astype(np.float64))
+    return scale32, np.clip(zp_f, qmin, qmax).astype(np.int64)
 
 
 def quantize_weights(w: ArrayLike, bits: int, **kw: object) -> tuple[np.ndarray, QuantParams]:
