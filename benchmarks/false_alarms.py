@@ -12,12 +12,17 @@ Folders pair up in order: the first half are baselines, the second half their cu
 glob above sorts them so). For each --repeat (each run's first page loads kept) and each planted
 factor (every raw sample of the current side multiplied), it prints how many configurations
 compare called a regression, how many it found insufficient, and how many it compared.
+``--save-fixture FILE.tar.gz`` also packs the folders, trimmed to what compare reads (results.csv,
+environment.json, and the headline samples per page), as tests/fixtures/false_alarms/ holds them.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import sys
+import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -31,6 +36,30 @@ FACTORS = (1.0, 1.1, 1.2, 1.3, 1.5, 2.0)
 REPEATS = (1, 2, 3, 5)
 
 
+KEPT = ("run_id", "schema_version", "outcome", "timing_source", "samples_per_page")
+
+
+def save_fixture(folders: list[Path], target: Path) -> None:
+    """Pack the folders (named by their last path part) with only what compare reads."""
+    with tarfile.open(target, "w:gz") as tar:
+        def add(name: str, data: bytes) -> None:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+        for folder in folders:
+            add(f"{folder.name}/results.csv", (folder / "results.csv").read_bytes())
+            add(f"{folder.name}/environment.json", (folder / "environment.json").read_bytes())
+            lines = []
+            for line in (folder / "samples.jsonl").read_text().splitlines():
+                record = json.loads(line)
+                key = "gpu_ms" if record.get("timing_source") == "gpu-timestamp" else "wall_ms"
+                trimmed = {k: record[k] for k in KEPT if k in record}
+                trimmed[key] = [None if v is None else round(v, 5) for v in record.get(key) or []]
+                lines.append(json.dumps(trimmed))
+            add(f"{folder.name}/samples.jsonl", ("\n".join(lines) + "\n").encode())
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("folders", nargs="+", type=Path, help="baselines, then their currents")
@@ -38,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="page loads per run to keep (each run's first)")
     p.add_argument("--factor", nargs="+", type=float, default=list(FACTORS),
                    help="planted slowdowns (1.0 = the false-alarm row)")
+    p.add_argument("--save-fixture", type=Path, default=None, metavar="FILE.tar.gz",
+                   help="also pack the folders, trimmed, as a test fixture")
     args = p.parse_args(argv)
     if len(args.folders) % 2:
         p.error("give an even number of folders: the baselines, then their currents")
@@ -56,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                          f"{t.configurations}"])
     print(f"{len(pairs)} pairs of sweeps\n")
     print("\n".join(markdown_lines(head, body)))
+    if args.save_fixture is not None:
+        save_fixture(args.folders, args.save_fixture)
+        print(f"\nfixture: {args.save_fixture}")
     return 0
 
 

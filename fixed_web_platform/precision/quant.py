@@ -328,7 +328,6 @@ def choose_qparams(
     if bits not in _SIGNED_DTYPE_FOR_BITS:
         raise ValueError(f"bits must be one of {sorted(_SIGNED_DTYPE_FOR_BITS)}, got {bits!r}")
     dtype = _SIGNED_DTYPE_FOR_BITS[bits]
-    qmin, qmax = DTYPE_RANGES[dtype]
     wa = np.asarray(w, dtype=np.float64)
     if wa.ndim != 2:
         raise ValueError(f"w must be a 2-D [N, K] matrix, got shape {wa.shape}")
