@@ -1,15 +1,15 @@
 """Does compare cry wolf? False alarms between back-to-back sweeps of the same code, and the
-smallest planted slowdown still caught, per --repeat.
+smallest planted slowdown still caught, per --repetitions.
 
     # 10 pairs of back-to-back sweeps, e.g. (see README, "Comparing sweeps"):
     for i in 01 02 ...; do for s in a b; do
-      .venv/bin/python run_real_webgpu_webnn.py --platform webgpu --browser chrome firefox \\
-          --bits 8 4 --shape 4x256x256 --repeat 5 --output-dir /tmp/fa/pair${i}_$s
+      .venv/bin/python run_real_webgpu_webnn.py --platform webgpu --browser chrome \\
+          --bits 8 4 --shape 4x256x256 --repetitions 5 --output-dir /tmp/fa/pair${i}_$s
     done; done
     .venv/bin/python benchmarks/false_alarms.py /tmp/fa/pair*_a /tmp/fa/pair*_b
 
 Folders pair up in order: the first half are baselines, the second half their currents (the
-glob above sorts them so). For each --repeat (each run's first page loads kept) and each planted
+glob above sorts them so). For each --repetitions (each configuration's first rounds kept) and each planted
 factor (every raw sample of the current side multiplied), it prints how many configurations
 compare called a regression, how many it found insufficient, and how many it compared.
 ``--save-fixture FILE.tar.gz`` also packs the folders, trimmed to what compare reads (results.csv,
@@ -33,10 +33,11 @@ from fixed_web_platform.report.markdown import markdown_lines  # noqa: E402
 from fixed_web_platform.results.reader import load  # noqa: E402
 
 FACTORS = (1.0, 1.1, 1.2, 1.3, 1.5, 2.0)
-REPEATS = (1, 2, 3, 5)
+REPETITIONS = (1, 2, 3, 5)
 
 
 KEPT = ("run_id", "schema_version", "outcome", "timing_source", "samples_per_page")
+"""What compare reads of a samples record (with the headline samples)."""
 
 
 def save_fixture(folders: list[Path], target: Path) -> None:
@@ -63,8 +64,8 @@ def save_fixture(folders: list[Path], target: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("folders", nargs="+", type=Path, help="baselines, then their currents")
-    p.add_argument("--repeat", nargs="+", type=int, default=list(REPEATS),
-                   help="page loads per run to keep (each run's first)")
+    p.add_argument("--repetitions", nargs="+", type=int, default=list(REPETITIONS),
+                   help="repetitions (rounds) per configuration to keep (the first ones)")
     p.add_argument("--factor", nargs="+", type=float, default=list(FACTORS),
                    help="planted slowdowns (1.0 = the false-alarm row)")
     p.add_argument("--save-fixture", type=Path, default=None, metavar="FILE.tar.gz",
@@ -75,13 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     half = len(args.folders) // 2
     sets = [load(f) for f in args.folders]
     pairs = list(zip(sets[:half], sets[half:], strict=True))
-    head = ["--repeat", "planted", "regression", "insufficient", "unchanged", "improvement",
+    head = ["--repetitions", "planted", "regression", "insufficient", "unchanged", "improvement",
             "configurations"]
     body = []
-    for repeat in args.repeat:
+    for repetitions in args.repetitions:
         for factor in args.factor:
-            t = tally(pairs, factor=factor, pages=repeat)
-            body.append([str(repeat), "none (false alarms)" if factor == 1.0 else f"{factor:g}x",
+            t = tally(pairs, factor=factor, repetitions=repetitions)
+            body.append([str(repetitions), "none (false alarms)" if factor == 1.0 else f"{factor:g}x",
                          f"{t.count(Verdict.REGRESSION)}", f"{t.count(Verdict.INSUFFICIENT)}",
                          f"{t.count(Verdict.UNCHANGED)}", f"{t.count(Verdict.IMPROVEMENT)}",
                          f"{t.configurations}"])

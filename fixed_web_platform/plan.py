@@ -1,8 +1,11 @@
 """The run matrix, built, validated and saved before anything launches.
 
-browsers x workloads x bits x repetitions x engines x platforms, with engines and platforms
-innermost so the rows of one configuration (harness WebGPU, harness WebNN, ORT on each provider)
-sit side by side in one browser session. Every user-facing check of a run happens here or in
+rounds (repetitions) x browsers x workloads x bits x engines x platforms, with engines and
+platforms innermost so the rows of one configuration (harness WebGPU, harness WebNN, ORT on each
+provider) sit side by side in one browser session. Repetitions are rounds, outermost: each round
+runs the whole matrix in fresh browser sessions, so the repetitions of a configuration are spread
+over the sweep's time and over browser sessions (asv's rounds), the independent units compare
+judges on. Every user-facing check of a run happens here or in
 the vocabulary, so the CLI, the Python API and ``--resume`` share one path.
 """
 
@@ -144,10 +147,10 @@ def build_plan(
             runs_it = ", ".join(str(e) for e in engines_for_platform(platform)) or "none"
             raise ValueError(f"no chosen engine runs platform {platform} (engines that do: {runs_it})")
     runs: list[RunSpec] = []
-    for browser in dict.fromkeys(browsers):
-        for workload in dict.fromkeys(workloads):
-            for b in dict.fromkeys(bits):
-                for rep in range(repetitions):
+    for rep in range(repetitions):
+        for browser in dict.fromkeys(browsers):
+            for workload in dict.fromkeys(workloads):
+                for b in dict.fromkeys(bits):
                     for engine, platform in pairs:
                         runs.append(RunSpec(
                             run_id=len(runs), browser=browser, engine=engine, platform=platform,

@@ -139,7 +139,7 @@ def test_page_to_page_spread_is_the_noise_not_the_iterations(tmp_path: Path) -> 
     # ...but resampling page loads, the change is within their spread
     assert e.effect > 0.10
     assert e.interval.low < 1 < e.interval.high
-    assert e.verdict is Verdict.UNCHANGED and "page-to-page spread" in e.note
+    assert e.verdict is Verdict.UNCHANGED and "within the spread between page loads" in e.note
     assert compare_command([str(b), str(c)]) == 0
 
 
@@ -149,8 +149,23 @@ def test_one_page_load_per_side_is_never_a_regression(tmp_path: Path) -> None:
     e = _only(_compare(b, c))
     assert e.effect > 1.5 and (e.pages_baseline, e.pages_current) == (1, 1)
     assert e.verdict is Verdict.INSUFFICIENT and not e.verdict.is_regression
-    assert "1/1 page load" in e.note and "--repeat 5" in e.note
+    assert "1/1 page load" in e.note and "--repetitions 5" in e.note
     assert compare_command([str(b), str(c)]) == 0
+
+
+def test_repetitions_are_the_units_when_there_are_several(tmp_path: Path) -> None:
+    # three repetitions a side, each five page loads that agree closely within the repetition, but
+    # the repetitions (browser sessions, moments of the sweep) differ by up to 30%: the interval
+    # is the repetitions' spread, so +12% is not called, though every page load would call it
+    base = [Run(repetition=r, samples=_paged([level] * 5, per_page=8, seed=60 + r))
+            for r, level in enumerate((10.0, 13.0, 9.0))]
+    cur = [Run(repetition=r, samples=_paged([level] * 5, per_page=8, seed=70 + r))
+           for r, level in enumerate((11.2, 14.6, 10.1))]
+    b, c = _pair(tmp_path, base, cur)
+    e = _only(_compare(b, c))
+    assert (e.pages_baseline, e.pages_current) == (3, 3)
+    assert e.effect > 0.10 and e.interval.low < 1
+    assert e.verdict is Verdict.UNCHANGED and "between repetitions" in e.note
 
 
 def test_few_page_loads_call_only_a_change_far_beyond_every_page(tmp_path: Path) -> None:

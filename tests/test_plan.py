@@ -23,9 +23,9 @@ def test_plan_size_and_nesting_order() -> None:
     plan = build_plan(browsers, platforms, workloads, bits, repetitions=2)
 
     assert len(plan) == 2 * 2 * 3 * 2 * 2
-    # browsers x workloads x bits x repetitions x platforms, the last varying fastest.
-    expected = list(itertools.product(browsers, workloads, bits, range(2), platforms))
-    got = [(r.browser, r.workload, r.bits, r.repetition, r.platform) for r in plan]
+    # rounds x browsers x workloads x bits x platforms, the last varying fastest.
+    expected = list(itertools.product(range(2), browsers, workloads, bits, platforms))
+    got = [(r.repetition, r.browser, r.workload, r.bits, r.platform) for r in plan]
     assert got == expected
 
 

@@ -192,13 +192,11 @@ def test_results_are_uploaded_always(job: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("model", [False, True], ids=["matmul", "model"])
 def test_sweeps_give_compare_enough_page_loads(job: dict[str, Any], model: bool) -> None:
-    """The nightly compare judges on page loads: a sweep with fewer than compare's minimum per
-    configuration could only ever be 'insufficient'."""
+    """The nightly compare judges on independent units (repetitions: rounds in fresh browser
+    sessions): a sweep with fewer than compare's minimum could only ever be 'insufficient'."""
     from fixed_web_platform.analysis.compare import MIN_PAGES, RECOMMENDED_REPEAT
 
     words = shlex.split(_sweep_line(job, model))
-    assert "--repeat" in words, "without --repeat each configuration has one page load"
-    repeat = int(words[words.index("--repeat") + 1])
-    repetitions = int(words[words.index("--repetitions") + 1]) if "--repetitions" in words else 1
-    assert repeat * repetitions >= MIN_PAGES
-    assert repeat * repetitions >= RECOMMENDED_REPEAT
+    assert "--repetitions" in words, "without --repetitions each configuration has one unit"
+    repetitions = int(words[words.index("--repetitions") + 1])
+    assert repetitions >= MIN_PAGES and repetitions >= RECOMMENDED_REPEAT

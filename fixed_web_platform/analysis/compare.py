@@ -1,15 +1,17 @@
 """Compare two result folders: which configurations got slower, faster, less accurate, broke or
 were fixed.
 
-Latency is judged with the page load as the unit of independence: iterations of one page share
-that load's state (JIT, allocation, what else the machine did), so pooling them as independent
-samples makes noise look significant. A configuration's evidence is its page loads (every
-repetition's, every ``--repeat``'s); the change is the ratio of pooled medians, with a
-hierarchical-bootstrap interval (resample page loads, then samples within each). A change is
-called when the interval excludes 1 AND the ratio passes the minimum effect. With fewer than
-MIN_PAGES page loads on a side the page-to-page spread is unknown: the verdict is ``insufficient``
-(never a regression on one page load per side), unless both sides have several page loads and the
-change is far beyond every page's own spread (FAR_EFFECT, no overlap of the pages' p10-p90).
+Latency is judged on independent units, never on pooled iterations: iterations of one page
+share that load's state (JIT, allocation, what else the machine did), and pages of one run share
+its browser session, so pooling them as independent samples makes noise look significant. A
+configuration's units are its repetitions (``--repetitions``: rounds, each in a fresh browser
+session, spread over the sweep's time) when it has several, else the page loads of its one run
+(``--repeat``). The change is the ratio of pooled medians, with a hierarchical-bootstrap interval
+(resample units, then samples within each). A change is called when the interval excludes 1 AND
+the ratio passes the minimum effect. With fewer than MIN_PAGES units on a side the spread between
+units is unknown: the verdict is ``insufficient`` (never a regression on one unit per side),
+unless both sides have several units and the change is far beyond every unit's own spread
+(FAR_EFFECT, no overlap of the units' p10-p90).
 
 Configurations are matched on result_files.CONFIG_KEY: a whole model's rows (m, k, n all 0) are
 told apart by model, weights, batch size, sequence length, precision plan and inputs.
@@ -35,11 +37,11 @@ from .stats import RatioInterval, median_ratio_interval
 DEFAULT_ALPHA = 0.01
 """The interval of the median ratio is the central 1 - alpha (99%) of the bootstrap."""
 MIN_PAGES = 3
-"""Page loads per side below which the page-to-page spread is not known well enough to judge."""
+"""Units (repetitions or page loads) per side below which their spread is not known well enough."""
 RECOMMENDED_REPEAT = 5
-"""The --repeat the README, the nightly workflow and the 'insufficient' note recommend."""
+"""The --repetitions the README, the nightly workflow and the 'insufficient' note recommend."""
 FAR_EFFECT = 0.5
-"""With 2 page loads per side, a change this large whose pages do not overlap is still called."""
+"""With 2 units per side, a change this large whose units do not overlap is still called."""
 DEFAULT_MIN_EFFECT = 0.10
 """asv's default factor (1.1): software adapters drift about this much between back-to-back runs."""
 FLOAT_ERROR_GROWTH_REL = 0.10
@@ -61,7 +63,7 @@ class Verdict(enum.StrEnum):
     ACCURACY_REGRESSION = "accuracy-regression"  # kernel beyond tolerance, or error vs float grew
     REGRESSION = "regression"  # significantly slower by more than the minimum effect
     IMPROVEMENT = "improvement"  # significantly faster by more than the minimum effect
-    INSUFFICIENT = "insufficient"  # a change beyond the minimum effect, too few page loads to judge
+    INSUFFICIENT = "insufficient"  # a change beyond the minimum effect, too few units to judge
     FIXED = "fixed"  # baseline failing, current ok
     UNCHANGED = "unchanged"  # no significant change, or a change below the minimum effect
     STILL_FAILING = "still-failing"  # failing on both sides (not new, so not a regression)
@@ -104,7 +106,8 @@ class Entry:
     """Pooled headline sample counts."""
     pages_baseline: int = 0
     pages_current: int = 0
-    """Page loads with samples on each side (the unit the verdict is judged on)."""
+    """Independent units with samples on each side, the verdict's unit: repetitions (rounds,
+    each in a fresh browser session) when a side has several, else its one run's page loads."""
     note: str = ""
     baseline_outcome: str = ""
     current_outcome: str = ""
@@ -203,10 +206,27 @@ def metadata_differences(baseline_env: Mapping[str, Any], current_env: Mapping[s
 @dataclass
 class _Side:
     rows: list[dict[str, Any]] = field(default_factory=list)
-    pages: list[list[float]] = field(default_factory=list)
-    """Headline samples per page load, over every ok repetition."""
+    runs: list[list[list[float]]] = field(default_factory=list)
+    """Per ok repetition (a round: its own browser session), its page loads' headline samples."""
     timing_sources: set[str] = field(default_factory=set)
     runs_without_samples: int = 0
+
+    @property
+    def pages(self) -> list[list[float]]:
+        return [page for run in self.runs for page in run]
+
+    @property
+    def units(self) -> list[list[float]]:
+        """The independent units the verdict resamples: the repetitions (rounds, each in a fresh
+        browser session, spread over the sweep) when there are several, else the page loads of
+        the one run (which share its browser session)."""
+        if len(self.runs) >= 2:
+            return [[s for page in run for s in page] for run in self.runs]
+        return self.pages
+
+    @property
+    def unit_name(self) -> str:
+        return "repetitions" if len(self.runs) >= 2 else "page loads"
 
     @property
     def samples(self) -> list[float]:
@@ -332,7 +352,7 @@ def _sides(rs: ResultSet) -> dict[tuple[Any, ...], _Side]:
         if not pages:
             side.runs_without_samples += 1
             continue
-        side.pages.extend(pages)
+        side.runs.append(pages)
         source = str(raw.get("timing_source") or record.get("timing_source") or "")
         side.timing_sources.add(source or "unknown")
     return sides
@@ -363,11 +383,11 @@ def _accuracy_note(base: _Side, cur: _Side) -> str:
 
 
 def _far_beyond(base: _Side, cur: _Side, effect: float) -> bool:
-    """With a few page loads per side: a change beyond FAR_EFFECT whose every page's p10-p90
-    lies apart from every page of the other side (nothing within-page spread could explain)."""
-    if min(len(base.pages), len(cur.pages)) < 2 or abs(effect) < FAR_EFFECT:
+    """With a few units per side: a change beyond FAR_EFFECT whose every unit's p10-p90 lies
+    apart from every unit of the other side (nothing within-unit spread could explain)."""
+    if min(len(base.units), len(cur.units)) < 2 or abs(effect) < FAR_EFFECT:
         return False
-    spans = {name: [np.percentile(p, [10, 90]) for p in side.pages]
+    spans = {name: [np.percentile(p, [10, 90]) for p in side.units]
              for name, side in (("base", base), ("cur", cur))}
     if effect > 0:
         return min(lo for lo, _ in spans["cur"]) > max(hi for _, hi in spans["base"])
@@ -377,13 +397,14 @@ def _far_beyond(base: _Side, cur: _Side, effect: float) -> bool:
 def _latency_verdict(base: _Side, cur: _Side, alpha: float, min_effect: float
                      ) -> tuple[Verdict, float, RatioInterval | None, str]:
     """(verdict, effect, interval, note) of two sides that both have samples on one source."""
-    pages = (len(base.pages), len(cur.pages))
+    pages = (len(base.units), len(cur.units))
+    unit = base.unit_name if base.unit_name == cur.unit_name else "units"
     bm, cm = base.median, cur.median
     assert bm is not None and cm is not None
     effect = cm / bm - 1 if bm > 0 else math.nan
     interval = None
-    if min(pages) >= 2:  # with one page load a side, there is no page-to-page spread to resample
-        interval = median_ratio_interval(base.pages, cur.pages, 1 - alpha)
+    if min(pages) >= 2:  # with one unit a side, there is no unit-to-unit spread to resample
+        interval = median_ratio_interval(base.units, cur.units, 1 - alpha)
     if not math.isfinite(effect):
         return Verdict.SKIPPED, effect, interval, "latency not compared: baseline median is 0"
     direction = "slower" if effect > 0 else "faster"
@@ -396,23 +417,23 @@ def _latency_verdict(base: _Side, cur: _Side, alpha: float, min_effect: float
     if min(pages) < MIN_PAGES:
         if _far_beyond(base, cur, effect):
             return called, effect, interval, (
-                f"{pct(effect)} {direction}; only {pages[0]}/{pages[1]} page loads, but every page "
-                "lies apart from every page of the other side")
+                f"{pct(effect)} {direction}; only {pages[0]}/{pages[1]} {unit}, but every one lies "
+                "apart from every one of the other side")
         return Verdict.INSUFFICIENT, effect, interval, (
-            f"{pct(effect)} on {pages[0]}/{pages[1]} page load(s): the page-to-page spread needs at "
-            f"least {MIN_PAGES} per side; re-run both with --repeat {RECOMMENDED_REPEAT}")
+            f"{pct(effect)} on {pages[0]}/{pages[1]} {unit}: the spread between them needs at "
+            f"least {MIN_PAGES} per side; re-run both with --repetitions {RECOMMENDED_REPEAT}")
     assert interval is not None
     if interval.low > 1 or interval.high < 1:
         return called, effect, interval, f"{pct(effect)} {direction}"
     return Verdict.UNCHANGED, effect, interval, (
-        f"{pct(effect)} is within the page-to-page spread ({interval.level:.0%} interval "
+        f"{pct(effect)} is within the spread between {unit} ({interval.level:.0%} interval "
         f"{pct(interval.low - 1)} to {pct(interval.high - 1)})")
 
 
 def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: float,
                    min_effect: float) -> Entry:
     common = dict(config=config, n_baseline=len(base.samples), n_current=len(cur.samples),
-                  pages_baseline=len(base.pages), pages_current=len(cur.pages),
+                  pages_baseline=len(base.units), pages_current=len(cur.units),
                   baseline_median=base.median, current_median=cur.median,
                   baseline_outcome=base.outcome_summary, current_outcome=cur.outcome_summary)
     accuracy = _accuracy_note(base, cur)
@@ -466,7 +487,7 @@ def _judge(config: tuple[Any, ...], base: _Side | None, cur: _Side | None, alpha
                   current_outcome=cur.outcome_summary,
                   baseline_median=base.median, current_median=cur.median,
                   n_baseline=len(base.samples), n_current=len(cur.samples),
-                  pages_baseline=len(base.pages), pages_current=len(cur.pages))
+                  pages_baseline=len(base.units), pages_current=len(cur.units))
     b, c = base.status, cur.status
     if b == "ok" and c == "ok":
         return _judge_both_ok(config, base, cur, alpha, min_effect)

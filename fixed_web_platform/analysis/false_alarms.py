@@ -3,8 +3,9 @@
 Give it pairs of back-to-back sweeps of the same code on one machine. A regression verdict
 between the two sides of a pair is a false alarm. A slowdown planted by scaling one side's raw
 samples (every page load's, so the page-to-page spread is kept) shows the smallest change that
-is still caught. ``pages`` keeps only each run's first page loads, to see what a smaller
-``--repeat`` would have given from the same measurements.
+is still caught. ``repetitions`` keeps only each configuration's first repetitions (rounds), and
+``pages`` each run's first page loads, to see what a smaller ``--repetitions`` / ``--repeat``
+would have given from the same measurements.
 
 benchmarks/false_alarms.py prints the tables; tests/test_compare_false_alarms.py asserts on
 recorded sweeps.
@@ -43,6 +44,14 @@ def first_pages(rs: ResultSet, pages: int) -> ResultSet:
     return dataclasses.replace(rs, samples=samples)
 
 
+def first_repetitions(rs: ResultSet, repetitions: int) -> ResultSet:
+    """The same sweep as if it had run with ``--repetitions repetitions`` (its first rounds)."""
+    keep = rs.rows["repetition"].astype(int) < repetitions
+    rows = rs.rows[keep].reset_index(drop=True)
+    kept = {int(r) for r in rows["run_id"]}
+    return dataclasses.replace(rs, rows=rows, samples={k: v for k, v in rs.samples.items() if k in kept})
+
+
 def slowed(rs: ResultSet, factor: float) -> ResultSet:
     """The same sweep with every headline sample multiplied by ``factor`` (a planted slowdown)."""
     samples = {}
@@ -77,12 +86,14 @@ JUDGED = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, 
 
 
 def tally(pairs: Sequence[tuple[ResultSet, ResultSet]], *, factor: float = 1.0,
-          pages: int | None = None, **options: Any) -> Tally:
-    """Compare every pair (current = second side, slowed by ``factor``), pages trimmed to
-    ``pages`` per run when given; count the verdicts."""
+          repetitions: int | None = None, pages: int | None = None, **options: Any) -> Tally:
+    """Compare every pair (current = second side, slowed by ``factor``), trimmed to the first
+    ``repetitions`` and ``pages`` when given; count the verdicts."""
     counts: dict[str, int] = {}
     configurations = 0
     for base, cur in pairs:
+        if repetitions is not None:
+            base, cur = first_repetitions(base, repetitions), first_repetitions(cur, repetitions)
         if pages is not None:
             base, cur = first_pages(base, pages), first_pages(cur, pages)
         if factor != 1.0:

@@ -98,7 +98,9 @@ class BrowserRunner:
     Also what engines may ask of the browser before they build a job (``BrowserFacts``)."""
 
     def __init__(self, server: JobServer, resolved: ResolvedBrowser, writer: ResultWriter,
-                 options: SweepOptions, overlap: Overlap | None = None) -> None:
+                 options: SweepOptions, overlap: Overlap | None = None, round_: int = 0) -> None:
+        self.round = round_
+        """The repetition (round) this runner's browser sessions serve."""
         self.server = server
         self.resolved = resolved
         self.writer = writer
@@ -167,6 +169,7 @@ class BrowserRunner:
 
     async def run(self, run: RunSpec) -> ResultRow:
         layers: list[LayerRow] = []
+        self.overlap.begin(run.run_id)
         try:
             row, samples = await self._run(run, layers)
         except ResultsWriteError:
@@ -177,6 +180,9 @@ class BrowserRunner:
             row, samples = _no_row(run, Outcome.ERROR,
                                    f"harness error: {lines[-1]} (traceback in {self.writer.log_path.name})")
             layers = []
+        finally:
+            concurrent = self.overlap.end(run.run_id)
+        row = replace(row, concurrent_sessions=concurrent)
         self.writer.add(row, samples, layers)
         if row.outcome in (Outcome.CRASH, Outcome.TIMEOUT):
             await self.close()
@@ -338,7 +344,8 @@ async def run_sweep(
 ) -> list[ResultRow]:
     """Runs the plan in order on ``options.parallel`` concurrent browser sessions (one by default).
     Each session takes the next run from the queue, keeps its browser for the runs of that
-    browser that follow, and writes every row as its run ends."""
+    browser and round that follow (a new round starts a fresh browser), and writes every row as
+    its run ends."""
     rows: list[ResultRow] = []
     total = len(plan)
     queue = collections.deque(plan)
@@ -359,10 +366,10 @@ async def run_sweep(
                     row, samples = _no_row(run, Outcome.UNAVAILABLE, str(found))
                     writer.add(row, samples)
                 else:
-                    if runner is not None and runner.resolved is not found:
-                        await runner.close()  # one browser at a time per session slot
+                    if runner is not None and (runner.resolved is not found or runner.round != run.repetition):
+                        await runner.close()  # one browser at a time per slot; a fresh one per round
                         runner = None
-                    runner = runner or BrowserRunner(server, found, writer, options, overlap)
+                    runner = runner or BrowserRunner(server, found, writer, options, overlap, run.repetition)
                     row = await runner.run(run)
                 rows.append(row)
                 if options.progress:

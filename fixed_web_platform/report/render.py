@@ -209,23 +209,22 @@ def _unique_text(values: Iterable[Any]) -> str:
     return "; ".join(seen)
 
 
-def _pooled_pages(group: pd.DataFrame, samples: dict[tuple[str, int], dict[str, Any]]
-                  ) -> list[list[float]] | None:
-    """Every repetition's raw headline samples per page load, when all of them are on disk."""
-    pages: list[list[float]] = []
+def _pooled_runs(group: pd.DataFrame, samples: dict[tuple[str, int], dict[str, Any]]
+                 ) -> list[list[list[float]]] | None:
+    """Per repetition, its raw headline samples per page load, when all of them are on disk."""
+    runs: list[list[list[float]]] = []
     for sweep, run_id in zip(group["sweep"], group["run_id"]):
         record = samples.get((sweep, int(run_id)))
         run_pages = page_samples(record) if record else []
         if not run_pages:
             return None
-        pages.extend(run_pages)
-    return pages
+        runs.append(run_pages)
+    return runs
 
 
-def _interval_text(low: Any, high: Any, loads: Any) -> str:
-    """'4.850-5.200 (5 page loads)', or the page-load count alone when it has no interval."""
-    n = number(loads)
-    count = "" if n is None else f"{int(n)} page load{'s' if n != 1 else ''}"
+def _interval_text(low: Any, high: Any, units: Any) -> str:
+    """'4.850-5.200 (5 repetitions)', or the unit count alone when it has no interval."""
+    count = str(units or "")
     if number(low) is None or number(high) is None:
         return f"- ({count})" if count else ""
     return f"{_fmt('.3f')(low)}-{_fmt('.3f')(high)}" + (f" ({count})" if count else "")
@@ -260,15 +259,21 @@ def summary_table(rows: pd.DataFrame,
         rec["timing_source"] = _unique_text(group.get("timing_source", []))
         median = group["latency_ms_median"].median() if "latency_ms_median" in group else math.nan
         rec["latency_ms_median"] = median
-        pages = _pooled_pages(group, samples)
+        runs = _pooled_runs(group, samples)
         spread = None
         rec["latency_ms_ci_low"] = rec["latency_ms_ci_high"] = math.nan
-        if pages is not None:
+        rec["interval_units"] = ""
+        if runs is not None:
+            pages = [page for run in runs for page in run]
             pooled = summarize([s for page in pages for s in page])
             spread = (pooled.p10, pooled.p90)
             rec["page_loads"] = len(pages)
-            if len(pages) > 1:
-                rec["latency_ms_ci_low"], rec["latency_ms_ci_high"] = median_interval(pages)
+            # the units compare judges on: repetitions (fresh sessions) when several, else pages
+            units = [[s for page in run for s in page] for run in runs] if len(runs) > 1 else pages
+            rec["interval_units"] = (f"{len(runs)} repetitions" if len(runs) > 1 else
+                                     f"{len(pages)} page load{'s' if len(pages) != 1 else ''}")
+            if len(units) > 1:
+                rec["latency_ms_ci_low"], rec["latency_ms_ci_high"] = median_interval(units)
         if spread is None:
             spread = (group["latency_ms_p10"].median() if "latency_ms_p10" in group else math.nan,
                       group["latency_ms_p90"].median() if "latency_ms_p90" in group else math.nan)
@@ -314,7 +319,7 @@ def summary_table(rows: pd.DataFrame,
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
                "device_type", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
                "bits_executed", "runs", "n_samples", "timing_source", "latency_ms_median",
-               "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high",
+               "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
                "compression", "gpu_buffer_bytes", *memory, *(f"{c}_spread" for c in memory),
@@ -434,10 +439,10 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
         f"{_fmt('.3f')(a)}-{_fmt('.3f')(b)}" if number(a) is not None and number(b) is not None else ""
         for a, b in zip(summary["latency_ms_p10"], summary["latency_ms_p90"])
     ]
-    out["median 95% interval (page loads)"] = [
-        _interval_text(lo, hi, loads)
-        for lo, hi, loads in zip(summary["latency_ms_ci_low"], summary["latency_ms_ci_high"],
-                                 summary["page_loads"])
+    out["median 95% interval (units)"] = [
+        _interval_text(lo, hi, units)
+        for lo, hi, units in zip(summary["latency_ms_ci_low"], summary["latency_ms_ci_high"],
+                                 summary["interval_units"])
     ]
     out["GFLOP/s"] = summary["gflops"].map(_fmt(".3g"))
     out["speed-up vs 16-bit"] = summary["speedup_vs_16bit"].map(_fmt(".2f", "x"))
@@ -577,9 +582,11 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
 NOTES = (
     "Summary rows aggregate the ok runs of one configuration: median latency is the median of the "
     "repetitions' medians; p10-p90 spans all repetitions' raw timed samples (samples.jsonl). "
-    "The median's 95% interval resamples page loads, then the samples within each (a hierarchical "
-    "bootstrap), so it includes the page-to-page spread, the noise a comparison between sweeps "
-    "faces; it says how many page loads it pools, and a single page load has none. "
+    "The median's 95% interval resamples the configuration's independent units, then the samples "
+    "within each (a hierarchical bootstrap): its repetitions (rounds, each in a fresh browser "
+    "session) when it has several, else its page loads; so it includes the spread between them, "
+    "the noise a comparison between sweeps faces. It says which units and how many it pools; a "
+    "single one has no interval. "
     "GFLOP/s = 2*M*K*N / median latency (whole models, whose shape reads 'batch x sequence "
     "tokens': the FLOPs of one forward pass, linear layers and attention, / median latency). Speed-ups are the 16-bit (or float32) row's median latency "
     "divided by this row's, for the same sweep, browser, engine, platform and workload (blank when "
