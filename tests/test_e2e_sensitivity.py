@@ -1,0 +1,79 @@
+"""End to end in real Chromium (harness WebGPU): MiniLM's layer sensitivity by kind of layer at
+2-bit, a plan for cosine>=0.99 searched from it and verified in the browser, and the report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import require_browser
+from fixed_web_platform.models.rules import load_rules
+from fixed_web_platform.vocabulary import BrowserName
+
+pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    require_browser(BrowserName.CHROME)
+    tmp = tmp_path_factory.mktemp("sensitivity")
+    texts = tmp / "texts.txt"
+    texts.write_text("A cat sat on the mat.\nStocks fell sharply on Monday.\n"
+                     "The recipe needs two eggs.\nRain is expected tomorrow.\n")
+    out = tmp / "out"
+    done = subprocess.run(
+        [sys.executable, "run_real_webgpu_webnn.py", "sensitivity", "--model", "all-MiniLM-L6-v2",
+         "--browser", "chrome", "--platform", "webgpu", "--bits", "2", "--group", "kind",
+         "--batch-size", "2", "--seq-len", "16", "--inputs", str(texts),
+         "--accuracy-budget", "cosine>=0.99", "--output-dir", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    return out, done
+
+
+def test_sensitivity_is_measured_and_predicted_per_kind(swept) -> None:  # noqa: ANN001
+    out, done = swept
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = pd.read_csv(out / "sensitivity.csv")
+    assert len(table) == 6 and (table["outcome"] == "ok").all()
+    assert set(table["probe"]) >= {"all query projections", "all FFN down (output)"}
+    assert (table["layers"] == 6).all() and (table["bits"] == 2).all()
+    # the browser's f32 kernels give what the numpy forward with the same weights predicts
+    gap = (table["drop_cosine_mean"] - table["predicted_drop_cosine_mean"]).abs()
+    assert (gap < 1e-4).all(), table[["probe", "drop_cosine_mean", "predicted_drop_cosine_mean"]]
+    assert (table["drop_cosine_mean"] > 0).all()  # 2-bit anywhere costs accuracy
+    assert (out / "sensitivity_chrome_harness_webgpu.png").stat().st_size > 10_000
+    assert "drop (browser)" in done.stdout
+
+
+def test_a_plan_for_the_budget_is_found_and_verified_in_the_browser(swept) -> None:  # noqa: ANN001
+    out, done = swept
+    assert done.returncode == 0, done.stderr[-2000:]
+    rules = load_rules(out / "precision_plan.json")  # the models issue's --precision-rules reads it
+    assert rules and any(r.bits == 2 for r in rules)
+    search = json.loads((out / "plan_search.json").read_text())
+    assert search["budget"] == "cosine_mean>=0.99" and search["predicted"]["cosine_mean"] >= 0.99
+    frontier = pd.read_csv(out / "frontier.csv", keep_default_na=False)
+    by_plan = {r["plan"]: r for r in frontier.to_dict("records")}
+    assert set(by_plan) == {"found plan", "uniform 32-bit", "uniform 2-bit", "mixed-precision 2"}
+    assert all(r["outcome"] == "ok" for r in by_plan.values())
+    plan = by_plan["found plan"]
+    assert plan["weight MiB"] < by_plan["uniform 32-bit"]["weight MiB"]
+    assert plan["budget"] == "meets the budget" or plan["budget"].startswith("fails the budget in the browser")
+    assert by_plan["uniform 2-bit"]["budget"] == "misses the budget"  # 2-bit everywhere is too much
+
+
+def test_the_report_shows_sensitivity_and_the_frontier(swept, tmp_path: Path) -> None:  # noqa: ANN001
+    out, _ = swept
+    done = subprocess.run([sys.executable, "run_real_webgpu_webnn.py", "report", str(out),
+                           "--output-dir", str(tmp_path / "report")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "## Layer sensitivity" in md and "accuracy vs weight bytes" in md
+    assert list((tmp_path / "report" / "plots").glob("sensitivity-*/sensitivity_chrome_harness_webgpu.png"))
