@@ -100,7 +100,7 @@ def test_planted_2x_slowdown_is_a_regression(tmp_path: Path, capsys: pytest.Capt
     b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=1))], [Run(samples=_samples(20.0, seed=2))])
     e = _only(_compare(b, c))
     assert e.verdict is Verdict.REGRESSION
-    assert e.interval.low > 1.8 and e.interval.level == 0.99
+    assert e.interval.low > 1.8 and e.interval.level == 0.999
     assert e.effect == pytest.approx(1.0, abs=0.05)
     assert (e.n_baseline, e.n_current) == (30, 30)
     assert (e.pages_baseline, e.pages_current) == (5, 5)
@@ -169,14 +169,14 @@ def test_repetitions_are_the_units_when_there_are_several(tmp_path: Path) -> Non
 
 
 def test_few_page_loads_call_only_a_change_far_beyond_every_page(tmp_path: Path) -> None:
-    for factor, verdict in ((2.0, Verdict.REGRESSION), (1.3, Verdict.INSUFFICIENT)):
+    for factor, verdict in ((2.5, Verdict.REGRESSION), (1.6, Verdict.INSUFFICIENT)):
         d = tmp_path / f"x{factor}"
         b, c = _pair(d, [Run(samples=_paged([10.0, 10.4], seed=3), pages=2)],
                      [Run(samples=_paged([10.0 * factor, 10.4 * factor], seed=4), pages=2)])
         e = _only(_compare(b, c))
         assert (e.pages_baseline, e.pages_current) == (2, 2)
         assert e.verdict is verdict, (factor, e)
-    assert "only 2/2 page loads" in _only(_compare(tmp_path / "x2.0" / "base", tmp_path / "x2.0" / "cur")).note
+    assert "only 2/2 page loads" in _only(_compare(tmp_path / "x2.5" / "base", tmp_path / "x2.5" / "cur")).note
 
 
 def test_same_distribution_is_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -334,14 +334,14 @@ def test_added_and_removed_configs(tmp_path: Path) -> None:
 
 
 def test_repetitions_are_pooled(tmp_path: Path) -> None:
-    # three repetitions of one page load each: alone, each is one page per side (insufficient);
-    # pooled, three page loads a side, and the 15% slowdown is found
-    base = [Run(repetition=r, samples=_samples(10.0, n=6, noise=0.03, seed=20 + r), pages=1) for r in range(3)]
-    cur = [Run(repetition=r, samples=_samples(11.5, n=6, noise=0.03, seed=30 + r), pages=1) for r in range(3)]
+    # five repetitions of one page load each: alone, each is one page per side (insufficient);
+    # pooled, five units a side, and the 15% slowdown is found
+    base = [Run(repetition=r, samples=_samples(10.0, n=6, noise=0.03, seed=20 + r), pages=1) for r in range(5)]
+    cur = [Run(repetition=r, samples=_samples(11.5, n=6, noise=0.03, seed=30 + r), pages=1) for r in range(5)]
     b, c = _pair(tmp_path, base, cur)
     e = _only(_compare(b, c))
-    assert (e.n_baseline, e.n_current) == (18, 18)
-    assert (e.pages_baseline, e.pages_current) == (3, 3)
+    assert (e.n_baseline, e.n_current) == (30, 30)
+    assert (e.pages_baseline, e.pages_current) == (5, 5)
     pooled_b = [s for r in base for s in r.samples]
     assert e.baseline_median == pytest.approx(float(np.median(pooled_b)))
     assert e.verdict is Verdict.REGRESSION

@@ -1,4 +1,4 @@
-"""Unit tests for fixed_web_platform.analysis.stats: summarize and the page-load bootstrap."""
+"""Unit tests for fixed_web_platform.analysis.stats: summarize and the intervals over units."""
 
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ def test_page_samples_split_by_page_and_drop_non_finite() -> None:
     assert page_samples({"timing_source": "wall-clock", "wall_ms": [4.0, 5.0]}) == [[4.0, 5.0]]
 
 
-def test_hierarchical_interval_includes_the_page_to_page_spread() -> None:
-    from fixed_web_platform.analysis.stats import median_interval, median_ratio_interval
+def test_intervals_come_from_the_units_not_the_iterations() -> None:
+    from fixed_web_platform.analysis.stats import median_interval, welch_ratio_interval
 
     rng = np.random.default_rng(0)
     tight = [list(10 * (1 + 0.001 * rng.standard_normal(50))) for _ in range(5)]
@@ -78,9 +78,13 @@ def test_hierarchical_interval_includes_the_page_to_page_spread() -> None:
     spread = [list(level * (1 + 0.001 * rng.standard_normal(50))) for level in levels]
     lo_t, hi_t = median_interval(tight)
     lo_s, hi_s = median_interval(spread)
-    assert hi_t - lo_t < 0.05 and hi_s - lo_s > 1.0  # pages apart widen the interval
-    assert median_interval(spread) == (lo_s, hi_s)  # a fixed seed: the same folders, the same answer
-    same = median_ratio_interval(spread, spread, 0.99)
+    assert hi_t - lo_t < 0.05 and hi_s - lo_s > 2.0  # units apart widen the interval
+    # 500 samples either way: only the units count (five observations, t with 4 df)
+    many = [list(level * (1 + 0.001 * rng.standard_normal(500))) for level in levels]
+    assert median_interval(many) == pytest.approx((lo_s, hi_s), rel=0.01)
+    same = welch_ratio_interval(spread, spread, 0.99)
     assert same.ratio == 1.0 and same.low < 1 < same.high
-    slower = median_ratio_interval(tight, [[2 * x for x in p] for p in tight], 0.99)
+    slower = welch_ratio_interval(tight, [[2 * x for x in p] for p in tight], 0.99)
     assert slower.ratio == pytest.approx(2.0, rel=1e-3) and slower.low > 1.9
+    with pytest.raises(ValueError):
+        welch_ratio_interval(tight[:1], tight, 0.99)

@@ -6,9 +6,10 @@ share that load's state (JIT, allocation, what else the machine did), and pages 
 its browser session, so pooling them as independent samples makes noise look significant. A
 configuration's units are its repetitions (``--repetitions``: rounds, each in a fresh browser
 session, spread over the sweep's time) when it has several, else the page loads of its one run
-(``--repeat``). The change is the ratio of pooled medians, with a hierarchical-bootstrap interval
-(resample units, then samples within each). A change is called when the interval excludes 1 AND
-the ratio passes the minimum effect. With fewer than MIN_PAGES units on a side the spread between
+(``--repeat``). Each unit's median is one observation; the change is the ratio of pooled medians,
+with a Welch t interval on the logarithms of the units' medians (a handful of units gets a wide
+interval, as it should). A change is called when the interval excludes 1 AND the ratio passes
+the minimum effect. With fewer than MIN_PAGES units on a side the spread between
 units is unknown: the verdict is ``insufficient`` (never a regression on one unit per side),
 unless both sides have several units and the change is far beyond every unit's own spread
 (FAR_EFFECT, no overlap of the units' p10-p90).
@@ -32,15 +33,16 @@ import numpy as np
 
 from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, page_samples
 from ..vocabulary import Outcome
-from .stats import RatioInterval, median_ratio_interval
+from .stats import RatioInterval, welch_ratio_interval
 
-DEFAULT_ALPHA = 0.01
-"""The interval of the median ratio is the central 1 - alpha (99%) of the bootstrap."""
+DEFAULT_ALPHA = 0.001
+"""The interval of the ratio is at level 1 - alpha (99.9%): measured on back-to-back sweeps of the
+same code here, 0.01 still called one configuration in 60 (a sweep-wide drift; README)."""
 MIN_PAGES = 3
 """Units (repetitions or page loads) per side below which their spread is not known well enough."""
 RECOMMENDED_REPEAT = 5
 """The --repetitions the README, the nightly workflow and the 'insufficient' note recommend."""
-FAR_EFFECT = 0.5
+FAR_EFFECT = 1.0
 """With 2 units per side, a change this large whose units do not overlap is still called."""
 DEFAULT_MIN_EFFECT = 0.10
 """asv's default factor (1.1): software adapters drift about this much between back-to-back runs."""
@@ -100,7 +102,7 @@ class Entry:
     effect: float | None = None
     """current_median / baseline_median - 1 (positive: slower)."""
     interval: RatioInterval | None = None
-    """Hierarchical-bootstrap interval of current/baseline median; None when not computed."""
+    """Welch interval of current/baseline from the units' medians; None when not computed."""
     n_baseline: int = 0
     n_current: int = 0
     """Pooled headline sample counts."""
@@ -404,7 +406,7 @@ def _latency_verdict(base: _Side, cur: _Side, alpha: float, min_effect: float
     effect = cm / bm - 1 if bm > 0 else math.nan
     interval = None
     if min(pages) >= 2:  # with one unit a side, there is no unit-to-unit spread to resample
-        interval = median_ratio_interval(base.units, cur.units, 1 - alpha)
+        interval = welch_ratio_interval(base.units, cur.units, 1 - alpha)
     if not math.isfinite(effect):
         return Verdict.SKIPPED, effect, interval, "latency not compared: baseline median is 0"
     direction = "slower" if effect > 0 else "faster"
@@ -426,7 +428,7 @@ def _latency_verdict(base: _Side, cur: _Side, alpha: float, min_effect: float
     if interval.low > 1 or interval.high < 1:
         return called, effect, interval, f"{pct(effect)} {direction}"
     return Verdict.UNCHANGED, effect, interval, (
-        f"{pct(effect)} is within the spread between {unit} ({interval.level:.0%} interval "
+        f"{pct(effect)} is within the spread between {unit} ({interval.level:.1%} interval "
         f"{pct(interval.low - 1)} to {pct(interval.high - 1)})")
 
 

@@ -57,53 +57,25 @@ def summarize(samples: Sequence[float]) -> SampleStats:
 
 
 # ---------------------------------------------------------------------------------------------
-# Page loads as the unit: a hierarchical bootstrap (resample page loads, then samples within each)
+# Independent units (repetitions, or page loads): each unit's median is one observation
 
-BOOTSTRAP_RESAMPLES = 4000
-BOOTSTRAP_SEED = 1123
-"""Fixed, so the same folders always give the same interval and verdict."""
-_CHUNK_VALUES = 2_000_000
-"""Drawn values held at once (memory bound of one bootstrap chunk)."""
+def pooled_median(units: Sequence[Sequence[float]]) -> float:
+    return float(np.median(np.concatenate([np.asarray(u, dtype=np.float64) for u in units])))
 
 
-def _padded(pages: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
-    if not pages or any(len(p) == 0 for p in pages):
-        raise ValueError("every page load needs at least one sample")
-    lengths = np.array([len(p) for p in pages])
-    values = np.full((len(pages), int(lengths.max())), np.nan)
-    for i, page in enumerate(pages):
-        values[i, :len(page)] = page
-    return values, lengths
-
-
-def bootstrap_medians(pages: Sequence[Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES,
-                      seed: int = BOOTSTRAP_SEED) -> np.ndarray:
-    """Medians of ``resamples`` hierarchical resamples: page loads drawn with replacement, then
-    each drawn page's samples drawn with replacement (as many as it has), pooled."""
-    values, lengths = _padded(pages)
-    n_pages, width = values.shape
-    rng = np.random.default_rng(seed)
-    out = np.empty(resamples)
-    step = max(1, _CHUNK_VALUES // (n_pages * width))
-    columns = np.arange(width)
-    for start in range(0, resamples, step):
-        size = min(step, resamples - start)
-        pick = rng.integers(0, n_pages, size=(size, n_pages))
-        lens = lengths[pick][..., None]
-        pos = (rng.random((size, n_pages, width)) * lens).astype(np.int64)
-        drawn = values[pick[..., None], pos]
-        drawn[columns >= lens] = np.nan  # a page contributes its own number of samples
-        out[start:start + size] = np.nanmedian(drawn.reshape(size, -1), axis=1)
-    return out
-
-
-def pooled_median(pages: Sequence[Sequence[float]]) -> float:
-    return float(np.median(np.concatenate([np.asarray(p, dtype=np.float64) for p in pages])))
+def _log_medians(units: Sequence[Sequence[float]]) -> np.ndarray:
+    if not units or any(len(u) == 0 for u in units):
+        raise ValueError("every unit needs at least one sample")
+    medians = np.array([np.median(np.asarray(u, dtype=np.float64)) for u in units])
+    if (medians <= 0).any():
+        raise ValueError("unit medians must be positive to compare ratios")
+    return np.log(medians)
 
 
 @dataclass(frozen=True)
 class RatioInterval:
-    """current / baseline ratio of pooled medians, with its hierarchical-bootstrap interval."""
+    """current / baseline: the ratio of pooled medians (the figure shown) and the interval of
+    the ratio of typical latencies from the units' medians."""
 
     ratio: float
     low: float
@@ -111,24 +83,37 @@ class RatioInterval:
     level: float
 
 
-def median_ratio_interval(baseline: Sequence[Sequence[float]], current: Sequence[Sequence[float]],
-                          level: float) -> RatioInterval:
-    """Percentile interval of median(current) / median(baseline), both sides resampled page
-    loads first, then samples (so the page-to-page spread is part of the interval)."""
-    b = bootstrap_medians(baseline, seed=BOOTSTRAP_SEED)
-    c = bootstrap_medians(current, seed=BOOTSTRAP_SEED + 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = c / b
-    tail = (1 - level) / 2 * 100
-    low, high = np.nanpercentile(ratios, [tail, 100 - tail])
-    base_median = pooled_median(baseline)
-    ratio = pooled_median(current) / base_median if base_median > 0 else math.nan
-    return RatioInterval(ratio=ratio, low=float(low), high=float(high), level=level)
+def welch_ratio_interval(baseline: Sequence[Sequence[float]], current: Sequence[Sequence[float]],
+                         level: float) -> RatioInterval:
+    """Welch's t on the logarithms of the units' medians (each unit one observation, so a handful
+    of units gets the wide interval a handful deserves): ``exp(mean difference +- t * se)``.
+    Needs at least two units a side."""
+    from scipy import stats as scipy_stats
+
+    b, c = _log_medians(baseline), _log_medians(current)
+    if b.size < 2 or c.size < 2:
+        raise ValueError("an interval needs at least two units a side")
+    vb, vc = b.var(ddof=1) / b.size, c.var(ddof=1) / c.size
+    se = math.sqrt(vb + vc)
+    diff = float(c.mean() - b.mean())
+    if se == 0:
+        low = high = math.exp(diff)
+    else:
+        df = (vb + vc) ** 2 / (vb ** 2 / (b.size - 1) + vc ** 2 / (c.size - 1))
+        t = float(scipy_stats.t.ppf(0.5 + level / 2, df))
+        low, high = math.exp(diff - t * se), math.exp(diff + t * se)
+    ratio = pooled_median(current) / pooled_median(baseline)
+    return RatioInterval(ratio=ratio, low=low, high=high, level=level)
 
 
-def median_interval(pages: Sequence[Sequence[float]], level: float = 0.95) -> tuple[float, float]:
-    """Hierarchical-bootstrap interval of the pooled median (a single page: within-page only)."""
-    medians = bootstrap_medians(pages)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(medians, [tail, 100 - tail])
-    return float(low), float(high)
+def median_interval(units: Sequence[Sequence[float]], level: float = 0.95) -> tuple[float, float]:
+    """Interval of the typical latency from the units' medians (Student's t on their logarithms:
+    the spread between units is in it). Needs at least two units."""
+    from scipy import stats as scipy_stats
+
+    logs = _log_medians(units)
+    if logs.size < 2:
+        raise ValueError("an interval needs at least two units")
+    se = float(logs.std(ddof=1)) / math.sqrt(logs.size)
+    t = float(scipy_stats.t.ppf(0.5 + level / 2, logs.size - 1))
+    return math.exp(logs.mean() - t * se), math.exp(logs.mean() + t * se)

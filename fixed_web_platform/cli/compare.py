@@ -1,4 +1,4 @@
-"""`compare BASELINE CURRENT [--alpha 0.01] [--min-effect 0.10] [--force] [--output FILE.md]`:
+"""`compare BASELINE CURRENT [--alpha 0.001] [--min-effect 0.10] [--force] [--output FILE.md]`:
 the comparison's table, and exit 0 (no regression), 1 (regression) or 2 (bad input)."""
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def summary_line(c: Comparison) -> str:
     counts = ", ".join(f"{n} {v.value}" for v, n in c.counts.items()) or "no configurations"
     status = "REGRESSION" if c.has_regression else "no regression"
     return (f"**Summary:** {counts} — {status} "
-            f"(page loads as the unit: {1 - c.alpha:.0%} hierarchical-bootstrap interval of the "
-            f"median ratio, at least {MIN_PAGES} page loads a side, min effect {c.min_effect:.0%})")
+            f"(repetitions or page loads as the units: {1 - c.alpha:.1%} Welch interval of the "
+            f"ratio from their medians, at least {MIN_PAGES} units a side, min effect {c.min_effect:.0%})")
 
 
 def format_comparison(c: Comparison) -> str:
@@ -51,7 +51,7 @@ def format_comparison(c: Comparison) -> str:
         lines += ["> **Warning:** compared despite differing set-ups (--force): "
                   + cell("; ".join(c.metadata_differences)), ""]
     head = ["browser", "engine", "platform", "mode", "workload", "shape", "bits", "verdict", "baseline ms",
-            "current ms", "change", f"{1 - c.alpha:.0%} interval", "pages (base/cur)",
+            "current ms", "change", f"{1 - c.alpha:.1%} interval", "units (base/cur)",
             "samples (base/cur)", "note"]
     body = []
     for e in c.entries:
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("current", metavar="CURRENT", type=Path, help="results folder to judge")
     p.add_argument("--alpha", type=_float, default=DEFAULT_ALPHA,
                    help="a change is called when the central 1-ALPHA interval of the median ratio "
-                        f"excludes 1 (default {DEFAULT_ALPHA}, a 99%% interval)")
+                        f"excludes 1 (default {DEFAULT_ALPHA}, a 99.9%% interval)")
     p.add_argument("--min-effect", type=_float, default=DEFAULT_MIN_EFFECT,
                    help="smallest relative change of the median latency that counts "
                         f"(default {DEFAULT_MIN_EFFECT}, i.e. {DEFAULT_MIN_EFFECT * 100:g}%%)")

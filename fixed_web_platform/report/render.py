@@ -237,8 +237,9 @@ def summary_table(rows: pd.DataFrame,
     latency_ms_median is the median of the repetitions' medians; latency_ms_p10/_p90 are the
     percentiles of all repetitions' raw samples pooled (from samples.jsonl), or the median of the
     rows' own p10/p90 when samples are missing. latency_ms_ci_low/_high: the 95% interval of the
-    pooled median by a hierarchical bootstrap over the page loads (page loads resampled, then
-    samples), so it includes the page-to-page spread; blank with a single page load.
+    typical latency from the units' medians (Student's t on their logarithms; units: the
+    repetitions when several, else the page loads), so it includes the spread between them;
+    blank with a single unit.
     Every other figure is the median over repetitions.
     """
     samples = samples or {}
@@ -582,11 +583,11 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
 NOTES = (
     "Summary rows aggregate the ok runs of one configuration: median latency is the median of the "
     "repetitions' medians; p10-p90 spans all repetitions' raw timed samples (samples.jsonl). "
-    "The median's 95% interval resamples the configuration's independent units, then the samples "
-    "within each (a hierarchical bootstrap): its repetitions (rounds, each in a fresh browser "
-    "session) when it has several, else its page loads; so it includes the spread between them, "
-    "the noise a comparison between sweeps faces. It says which units and how many it pools; a "
-    "single one has no interval. "
+    "The 95% interval is that of the typical latency from the configuration's independent units, "
+    "each unit's median one observation (Student's t on their logarithms): its repetitions (rounds, "
+    "each in fresh browser sessions) when it has several, else its page loads; so it includes the "
+    "spread between them, the noise a comparison between sweeps faces. It says which units and "
+    "how many; a single one has no interval. "
     "GFLOP/s = 2*M*K*N / median latency (whole models, whose shape reads 'batch x sequence "
     "tokens': the FLOPs of one forward pass, linear layers and attention, / median latency). Speed-ups are the 16-bit (or float32) row's median latency "
     "divided by this row's, for the same sweep, browser, engine, platform and workload (blank when "

@@ -1,0 +1,87 @@
+"""compare on recorded real sweeps: ten pairs of back-to-back sweeps of the same code on this
+machine (Chromium WebGPU on SwiftShader, 8 and 4 bits, three shapes, --repetitions 5), kept
+trimmed in tests/fixtures/false_alarms/sweeps.tar.gz (made by benchmarks/false_alarms.py
+--save-fixture; the README's "Comparing sweeps" has the command and the table these tests pin)."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from fixed_web_platform.analysis.compare import DEFAULT_MIN_EFFECT, RECOMMENDED_REPEAT, Verdict, compare
+from fixed_web_platform.analysis.false_alarms import slowed, tally
+from fixed_web_platform.results.reader import CONFIG_KEY, ResultSet, headline_samples, load
+
+FIXTURE = Path(__file__).parent / "fixtures" / "false_alarms" / "sweeps.tar.gz"
+PAIRS = 10
+CONFIGURATIONS = 6 * PAIRS
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[ResultSet, ResultSet]]:
+    root = tmp_path_factory.mktemp("false-alarms")
+    with tarfile.open(FIXTURE) as tar:
+        tar.extractall(root, filter="data")
+    a = sorted(root.glob("pair*_a"))
+    b = sorted(root.glob("pair*_b"))
+    assert len(a) == len(b) == PAIRS
+    return [(load(x), load(y)) for x, y in zip(a, b, strict=True)]
+
+
+def test_back_to_back_sweeps_of_the_same_code_raise_no_alarm(pairs) -> None:  # noqa: ANN001
+    for ordered in (pairs, [(b, a) for a, b in pairs]):  # either sweep as the baseline
+        t = tally(ordered, repetitions=RECOMMENDED_REPEAT)
+        assert t.configurations == CONFIGURATIONS
+        assert t.count(Verdict.REGRESSION) == 0
+        assert t.count(Verdict.IMPROVEMENT) == 0
+        assert t.count(Verdict.INSUFFICIENT) == 0  # enough units to judge every one
+
+
+def _pooled(rs: ResultSet) -> dict[tuple, list[float]]:
+    out: dict[tuple, list[float]] = {}
+    for row in rs.rows.to_dict("records"):
+        key = tuple(str(row[k]) for k in CONFIG_KEY)
+        out.setdefault(key, []).extend(headline_samples(rs.samples[int(row["run_id"])]))
+    return out
+
+
+def test_pooling_iterations_as_samples_would_have_cried_wolf(pairs) -> None:  # noqa: ANN001
+    """The old judge (Mann-Whitney on every timed iteration pooled, alpha 0.01, 10% minimum
+    effect) on the same measurements calls changes between two sweeps of the same code."""
+    alarms = 0
+    for base, cur in pairs:
+        b, c = _pooled(base), _pooled(cur)
+        for key, x in b.items():
+            y = c[key]
+            effect = np.median(y) / np.median(x) - 1
+            if stats.mannwhitneyu(y, x).pvalue < 0.01 and abs(effect) > DEFAULT_MIN_EFFECT:
+                alarms += 1
+    assert alarms >= 20  # 23 of the 60 comparisons here
+
+
+def test_one_repetition_a_side_never_calls_a_change(pairs) -> None:  # noqa: ANN001
+    for factor in (1.0, 2.0):
+        t = tally(pairs, repetitions=1, factor=factor)
+        assert t.count(Verdict.REGRESSION) == t.count(Verdict.IMPROVEMENT) == 0
+    assert tally(pairs, repetitions=1, factor=2.0).count(Verdict.INSUFFICIENT) == CONFIGURATIONS
+
+
+@pytest.mark.parametrize(("factor", "caught"), [(1.2, 10), (1.3, 27), (1.5, 52), (2.0, 82)])
+def test_planted_slowdowns_are_caught_as_the_readme_says(pairs, factor: float, caught: int) -> None:  # noqa: ANN001
+    both = [*pairs, *((b, a) for a, b in pairs)]
+    t = tally(both, repetitions=RECOMMENDED_REPEAT, factor=factor)
+    assert t.count(Verdict.REGRESSION) >= caught
+    assert t.count(Verdict.IMPROVEMENT) == 0
+
+
+def test_a_planted_slowdown_carries_its_interval_and_units(pairs) -> None:  # noqa: ANN001
+    base, cur = pairs[0]
+    entries = compare(base, slowed(cur, 2.0)).entries
+    assert all(e.verdict is Verdict.REGRESSION for e in entries)
+    for e in entries:
+        assert e.interval is not None and e.interval.low > 1 and e.interval.level == 0.999
+        assert (e.pages_baseline, e.pages_current) == (5, 5)
