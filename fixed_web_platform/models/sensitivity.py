@@ -14,12 +14,12 @@ feed-forward).
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..report.markdown import number
 from . import accuracy
 from .config import ATTENTION_LINEARS, FFN_LINEARS, EncoderConfig
 from .rules import PrecisionRule
@@ -99,14 +99,6 @@ def predicted(workload: Any, bits: int, block_size: int, seed: int) -> accuracy.
 
 
 METRICS = ("cosine_mean", "cosine_min", "spearman", "top1_agreement")
-
-
-def number(value: Any) -> float | None:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
 
 
 @dataclass(frozen=True)
