@@ -177,3 +177,30 @@ def test_network_check_is_false_here_for_every_driver_host() -> None:
         started = time.monotonic()
         assert not network_reachable(host)
         assert time.monotonic() - started < 2
+
+
+def test_remote_browsers_get_the_local_options_without_a_local_profile() -> None:
+    """Through a grid: Chromium's flags, and Firefox through Selenium's Firefox options (its prefs
+    and -headless for geckodriver on the node), never Marionette; no profile folder of ours."""
+    from pathlib import Path
+
+    from fixed_web_platform.browsers.discovery import ResolvedBrowser
+    from fixed_web_platform.browsers.products import PRODUCTS, DriverKind
+    from fixed_web_platform.browsers.sessions import remote_options
+
+    chrome = ResolvedBrowser(PRODUCTS[BrowserName.CHROME], None, None, DriverKind.REMOTE,
+                             remote_url="http://grid:4444")
+    options, args = remote_options(chrome)
+    caps = options.to_capabilities()
+    assert caps["browserName"] == "chrome"
+    assert set(PRODUCTS[BrowserName.CHROME].args) == set(caps["goog:chromeOptions"]["args"]) == set(args)
+    assert not any(a.startswith("--user-data-dir") for a in args)
+    assert "binary" not in caps["goog:chromeOptions"]  # the node's own browser unless named
+    firefox = ResolvedBrowser(PRODUCTS[BrowserName.FIREFOX], Path("/opt/firefox/firefox"), None,
+                              DriverKind.REMOTE, remote_url="http://grid:4444")
+    options, _ = remote_options(firefox)
+    caps = options.to_capabilities()
+    assert caps["browserName"] == "firefox"
+    moz = caps["moz:firefoxOptions"]
+    assert moz["args"] == ["-headless"] and moz["binary"] == "/opt/firefox/firefox"
+    assert moz["prefs"]["dom.webgpu.enabled"] is True
