@@ -115,6 +115,11 @@ def sensitivity_table(directory: Path, grouping: str | None = None) -> list[sens
     plan, _ = load_plan(directory)
     rows = pd.read_csv(directory / "results.csv", keep_default_na=False)
     by_run = {int(r["run_id"]): r for r in rows.to_dict("records")}
+    layers_path = directory / "layers.csv"
+    layer_bits: dict[tuple[int, str], str] = {}
+    if layers_path.is_file():
+        for r in pd.read_csv(layers_path, keep_default_na=False).to_dict("records"):
+            layer_bits[(int(r["run_id"]), str(r["layer"]))] = str(r["bits_executed"])
     workloads = {r.workload for r in plan}
     labels: dict[str, tuple[sensitivity.Probe, int]] = {}
     for w in workloads:
@@ -142,6 +147,9 @@ def sensitivity_table(directory: Path, grouping: str | None = None) -> list[sens
             continue
         row = by_run.get(run.run_id, {})
         name, layers, bits = _probe_of(run, labels)
+        probe = labels.get(run.workload.rules_name, (None, 0))[0]
+        ran = sorted({layer_bits.get((run.run_id, n), "") for n in (probe.layers if probe else ())} - {""},
+                     key=int)
         base_measured, base_predicted = baselines.get((run.browser, run.engine, run.platform), ({}, {}))
         ok = row.get("outcome") == "ok"
         weight = row.get("weight_bytes")
@@ -150,6 +158,7 @@ def sensitivity_table(directory: Path, grouping: str | None = None) -> list[sens
             bits=bits, baseline_bits=run.bits, run_id=run.run_id,
             outcome=str(row.get("outcome") or "not run"),
             weight_bytes=float(weight) if ok and weight not in ("", None) else None,
+            bits_executed="/".join(ran),
             measured=sensitivity.row_figures(row) if ok else {},
             predicted=predicted[(run.workload, run.bits, run.block_size)],
             baseline_measured=base_measured, baseline_predicted=base_predicted))
@@ -161,13 +170,14 @@ def _fmt(value: float | None, spec: str = ".2e") -> str:
 
 
 def format_ranked(rows: Sequence[sensitivity.SensitivityRow], limit: int | None = None) -> str:
-    head = ["rank", "browser", "engine", "platform", "probe", "bits", "outcome", "cosine mean",
+    head = ["rank", "browser", "engine", "platform", "probe", "bits", "ran at", "outcome", "cosine mean",
             "drop (browser)", "drop (Python)", "Spearman drop", "top-1 drop"]
     body = []
     for key in dict.fromkeys((r.browser, r.engine, r.platform) for r in rows):
         ranked = sensitivity.rank([r for r in rows if (r.browser, r.engine, r.platform) == key])
         for i, r in enumerate(ranked[:limit] if limit else ranked, 1):
-            body.append([str(i), r.browser, r.engine, r.platform, r.probe, str(r.bits), r.outcome,
+            body.append([str(i), r.browser, r.engine, r.platform, r.probe, str(r.bits),
+                         r.bits_executed or "-", r.outcome,
                          _fmt(r.measured.get("cosine_mean"), ".5f"), _fmt(r.drop("cosine_mean")),
                          _fmt(r.drop("cosine_mean", "predicted")), _fmt(r.drop("spearman")),
                          _fmt(r.drop("top1_agreement"), ".3f")])

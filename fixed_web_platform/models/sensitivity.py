@@ -116,6 +116,9 @@ class SensitivityRow:
     run_id: int
     outcome: str
     weight_bytes: float | None
+    bits_executed: str
+    """What the engine ran the probe's layers at (layers.csv): '4', '8' (standard-mode WebNN
+    upgrades int4), '4/8' when they differ, '' when it could not tell."""
     measured: dict[str, float | None]
     predicted: dict[str, float | None]
     baseline_measured: dict[str, float | None]
@@ -131,7 +134,7 @@ class SensitivityRow:
             "browser": self.browser, "engine": self.engine, "platform": self.platform,
             "probe": self.probe, "layers": self.layers, "bits": self.bits,
             "baseline_bits": self.baseline_bits, "run_id": self.run_id, "outcome": self.outcome,
-            "weight_bytes": self.weight_bytes,
+            "bits_executed": self.bits_executed, "weight_bytes": self.weight_bytes,
         }
         for metric in METRICS:
             rec[metric] = self.measured.get(metric)

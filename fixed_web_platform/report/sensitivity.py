@@ -66,7 +66,9 @@ def ranked_frames(table: pd.DataFrame, limit: int = 10) -> list[tuple[str, pd.Da
         def fmt(values: pd.Series, spec: str) -> pd.Series:
             return pd.to_numeric(values, errors="coerce").map(lambda v: "" if pd.isna(v) else format(v, spec))
         out.append((f"{browser}/{engine}/{platform} (most sensitive first)", pd.DataFrame({
-            "probe": ranked["probe"], "bits": ranked["bits"], "outcome": ranked["outcome"],
+            "probe": ranked["probe"], "bits": ranked["bits"],
+            "ran at": ranked.get("bits_executed", ""),
+            "outcome": ranked["outcome"],
             "cosine mean": fmt(ranked["cosine_mean"], ".5f"),
             "drop (browser)": fmt(ranked["_d"], ".2e"),
             "drop (Python)": fmt(ranked["predicted_drop_cosine_mean"], ".2e"),
