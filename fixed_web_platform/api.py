@@ -18,7 +18,7 @@ from typing import Any
 from . import sweep
 from .harness.runner import SweepOptions
 from .harness.server import LOOPBACK
-from .plan import MODEL_TIMING, TimingConfig, build_plan
+from .plan import DEFAULT_OBSERVER, MODEL_TIMING, TimingConfig, build_plan
 from .progress import PlainProgress
 from .vocabulary import (
     DEFAULT_BLOCK_SIZE,
@@ -60,6 +60,8 @@ async def run_real_test(
     remote: str | None = None,
     serve_host: str = LOOPBACK,
     parallel: int = 1,
+    act_bits: int | Sequence[int] = 32,
+    observer: str = DEFAULT_OBSERVER,
 ) -> list[dict[str, Any]]:
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
     on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). ``remote``: a
@@ -84,6 +86,8 @@ async def run_real_test(
         block_size=block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if experimental_precision else PrecisionMode.STANDARD,
         webnn_device=webnn_device,
+        act_bits=_as_list(act_bits),
+        observer=observer,
     )
     if timing is None:
         timing = MODEL_TIMING if model is not None else TimingConfig()

@@ -30,6 +30,11 @@ from .vocabulary import (
 )
 from .workloads import Workload, workload_from_json
 
+ACT_BITS = (32, 8)
+"""Activation precisions: float32, or int8 calibrated with an observer."""
+ACT8_WEIGHT_BITS = (8, 4)
+"""Weight bits int8 activations run with (int8 x int8 dot products: W8A8, and W4A8 unpacked)."""
+DEFAULT_OBSERVER = "minmax"
 MAX_ITERATIONS_LIMIT = 2048
 """WebGPU query sets hold at most 4096 timestamps: two per timed iteration."""
 
@@ -90,10 +95,15 @@ class RunSpec:
     """MLContext deviceType for WebNN runs (cpu, gpu or npu); unused elsewhere."""
     engine: EngineName = EngineName.HARNESS
     """Who builds the work: the harness's kernels/graphs or ONNX Runtime Web."""
+    act_bits: int = 32
+    """Activation precision: 32 (float) or 8 (int8, statically calibrated: W8A8 / W4A8)."""
+    observer: str = ""
+    """The calibration observer that gave the activations their scale and zero point ('' at 32)."""
 
     @property
     def label(self) -> str:
-        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit "
+        acts = f" a{self.act_bits} {self.observer}" if self.act_bits != 32 else ""
+        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{acts} "
                 f"{self.workload.label} rep{self.repetition}")
 
     def to_json(self) -> dict[str, Any]:
@@ -125,9 +135,12 @@ def build_plan(
     precision_mode: PrecisionMode = PrecisionMode.STANDARD,
     seed: int = 0,
     webnn_device: str = "cpu",
+    act_bits: Sequence[int] = (32,),
+    observer: str = DEFAULT_OBSERVER,
 ) -> list[RunSpec]:
     """Validate everything up front (bad bits, shapes, block sizes, engine/platform pairs no
-    engine can run fail before any launch)."""
+    engine can run fail before any launch). ``act_bits`` 8 adds int8-activation runs for the
+    8- and 4-bit weights (W8A8, W4A8), calibrated by ``observer``."""
     from .engines import engine_for, engines_for_platform
 
     if repetitions < 1:
@@ -137,6 +150,20 @@ def build_plan(
     if block_size <= 0:
         raise ValueError(f"block size must be positive, got {block_size}")
     bits = [parse_bits(b) for b in bits]
+    act_bits = list(dict.fromkeys(int(a) for a in act_bits))
+    unknown = [a for a in act_bits if a not in ACT_BITS]
+    if unknown or not act_bits:
+        raise ValueError(f"activation bits {unknown[0] if unknown else 'none'}: use 32 (float) or 8 (int8)")
+    if 8 in act_bits:
+        if not any(b in ACT8_WEIGHT_BITS for b in bits):
+            raise ValueError("--act-bits 8 runs int8 activations with 8- or 4-bit weights (W8A8, W4A8): "
+                             "add --bits 8 or 4")
+        if any(w.kind == "model" for w in workloads):
+            raise ValueError("--act-bits 8 is built for the matmul workloads, not yet for --model")
+        from .precision.observers import OBSERVERS
+
+        if observer not in OBSERVERS:
+            raise ValueError(f"observer {observer!r} is not one of {', '.join(OBSERVERS)}")
     for workload in workloads:
         for b in bits:
             workload.validate(b, block_size)
@@ -151,12 +178,16 @@ def build_plan(
         for browser in dict.fromkeys(browsers):
             for workload in dict.fromkeys(workloads):
                 for b in dict.fromkeys(bits):
-                    for engine, platform in pairs:
-                        runs.append(RunSpec(
-                            run_id=len(runs), browser=browser, engine=engine, platform=platform,
-                            workload=workload, bits=b, block_size=block_size, repetition=rep,
-                            precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
-                        ))
+                    for acts in act_bits:
+                        if acts == 8 and b not in ACT8_WEIGHT_BITS:
+                            continue  # int8 activations go with 8- and 4-bit weights only
+                        for engine, platform in pairs:
+                            runs.append(RunSpec(
+                                run_id=len(runs), browser=browser, engine=engine, platform=platform,
+                                workload=workload, bits=b, block_size=block_size, repetition=rep,
+                                precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
+                                act_bits=acts, observer=observer if acts != 32 else "",
+                            ))
     return runs
 
 

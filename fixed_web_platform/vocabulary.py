@@ -17,6 +17,10 @@ v6: concurrent_sessions, ran_on, proc_memory_source (--parallel, --remote), prec
     (which rule set planned a whole model's bits, e.g. a sensitivity probe); environment.json's
     browsers record ran_on (what ran the browser) and driver_note."""
 
+COMPUTE_DTYPES = ("f32", "f16", "i8dot")
+"""What a kernel's arithmetic ran in: float32, float16, or int8 dot products accumulated in i32
+and rescaled in f32 (the int8-activation kernels)."""
+
 PROTOCOL_VERSION = 1
 """Version of the page protocol (job spec the page fetches, reply it posts)."""
 

@@ -4,7 +4,8 @@
 // per tile of TILE_M rows x TILE_N columns; each kernel supplies accumulate(n0, m0) for its weight
 // format (returning the tile row-major, acc[t * TILE_N + j]) and binds its weight buffers from
 // binding 2 on. Reads past the last row or column are clamped to it (no branch in the inner
-// loop); only the writes are guarded.
+// loop); only the writes are guarded. x is float32 (vec4) or, for int8 activations, four int8
+// to a u32 word ({X_ELEMENT}, filled in by Python).
 override M: u32;
 override K: u32;
 override N: u32;
@@ -12,7 +13,7 @@ const TILE_M: u32 = {TILE_M}u;
 const TILE_N: u32 = {TILE_N}u;
 const WORKGROUP_X: u32 = {WORKGROUP_X}u;
 
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> x: array<{X_ELEMENT}>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 
 @compute @workgroup_size(WORKGROUP_X)

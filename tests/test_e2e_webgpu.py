@@ -199,3 +199,30 @@ def test_a_crashed_renderer_is_a_crash_row_not_a_timeout(tmp_path):
     assert [r.outcome for r in rows] == [Outcome.OK, Outcome.CRASH, Outcome.OK], [r.reason for r in rows]
     assert "crash" in rows[1].reason
     assert elapsed < 60, f"the crash was only noticed after {elapsed:.0f} s"
+
+
+@pytest.mark.parametrize("browser", [BrowserName.CHROME, BrowserName.FIREFOX])
+def test_int8_activations_run_on_the_dp4a_kernel(browser, tmp_path):
+    """W8A8 and W4A8 through dot4I8Packed (both browsers list packed_4x8_integer_dot_product):
+    exact integer dot products, so the kernel error is float32 rounding of the rescale; the
+    activations cost accuracy on top of the weights'; WebNN says it has no such path yet."""
+    require_browser(browser)
+    platforms = [Platform.WEBGPU, Platform.WEBNN] if browser is BrowserName.CHROME else [Platform.WEBGPU]
+    shapes = list(EDGE_SHAPES)  # 1x32x1 (one block), 37x64x65 (clamped tiles)
+    plan = build_plan([browser], platforms, shapes, [8, 4], act_bits=[32, 8], observer="minmax")
+    rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path), SweepOptions(timing=QUICK, progress=None)))
+    by = {(r.workload, r.platform, r.bits_requested, r.act_bits): r for r in rows}
+    for shape in shapes:
+        for bits in (8, 4):
+            row = by[(shape.name, "webgpu", bits, 8)]
+            where = f"{browser} {shape.name} W{bits}A8"
+            assert row.outcome == Outcome.OK, f"{where}: {row.reason}"
+            assert row.kernel_variant.startswith(f"dp4a-w{bits}a8 tile"), where
+            assert row.compute_dtype == "i8dot" and row.observer == "minmax" and row.bits_executed == bits
+            assert row.rel_error_vs_dequantized <= 1e-6, where
+            weight_only = by[(shape.name, "webgpu", bits, 32)]
+            if shape.m * shape.n > 100:  # one output (1x32x1) may cancel errors by chance
+                assert row.rel_error_vs_float >= weight_only.rel_error_vs_float * 0.99, where
+    if browser is BrowserName.CHROME:
+        refused = by[(shapes[0].name, "webnn", 8, 8)]
+        assert refused.outcome == Outcome.UNSUPPORTED and "8-bit activations" in refused.reason

@@ -54,7 +54,7 @@ FLOAT_ERROR_GROWTH_ABS = 1e-6
 MACHINE_KEYS = ("system", "machine", "cpu_count")
 """environment.json["machine"] entries that must match for timings to be comparable."""
 
-_INT_KEYS = frozenset({"m", "k", "n", "bits_requested", "block_size"})
+_INT_KEYS = frozenset({"m", "k", "n", "bits_requested", "block_size", "act_bits"})
 _SKIP_OUTCOMES = frozenset({Outcome.UNAVAILABLE, Outcome.UNSUPPORTED})
 
 
@@ -135,7 +135,8 @@ class Entry:
         c = self.config_dict
         mode = c["precision_mode"] + (f"/{c['device_type']}" if c["device_type"] else "")
         block = f" block{c['block_size']}" if c["block_size"] else ""
-        return (f"{c['browser']}/{c['platform']} {mode} {c['bits_requested']}-bit{block} "
+        acts = f" int8 activations ({c['observer']})" if str(c.get("act_bits")) == "8" else ""
+        return (f"{c['browser']}/{c['platform']} {mode} {c['bits_requested']}-bit{block}{acts} "
                 f"{c['workload']} {self.shape}")
 
 

@@ -58,6 +58,8 @@ def format_comparison(c: Comparison) -> str:
         cfg = e.config_dict
         mode = cfg["precision_mode"] + (f"/{cfg['device_type']}" if cfg["device_type"] else "")
         bits = f"{cfg['bits_requested']}" + (f" (block {cfg['block_size']})" if cfg["block_size"] else "")
+        if str(cfg.get("act_bits")) == "8":
+            bits += f" a8 {cfg['observer']}"
         change = "-" if e.effect is None or math.isnan(e.effect) else pct(e.effect)
         body.append([cfg["browser"], cfg["engine"], cfg["platform"], mode, cfg["workload"],
                  e.shape, bits, e.verdict.value,

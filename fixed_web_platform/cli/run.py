@@ -16,7 +16,8 @@ from .. import sweep
 from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
 from ..harness.server import LOOPBACK
-from ..plan import MODEL_TIMING, RunSpec, TimingConfig, build_plan, load_plan
+from ..plan import ACT_BITS, DEFAULT_OBSERVER, MODEL_TIMING, RunSpec, TimingConfig, build_plan, load_plan
+from ..precision.observers import OBSERVERS
 from ..progress import for_terminal
 from ..report.markdown import markdown_lines
 from ..vocabulary import (
@@ -87,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="chrome edge firefox safari (default: chrome firefox)")
     p.add_argument("--bits", nargs="+", type=bits_arg, default=list(DEFAULT_BITS),
                    help="weight precisions: 32 (float32 baseline) 16 8 4 2 (default: all)")
+    p.add_argument("--act-bits", nargs="+", type=int, default=[32], choices=list(ACT_BITS),
+                   help="activation precisions: 32 (float, default) and/or 8 (int8 activations "
+                        "calibrated on a synthetic set, with the 8- and 4-bit weights: W8A8, W4A8; "
+                        "the harness's WGSL DP4A kernel)")
+    p.add_argument("--observer", default=DEFAULT_OBSERVER, choices=list(OBSERVERS),
+                   help=f"calibration observer of int8 activations (default {DEFAULT_OBSERVER})")
     p.add_argument("--shape", nargs="+", default=[], metavar="MxKxN",
                    help="extra matmul shapes, added to the built-in BERT-base workloads")
     p.add_argument("--only-shapes", action="store_true",
@@ -267,6 +274,8 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
         seed=args.seed,
         webnn_device=args.webnn_device,
+        act_bits=args.act_bits,
+        observer=args.observer,
     )
     defaults = MODEL_TIMING if args.model is not None else TimingConfig()
 
@@ -320,7 +329,8 @@ def format_matmul_table(rows: Sequence[Any]) -> str:
               "p10-p90 ms", "GFLOP/s", "rel err vs float", "kernel err"]
     body = [[
         r.browser, r.engine, r.platform, r.executed_on or "-", f"{r.m}x{r.k}x{r.n}",
-        str(r.bits_requested), "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
+        str(r.bits_requested) + (f" a{r.act_bits}" if r.act_bits != 32 else ""),
+        "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
         _fmt(r.latency_ms_median, ".3f"),
         "-" if r.latency_ms_p10 is None else f"{r.latency_ms_p10:.3f}-{r.latency_ms_p90:.3f}",
         _fmt(r.gflops, ".2f"), _fmt(r.rel_error_vs_float, ".2e"), _fmt(r.rel_error_vs_dequantized, ".1e"),

@@ -97,8 +97,15 @@ class Engine(ABC):
         """URL prefix -> local folder the server must serve for this engine's page runner."""
         return {}
 
+    act_bits: tuple[int, ...] = (32,)
+    """Activation precisions this engine runs (32: float; 8: int8 with calibrated parameters)."""
+
     async def build(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
         """The job for any workload kind: matmuls by ``job``, whole models by ``model_job``."""
+        if run.act_bits not in self.act_bits:
+            return Refusal(Outcome.UNSUPPORTED, f"{run.act_bits}-bit activations are not built for "
+                           f"engine {self.name} on {self.platform} (the harness's WGSL kernels run "
+                           "them on WebGPU)")
         if run.workload.kind == "model":
             return await self.model_job(run, timing, browser)
         return await self.job(run, timing, browser)

@@ -77,13 +77,25 @@ class KernelVariant:
     compute_dtype: str
     requires: tuple[str, ...] = ()
     family: str = ""
-    """The kernel's name in ``kernel_variant`` (with the tile): f32, f16, f16-unpack, quant-w4."""
+    """The kernel's name in ``kernel_variant`` (with the tile): f32, f16, f16-unpack, quant-w4,
+    dp4a-w8a8."""
+    x_element: str = "vec4<f32>"
+    """How the kernel reads x: float32 vec4s, or u32 words of four int8 (int8 activations)."""
 
     def kernel_variant(self, tiling: Tiling) -> str:
         return f"{self.family} {tiling.label}"
 
 
-def variants_for(bits: int) -> tuple[KernelVariant, ...]:
+WGSL_FEATURE = "wgsl:"
+"""A ``requires`` entry with this prefix is a WGSL language feature (navigator.gpu.
+wgslLanguageFeatures), not an adapter feature."""
+DP4A = WGSL_FEATURE + "packed_4x8_integer_dot_product"
+
+
+def variants_for(bits: int, act_bits: int = 32) -> tuple[KernelVariant, ...]:
+    if act_bits == 8:  # the special path: int8 x int8 dot products (W8A8, W4A8 unpacked to int8)
+        return (KernelVariant("matmul_dp4a.wgsl", "i8dot", (DP4A,), family=f"dp4a-w{bits}a8",
+                              x_element="u32"),)
     if bits == 32:
         return (KernelVariant("matmul_f32.wgsl", "f32", family="f32"),)
     if bits == 16:
@@ -106,36 +118,41 @@ def _unroll(text: str, marker: str, count: int, key: str) -> str:
     return "".join(out)
 
 
-def compose(prelude_path: Path, shader: str, tiling: Tiling, bits: int) -> str:
-    """A kernel body behind a prelude: the body's ``enable`` directives first, then the prelude
-    with the tile sizes filled in, then the body (its accumulate(n0, m0)) with its ``//@groups``
-    lines repeated per vec4 of a packed word, its ``//@rows`` lines per row and its ``//@cols``
-    lines per column of the tile (in that order, so markers nest in that order)."""
+def compose(prelude_path: Path, shader: str, tiling: Tiling, bits: int,
+            x_element: str = "vec4<f32>") -> str:
+    """A kernel body behind a prelude: the body's ``enable`` / ``requires`` directives first, then
+    the prelude with the tile sizes and x's element type filled in, then the body (its
+    accumulate(n0, m0)) with its ``//@groups`` lines repeated per vec4 of a packed word, its
+    ``//@rows`` lines per row and its ``//@cols`` lines per column of the tile (in that order,
+    so markers nest in that order)."""
     body = (SHADERS_DIR / shader).read_text()
     lines = body.splitlines(keepends=True)
-    enables = [line for line in lines if line.startswith("enable ")]
-    rest = "".join(line for line in lines if not line.startswith("enable "))
+    directive = ("enable ", "requires ")
+    enables = [line for line in lines if line.startswith(directive)]
+    rest = "".join(line for line in lines if not line.startswith(directive))
     rest = _unroll(rest, "//@groups", 32 // bits // 4 if bits <= 8 else 0, "{g}")
     rest = _unroll(rest, "//@rows", tiling.tile_m, "{t}")
     rest = _unroll(rest, "//@cols", tiling.tile_n, "{j}")
     prelude = prelude_path.read_text()
     for key, value in (("{TILE_M}", tiling.tile_m), ("{TILE_N}", tiling.tile_n),
-                       ("{WORKGROUP_X}", tiling.workgroup_x)):
+                       ("{WORKGROUP_X}", tiling.workgroup_x), ("{X_ELEMENT}", x_element)):
         prelude = prelude.replace(key, str(value))
     return "".join(enables) + prelude + rest
 
 
 @functools.cache
-def shader_source(shader: str, tiling: Tiling, bits: int) -> str:
-    """The kernel as the page compiles it: its ``enable`` directives, the prelude, its body."""
-    return compose(SHADERS_DIR / PRELUDE, shader, tiling, bits)
+def shader_source(shader: str, tiling: Tiling, bits: int, x_element: str = "vec4<f32>") -> str:
+    """The kernel as the page compiles it: its directives, the prelude, its body."""
+    return compose(SHADERS_DIR / PRELUDE, shader, tiling, bits, x_element)
 
 
-def constants_for(prepared: PreparedWorkload) -> dict[str, int]:
+def constants_for(prepared: PreparedWorkload) -> dict[str, float]:
     w = prepared.workload
-    constants = {"M": w.m, "K": w.k, "N": w.n}
+    constants: dict[str, float] = {"M": w.m, "K": w.k, "N": w.n}
     if prepared.block_size:
         constants |= {"BITS": prepared.bits, "BLOCK_SIZE": prepared.block_size}
+    if prepared.act_bits == 8:
+        constants |= {"X_SCALE": prepared.act_scale, "X_ZERO": prepared.act_zero_point}
     return constants
 
 
@@ -143,17 +160,19 @@ class WgslEngine(Engine):
     name = EngineName.HARNESS
     platform = Platform.WEBGPU
     runner = "wgsl"
+    act_bits = (32, 8)
 
     async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob:
-        prepared = prepare(run.workload, run.bits, run.block_size, run.seed)
+        prepared = prepare(run.workload, run.bits, run.block_size, run.seed,
+                           act_bits=run.act_bits, observer=run.observer)
         w = run.workload
         names = list(prepared.tensors)  # x first, then the weight tensors
         tiling = tiling_for(w.m, w.n)
         options = {
             "variants": [{"shader": v.shader, "compute_dtype": v.compute_dtype,
                           "requires": list(v.requires),
-                          "source": shader_source(v.shader, tiling, prepared.bits)}
-                         for v in variants_for(prepared.bits)],
+                          "source": shader_source(v.shader, tiling, prepared.bits, v.x_element)}
+                         for v in variants_for(prepared.bits, prepared.act_bits)],
             "constants": constants_for(prepared),
             "layout": [names[0], OUTPUT_BINDING, *names[1:]],
             "tiling": tiling.to_json(),
@@ -169,7 +188,8 @@ class WgslEngine(Engine):
         )
 
     def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        variant = next((v for v in variants_for(job.prepared.bits) if v.shader == page.shader), None)
+        variant = next((v for v in variants_for(job.prepared.bits, job.prepared.act_bits)
+                        if v.shader == page.shader), None)
         if variant is None:
             return Executed(None, "", self.platform.value,
                             f"the page used shader {page.shader!r}, which the job did not offer")

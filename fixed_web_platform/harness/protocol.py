@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..plan import TimingConfig
-from ..vocabulary import PROTOCOL_VERSION
+from ..vocabulary import COMPUTE_DTYPES, PROTOCOL_VERSION
 
 MAX_REASON_CHARS = 2000
 MAX_SAMPLE_MS = 3_600_000.0
@@ -223,7 +223,7 @@ def parse_page_reply(payload: Any, max_iterations: int) -> PageReply:
         return PageReply(status=status, reason=_text(payload.get("reason")) or "(no message)",
                           stage=_text(payload.get("stage"))[:40], probe=probe)
     compute_dtype = payload.get("compute_dtype")
-    if compute_dtype not in ("f32", "f16"):
+    if compute_dtype not in COMPUTE_DTYPES:
         raise PageDataError(f"unknown compute_dtype {compute_dtype!r:.40}")
     weight_buffer = payload.get("weight_buffer_bytes")
     threads = payload.get("threads")

@@ -319,7 +319,7 @@ def summary_table(rows: pd.DataFrame,
         records.append(rec)
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
                "device_type", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
-               "bits_executed", "runs", "n_samples", "timing_source", "latency_ms_median",
+               "bits_executed", "act_bits", "observer", "runs", "n_samples", "timing_source", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
@@ -431,6 +431,10 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     out["shape"] = summary["shape"]
     out["bits"] = summary["bits_requested"].map(_fmt_int)
     out["exec bits"] = summary["bits_executed"].map(_fmt_int)
+    acts = pd.to_numeric(summary.get("act_bits", pd.Series(32, index=summary.index)), errors="coerce")
+    if (acts == 8).any():
+        out["activations"] = [f"int8 ({o})" if a == 8 else "float"
+                              for a, o in zip(acts, summary.get("observer", [""] * len(summary)))]
     if (summary["precision_plan"].fillna("") != "").any():
         out["precision plan"] = summary["precision_plan"]
     out["runs"] = summary["runs"].map(_fmt_int)

@@ -17,7 +17,7 @@ MODEL_KEY = ("model", "weights", "batch_size", "seq_len", "precision_plan", "pre
 """What tells whole-model configurations apart (blank / NaN on matmul rows, whose m, k, n do)."""
 CONFIG_KEY = (
     "browser", "engine", "platform", "precision_mode", "device_type", "workload", "m", "k", "n",
-    "bits_requested", "block_size", *MODEL_KEY,
+    "bits_requested", "block_size", "act_bits", "observer", *MODEL_KEY,
 )
 """Columns that identify one configuration across sweeps (what compare matches on)."""
 
@@ -57,7 +57,7 @@ MODEL_FLOAT_COLUMNS = ("sequences_per_s", "tokens_per_s", "cosine_min", "cosine_
 MODEL_TEXT_COLUMNS = ("model", "weights", "inputs", "precision_plan", "precision_rules", "outputs_file")
 """Whole-model columns: folders written before them still load (filled blank / NaN)."""
 INTEGER_COLUMNS = ("run_id", "m", "k", "n", "bits_requested", "bits_executed", "block_size",
-                   "repetition", "n_samples", "concurrent_sessions", *MODEL_INTEGER_COLUMNS)
+                   "repetition", "n_samples", "concurrent_sessions", "act_bits", *MODEL_INTEGER_COLUMNS)
 FLOAT_COLUMNS = ("latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv",
                  "wall_ms_median", "gpu_ms_median", "gflops", "weight_bytes", "weight_bytes_f32",
                  "compression", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
@@ -133,7 +133,9 @@ def load(directory: str | Path) -> ResultSet:
     for column in (*MODEL_INTEGER_COLUMNS, *MODEL_FLOAT_COLUMNS):  # folders before whole models
         if column not in rows:
             rows[column] = float("nan")
-    for column in (*MODEL_TEXT_COLUMNS, "kernel_variant", "ran_on", "proc_memory_source"):
+    if "act_bits" not in rows:  # folders before activation precision: float activations
+        rows["act_bits"] = 32
+    for column in (*MODEL_TEXT_COLUMNS, "kernel_variant", "ran_on", "proc_memory_source", "observer"):
         if column not in rows:
             rows[column] = ""
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]

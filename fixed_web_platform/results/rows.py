@@ -126,6 +126,10 @@ class ResultRow:
     proc_memory_source: str = ""
     """How the proc_* memory figures were measured, or 'unavailable: why' (e.g. a browser on a
     remote node has no local process)."""
+    act_bits: int = 32
+    """Activation precision: 32 (float) or 8 (int8 with calibrated scale and zero point)."""
+    observer: str = ""
+    """The calibration observer of int8 activations (minmax, percentile, ...); '' at 32."""
 
     @classmethod
     def columns(cls) -> list[str]:
@@ -161,6 +165,8 @@ class ResultRow:
             block_size=run.block_size if run.bits <= 8 else 0,
             outcome=outcome,
             reason=reason,
+            act_bits=run.act_bits,
+            observer=run.observer,
             **run.workload.row_fields(run.bits, run.block_size),
         )
 

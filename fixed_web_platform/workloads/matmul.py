@@ -106,7 +106,13 @@ class PreparedWorkload:
     ref_float: np.ndarray
     """float64 result with the ORIGINAL float weights: what quantization costs the user."""
     ref_dequantized: np.ndarray
-    """float64 result with the weights the kernel actually holds: is the kernel right."""
+    """float64 result with the weights (and activations) the kernel actually holds: is the
+    kernel right."""
+    act_bits: int = 32
+    act_scale: float = 0.0
+    act_zero_point: int = 0
+    """int8 activations: x = (q - zero_point) * scale, per tensor, calibrated (0 at 32 bits)."""
+    observer: str = ""
 
     @property
     def output_shape(self) -> tuple[int, int]:
@@ -161,19 +167,49 @@ def _float_tensors(workload: MatmulWorkload, seed: int) -> tuple[np.ndarray, np.
     return x, w
 
 
+CALIBRATION_BATCHES = 8
+"""Synthetic calibration set of the matmul sweep's int8 activations: this many draws of x from
+the distribution the timed x comes from (other seeds), seen by the observer before x is."""
+
+
+def calibrate_activations(workload: MatmulWorkload, seed: int, observer: str) -> tuple[float, int]:
+    """(scale, zero point) of int8 activations, per tensor, from the synthetic calibration set."""
+    from ..precision.observers import make_observer
+
+    obs = make_observer(observer)
+    for i in range(CALIBRATION_BATCHES):
+        rng = np.random.default_rng(_seed_for(workload, seed) + 1 + i)
+        obs.observe(rng.standard_normal((workload.m, workload.k)).astype(np.float32))
+    scale, zero_point = obs.qparams(8)
+    return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
+
+
 @functools.lru_cache(maxsize=4)
 def prepare(
-    workload: MatmulWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False
+    workload: MatmulWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
+    act_bits: int = 32, observer: str = "",
 ) -> PreparedWorkload:
     """Bytes and references for one configuration. ``unsigned`` stores 8/4-bit weights as
     uint8/uint4 (the same values shifted by 2^(bits-1), zero points too) for WebNN contexts
-    that list only unsigned types; the WebGPU kernel reads the signed form."""
+    that list only unsigned types; the WebGPU kernel reads the signed form. ``act_bits`` 8:
+    x is held as int8 (four to a u32 word, first in the lowest bits) with the scale and zero
+    point ``observer`` calibrated; ref_float stays the all-float result."""
     validate_shape(workload, bits, block_size)
     x, w = _float_tensors(workload, seed)
     x64 = x.astype(np.float64)
     ref_float = x64 @ w.astype(np.float64).T
     held = hold_weights(w, bits, block_size, unsigned)
     tensors = {"x": x.tobytes(), **held.tensors}
+    act: dict[str, Any] = {}
+    if act_bits == 8:
+        if workload.k % 4:
+            raise ValueError(f"shape {workload.shape}: K={workload.k} must be a multiple of 4 for "
+                             "int8 activations packed four to a word")
+        scale, zero_point = calibrate_activations(workload, seed, observer)
+        qx = quant.quantize_linear(x, np.float32(scale), np.int64(zero_point), "int8")
+        x64 = quant.dequantize_linear(qx, np.float32(scale), np.int64(zero_point)).astype(np.float64)
+        tensors["x"] = quant.pack_u32_words(qx, 8).tobytes()
+        act = {"act_bits": 8, "act_scale": scale, "act_zero_point": zero_point, "observer": observer}
     ref_dequantized = x64 @ held.w_exec.astype(np.float64).T
     return PreparedWorkload(
         workload=workload,
@@ -185,6 +221,7 @@ def prepare(
         weight_bytes=held.weight_bytes,
         ref_float=ref_float,
         ref_dequantized=ref_dequantized,
+        **act,
     )
 
 

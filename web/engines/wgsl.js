@@ -21,13 +21,18 @@ export async function run(spec, client) {
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) return unsupported('WebGPU: requestAdapter() returned null');
 
-  const variant = opts.variants.find((v) => v.requires.every((f) => adapter.features.has(f)));
+  // 'wgsl:NAME' is a WGSL language feature (navigator.gpu.wgslLanguageFeatures), the rest
+  // adapter features.
+  const has = (f) => (f.startsWith('wgsl:')
+    ? Boolean(navigator.gpu.wgslLanguageFeatures && navigator.gpu.wgslLanguageFeatures.has(f.slice(5)))
+    : adapter.features.has(f));
+  const variant = opts.variants.find((v) => v.requires.every(has));
   if (!variant) {
     const needs = opts.variants.map((v) => v.requires.join('+') || 'none').join(' or ');
     return unsupported(`WebGPU adapter lacks the features this kernel needs (${needs})`);
   }
   const hasTimestamps = adapter.features.has('timestamp-query');
-  const requiredFeatures = [...variant.requires];
+  const requiredFeatures = variant.requires.filter((f) => !f.startsWith('wgsl:'));
   if (hasTimestamps) requiredFeatures.push('timestamp-query');
 
   const tensors = {};
