@@ -61,7 +61,7 @@ async def run_real_test(
     serve_host: str = LOOPBACK,
     parallel: int = 1,
     act_bits: int | Sequence[int] = 32,
-    observer: str = DEFAULT_OBSERVER,
+    observer: str | Sequence[str] = DEFAULT_OBSERVER,
 ) -> list[dict[str, Any]]:
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
     on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). ``remote``: a

@@ -136,11 +136,11 @@ def build_plan(
     seed: int = 0,
     webnn_device: str = "cpu",
     act_bits: Sequence[int] = (32,),
-    observer: str = DEFAULT_OBSERVER,
+    observer: str | Sequence[str] = DEFAULT_OBSERVER,
 ) -> list[RunSpec]:
     """Validate everything up front (bad bits, shapes, block sizes, engine/platform pairs no
     engine can run fail before any launch). ``act_bits`` 8 adds int8-activation runs for the
-    8- and 4-bit weights (W8A8, W4A8), calibrated by ``observer``."""
+    8- and 4-bit weights (W8A8, W4A8), one per ``observer`` (a name or several), side by side."""
     from .engines import engine_for, engines_for_platform
 
     if repetitions < 1:
@@ -151,6 +151,7 @@ def build_plan(
         raise ValueError(f"block size must be positive, got {block_size}")
     bits = [parse_bits(b) for b in bits]
     act_bits = list(dict.fromkeys(int(a) for a in act_bits))
+    observers = list(dict.fromkeys([observer] if isinstance(observer, str) else observer))
     unknown = [a for a in act_bits if a not in ACT_BITS]
     if unknown or not act_bits:
         raise ValueError(f"activation bits {unknown[0] if unknown else 'none'}: use 32 (float) or 8 (int8)")
@@ -162,8 +163,10 @@ def build_plan(
             raise ValueError("--act-bits 8 is built for the matmul workloads, not yet for --model")
         from .precision.observers import OBSERVERS
 
-        if observer not in OBSERVERS:
-            raise ValueError(f"observer {observer!r} is not one of {', '.join(OBSERVERS)}")
+        unknown_observers = [o for o in observers if o not in OBSERVERS]
+        if unknown_observers or not observers:
+            raise ValueError(f"observer {unknown_observers[0] if unknown_observers else 'none'!r} is "
+                             f"not one of {', '.join(OBSERVERS)}")
     for workload in workloads:
         for b in bits:
             workload.validate(b, block_size)
@@ -178,15 +181,15 @@ def build_plan(
         for browser in dict.fromkeys(browsers):
             for workload in dict.fromkeys(workloads):
                 for b in dict.fromkeys(bits):
-                    for acts in act_bits:
-                        if acts == 8 and b not in ACT8_WEIGHT_BITS:
-                            continue  # int8 activations go with 8- and 4-bit weights only
+                    activations = [(a, o) for a in act_bits for o in (observers if a != 32 else [""])
+                                   if a == 32 or b in ACT8_WEIGHT_BITS]  # int8: 8/4-bit weights only
+                    for acts, obs in activations:
                         for engine, platform in pairs:
                             runs.append(RunSpec(
                                 run_id=len(runs), browser=browser, engine=engine, platform=platform,
                                 workload=workload, bits=b, block_size=block_size, repetition=rep,
                                 precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
-                                act_bits=acts, observer=observer if acts != 32 else "",
+                                act_bits=acts, observer=obs,
                             ))
     return runs
 

@@ -32,6 +32,10 @@ def test_int8_activations_go_with_8_and_4_bit_weights_only() -> None:
         build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [32, 2], act_bits=[8])
     with pytest.raises(ValueError, match="observer"):
         build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [8], act_bits=[8], observer="kl")
+    # several observers: one int8 run each, beside the float one
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [8], act_bits=[32, 8],
+                      observer=["minmax", "mse"])
+    assert [(r.act_bits, r.observer) for r in plan] == [(32, ""), (8, "minmax"), (8, "mse")]
 
 
 @pytest.mark.parametrize("argv", [["--act-bits", "4"], ["--act-bits", "8", "--bits", "2"],

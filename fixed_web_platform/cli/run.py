@@ -16,7 +16,16 @@ from .. import sweep
 from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
 from ..harness.server import LOOPBACK
-from ..plan import ACT_BITS, DEFAULT_OBSERVER, MODEL_TIMING, RunSpec, TimingConfig, build_plan, load_plan
+from ..models.source import DEFAULT_MODEL
+from ..plan import (
+    ACT_BITS,
+    DEFAULT_OBSERVER,
+    MODEL_TIMING,
+    RunSpec,
+    TimingConfig,
+    build_plan,
+    load_plan,
+)
 from ..precision.observers import OBSERVERS
 from ..progress import for_terminal
 from ..report.markdown import markdown_lines
@@ -32,7 +41,6 @@ from ..vocabulary import (
     parse_bits,
     parse_enum,
 )
-from ..models.source import DEFAULT_MODEL
 from ..workloads import DEFAULT_WORKLOADS, ModelWorkload, parse_shape
 from ..workloads.model import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 
@@ -92,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="activation precisions: 32 (float, default) and/or 8 (int8 activations "
                         "calibrated on a synthetic set, with the 8- and 4-bit weights: W8A8, W4A8; "
                         "the harness's WGSL DP4A kernel)")
-    p.add_argument("--observer", default=DEFAULT_OBSERVER, choices=list(OBSERVERS),
-                   help=f"calibration observer of int8 activations (default {DEFAULT_OBSERVER})")
+    p.add_argument("--observer", nargs="+", default=[DEFAULT_OBSERVER], choices=list(OBSERVERS),
+                   help=f"calibration observer(s) of int8 activations, one run each, side by side "
+                        f"(default {DEFAULT_OBSERVER})")
     p.add_argument("--shape", nargs="+", default=[], metavar="MxKxN",
                    help="extra matmul shapes, added to the built-in BERT-base workloads")
     p.add_argument("--only-shapes", action="store_true",
