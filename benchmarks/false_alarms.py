@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fixed_web_platform.analysis.compare import Verdict  # noqa: E402
 from fixed_web_platform.analysis.false_alarms import tally  # noqa: E402
 from fixed_web_platform.report.markdown import markdown_lines  # noqa: E402
-from fixed_web_platform.results.reader import load  # noqa: E402
+from fixed_web_platform.results.reader import headline_key, load  # noqa: E402
 
 FACTORS = (1.0, 1.1, 1.2, 1.3, 1.5, 2.0)
 REPETITIONS = (1, 2, 3, 5)
@@ -54,7 +54,7 @@ def save_fixture(folders: list[Path], target: Path) -> None:
             lines = []
             for line in (folder / "samples.jsonl").read_text().splitlines():
                 record = json.loads(line)
-                key = "gpu_ms" if record.get("timing_source") == "gpu-timestamp" else "wall_ms"
+                key = headline_key(record)
                 trimmed = {k: record[k] for k in KEPT if k in record}
                 trimmed[key] = [None if v is None else round(v, 5) for v in record.get(key) or []]
                 lines.append(json.dumps(trimmed))

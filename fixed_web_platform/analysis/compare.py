@@ -385,13 +385,13 @@ def _accuracy_note(base: _Side, cur: _Side) -> str:
     return "; ".join(reasons)
 
 
-def _far_beyond(base: _Side, cur: _Side, effect: float) -> bool:
+def _far_beyond(base_units: list[list[float]], cur_units: list[list[float]], effect: float) -> bool:
     """With a few units per side: a change beyond FAR_EFFECT whose every unit's p10-p90 lies
     apart from every unit of the other side (nothing within-unit spread could explain)."""
-    if min(len(base.units), len(cur.units)) < 2 or abs(effect) < FAR_EFFECT:
+    if min(len(base_units), len(cur_units)) < 2 or abs(effect) < FAR_EFFECT:
         return False
-    spans = {name: [np.percentile(p, [10, 90]) for p in side.units]
-             for name, side in (("base", base), ("cur", cur))}
+    spans = {name: [np.percentile(u, [10, 90]) for u in units]
+             for name, units in (("base", base_units), ("cur", cur_units))}
     if effect > 0:
         return min(lo for lo, _ in spans["cur"]) > max(hi for _, hi in spans["base"])
     return max(hi for _, hi in spans["cur"]) < min(lo for lo, _ in spans["base"])
@@ -400,14 +400,15 @@ def _far_beyond(base: _Side, cur: _Side, effect: float) -> bool:
 def _latency_verdict(base: _Side, cur: _Side, alpha: float, min_effect: float
                      ) -> tuple[Verdict, float, RatioInterval | None, str]:
     """(verdict, effect, interval, note) of two sides that both have samples on one source."""
-    pages = (len(base.units), len(cur.units))
+    base_units, cur_units = base.units, cur.units
+    pages = (len(base_units), len(cur_units))
     unit = base.unit_name if base.unit_name == cur.unit_name else "units"
     bm, cm = base.median, cur.median
     assert bm is not None and cm is not None
     effect = cm / bm - 1 if bm > 0 else math.nan
     interval = None
     if min(pages) >= 2:  # with one unit a side, there is no unit-to-unit spread to resample
-        interval = welch_ratio_interval(base.units, cur.units, 1 - alpha)
+        interval = welch_ratio_interval(base_units, cur_units, 1 - alpha)
     if not math.isfinite(effect):
         return Verdict.SKIPPED, effect, interval, "latency not compared: baseline median is 0"
     direction = "slower" if effect > 0 else "faster"
@@ -418,7 +419,7 @@ def _latency_verdict(base: _Side, cur: _Side, alpha: float, min_effect: float
             f"{pct(effect)}: significant but below the minimum effect {min_effect:.0%}"
             if significant else "")
     if min(pages) < MIN_PAGES:
-        if _far_beyond(base, cur, effect):
+        if _far_beyond(base_units, cur_units, effect):
             return called, effect, interval, (
                 f"{pct(effect)} {direction}; only {pages[0]}/{pages[1]} {unit}, but every one lies "
                 "apart from every one of the other side")

@@ -18,15 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.reader import ResultSet
-from ..vocabulary import TimingSource
+from ..results.reader import ResultSet, headline_key
 from .compare import Verdict, compare
 
 SAMPLE_KEYS = ("gpu_ms", "wall_ms")
-
-
-def _headline_key(record: dict[str, Any]) -> str:
-    return "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
 
 
 def first_pages(rs: ResultSet, pages: int) -> ResultSet:
@@ -56,7 +51,7 @@ def slowed(rs: ResultSet, factor: float) -> ResultSet:
     """The same sweep with every headline sample multiplied by ``factor`` (a planted slowdown)."""
     samples = {}
     for run_id, record in rs.samples.items():
-        key = _headline_key(record)
+        key = headline_key(record)
         values = record.get(key)
         if isinstance(values, list):
             record = record | {key: [None if v is None else v * factor for v in values]}
@@ -74,11 +69,6 @@ class Tally:
 
     def count(self, verdict: Verdict) -> int:
         return self.counts.get(verdict.value, 0)
-
-    @property
-    def rate(self) -> float:
-        """Share of configurations called a regression."""
-        return self.count(Verdict.REGRESSION) / self.configurations if self.configurations else 0.0
 
 
 JUDGED = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.INSUFFICIENT})

@@ -58,18 +58,20 @@ class Observer(ABC):
 
 
 @dataclass
-class MinMax(Observer):
+class _Running(Observer):
+    """Keeps a running (lo, hi); ``fold`` says how a batch's own min and max join it."""
+
     _lo: np.ndarray | None = None
     _hi: np.ndarray | None = None
 
-    def __post_init__(self) -> None:
-        self.name = "minmax"
+    @abstractmethod
+    def fold(self, old: np.ndarray, new: np.ndarray, upper: bool) -> np.ndarray: ...
 
     def observe(self, x: np.ndarray) -> None:
         a = self._flat(x)
         lo, hi = a.min(axis=0), a.max(axis=0)
-        self._lo = lo if self._lo is None else np.minimum(self._lo, lo)
-        self._hi = hi if self._hi is None else np.maximum(self._hi, hi)
+        self._lo = lo if self._lo is None else self.fold(self._lo, lo, False)
+        self._hi = hi if self._hi is None else self.fold(self._hi, hi, True)
 
     def range(self) -> tuple[np.ndarray, np.ndarray]:
         if self._lo is None or self._hi is None:
@@ -78,27 +80,26 @@ class MinMax(Observer):
 
 
 @dataclass
-class MovingAverageMinMax(Observer):
+class MinMax(_Running):
+    def __post_init__(self) -> None:
+        self.name = "minmax"
+
+    def fold(self, old: np.ndarray, new: np.ndarray, upper: bool) -> np.ndarray:
+        return np.maximum(old, new) if upper else np.minimum(old, new)
+
+
+@dataclass
+class MovingAverageMinMax(_Running):
     averaging_constant: float = 0.01
-    _lo: np.ndarray | None = None
-    _hi: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.averaging_constant <= 1:
             raise ValueError(f"averaging constant must be in (0, 1], got {self.averaging_constant}")
         self.name = f"moving-average-minmax({self.averaging_constant:g})"
 
-    def observe(self, x: np.ndarray) -> None:
-        a = self._flat(x)
-        lo, hi = a.min(axis=0), a.max(axis=0)
+    def fold(self, old: np.ndarray, new: np.ndarray, upper: bool) -> np.ndarray:
         c = self.averaging_constant
-        self._lo = lo if self._lo is None else (1 - c) * self._lo + c * lo
-        self._hi = hi if self._hi is None else (1 - c) * self._hi + c * hi
-
-    def range(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._lo is None or self._hi is None:
-            raise ValueError("the observer has seen no values")
-        return self._lo, self._hi
+        return (1 - c) * old + c * new
 
 
 @dataclass

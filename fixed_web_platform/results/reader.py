@@ -245,10 +245,14 @@ def _load_layers(path: Path) -> pd.DataFrame:
     return layers
 
 
+def headline_key(record: dict[str, Any]) -> str:
+    """Which samples list of a samples record the row's headline figures come from."""
+    return "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
+
+
 def headline_samples(record: dict[str, Any]) -> list[float]:
     """The samples the row's headline statistics came from (GPU timestamps or wall clock)."""
-    key = "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
-    values = record.get(key) or []
+    values = record.get(headline_key(record)) or []
     return [float(v) for v in values]
 
 
@@ -258,8 +262,7 @@ def page_samples(record: dict[str, Any]) -> list[list[float]]:
     ``samples_per_page`` says how many timed samples each page load gave; a record without it (or
     whose counts do not add up) is one page. Null and non-finite samples are dropped within their
     page, and a page left empty is dropped."""
-    key = "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
-    values = record.get(key) or []
+    values = record.get(headline_key(record)) or []
     counts = record.get("samples_per_page")
     valid = isinstance(counts, list) and all(isinstance(c, int) and c >= 0 for c in counts)
     if not valid or sum(counts) != len(values):
