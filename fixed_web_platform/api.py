@@ -62,6 +62,7 @@ async def run_real_test(
     parallel: int = 1,
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
+    calibration: str | Path | None = None,
 ) -> list[dict[str, Any]]:
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
     on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). ``remote``: a
@@ -71,9 +72,10 @@ async def run_real_test(
         workloads = [*(parse_shape(s) for s in shapes or ()),
                      ModelWorkload.from_options(model, batch_size=batch_size, seq_len=seq_len,
                                                 random_weights=random_weights, inputs=inputs,
-                                                mixed_precision=mixed_precision, precision_rules=precision_rules)]
-    elif mixed_precision or precision_rules is not None:
-        raise ValueError("mixed precision and precision rules go with a model (model=...)")
+                                                mixed_precision=mixed_precision, precision_rules=precision_rules,
+                                                calibration=calibration)]
+    elif mixed_precision or precision_rules is not None or calibration is not None:
+        raise ValueError("mixed precision, precision rules and calibration texts go with a model (model=...)")
     else:
         workloads = [parse_shape(s) for s in shapes] if shapes else list(DEFAULT_WORKLOADS)
     plan = build_plan(

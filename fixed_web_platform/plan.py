@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .vocabulary import (
+    ACT8_WEIGHT_BITS,
+    ACT_BITS,
     DEFAULT_BLOCK_SIZE,
     SCHEMA_VERSION,
     WEBNN_DEVICES,
@@ -30,10 +32,6 @@ from .vocabulary import (
 )
 from .workloads import Workload, workload_from_json
 
-ACT_BITS = (32, 8)
-"""Activation precisions: float32, or int8 calibrated with an observer."""
-ACT8_WEIGHT_BITS = (8, 4)
-"""Weight bits int8 activations run with (int8 x int8 dot products: W8A8, and W4A8 unpacked)."""
 DEFAULT_OBSERVER = "minmax"
 MAX_ITERATIONS_LIMIT = 2048
 """WebGPU query sets hold at most 4096 timestamps: two per timed iteration."""
@@ -159,8 +157,6 @@ def build_plan(
         if not any(b in ACT8_WEIGHT_BITS for b in bits):
             raise ValueError("--act-bits 8 runs int8 activations with 8- or 4-bit weights (W8A8, W4A8): "
                              "add --bits 8 or 4")
-        if any(w.kind == "model" for w in workloads):
-            raise ValueError("--act-bits 8 is built for the matmul workloads, not yet for --model")
         from .precision.observers import OBSERVERS
 
         unknown_observers = [o for o in observers if o not in OBSERVERS]

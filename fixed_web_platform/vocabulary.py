@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import enum
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
 v5: kernel_variant (which kernel and tile the WGSL engine ran).
 v6: concurrent_sessions, ran_on, proc_memory_source (--parallel, --remote), precision_rules
     (which rule set planned a whole model's bits, e.g. a sensitivity probe); environment.json's
-    browsers record ran_on (what ran the browser) and driver_note."""
+    browsers record ran_on (what ran the browser) and driver_note.
+v7: calibration (what int8 activations were calibrated on), whole models with int8 activations,
+    layers.csv act_dtype."""
+
+ACT_BITS = (32, 8)
+"""Activation precisions: float32, or int8 calibrated with an observer."""
+ACT8_WEIGHT_BITS = (8, 4)
+"""Weight bits int8 activations run with (int8 x int8 dot products: W8A8, and W4A8 unpacked)."""
 
 COMPUTE_DTYPES = ("f32", "f16", "i8dot")
 """What a kernel's arithmetic ran in: float32, float16, or int8 dot products accumulated in i32

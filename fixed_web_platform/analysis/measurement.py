@@ -80,8 +80,11 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         notes.extend(problems)
     if not (kernel_error <= tolerance):  # NaN fails too
         outcome = Outcome.INVALID
+        basis = f" ({prepared.tolerance_basis})" if prepared.tolerance_basis else ""
         notes.append(f"kernel error {kernel_error:.3g} vs the dequantized reference exceeds the "
-                     f"{ran.compute_dtype} tolerance {tolerance:g}")
+                     f"{ran.compute_dtype} tolerance {tolerance:.3g}{basis}")
+    elif prepared.tolerance_basis:
+        notes.append(f"kernel tolerance {tolerance:.3g} ({prepared.tolerance_basis})")
     heaps = [p.js_heap_bytes for p in pages if p.js_heap_bytes is not None]
     weight_f32 = prepared.weight_bytes_f32
     row = replace(

@@ -97,9 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bits", nargs="+", type=bits_arg, default=list(DEFAULT_BITS),
                    help="weight precisions: 32 (float32 baseline) 16 8 4 2 (default: all)")
     p.add_argument("--act-bits", nargs="+", type=int, default=[32], choices=list(ACT_BITS),
-                   help="activation precisions: 32 (float, default) and/or 8 (int8 activations "
-                        "calibrated on a synthetic set, with the 8- and 4-bit weights: W8A8, W4A8; "
-                        "the harness's WGSL DP4A kernel)")
+                   help="activation precisions: 32 (float, default) and/or 8 (int8 activations with the "
+                        "8- and 4-bit weights: W8A8, W4A8; calibrated on a synthetic set for matmuls, on "
+                        "calibration texts for --model; WGSL DP4A kernels on WebGPU, quantizeLinear -> "
+                        "dequantizeLinear on WebNN)")
     p.add_argument("--observer", nargs="+", default=[DEFAULT_OBSERVER], choices=list(OBSERVERS),
                    help=f"calibration observer(s) of int8 activations, one run each, side by side "
                         f"(default {DEFAULT_OBSERVER})")
@@ -141,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(e.g. bert-base-uncased, which has no weights here)")
     p.add_argument("--inputs", type=Path, default=None, metavar="FILE",
                    help="with --model: texts to embed, one per line (default: the built-in set)")
+    p.add_argument("--calibration", type=Path, default=None, metavar="FILE",
+                   help="with --model --act-bits 8: texts the observers see, one per line (default: "
+                        "the built-in calibration set, none of whose texts is evaluated)")
     p.add_argument("--batch-size", type=positive_arg, default=DEFAULT_BATCH_SIZE,
                    help=f"with --model: sequences per forward pass (default {DEFAULT_BATCH_SIZE})")
     p.add_argument("--seq-len", type=positive_arg, default=DEFAULT_SEQ_LEN,
@@ -264,7 +268,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     extra = [parse_shape(s) for s in args.shape]
     if args.only_shapes and not extra:
         raise ValueError("--only-shapes needs at least one --shape")
-    model_only = ("--random-weights", "--inputs", "--mixed-precision", "--precision-rules")
+    model_only = ("--random-weights", "--inputs", "--mixed-precision", "--precision-rules", "--calibration")
     used = [flag for flag in model_only if getattr(args, flag[2:].replace("-", "_")) not in (None, False)]
     if args.model is None and used:
         raise ValueError(f"{used[0]} goes with --model")
@@ -304,7 +308,8 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
 def model_workload(args: argparse.Namespace) -> ModelWorkload:
     return ModelWorkload.from_options(args.model, batch_size=args.batch_size, seq_len=args.seq_len,
                                       random_weights=args.random_weights, inputs=args.inputs,
-                                      mixed_precision=args.mixed_precision, precision_rules=args.precision_rules)
+                                      mixed_precision=args.mixed_precision, precision_rules=args.precision_rules,
+                                      calibration=getattr(args, "calibration", None))
 
 
 def _fmt(value: float | None, spec: str) -> str:

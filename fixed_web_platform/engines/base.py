@@ -22,6 +22,7 @@ from ..plan import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
 from ..workloads.matmul import PreparedWorkload
 
+
 class BrowserFacts(Protocol):
     """What an engine may ask of the running browser before it builds a job."""
 
@@ -83,6 +84,8 @@ class LayerExecuted:
     weight_dtype: str = ""
     weight_bytes: int | None = None
     gpu_ms: float | None = None
+    act_dtype: str = ""
+    """The type the layer's input was quantized to (int8 activations), '' for float inputs."""
 
 
 class Engine(ABC):
@@ -98,15 +101,21 @@ class Engine(ABC):
         return {}
 
     act_bits: tuple[int, ...] = (32,)
-    """Activation precisions this engine runs (32: float; 8: int8 with calibrated parameters)."""
+    """Activation precisions this engine runs in the matmul sweep (32: float; 8: int8 with
+    calibrated parameters)."""
+    model_act_bits: tuple[int, ...] = (32,)
+    """The same for whole models."""
 
     async def build(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
         """The job for any workload kind: matmuls by ``job``, whole models by ``model_job``."""
-        if run.act_bits not in self.act_bits:
+        model = run.workload.kind == "model"
+        if run.act_bits not in (self.model_act_bits if model else self.act_bits):
+            runs_them = ("the harness's WGSL and WebNN model engines run them" if model
+                         else "the harness's WGSL kernels run them on WebGPU")
             return Refusal(Outcome.UNSUPPORTED, f"{run.act_bits}-bit activations are not built for "
-                           f"engine {self.name} on {self.platform} (the harness's WGSL kernels run "
-                           "them on WebGPU)")
-        if run.workload.kind == "model":
+                           f"engine {self.name} on {self.platform} {'models' if model else 'matmuls'} "
+                           f"({runs_them})")
+        if model:
             return await self.model_job(run, timing, browser)
         return await self.job(run, timing, browser)
 

@@ -21,6 +21,7 @@ class WebnnEngine(Engine):
     platform = Platform.WEBNN
     runner = "webnn"
     refusal_stages = ("graph building", "build")
+    model_act_bits = (32, 8)
 
     async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
         context = await browser.webnn_context(run.webnn_device)

@@ -11,6 +11,12 @@ each layer was asked for stays in the report.
 
 What ran is read from the page's facts: the dataType of each layer's stored weight operand.
 
+Int8 activations (``--act-bits 8``): the input of each layer with a calibrated scale and zero
+point (models/calibration.py: the 8- and 4-bit layers) goes through quantizeLinear ->
+dequantizeLinear in int8 (uint8 with the zero point shifted by 128 where the context lists only
+that; precision/webnn_precision.choose_activation_plan). The page reports the dataType of each
+quantized input, and the float64 reference quantizes the same inputs the same way.
+
 Graph form (how x @ W^T is written; see the page runner): ``FWP_WEBNN_GRAPH_FORM`` =
 ``pretransposed_gemm`` (default: W^T re-packed in the page, then gemm), ``pretransposed``,
 ``transpose`` (a transpose op in the graph) or ``gemm`` (bTranspose).
@@ -27,7 +33,13 @@ from ..harness.protocol import PageDataError, PageReply
 from ..models import rules as precision_rules
 from ..models.prepared import prepare_model
 from ..plan import RunSpec, TimingConfig
-from ..precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan, listed
+from ..precision.webnn_precision import (
+    OPERAND_BITS,
+    WeightPlan,
+    choose_activation_plan,
+    choose_weight_plan,
+    listed,
+)
 from ..vocabulary import Outcome
 from .base import BrowserFacts, Engine, EngineJob, Executed, LayerExecuted, Refusal
 
@@ -96,6 +108,9 @@ async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig, browser:
         count = sum(1 for a in asked if a.bits == b)
         return Refusal(Outcome.UNSUPPORTED, f"{count} {b}-bit layer(s): {p.unsupported}", details)
     plans = unify_signedness(plans, limits)
+    act_plan = choose_activation_plan(run.precision_mode, limits) if run.act_bits == 8 else None
+    if act_plan is not None and act_plan.unsupported:
+        return Refusal(Outcome.UNSUPPORTED, f"int8 activations: {act_plan.unsupported}", details)
     executed_bits = [plans[a.bits].bits_executed for a in asked]
     if any(e != a.bits for e, a in zip(executed_bits, asked)):
         # Bytes at the bits each layer executes: one exact-name rule per layer.
@@ -103,7 +118,8 @@ async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig, browser:
                       for a, e in zip(asked, executed_bits))
         workload = dataclasses.replace(workload, rules=exact)
     unsigned = any(p.unsigned for p in plans.values() if p.weight_dtype not in ("float32", "float16"))
-    prepared = prepare_model(workload, run.bits, run.block_size, run.seed, unsigned)
+    prepared = prepare_model(workload, run.bits, run.block_size, run.seed, unsigned,
+                             act_bits=run.act_bits, observer=run.observer)
     layer_plans = [plans[a.bits] for a in asked]
     form = graph_form()
     options = {
@@ -111,12 +127,16 @@ async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig, browser:
         "graph_form": form,
         "webnn_layers": [_layer_options(lp, held.precision.block_size)
                          for lp, held in zip(layer_plans, prepared.held.layers)],
+        "webnn_act": ({"dtype": act_plan.dtype, "zero_point_offset": act_plan.zero_point_offset}
+                      if act_plan else None),
     }
     tensors = prepared.tensors()
     formats = sorted({layer.held.weight_format for layer in prepared.held.layers})
     first = layer_plans[0]
     # The browser's own error answers a request for a type it does not list; the reason names it.
     unlisted_notes = [p.note for p in plans.values() if p.asks_unlisted and p.note]
+    if act_plan is not None and act_plan.note:
+        unlisted_notes.append(act_plan.note)
     signedness_notes = [n for p in plans.values() for n in p.note.split("; ") if "one signedness" in n]
     return EngineJob(
         spec=dataclasses.replace(engine.model_spec(run, prepared, timing, tensors, options), runner=RUNNER),
@@ -124,7 +144,8 @@ async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig, browser:
         weight_format=formats[0] if len(formats) == 1 else "mixed:" + "+".join(formats),
         weight_dtype=first.weight_dtype, scale_dtype=first.scale_dtype, zero_point_dtype=first.zero_point_dtype,
         note="; ".join(dict.fromkeys(unlisted_notes + signedness_notes)),
-        refusal_is_unsupported=any(p.asks_unlisted for p in plans.values()),
+        refusal_is_unsupported=(any(p.asks_unlisted for p in plans.values())
+                                or bool(act_plan and act_plan.asks_unlisted)),
         details=details | {"graph_form": form, "weight_plans": {
             str(b): {"bits_executed": p.bits_executed, "weight_dtype": p.weight_dtype,
                      "matmul_dtype": p.matmul_dtype, "note": p.note} for b, p in plans.items()}},
@@ -151,6 +172,7 @@ def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageRepl
     prepared = job.prepared
     linears = job.spec.options.get("linears") or []
     wanted = job.spec.options.get("webnn_layers") or []
+    act_plan = job.spec.options.get("webnn_act")
     if len(page.layers) != len(linears):
         raise PageDataError(f"the reply has {len(page.layers)} layers, the job has {len(linears)}")
     if not page.weight_operand_dtype:
@@ -164,9 +186,13 @@ def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageRepl
             raise PageDataError(f"layer {reply.name!r} is where the job has {linear['name']!r}")
         weight_bytes = reply.weight_bytes if reply.weight_bytes is not None else held.held.weight_bytes
         layers.append(LayerExecuted(reply.name, OPERAND_BITS.get(reply.weight_dtype), reply.weight_dtype,
-                                    weight_bytes, None))
+                                    weight_bytes, None, reply.act_dtype))
         if reply.weight_dtype != plan["weight_dtype"]:
             wrong.append(f"{reply.name} held {reply.weight_dtype or '?'}, not {plan['weight_dtype']}")
+        act_dtype = act_plan["dtype"] if act_plan and linear.get("act") else ""
+        if reply.act_dtype != act_dtype:
+            wrong.append(f"{reply.name} quantized its input to {reply.act_dtype or 'nothing'}, "
+                         f"not {act_dtype or 'nothing'}")
     if page.layers[0].weight_dtype != page.weight_operand_dtype:
         raise PageDataError("weight_operand_dtype disagrees with the first layer's weight_dtype")
     problem = ""
@@ -177,4 +203,8 @@ def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageRepl
     bits = Counter(pool).most_common(1)[0][0] if pool else None
     f16 = any(p.get("matmul_dtype") == "float16" for p in wanted)
     note = _fallback_note(asked, layers, job.details.get("weight_plans") or {})
+    int8_inputs = sum(1 for linear in linears if linear.get("act"))
+    if act_plan and int8_inputs < len(linears):
+        note = "; ".join(filter(None, [note, f"int8 activations in {int8_inputs} of {len(linears)} linear "
+                                             "layers (the 8- and 4-bit ones; the others kept float inputs)"]))
     return Executed(bits, "f16" if f16 else "f32", engine.platform.value, problem, note, tuple(layers))

@@ -161,6 +161,7 @@ class WgslEngine(Engine):
     platform = Platform.WEBGPU
     runner = "wgsl"
     act_bits = (32, 8)
+    model_act_bits = (32, 8)
 
     async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob:
         prepared = prepare(run.workload, run.bits, run.block_size, run.seed,

@@ -12,6 +12,12 @@ the one place for each packed weight format) composed with shaders/model/linear_
 picks the first whose features its adapter has. Their tile is the matmul sweep's choice for the
 model's rows and narrowest layer (``wgsl.tiling_for``), the same for every layer. The other
 kernels are shaders/model/*.wgsl.
+
+Int8 activations (``--act-bits 8``: W8A8 / W4A8): before each layer with a calibrated input
+(models/calibration.py) a ``quantize_act`` step writes its input as int8 words into the ``xq``
+buffer (once for Q, K and V, which share an input), and the layer runs the DP4A kernel
+(shaders/matmul_dp4a.wgsl) on it with that scale and zero point. Its timestamps cover the linear
+kernel; the quantize steps count in the whole pass.
 What ran is read from the shaders the page names and the weight buffers it bound, never from the
 page's word about its arithmetic.
 """
@@ -37,8 +43,11 @@ LINEAR_PRELUDE = "linear_prelude.wgsl"
 ROW_WORKGROUP = 64
 """Workgroup size of the one-invocation-per-row kernels (embeddings, add + layer norm, attention)."""
 POOL_WORKGROUP = 64
+"""Workgroup size of the kernels that take {WORKGROUP} (pooling's reduction, quantize_act)."""
 BIAS_BINDING = 5
-PROGRAMS = ("embed_ln", "attention", "add_ln", "pool")
+PROGRAMS = ("embed_ln", "attention", "add_ln", "pool", "quantize_act")
+INT8_INPUT = "xq"
+"""The activation buffer int8 inputs are quantized into (the largest input's int8 words)."""
 
 
 def weight_dtype_for(bits: int) -> str:
@@ -47,10 +56,15 @@ def weight_dtype_for(bits: int) -> str:
 
 
 @functools.cache
-def linear_source(shader: str, tiling: wgsl.Tiling, bits: int) -> str:
+def linear_source(shader: str, tiling: wgsl.Tiling, bits: int, x_element: str = "vec4<f32>") -> str:
     """A matmul kernel's body behind the model's linear prelude: enables first, then the
     prelude with the tile sizes filled in, then the kernel's accumulate(n0, m0)."""
-    return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits)
+    return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits, x_element)
+
+
+def kernel_key(bits: int, act_bits: int) -> str:
+    """How a step names its linear kernel family in ``linear_variants``: '4', or '4a8' with int8 inputs."""
+    return f"{bits}a{act_bits}" if act_bits != 32 else str(bits)
 
 
 @functools.cache
@@ -89,6 +103,8 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
                    "v": rows * hidden * 4, "ctx": rows * hidden * 4, "y": rows * hidden * 4,
                    "inter": rows * cfg.intermediate * 4, "pooled": batch * hidden * 4}
     activations |= {f"pass.{name}": rows * 4 for name in INPUT_TENSORS}
+    if any(prepared.act_quant):
+        activations[INT8_INPUT] = rows * max(p.layer.k for p in prepared.plan)
     eps = float(cfg.eps)
     steps: list[dict[str, Any]] = [{
         "op": "embed_ln", "program": "embed_ln",
@@ -100,17 +116,30 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
         "workgroups": [_groups(rows, ROW_WORKGROUP), 1, 1],
     }]
 
-    def linear(index: int, x: str, out: str, gelu: bool = False) -> dict[str, Any]:
+    quantized_now: list[tuple[str, float, int]] = []  # what xq holds: (source, scale, zero point)
+
+    def linear(index: int, x: str, out: str, gelu: bool = False) -> list[dict[str, Any]]:
         p = prepared.plan[index]
+        act = prepared.act_quant[index] if prepared.act_quant else None
         name, k, n = p.layer.name, p.layer.k, p.layer.n
+        before: list[dict[str, Any]] = []
+        if act is not None and quantized_now[-1:] != [(x, act.scale, act.zero_point)]:
+            before.append({"op": "quantize_act", "program": "quantize_act", "bindings": [x, INT8_INPUT],
+                           "constants": {"WORDS": rows * k // 4, "X_SCALE": act.scale, "X_ZERO": act.zero_point},
+                           "workgroups": [_groups(rows * k // 4, POOL_WORKGROUP), 1, 1]})
+            quantized_now.append((x, act.scale, act.zero_point))
         weights = [f"{name}.w"] + ([f"{name}.scales", f"{name}.zero_points"] if p.bits <= 8 else [])
-        bindings: list[str | None] = [x, out, *weights]
+        bindings: list[str | None] = [INT8_INPUT if act else x, out, *weights]
         bindings += [None] * (BIAS_BINDING - len(bindings)) + [f"{name}.bias"]
         constants = {"M": rows, "K": k, "N": n} | ({"GELU": 1} if gelu else {})
         if p.bits <= 8:
             constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block_size}
-        return {"op": "linear", "linear": index, "name": name, "bits": p.bits, "bindings": bindings,
-                "constants": constants, "workgroups": [*tiling.workgroups(rows, n), 1]}
+        if act is not None:
+            constants |= {"X_SCALE": act.scale, "X_ZERO": act.zero_point}
+        kernel = kernel_key(p.bits, 8 if act else 32)
+        return [*before, {"op": "linear", "linear": index, "name": name, "bits": p.bits, "kernel": kernel,
+                          "bindings": bindings, "constants": constants,
+                          "workgroups": [*tiling.workgroups(rows, n), 1]}]
 
     def add_ln(prefix: str) -> dict[str, Any]:
         return {"op": "add_ln", "program": "add_ln",
@@ -124,18 +153,19 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
         at = {suffix: names.index(pre + suffix) for suffix in
               ("attention.self.query", "attention.self.key", "attention.self.value",
                "attention.output.dense", "intermediate.dense", "output.dense")}
+        quantized_now.clear()  # the layer norm before rewrote "hidden"
         steps += [
-            linear(at["attention.self.query"], "hidden", "q"),
-            linear(at["attention.self.key"], "hidden", "k"),
-            linear(at["attention.self.value"], "hidden", "v"),
+            *linear(at["attention.self.query"], "hidden", "q"),
+            *linear(at["attention.self.key"], "hidden", "k"),
+            *linear(at["attention.self.value"], "hidden", "v"),
             {"op": "attention", "program": "attention",
              "bindings": ["q", "k", "v", "pass.attention_mask", "ctx"],
              "constants": {"BATCH": batch, "SEQ": seq, "HEADS": cfg.heads, "HIDDEN": hidden},
              "workgroups": [_groups(batch * cfg.heads * seq, ROW_WORKGROUP), 1, 1]},
-            linear(at["attention.output.dense"], "ctx", "y"),
+            *linear(at["attention.output.dense"], "ctx", "y"),
             add_ln(pre + "attention.output."),
-            linear(at["intermediate.dense"], "hidden", "inter", gelu=True),
-            linear(at["output.dense"], "inter", "y"),
+            *linear(at["intermediate.dense"], "hidden", "inter", gelu=True),
+            *linear(at["output.dense"], "inter", "y"),
             add_ln(pre + "output."),
         ]
     steps.append({"op": "pool", "program": "pool",
@@ -148,10 +178,17 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
     return steps, activations
 
 
-def _variants(bits: int, tiling: wgsl.Tiling) -> list[dict[str, Any]]:
+def _variants(bits: int, act_bits: int, tiling: wgsl.Tiling) -> list[dict[str, Any]]:
     return [{"shader": v.shader, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
-             "weight_dtype": weight_dtype_for(bits), "source": linear_source(v.shader, tiling, bits)}
-            for v in wgsl.variants_for(bits)]
+             "weight_dtype": weight_dtype_for(bits),
+             "source": linear_source(v.shader, tiling, bits, v.x_element)}
+            for v in wgsl.variants_for(bits, act_bits)]
+
+
+def _kernels(prepared: PreparedModel) -> set[tuple[int, int]]:
+    """(bits, activation bits) of every linear layer's kernel."""
+    acts = prepared.act_quant or (None,) * len(prepared.plan)
+    return {(p.bits, 8 if a else 32) for p, a in zip(prepared.plan, acts)}
 
 
 def _tiling(prepared: PreparedModel) -> wgsl.Tiling:
@@ -169,18 +206,19 @@ def _summary(values: list[str]) -> str:
 
 
 async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig) -> EngineJob | Refusal:
-    prepared = prepare_model(run.workload, run.bits, run.block_size, run.seed)
+    prepared = prepare_model(run.workload, run.bits, run.block_size, run.seed,
+                             act_bits=run.act_bits, observer=run.observer)
     why = _unsupported_shape(prepared)
     if why:
         return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL encoder cannot run this model: {why}")
     steps, activations = _steps(prepared)
     cfg = prepared.config
     batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
-    bits_used = sorted({p.bits for p in prepared.plan}, reverse=True)
     tensors = prepared.tensors()
     options = {
         "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS},
-        "linear_variants": {str(b): _variants(b, _tiling(prepared)) for b in bits_used},
+        "linear_variants": {kernel_key(b, a): _variants(b, a, _tiling(prepared))
+                            for b, a in sorted(_kernels(prepared), reverse=True)},
         "tiling": _tiling(prepared).to_json(),
         "activations": activations,
         "pass_inputs": [{"from": name, "to": f"pass.{name}", "bytes": batch * seq * 4}
@@ -203,19 +241,21 @@ async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig) -> Engin
 def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
     prepared: PreparedModel = job.prepared
     plan = prepared.plan
-    offered = {v.shader: v for b in {p.bits for p in plan} for v in wgsl.variants_for(b)}
+    offered = {v.shader: v for b, a in _kernels(prepared) for v in wgsl.variants_for(b, a)}
     used = [s for s in page.shader.split("+") if s]
     unknown = [s for s in used if s not in offered]
     if not used or unknown:
         return Executed(None, "", engine.platform.value,
                         f"the page used shader(s) {page.shader!r}, which the job did not offer")
-    compute_dtype = "f16" if any(offered[s].compute_dtype == "f16" for s in used) else "f32"
+    dtypes = {offered[s].compute_dtype for s in used}
+    compute_dtype = next((d for d in ("i8dot", "f16") if d in dtypes), "f32")
     if len(page.layers) != len(plan):
         raise PageDataError(f"the reply describes {len(page.layers)} linear layers, the model has {len(plan)}")
     if page.weight_buffer_bytes is None:
         raise PageDataError("the reply has no weight_buffer_bytes (the bound weight buffers)")
     layers, problems = [], []
-    for p, reply in zip(plan, page.layers):
+    acts = prepared.act_quant or (None,) * len(plan)
+    for p, act, reply in zip(plan, acts, page.layers):
         if reply.name != p.layer.name:
             raise PageDataError(f"layer {reply.name!r} in the reply where {p.layer.name!r} was expected")
         if reply.weight_bytes is None:
@@ -224,17 +264,25 @@ def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageRepl
         bits = reply.weight_bytes * 8 // elements if reply.weight_bytes * 8 % elements == 0 else None
         if bits != p.bits:
             problems.append(f"{p.layer.name} bound {reply.weight_bytes} weight bytes, not {p.bits}-bit weights")
-        layers.append(LayerExecuted(p.layer.name, bits, reply.weight_dtype, reply.weight_bytes, reply.gpu_ms))
+        layers.append(LayerExecuted(p.layer.name, bits, reply.weight_dtype, reply.weight_bytes, reply.gpu_ms,
+                                    "int8" if act and "i8dot" in dtypes else ""))
     total = sum(layer.weight_bytes or 0 for layer in layers)
     if total != page.weight_buffer_bytes:
         problems.append(f"weight_buffer_bytes {page.weight_buffer_bytes} is not the layers' sum {total}")
     at_run_bits = [le.bits_executed for p, le in zip(plan, layers) if p.rule == "--bits"]
     pool = at_run_bits or [le.bits_executed for le in layers]
     bits = Counter(pool).most_common(1)[0][0]
+    notes = []
+    if "f16" not in dtypes and any(p.bits == 16 for p in plan):
+        notes.append("16-bit layers computed in f32 (the adapter has no shader-f16)")
+    int8_inputs = sum(1 for a in prepared.act_quant if a)
+    if int8_inputs and "i8dot" not in dtypes:
+        problems.append(f"{int8_inputs} layer(s) with int8 inputs, but the page used no int8 kernel")
+    if int8_inputs and int8_inputs < len(plan):
+        notes.append(f"int8 activations in {int8_inputs} of {len(plan)} linear layers (the 8- and 4-bit ones; "
+                     "the others kept float inputs)")
+    note = "; ".join(notes)
     problem = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
-    note = ""
-    if compute_dtype == "f32" and any(p.bits == 16 for p in plan):
-        note = "16-bit layers computed in f32 (the adapter has no shader-f16)"
     tiling = wgsl.Tiling(**job.spec.options["tiling"])
     kernel_variant = "+".join(offered[s].kernel_variant(tiling) for s in used)
     return Executed(bits, compute_dtype, engine.platform.value, problem, note, tuple(layers),

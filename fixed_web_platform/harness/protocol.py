@@ -132,6 +132,8 @@ class LayerReply:
     """Bytes of the weight buffers/constants the page bound for this layer."""
     gpu_ms: float | None = None
     """Median GPU time of this layer's dispatches (timestamp queries), where the adapter has them."""
+    act_dtype: str = ""
+    """WebNN: dataType of the quantizeLinear output in front of the layer ('' for float inputs)."""
 
 
 MAX_LAYERS = 4096
@@ -152,6 +154,7 @@ def _layers(value: Any) -> tuple[LayerReply, ...]:
             weight_dtype=_short(item.get("weight_dtype"), f"layers[{i}].weight_dtype", 40),
             weight_bytes=None if wb is None else int(_number(wb, f"layers[{i}].weight_bytes")),
             gpu_ms=None if gpu is None else _milliseconds(gpu, f"layers[{i}].gpu_ms"),
+            act_dtype=_short(item.get("act_dtype"), f"layers[{i}].act_dtype", 40),
         ))
     return tuple(out)
 

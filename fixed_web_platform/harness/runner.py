@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..analysis.measurement import measured_row
 from ..browsers import (
     BrowserSession,
     BrowserUnavailable,
@@ -25,7 +26,6 @@ from ..browsers import (
     resolve_remote,
 )
 from ..browsers.discovery import check_remote_url
-from ..analysis.measurement import measured_row
 from ..engines import ENGINES, engine_for
 from ..engines.base import Engine, EngineJob, Executed, Refusal
 from ..errors import first_line
@@ -38,7 +38,13 @@ from ..results.rows import LayerRow, ResultRow, utc_now
 from ..results.writer import ResultsWriteError, ResultWriter
 from ..vocabulary import BrowserName, Outcome, Platform
 from .page import leave_page, visit_page
-from .protocol import PageDataError, PageReply, parse_output, parse_page_reply, probe_spec
+from .protocol import (
+    PageDataError,
+    PageReply,
+    parse_output,
+    parse_page_reply,
+    probe_spec,
+)
 from .server import LOOPBACK, Job, JobServer, check_serve_host
 
 RunHook = Callable[[RunSpec, BrowserSession, Job], Awaitable[None]]
@@ -318,7 +324,7 @@ def layer_rows(run: RunSpec, job: EngineJob, executed: Executed | None) -> list[
             run_id=run.run_id, layer=p.layer.name, kind=p.layer.kind, k=p.layer.k, n=p.layer.n,
             bits_requested=p.bits, rule=p.rule, bits_executed=done.bits_executed if done else None,
             weight_dtype=done.weight_dtype if done else "", weight_bytes=done.weight_bytes if done else None,
-            gpu_ms=done.gpu_ms if done else None))
+            gpu_ms=done.gpu_ms if done else None, act_dtype=done.act_dtype if done else ""))
     return rows
 
 

@@ -21,27 +21,27 @@ MAX_TEXTS = 4096
 MAX_LINE_CHARS = 10_000
 
 
-def read_texts(path: Path | str) -> tuple[str, ...]:
+def read_texts(path: Path | str, what: str = "inputs file") -> tuple[str, ...]:
     """Non-empty lines, '#' lines skipped; ValueError with one line for an unusable file."""
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise ValueError(f"inputs file {path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
+        raise ValueError(f"{what} {path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
     if b"\x00" in raw:
-        raise ValueError(f"inputs file {path} is not text (it holds NUL bytes)")
+        raise ValueError(f"{what} {path} is not text (it holds NUL bytes)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError(f"inputs file {path} is not UTF-8 text") from None
+        raise ValueError(f"{what} {path} is not UTF-8 text") from None
     lines = [line.strip() for line in text.splitlines()]
     texts = tuple(line for line in lines if line and not line.startswith("#"))
     if not texts:
-        raise ValueError(f"inputs file {path} has no texts (one text per line)")
+        raise ValueError(f"{what} {path} has no texts (one text per line)")
     if len(texts) > MAX_TEXTS:
-        raise ValueError(f"inputs file {path} has {len(texts)} texts; at most {MAX_TEXTS} are allowed")
+        raise ValueError(f"{what} {path} has {len(texts)} texts; at most {MAX_TEXTS} are allowed")
     if max(len(t) for t in texts) > MAX_LINE_CHARS:
-        raise ValueError(f"inputs file {path} has a line over {MAX_LINE_CHARS} characters")
+        raise ValueError(f"{what} {path} has a line over {MAX_LINE_CHARS} characters")
     return texts
 
 

@@ -1,7 +1,9 @@
 """The harness's own float64 forward of a BERT encoder in numpy: the kernel-correctness reference.
 
-Given the weights a run actually holds (dequantized where quantized), this is what a correct
-engine computes. It is checked against PyTorch (transformers) in the tests to 1e-5.
+Given the weights a run actually holds (dequantized where quantized), and for int8-activation
+runs the calibrated scale and zero point of each quantized layer's input (quantize -> dequantize,
+round half to even, clamped to int8, as WebNN's quantizeLinear and the WGSL kernels do), this is
+what a correct engine computes. It is checked against PyTorch (transformers) in the tests to 1e-5.
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import numpy as np
 from scipy.special import erf
 
 from .config import EncoderConfig
+
+ActQuant = dict[str, tuple[float, int]]
+"""Layer name -> (scale, zero point) of its int8 input; layers not named keep float inputs."""
 
 MASKED = -1e30
 """Added to attention scores of padded keys before the softmax (exp underflows to 0)."""
@@ -30,8 +35,14 @@ def softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def fake_quantize_int8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    q = np.clip(np.rint(x / scale) + zero_point, -128, 127)
+    return (q - zero_point) * scale
+
+
 def hidden_states(cfg: EncoderConfig, weights: dict[str, np.ndarray], input_ids: np.ndarray,
-                  attention_mask: np.ndarray, token_type_ids: np.ndarray | None = None) -> np.ndarray:
+                  attention_mask: np.ndarray, token_type_ids: np.ndarray | None = None,
+                  act_quant: ActQuant | None = None) -> np.ndarray:
     """Last hidden state [B, S, H] in float64."""
     w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
     b, s = input_ids.shape
@@ -45,6 +56,8 @@ def hidden_states(cfg: EncoderConfig, weights: dict[str, np.ndarray], input_ids:
     h, d = cfg.heads, cfg.head_dim
 
     def linear(name: str, v: np.ndarray) -> np.ndarray:
+        if act_quant and name in act_quant:
+            v = fake_quantize_int8(v, *act_quant[name])
         return v @ w[f"{name}.weight"].T + w[f"{name}.bias"]
 
     for i in range(cfg.layers):
@@ -70,7 +83,8 @@ def mean_pool_normalize(hidden: np.ndarray, attention_mask: np.ndarray) -> np.nd
 
 
 def embed(cfg: EncoderConfig, weights: dict[str, np.ndarray], input_ids: np.ndarray,
-          attention_mask: np.ndarray, token_type_ids: np.ndarray | None = None) -> np.ndarray:
+          attention_mask: np.ndarray, token_type_ids: np.ndarray | None = None,
+          act_quant: ActQuant | None = None) -> np.ndarray:
     """Sentence embeddings [B, H] in float64."""
-    return mean_pool_normalize(hidden_states(cfg, weights, input_ids, attention_mask, token_type_ids),
+    return mean_pool_normalize(hidden_states(cfg, weights, input_ids, attention_mask, token_type_ids, act_quant),
                                attention_mask)

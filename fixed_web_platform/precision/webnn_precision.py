@@ -105,3 +105,35 @@ def choose_weight_plan(bits: int, mode: PrecisionMode, limits: dict[str, Any]) -
                           "WebNN defines no 2-bit type; asked for int2, the closest form",
                           asks_unlisted=True)
     raise ValueError(f"bits {bits} is not supported")
+
+
+@dataclass(frozen=True)
+class ActivationPlan:
+    """How int8 activations are written in a WebNN graph: quantizeLinear -> dequantizeLinear
+    around a layer's input (the form WebNN backends fuse into integer kernels), in ``dtype``."""
+
+    dtype: str
+    zero_point_offset: int
+    """Added to the signed zero point: 128 for uint8 (q + 128, the same values), 0 for int8."""
+    note: str = ""
+    asks_unlisted: bool = False
+    unsupported: str = ""
+
+
+ACTIVATION_OPERANDS = (("quantizeLinear", "output"), ("quantizeLinear", "zeroPoint"),
+                       ("dequantizeLinear", "input"), ("dequantizeLinear", "zeroPoint"))
+
+
+def choose_activation_plan(mode: PrecisionMode, limits: dict[str, Any]) -> ActivationPlan:
+    """int8 if the context lists it for every operand of the pair, else uint8; neither: standard
+    mode refuses, experimental mode asks for int8 and the browser answers."""
+    for dtype, offset in (("int8", 0), ("uint8", 128)):
+        if all(dtype in listed(limits, op, operand) for op, operand in ACTIVATION_OPERANDS):
+            return ActivationPlan(dtype, offset)
+    lists = sorted(listed(limits, "quantizeLinear", "output"))
+    if mode is PrecisionMode.EXPERIMENTAL:
+        return ActivationPlan("int8", 0, f"this context's quantizeLinear/dequantizeLinear do not list int8 "
+                                         f"or uint8 for every operand (quantizeLinear output: {lists}); asked "
+                                         "for int8 anyway", asks_unlisted=True)
+    return ActivationPlan("int8", 0, unsupported="this context's quantizeLinear/dequantizeLinear list neither "
+                                                 f"int8 nor uint8 for every operand (quantizeLinear output: {lists})")

@@ -135,7 +135,8 @@ def load(directory: str | Path) -> ResultSet:
             rows[column] = float("nan")
     if "act_bits" not in rows:  # folders before activation precision: float activations
         rows["act_bits"] = 32
-    for column in (*MODEL_TEXT_COLUMNS, "kernel_variant", "ran_on", "proc_memory_source", "observer"):
+    for column in (*MODEL_TEXT_COLUMNS, "kernel_variant", "ran_on", "proc_memory_source", "observer",
+                   "calibration"):
         if column not in rows:
             rows[column] = ""
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]

@@ -130,6 +130,9 @@ class ResultRow:
     """Activation precision: 32 (float) or 8 (int8 with calibrated scale and zero point)."""
     observer: str = ""
     """The calibration observer of int8 activations (minmax, percentile, ...); '' at 32."""
+    calibration: str = ""
+    """What the observer saw: 'synthetic' (matmul sweep), 'builtin-calibration' or the
+    --calibration file (models); '' at 32."""
 
     @classmethod
     def columns(cls) -> list[str]:
@@ -167,6 +170,7 @@ class ResultRow:
             reason=reason,
             act_bits=run.act_bits,
             observer=run.observer,
+            calibration=run.workload.calibration_label if run.act_bits != 32 else "",
             **run.workload.row_fields(run.bits, run.block_size),
         )
 
@@ -188,6 +192,8 @@ class LayerRow:
     weight_bytes: int | None
     gpu_ms: float | None
     """Median GPU time of the layer's dispatch (timestamp queries), where the engine has them."""
+    act_dtype: str = ""
+    """What the layer's input was quantized to where it ran with int8 activations ('' float)."""
 
     @classmethod
     def columns(cls) -> list[str]:

@@ -40,6 +40,9 @@ class MatmulWorkload:
     def flops(self) -> int:
         return 2 * self.m * self.k * self.n
 
+    calibration_label: ClassVar[str] = "synthetic"
+    """What int8-activation runs calibrate on: draws of x's own distribution (calibrate_activations)."""
+
     @property
     def shape(self) -> str:
         return f"{self.m}x{self.k}x{self.n}"
@@ -124,6 +127,9 @@ class PreparedWorkload:
 
     def tolerance(self, compute_dtype: str) -> float:
         return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+
+    tolerance_basis: ClassVar[str] = ""
+    """Why the tolerance is what it is, where it is not the arithmetic's own (none here)."""
 
     def judged(self, out: np.ndarray) -> np.ndarray:
         """The part of the page's output the references cover (all of it)."""

@@ -32,12 +32,17 @@ class ModelWorkload:
     rules: tuple[layer_rules.PrecisionRule, ...] = ()
     rules_name: str = ""
     """'' (every layer at --bits), 'mixed-precision', or the rules file's path."""
+    calibration_texts: tuple[str, ...] = ()
+    """What int8-activation runs calibrate on (models/calibration.py); () is the built-in set."""
+    calibration_name: str = ""
+    """'' (the built-in calibration set) or the ``--calibration`` file's path."""
     kind: ClassVar[str] = "model"
 
     @classmethod
     def create(cls, model: str, *, batch_size: int = DEFAULT_BATCH_SIZE, seq_len: int = DEFAULT_SEQ_LEN,
                random_weights: bool = False, texts: tuple[str, ...] | None = None, inputs_name: str = BUILTIN_NAME,
-               rules: tuple[layer_rules.PrecisionRule, ...] = (), rules_name: str = "") -> ModelWorkload:
+               rules: tuple[layer_rules.PrecisionRule, ...] = (), rules_name: str = "",
+               calibration_texts: tuple[str, ...] = (), calibration_name: str = "") -> ModelWorkload:
         """The workload with the built-in texts unless ``texts`` are given; checks the model now."""
         from ..models import source
 
@@ -53,12 +58,14 @@ class ModelWorkload:
         return cls(name=resolved.name if resolved.folder is None or model == resolved.name else model,
                    model=model, batch_size=batch_size, seq_len=seq_len, random_weights=random_weights,
                    texts=tuple(texts) if texts is not None else builtin_texts(), inputs_name=inputs_name,
-                   rules=tuple(rules), rules_name=rules_name)
+                   rules=tuple(rules), rules_name=rules_name, calibration_texts=tuple(calibration_texts),
+                   calibration_name=calibration_name)
 
     @classmethod
     def from_options(cls, model: str, *, batch_size: int = DEFAULT_BATCH_SIZE, seq_len: int = DEFAULT_SEQ_LEN,
                      random_weights: bool = False, inputs: str | Path | None = None,
-                     mixed_precision: bool = False, precision_rules: str | Path | None = None) -> ModelWorkload:
+                     mixed_precision: bool = False, precision_rules: str | Path | None = None,
+                     calibration: str | Path | None = None) -> ModelWorkload:
         """The CLI's and the API's words as a workload; ValueError (one line) for anything unusable."""
         if mixed_precision and precision_rules is not None:
             raise ValueError("--mixed-precision and --precision-rules are two rule sets: choose one")
@@ -70,13 +77,23 @@ class ModelWorkload:
         texts, inputs_name = None, BUILTIN_NAME
         if inputs is not None:
             texts, inputs_name = read_texts(inputs), str(inputs)
+        calibration_texts = read_texts(calibration, "calibration file") if calibration is not None else ()
         return cls.create(model, batch_size=batch_size, seq_len=seq_len, random_weights=random_weights,
-                          texts=texts, inputs_name=inputs_name, rules=rules, rules_name=rules_name)
+                          texts=texts, inputs_name=inputs_name, rules=rules, rules_name=rules_name,
+                          calibration_texts=calibration_texts,
+                          calibration_name=str(calibration) if calibration is not None else "")
 
     @property
     def label(self) -> str:
         extra = f" {self.rules_name}" if self.rules_name else ""
         return f"{self.name} {self.batch_size}x{self.seq_len}{extra}"
+
+    @property
+    def calibration_label(self) -> str:
+        """What int8-activation runs of this workload calibrate on (the row's ``calibration``)."""
+        from ..models.calibration import CALIBRATION_NAME
+
+        return self.calibration_name or CALIBRATION_NAME
 
     @property
     def weights(self) -> str:
@@ -116,7 +133,8 @@ class ModelWorkload:
         return {"kind": self.kind, "name": self.name, "model": self.model, "batch_size": self.batch_size,
                 "seq_len": self.seq_len, "random_weights": self.random_weights, "texts": list(self.texts),
                 "inputs_name": self.inputs_name, "rules": [r.to_json() for r in self.rules],
-                "rules_name": self.rules_name}
+                "rules_name": self.rules_name, "calibration_texts": list(self.calibration_texts),
+                "calibration_name": self.calibration_name}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> ModelWorkload:
@@ -124,7 +142,9 @@ class ModelWorkload:
                    seq_len=int(doc["seq_len"]), random_weights=bool(doc["random_weights"]),
                    texts=tuple(str(t) for t in doc["texts"]), inputs_name=str(doc["inputs_name"]),
                    rules=layer_rules.parse_rules(doc["rules"], "plan") if doc["rules"] else (),
-                   rules_name=str(doc["rules_name"]))
+                   rules_name=str(doc["rules_name"]),
+                   calibration_texts=tuple(str(t) for t in doc.get("calibration_texts", ())),
+                   calibration_name=str(doc.get("calibration_name", "")))
 
 
 @functools.lru_cache(maxsize=8)

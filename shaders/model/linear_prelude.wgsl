@@ -12,7 +12,7 @@ const TILE_M: u32 = {TILE_M}u;
 const TILE_N: u32 = {TILE_N}u;
 const WORKGROUP_X: u32 = {WORKGROUP_X}u;
 
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> x: array<{X_ELEMENT}>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 

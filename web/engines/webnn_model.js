@@ -16,6 +16,9 @@
 //   'blockrows_gemm'  the same weight, gemm(x, W, {bTranspose: true, c: b})
 // (float layers: the blockrows forms are the transpose and gemm forms)
 // W is dequantizeLinear(q, scale, zeroPoint) for 8/4/2-bit layers, a constant otherwise.
+// Int8 activations (options.webnn_act, a layer's `act` scale and zero point): x becomes
+// dequantizeLinear(quantizeLinear(x, s, z), s, z) in front of the layer, s and z [1, 1] constants
+// of options.webnn_act.dtype (the zero point shifted by its zero_point_offset).
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
 
@@ -120,9 +123,24 @@ export async function run(spec, client) {
     };
 
     const layerFacts = [];
-    const linear = (x, index) => {
+    const act = nn.webnn_act;
+    const int8Input = (x, L) => {
+      const s = builder.constant({dataType: 'float32', shape: [1, 1]}, new Float32Array([L.act.scale]));
+      const zValue = L.act.zero_point + act.zero_point_offset;
+      const zData = act.dtype === 'uint8' ? new Uint8Array([zValue]) : new Int8Array([zValue]);
+      const z = builder.constant({dataType: act.dtype, shape: [1, 1]}, zData);
+      const q = builder.quantizeLinear(x, s, z);
+      return [builder.dequantizeLinear(q, s, z), String(q.dataType)];
+    };
+    const linear = (xIn, index) => {
       const L = linears[index];
       const p = plans[index];
+      let x = xIn;
+      let actDtype = '';
+      if (L.act) {
+        if (!act) throw new Error(`layer ${L.name} has int8 input parameters but the job has no webnn_act`);
+        [x, actDtype] = int8Input(xIn, L);
+      }
       const {k, n, name} = L;
       const wBuffer = tensors[`${name}.w`];
       const transposeHere = form.startsWith('pretransposed');
@@ -163,7 +181,8 @@ export async function run(spec, client) {
           byteLength(p.zero_point_dtype, n * blocks);
       }
       const bias = param(`${name}.bias`, [n]);
-      layerFacts[index] = {name, weight_dtype: String(stored.dataType), weight_bytes: bytes, gpu_ms: null};
+      layerFacts[index] = {name, weight_dtype: String(stored.dataType), weight_bytes: bytes, gpu_ms: null,
+                           act_dtype: actDtype};
       let lhs = x;
       if (p.matmul_dtype === 'float16') {
         lhs = builder.cast(x, 'float16');

@@ -4,6 +4,7 @@
 // the dispatch size come from the job, so nothing about the kernels is repeated here.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
+import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
 
 function unsupported(reason) { return {status: 'unsupported', reason}; }
 
@@ -21,18 +22,12 @@ export async function run(spec, client) {
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) return unsupported('WebGPU: requestAdapter() returned null');
 
-  // 'wgsl:NAME' is a WGSL language feature (navigator.gpu.wgslLanguageFeatures), the rest
-  // adapter features.
-  const has = (f) => (f.startsWith('wgsl:')
-    ? Boolean(navigator.gpu.wgslLanguageFeatures && navigator.gpu.wgslLanguageFeatures.has(f.slice(5)))
-    : adapter.features.has(f));
-  const variant = opts.variants.find((v) => v.requires.every(has));
+  const variant = chooseVariant(adapter, opts.variants);
   if (!variant) {
-    const needs = opts.variants.map((v) => v.requires.join('+') || 'none').join(' or ');
-    return unsupported(`WebGPU adapter lacks the features this kernel needs (${needs})`);
+    return unsupported(`WebGPU adapter lacks the features this kernel needs (${needsText(opts.variants)})`);
   }
   const hasTimestamps = adapter.features.has('timestamp-query');
-  const requiredFeatures = variant.requires.filter((f) => !f.startsWith('wgsl:'));
+  const requiredFeatures = deviceFeatures([variant]);
   if (hasTimestamps) requiredFeatures.push('timestamp-query');
 
   const tensors = {};

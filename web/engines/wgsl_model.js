@@ -7,6 +7,7 @@
 // and facts (bound weight buffer sizes, shaders used); decides nothing about them.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
+import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
 
 // WebGPU's default limits: a device gets these unless it asks for more.
 const DEFAULT_MAX_STORAGE_BINDING = 134217728;
@@ -40,18 +41,18 @@ export async function run(spec, client) {
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) return unsupported('WebGPU: requestAdapter() returned null');
 
-  // One variant per bits: the first whose features the adapter has.
+  // One variant per linear kernel ('8', '4', '8a8': bits, and int8 inputs): the first whose
+  // features the adapter (or its WGSL) has.
   const chosen = {};
-  for (const [bits, variants] of Object.entries(opts.linear_variants)) {
-    const v = variants.find((c) => c.requires.every((f) => adapter.features.has(f)));
+  for (const [kernel, variants] of Object.entries(opts.linear_variants)) {
+    const v = chooseVariant(adapter, variants);
     if (!v) {
-      const needs = variants.map((c) => c.requires.join('+') || 'none').join(' or ');
-      return unsupported(`WebGPU adapter lacks the features the ${bits}-bit kernel needs (${needs})`);
+      return unsupported(`WebGPU adapter lacks the features the ${kernel} kernel needs (${needsText(variants)})`);
     }
-    chosen[bits] = v;
+    chosen[kernel] = v;
   }
   const hasTimestamps = adapter.features.has('timestamp-query');
-  const requiredFeatures = [...new Set(Object.values(chosen).flatMap((v) => v.requires))];
+  const requiredFeatures = deviceFeatures(Object.values(chosen));
   if (hasTimestamps) requiredFeatures.push('timestamp-query');
 
   let device = null;
@@ -120,9 +121,9 @@ export async function run(spec, client) {
     };
     const pipelines = new Map();
     const stepPipelines = opts.steps.map((step) => {
-      // A linear kernel's source depends on its bits (Python unrolls per packed word): one module per bits.
+      // A linear kernel's source depends on its bits (Python unrolls per packed word): one module per kernel.
       const [key, code] = step.op === 'linear' ?
-        [`${chosen[step.bits].shader}@${step.bits}`, chosen[step.bits].source] :
+        [`${chosen[step.kernel].shader}@${step.kernel}`, chosen[step.kernel].source] :
         [step.program, opts.programs[step.program]];
       const pkey = `${key}|${JSON.stringify(step.constants)}`;
       if (!pipelines.has(pkey)) {
@@ -298,7 +299,7 @@ export async function run(spec, client) {
     if (lostInfo) return {status: 'failed', stage, reason: `WebGPU device lost: ${lostInfo.message}`};
     if (uncaptured.length) return {status: 'failed', stage, reason: `WebGPU error: ${uncaptured[0]}`};
 
-    const variantsUsed = [...new Set(linearSteps.map((s) => chosen[s.bits]))];
+    const variantsUsed = [...new Set(linearSteps.map((s) => chosen[s.kernel]))];
     const shadersUsed = [...new Set(variantsUsed.map((v) => v.shader))];
     const gpuBufferBytes = Object.values(buffers).reduce((sum, b) => sum + b.size, 0) +
         outputAll.size + (resolveBuffer ? resolveBuffer.size : 0);
@@ -315,7 +316,7 @@ export async function run(spec, client) {
       gpu_buffer_bytes: gpuBufferBytes,
       js_heap: heap,
       layers: linearSteps.map((s, l) => ({
-        name: s.name, weight_dtype: chosen[s.bits].weight_dtype,
+        name: s.name, weight_dtype: chosen[s.kernel].weight_dtype,
         weight_bytes: layerWeightBytes[l], gpu_ms: layerGpuMs[l],
       })),
       output: outBytes,
