@@ -323,6 +323,11 @@ def format_table(rows: Sequence[Any]) -> str:
     return "\n\n".join(filter(None, tables))
 
 
+def bits_label(r: Any) -> str:
+    """'8', or '8 a8 minmax' for int8 activations calibrated by that observer."""
+    return str(r.bits_requested) + (f" a{r.act_bits} {r.observer}" if r.act_bits != 32 else "")
+
+
 def format_model_table(rows: Sequence[Any]) -> str:
     if not rows:
         return ""
@@ -330,7 +335,7 @@ def format_model_table(rows: Sequence[Any]) -> str:
               "tokens/s", "weight MiB", "cos min", "cos mean", "Spearman", "top-1", "kernel err"]
     body = [[
         r.browser, r.engine, r.platform, r.executed_on or "-", f"{r.model} {r.batch_size}x{r.seq_len}",
-        str(r.bits_requested), r.precision_plan or "-", r.outcome, _fmt(r.latency_ms_median, ".1f"),
+        bits_label(r), r.precision_plan or "-", r.outcome, _fmt(r.latency_ms_median, ".1f"),
         _fmt(r.tokens_per_s, ".0f"), _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".1f"),
         _fmt(r.cosine_min, ".5f"), _fmt(r.cosine_mean, ".5f"), _fmt(r.spearman, ".4f"),
         _fmt(r.top1_agreement, ".3f"), _fmt(r.rel_error_vs_dequantized, ".1e"),
@@ -343,7 +348,7 @@ def format_matmul_table(rows: Sequence[Any]) -> str:
               "p10-p90 ms", "GFLOP/s", "rel err vs float", "kernel err"]
     body = [[
         r.browser, r.engine, r.platform, r.executed_on or "-", f"{r.m}x{r.k}x{r.n}",
-        str(r.bits_requested) + (f" a{r.act_bits}" if r.act_bits != 32 else ""),
+        bits_label(r),
         "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
         _fmt(r.latency_ms_median, ".3f"),
         "-" if r.latency_ms_p10 is None else f"{r.latency_ms_p10:.3f}-{r.latency_ms_p90:.3f}",

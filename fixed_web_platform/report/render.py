@@ -26,6 +26,7 @@ from ..results import reader as result_files
 from ..results.reader import (MODEL_FLOAT_COLUMNS, MODEL_INTEGER_COLUMNS, MODEL_TEXT_COLUMNS,
                               ResultSchemaError, page_samples)
 from ..results.rows import LayerRow
+from .activations import activation_section
 from .glance import glance_html, glance_markdown
 from .markdown import fmt_bytes, markdown_table, number
 from .sensitivity import sensitivity_section
@@ -256,6 +257,8 @@ def summary_table(rows: pd.DataFrame,
         rec["page_loads"] = int(pd.to_numeric(group["pages"], errors="coerce").fillna(1).sum()) \
             if "pages" in group else len(group)
         rec["adapter"] = _unique_text(group.get("adapter", []))
+        rec["compute_dtype"] = _unique_text(group.get("compute_dtype", []))
+        rec["kernel_variant"] = _unique_text(group.get("kernel_variant", []))
         rec["n_samples"] = int(group["n_samples"].fillna(0).sum()) if "n_samples" in group else 0
         rec["timing_source"] = _unique_text(group.get("timing_source", []))
         median = group["latency_ms_median"].median() if "latency_ms_median" in group else math.nan
@@ -700,6 +703,8 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         md += section_markdown(model_section, layers, model_plot_refs)
     sensitivity_md, sensitivity_html = sensitivity_section(list(sweeps.directories), out_dir / "plots")
     md += sensitivity_md
+    activations_md, activations_html = activation_section(summary)
+    md += activations_md
     md += ["## Plots", ""]
     if plot_note:
         md += [plot_note, ""]
@@ -748,6 +753,7 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
         *(section_html(model_section, layers, model_plot_refs) if has_models else []),
         *sensitivity_html,
+        *activations_html,
         "<h2>Plots</h2>",
     ]
     if plot_note:
