@@ -322,7 +322,7 @@ def summary_table(rows: pd.DataFrame,
         records.append(rec)
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
                "device_type", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
-               "bits_executed", "act_bits", "observer", "runs", "n_samples", "timing_source", "latency_ms_median",
+               "bits_executed", "act_bits", "observer", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
