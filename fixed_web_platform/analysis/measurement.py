@@ -57,6 +57,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     first = pages[0]
     ran = executed[0]
     problems = sorted({e.problem for e in executed if e.problem})
+    problems += sorted({p for p in (prepared.kernel_problem(o) for o in outs) if p})
     vs_float = quant.error_metrics(outs[0], prepared.ref_float)
     kernel_errors = [quant.error_metrics(o, prepared.ref_dequantized)["rel_error"] for o in outs]
     kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst

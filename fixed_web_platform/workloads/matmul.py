@@ -131,6 +131,10 @@ class PreparedWorkload:
     tolerance_basis: ClassVar[str] = ""
     """Why the tolerance is what it is, where it is not the arithmetic's own (none here)."""
 
+    def kernel_problem(self, out: np.ndarray) -> str:
+        """A fault beyond the tolerance check (none for a matmul: its references are exact)."""
+        return ""
+
     def judged(self, out: np.ndarray) -> np.ndarray:
         """The part of the page's output the references cover (all of it)."""
         return out
