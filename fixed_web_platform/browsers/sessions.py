@@ -7,8 +7,10 @@ of driver error, so the harness never has to read error text to tell a crash.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import shutil
+import time
 import sys
 import tempfile
 import threading
@@ -43,6 +45,48 @@ def _kill_tree(pid: int | None) -> None:
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(procs, timeout=5)
+
+
+_SCRATCH_DIRS: set[Path] = set()
+"""Scratch folders (profiles, logs) of this process's browsers not yet removed: whatever an
+interrupted close leaves is removed when the process exits."""
+
+
+def _scratch_dir(prefix: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    _SCRATCH_DIRS.add(folder)
+    return folder
+
+
+@atexit.register
+def _remove_leftover_scratch_dirs() -> None:
+    for folder in list(_SCRATCH_DIRS):
+        _remove_profile(folder, timeout_s=2.0)
+
+
+def _remove_profile(folder: Path, timeout_s: float = 5.0) -> None:
+    """Delete a browser's scratch profile. Helpers of a browser that quit by itself (no longer
+    children of its pid) may still be exiting and writing into it: they are found by the folder
+    on their command line and killed, and the removal is retried until the folder is gone."""
+    needle = str(folder)
+    stragglers = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(needle in arg for arg in proc.info["cmdline"] or ()):
+                proc.kill()
+                stragglers.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    psutil.wait_procs(stragglers, timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            _SCRATCH_DIRS.discard(folder)
+            return
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
 
 
 def _alive(pid: int | None) -> bool:
@@ -108,7 +152,7 @@ class BrowserSession(ABC):
         _call_with_timeout(self._quit, 15)
         self.kill()
         if self.scratch_dir is not None:
-            shutil.rmtree(self.scratch_dir, ignore_errors=True)
+            _remove_profile(self.scratch_dir)
 
 
 @dataclass
@@ -192,7 +236,7 @@ def _launch_chromium(resolved: ResolvedBrowser) -> BrowserSession:
     from selenium.webdriver.chrome.service import Service as ChromeService
     from selenium.webdriver.edge.service import Service as EdgeService
 
-    profile = Path(tempfile.mkdtemp(prefix=f"{resolved.product.name}-profile-"))
+    profile = _scratch_dir(f"{resolved.product.name}-profile-")
     args = (*resolved.product.args, f"--user-data-dir={profile}")
     is_edge = resolved.driver_kind is DriverKind.MSEDGEDRIVER
     options = webdriver.EdgeOptions() if is_edge else webdriver.ChromeOptions()
@@ -205,7 +249,7 @@ def _launch_chromium(resolved: ResolvedBrowser) -> BrowserSession:
     try:
         driver = (webdriver.Edge if is_edge else webdriver.Chrome)(service=service, options=options)
     except Exception:
-        shutil.rmtree(profile, ignore_errors=True)
+        _remove_profile(profile)
         raise
     driver.set_page_load_timeout(PAGE_LOAD_TIMEOUT_S)
     return SeleniumSession(
@@ -255,7 +299,7 @@ def _launch_marionette(resolved: ResolvedBrowser) -> BrowserSession:
     logging.getLogger("mozversion").setLevel(logging.WARNING)
     from marionette_driver.marionette import Marionette
 
-    log_dir = Path(tempfile.mkdtemp(prefix="gecko-"))
+    log_dir = _scratch_dir("gecko-")
     client = None
     try:
         client = Marionette(
@@ -278,7 +322,7 @@ def _launch_marionette(resolved: ResolvedBrowser) -> BrowserSession:
     except BaseException:
         if client is not None:
             _call_with_timeout(client.cleanup, 15)
-        shutil.rmtree(log_dir, ignore_errors=True)
+        _remove_profile(log_dir)
         raise
     return MarionetteSession(
         resolved=resolved,
