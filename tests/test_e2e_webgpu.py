@@ -59,7 +59,9 @@ def test_every_bits_runs_ok_with_the_requested_precision(browser_sweep):
 EDGE_SHAPES = (
     Workload("edge-gemv-n1", 1, 32, 1),  # one row, one column, K of one block
     Workload("edge-gemm", 37, 64, 65),  # rows 13+13+11 (the last tile clamped), columns 16 x 4 + 1
+    Workload("edge-gemv-tile", 3, 64, 7),  # the GEMV kernel (3 rows < 4 columns), columns 4 + 3
 )
+EDGE_TILES = {"edge-gemv-n1": "1x1", "edge-gemm": "13x4", "edge-gemv-tile": "3x4"}
 
 
 @pytest.mark.parametrize("browser", [BrowserName.CHROME, BrowserName.FIREFOX])
@@ -74,8 +76,9 @@ def test_tile_edges_are_exact_at_every_bits(browser, tmp_path):
         where = f"{browser} {row.workload} {row.bits_requested}-bit"
         assert row.outcome == Outcome.OK, f"{where}: {row.outcome} {row.reason}"
         assert row.rel_error_vs_dequantized <= row.kernel_tolerance, where
-        tile = "1x1" if row.m == 1 else "13x4"
-        assert row.kernel_variant.endswith(f" tile {tile}"), (where, row.kernel_variant)
+        assert row.kernel_variant.endswith(f" tile {EDGE_TILES[row.workload]}"), (where, row.kernel_variant)
+        gemv_kernel = row.workload == "edge-gemv-tile" and row.bits_requested <= 8
+        assert ("-gemv " in row.kernel_variant) == gemv_kernel, (where, row.kernel_variant)
 
 
 def test_quantization_error_grows_as_bits_shrink(browser_sweep):

@@ -147,3 +147,16 @@ def test_invalid_shape_rejected_by_prepare() -> None:
     for bits in (32, 16):
         with pytest.raises(ValueError, match="K=6 must be a multiple of 4"):
             prepare(Workload("odd", 1, 6, 8), bits, BLOCK, seed=0)
+
+
+def test_packed_kernel_follows_the_tile() -> None:
+    """GEMV tiles (fewer rows than columns) mask fields in place and scale x; GEMM tiles shift the
+    weights every row shares; float kernels are the same for both."""
+    from fixed_web_platform.engines.wgsl import tiling_for
+
+    gemv, gemm, one_column = tiling_for(1, 3072), tiling_for(128, 768), tiling_for(1, 1)
+    assert [v.shader for v in variants_for(4, tiling=gemv)] == ["matmul_quant_gemv.wgsl"]
+    assert variants_for(4, tiling=gemv)[0].kernel_variant(gemv) == "quant-w4-gemv tile 1x4"
+    assert [v.shader for v in variants_for(2, tiling=gemm)] == ["matmul_quant.wgsl"]
+    assert [v.shader for v in variants_for(8, tiling=one_column)] == ["matmul_quant.wgsl"]  # 1 row, 1 column
+    assert variants_for(32, tiling=gemv) == variants_for(32, tiling=gemm)

@@ -92,7 +92,16 @@ wgslLanguageFeatures), not an adapter feature."""
 DP4A = WGSL_FEATURE + "packed_4x8_integer_dot_product"
 
 
-def variants_for(bits: int, act_bits: int = 32) -> tuple[KernelVariant, ...]:
+def gemv_tile(tiling: Tiling | None) -> bool:
+    """Fewer rows than columns per invocation: the packed kernels mask fields in place and scale
+    the activations (shaders/matmul_quant_gemv.wgsl) instead of shifting every weight field
+    (matmul_quant.wgsl), which pays off once each decoded weight meets more rows than columns."""
+    return tiling is not None and tiling.tile_m < tiling.tile_n
+
+
+def variants_for(bits: int, act_bits: int = 32, tiling: Tiling | None = None) -> tuple[KernelVariant, ...]:
+    """The kernels that may run ``bits`` weights with ``act_bits`` activations on ``tiling``,
+    best first (the page runs the first whose features the adapter has)."""
     if act_bits == 8:  # the special path: int8 x int8 dot products (W8A8, W4A8 unpacked to int8)
         return (KernelVariant("matmul_dp4a.wgsl", "i8dot", (DP4A,), family=f"dp4a-w{bits}a8",
                               x_element="u32"),)
@@ -101,6 +110,8 @@ def variants_for(bits: int, act_bits: int = 32) -> tuple[KernelVariant, ...]:
     if bits == 16:
         return (KernelVariant("matmul_f16.wgsl", "f16", ("shader-f16",), family="f16"),
                 KernelVariant("matmul_f16_unpack.wgsl", "f32", family="f16-unpack"))
+    if gemv_tile(tiling):
+        return (KernelVariant("matmul_quant_gemv.wgsl", "f32", family=f"quant-w{bits}-gemv"),)
     return (KernelVariant("matmul_quant.wgsl", "f32", family=f"quant-w{bits}"),)
 
 
@@ -173,7 +184,7 @@ class WgslEngine(Engine):
             "variants": [{"shader": v.shader, "compute_dtype": v.compute_dtype,
                           "requires": list(v.requires),
                           "source": shader_source(v.shader, tiling, prepared.bits, v.x_element)}
-                         for v in variants_for(prepared.bits, prepared.act_bits)],
+                         for v in variants_for(prepared.bits, prepared.act_bits, tiling)],
             "constants": constants_for(prepared),
             "layout": [names[0], OUTPUT_BINDING, *names[1:]],
             "tiling": tiling.to_json(),
@@ -189,7 +200,8 @@ class WgslEngine(Engine):
         )
 
     def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        variant = next((v for v in variants_for(job.prepared.bits, job.prepared.act_bits)
+        tiling = Tiling(**job.spec.options["tiling"])
+        variant = next((v for v in variants_for(job.prepared.bits, job.prepared.act_bits, tiling)
                         if v.shader == page.shader), None)
         if variant is None:
             return Executed(None, "", self.platform.value,
@@ -201,7 +213,6 @@ class WgslEngine(Engine):
         bits = bound * 8 // elements if bound * 8 % elements == 0 else None
         problem = "" if bits == job.prepared.bits else (
             f"the bound weight buffer holds {bound} bytes, not {job.prepared.bits}-bit weights")
-        tiling = Tiling(**job.spec.options["tiling"])
         return Executed(bits, variant.compute_dtype, self.platform.value, problem,
                         kernel_variant=variant.kernel_variant(tiling))
 

@@ -8,7 +8,7 @@ pooling and L2 normalisation.
 
 The linear layers are the matmul kernels' own ``accumulate(n0, m0)`` bodies (shaders/matmul_*.wgsl,
 the one place for each packed weight format) composed with shaders/model/linear_prelude.wgsl
-(bias and GELU epilogue); their variants per bits are ``wgsl.variants_for(bits)`` and the page
+(bias and GELU epilogue); their variants per bits are ``wgsl.variants_for(bits, act_bits, tiling)`` and the page
 picks the first whose features its adapter has. Their tile is the matmul sweep's choice for the
 model's rows and narrowest layer (``wgsl.tiling_for``), the same for every layer. The other
 kernels are shaders/model/*.wgsl.
@@ -182,7 +182,7 @@ def _variants(bits: int, act_bits: int, tiling: wgsl.Tiling) -> list[dict[str, A
     return [{"shader": v.shader, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
              "weight_dtype": weight_dtype_for(bits),
              "source": linear_source(v.shader, tiling, bits, v.x_element)}
-            for v in wgsl.variants_for(bits, act_bits)]
+            for v in wgsl.variants_for(bits, act_bits, tiling)]
 
 
 def _kernels(prepared: PreparedModel) -> set[tuple[int, int]]:
@@ -241,7 +241,8 @@ async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig) -> Engin
 def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
     prepared: PreparedModel = job.prepared
     plan = prepared.plan
-    offered = {v.shader: v for b, a in _kernels(prepared) for v in wgsl.variants_for(b, a)}
+    tiling = wgsl.Tiling(**job.spec.options["tiling"])
+    offered = {v.shader: v for b, a in _kernels(prepared) for v in wgsl.variants_for(b, a, tiling)}
     used = [s for s in page.shader.split("+") if s]
     unknown = [s for s in used if s not in offered]
     if not used or unknown:
@@ -283,7 +284,6 @@ def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageRepl
                      "the others kept float inputs)")
     note = "; ".join(notes)
     problem = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
-    tiling = wgsl.Tiling(**job.spec.options["tiling"])
     kernel_variant = "+".join(offered[s].kernel_variant(tiling) for s in used)
     return Executed(bits, compute_dtype, engine.platform.value, problem, note, tuple(layers),
                     kernel_variant)
