@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import require_browser
+
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.models import accuracy
 from fixed_web_platform.models.inputs import builtin_texts

@@ -19,7 +19,13 @@ from fixed_web_platform.models.source import load, resolve
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.precision.quant import error_metrics
 from fixed_web_platform.precision.webnn_precision import choose_activation_plan
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
+from fixed_web_platform.vocabulary import (
+    BrowserName,
+    EngineName,
+    Outcome,
+    Platform,
+    PrecisionMode,
+)
 from fixed_web_platform.workloads import ModelWorkload
 
 MINILM = "all-MiniLM-L6-v2"

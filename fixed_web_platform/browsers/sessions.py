@@ -10,10 +10,10 @@ from __future__ import annotations
 import atexit
 import logging
 import shutil
-import time
 import sys
 import tempfile
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path

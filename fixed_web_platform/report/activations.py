@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..results.reader import CONFIG_KEY
-from .markdown import markdown_table
+from .markdown import html_table, markdown_table
 
 SAME_WITHIN = 0.10
 WITHOUT_ACTS = tuple(c for c in CONFIG_KEY if c not in ("act_bits", "observer"))
@@ -114,11 +114,6 @@ def activation_section(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
     if table.empty:
         return [], []
     md = ["## Int8 activations vs weight-only", "", markdown_table(table), "", NOTE, ""]
-    e = html.escape
-    head = "".join(f"<th>{e(str(c))}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{e(str(v))}</td>" for v in r) + "</tr>"
-                   for r in table.itertuples(index=False))
-    parts = ['<h2 id="int8-activations">Int8 activations vs weight-only</h2>',
-             f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
-             f"<tbody>{body}</tbody></table></div>", f'<p class="note">{e(NOTE)}</p>']
+    parts = ['<h2 id="int8-activations">Int8 activations vs weight-only</h2>', html_table(table),
+             f'<p class="note">{html.escape(NOTE)}</p>']
     return md, parts

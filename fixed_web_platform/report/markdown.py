@@ -46,3 +46,9 @@ def markdown_lines(header: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list
 def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub pipe table of a DataFrame (no tabulate needed)."""
     return "\n".join(markdown_lines(list(frame.columns), frame.itertuples(index=False)))
+
+
+def html_table(frame: pd.DataFrame, css: str = "data") -> str:
+    """A wide table scrolls inside its own box; the page never runs off the window."""
+    return ('<div class="scroll">' + frame.to_html(index=False, escape=True, na_rep="", border=0,
+                                                   classes=css) + "</div>")

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..results import reader as result_files
-from .markdown import markdown_table, number
+from .markdown import html_table, markdown_table, number
 from .plots import MODEL_SETTING, model_setting_title
 
 CONFIG_KEY = ("sweep", *result_files.CONFIG_KEY)
@@ -247,11 +247,6 @@ def _int(value: Any) -> str:
 # --------------------------------------------------------------------------------------- output
 
 
-def _html_table(frame: pd.DataFrame, css: str = "data") -> str:
-    return ('<div class="scroll">' + frame.to_html(index=False, escape=True, na_rep="", border=0,
-                                                   classes=css) + "</div>")
-
-
 def section_markdown(tables: list[tuple[str, pd.DataFrame]], layers: LayerTables,
                      plots: list[tuple[str, str]]) -> list[str]:
     """The section's Markdown lines (from its '## Whole models' heading); plots: (title, file)."""
@@ -286,16 +281,16 @@ def section_html(tables: list[tuple[str, pd.DataFrame]], layers: LayerTables,
     e = html.escape
     parts = ['<h2 id="models">Whole models</h2>']
     for title, table in tables:
-        parts += [f"<h3>{e(title)}</h3>", _html_table(table, "data models")]
+        parts += [f"<h3>{e(title)}</h3>", html_table(table, "data models")]
     parts.append(f'<p class="note">{e(MODEL_NOTES)}</p>')
     if layers.runs.empty:
         parts.append("<p>No layers.csv lines in these folders (no per-layer precision).</p>")
     else:
         parts += ['<details id="layers">', f"<summary>{e(_layers_summary(layers))}</summary>",
-                  _html_table(layers.runs, "data layers")]
+                  html_table(layers.runs, "data layers")]
         for title, table in layers.gpu_ms:
             parts += [f"<h4>Per-layer GPU ms (bits executed), {e(title)}</h4>",
-                      _html_table(table, "data layers-gpu")]
+                      html_table(table, "data layers-gpu")]
         parts.append("</details>")
     for title, name in plots:
         parts += [f"<h3>{e(title)}</h3>", f'<img src="plots/{e(name)}" alt="{e(name.rsplit(".", 1)[0])}">']

@@ -28,7 +28,7 @@ from ..results.reader import (MODEL_FLOAT_COLUMNS, MODEL_INTEGER_COLUMNS, MODEL_
 from ..results.rows import LayerRow
 from .activations import activation_section
 from .glance import glance_html, glance_markdown
-from .markdown import fmt_bytes, markdown_table, number
+from .markdown import fmt_bytes, html_table, markdown_table, number
 from .sensitivity import sensitivity_section
 from .models import layer_tables, model_rows, model_tables, section_html, section_markdown
 from .plots import MEMORY_COLUMNS, draw_model_plots, draw_plots
@@ -506,12 +506,6 @@ def display_not_ok(table: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     out["outcome"] = table["outcome"]
     out["reason"] = table["reason"]
     return out.reset_index(drop=True)
-
-
-def html_table(frame: pd.DataFrame) -> str:
-    """A wide table scrolls inside its own box; the page never runs off the window."""
-    return ('<div class="scroll">' + frame.to_html(index=False, escape=True, na_rep="", border=0,
-                                                   classes="data") + "</div>")
 
 
 # ------------------------------------------------------------------------------------ environment

@@ -89,7 +89,7 @@ def sensitivity_section(directories: list[Path], plots_dir: Path) -> tuple[list[
     sensitivity.csv; its plots are drawn again into the report's plots folder. Empty when none."""
     import html
 
-    from .render import html_table
+    from .markdown import html_table
 
     md: list[str] = []
     parts: list[str] = []
