@@ -108,16 +108,17 @@ def test_wgsl_reads_bits_from_the_bound_buffer() -> None:
     engine = engine_for(EngineName.HARNESS, Platform.WEBGPU)
     run = _run(EngineName.HARNESS, Platform.WEBGPU, 4)
     job = _job(engine, run)
-    good = engine.interpret(run, job, _reply(shader="matmul_quant.wgsl",
+    good = engine.interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl",
                                              weight_buffer_bytes=W.n * W.k // 2))
     assert (good.bits, good.compute_dtype, good.executed_on, good.problem) == (4, "f32", "webgpu", "")
-    assert good.kernel_variant == "quant-w4 tile 2x4"  # 2 rows: one invocation holds both
-    wide = engine.interpret(run, job, _reply(shader="matmul_quant.wgsl", weight_buffer_bytes=W.n * W.k))
+    assert good.kernel_variant == "quant-w4-gemv tile 2x4"  # 2 rows: one invocation holds both (GEMV kernel)
+    wide = engine.interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl", weight_buffer_bytes=W.n * W.k))
     assert wide.bits == 8 and "not 4-bit" in wide.problem
-    other = engine.interpret(run, job, _reply(shader="matmul_f32.wgsl", weight_buffer_bytes=1))
-    assert "did not offer" in other.problem
+    for shader in ("matmul_f32.wgsl", "matmul_quant.wgsl"):  # the GEMM kernel is not this tile's
+        other = engine.interpret(run, job, _reply(shader=shader, weight_buffer_bytes=1))
+        assert "did not offer" in other.problem
     with pytest.raises(PageDataError, match="weight_buffer_bytes"):
-        engine.interpret(run, job, _reply(shader="matmul_quant.wgsl"))
+        engine.interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl"))
 
 
 def test_wgsl_job_carries_composed_kernels_and_the_dispatch() -> None:
