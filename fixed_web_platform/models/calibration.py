@@ -67,10 +67,17 @@ def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_l
         raise ValueError(f"layer {missing[0]} is not a module of the model")
     batches = tokenize(tokenizer(model.resolved), texts, batch_size, seq_len)
     observers = {name: make_observer(observer) for name in layers}
+    shares = {}  # layer -> the layer whose input it receives (Q, K and V: one tensor, one observer)
     real_tokens: list[np.ndarray] = []  # the current batch's [B, S] mask of real tokens
+    seen: list[tuple[object, str]] = []  # the current batch's inputs (kept alive: identity is safe)
 
     def watch(name: str):
         def hook(_module, args):
+            first = next((owner for tensor, owner in seen if tensor is args[0]), None)
+            if first is not None:
+                shares[name] = first
+                return
+            seen.append((args[0], name))
             observers[name].observe(args[0].detach().double().numpy()[real_tokens[-1]])
         return hook
 
@@ -81,6 +88,7 @@ def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_l
                 mask = batches.attention_mask[p].astype(bool)
                 texts_here = np.arange(p * batch_size, (p + 1) * batch_size) < batches.count
                 real_tokens.append(mask & texts_here[:, None])  # the last batch's filler is not seen twice
+                seen.clear()
                 net(input_ids=torch.from_numpy(batches.input_ids[p].astype(np.int64)),
                     attention_mask=torch.from_numpy(batches.attention_mask[p].astype(np.int64)),
                     token_type_ids=torch.from_numpy(batches.token_type_ids[p].astype(np.int64)))
@@ -89,6 +97,7 @@ def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_l
             handle.remove()
     out = {}
     for name, obs in observers.items():
-        scale, zero_point = obs.qparams(8)
-        out[name] = ActivationQuant(float(np.float32(scale.reshape(-1)[0])), int(zero_point.reshape(-1)[0]))
-    return out
+        if name not in shares:
+            scale, zero_point = obs.qparams(8)
+            out[name] = ActivationQuant(float(np.float32(scale.reshape(-1)[0])), int(zero_point.reshape(-1)[0]))
+    return {name: out[shares.get(name, name)] for name in layers}

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..precision.quant import error_metrics
 from . import accuracy, calibration, reference, rules, source
 from .config import EncoderConfig
 from .inputs import Batches, tokenize
@@ -141,8 +142,6 @@ class PreparedModel:
         not applied (the output nearer the float-activation reference than the int8 one)."""
         if self.ref_float_acts is None:
             return ""
-        from ..precision.quant import error_metrics
-
         to_int8 = error_metrics(out, self.ref_dequantized)["rel_error"]
         to_float = error_metrics(out, self.ref_float_acts)["rel_error"]
         if to_float < to_int8:
@@ -210,11 +209,12 @@ def prepare_model(workload: Any, bits: int, block_size: int, seed: int, unsigned
                                        calibration.quantized_inputs(plan))
         act_quant = tuple(params.get(p.layer.name) for p in plan)
     by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
-    ref_deq = reference.embed(loaded.config, held.exec_weights(), ids, mask, tt, by_name or None)
+    weights = held.exec_weights()
+    ref_deq = reference.embed(loaded.config, weights, ids, mask, tt, by_name or None)
     floor, float_acts = 0.0, None
     if by_name:
-        floor = _flip_floor(loaded.config, held.exec_weights(), (ids, mask, tt), by_name, ref_deq)
-        float_acts = reference.embed(loaded.config, held.exec_weights(), ids, mask, tt)
+        floor = _flip_floor(loaded.config, weights, (ids, mask, tt), by_name, ref_deq)
+        float_acts = reference.embed(loaded.config, weights, ids, mask, tt)
     return PreparedModel(workload, bits, block_size, held, plan, batches, ref_float, ref_deq,
                          act_bits, observer if act_bits == 8 else "", act_quant, floor, float_acts)
 
@@ -223,8 +223,6 @@ def _flip_floor(cfg: Any, weights: dict[str, np.ndarray], inputs: tuple[np.ndarr
                 act: reference.ActQuant, ref: np.ndarray) -> float:
     """The largest relative RMS distance from ``ref`` of references whose weights carry
     INT8_FLIP_PERTURBATION noise, with the same int8 activations."""
-    from ..precision.quant import error_metrics
-
     errors = []
     for seed in range(1, INT8_FLIP_SEEDS + 1):
         rng = np.random.default_rng(seed)

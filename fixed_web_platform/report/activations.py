@@ -4,8 +4,8 @@ cost in accuracy and what they do to latency, measured in the same sweep.
 
 Accuracy is the row's own figure against the all-float reference: cosine mean and top-1 agreement
 vs PyTorch fp32 for whole models, the relative error vs the float product for matmuls. Latency
-is the configuration's median with its p10-p90; a change is "same" when the two spreads overlap or
-the medians differ by less than SAME_WITHIN (the at-a-glance table's rule).
+is the configuration's median with its p10-p90; whether it changed is the at-a-glance table's rule
+(glance.latency_change).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 import pandas as pd
 
 from ..results.reader import CONFIG_KEY
-from .markdown import html_table, markdown_table
+from .glance import latency_change
+from .markdown import html_table, markdown_table, number
 
-SAME_WITHIN = 0.10
 WITHOUT_ACTS = tuple(c for c in CONFIG_KEY if c not in ("act_bits", "observer"))
 """A weight-only configuration and its int8-activation runs share these columns."""
 NOTE = ("Int8 activations: each linear layer's input quantized per tensor to int8 with a scale and zero "
@@ -29,37 +29,27 @@ NOTE = ("Int8 activations: each linear layer's input quantized per tensor to int
         "reference, so it counts weights and activations together.")
 
 
-def _num(value: Any) -> float | None:
-    v = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
-    return None if pd.isna(v) else float(v)
-
-
 def _latency_change(act: pd.Series, base: pd.Series) -> str:
-    a, b = _num(act["latency_ms_median"]), _num(base["latency_ms_median"])
-    if a is None or b is None or b <= 0:
+    """int8 / weight-only latency, and the at-a-glance table's verdict on it."""
+    change = latency_change(act, base)
+    if change is None:
         return ""
-    ratio = a / b
-    lo_a, hi_a = _num(act.get("latency_ms_p10")), _num(act.get("latency_ms_p90"))
-    lo_b, hi_b = _num(base.get("latency_ms_p10")), _num(base.get("latency_ms_p90"))
-    overlap = None not in (lo_a, hi_a, lo_b, hi_b) and lo_a <= hi_b and lo_b <= hi_a
-    if overlap or abs(ratio - 1) < SAME_WITHIN:
-        word = "same"
-    else:
-        word = "slower" if ratio > 1 else "faster"
-    return f"{ratio:.2f}x ({word})"
+    speedup, same = change
+    word = "same" if same else ("faster" if speedup > 1 else "slower")
+    return f"{1 / speedup:.2f}x ({word})"
 
 
 def _ms(row: pd.Series) -> str:
-    m = _num(row["latency_ms_median"])
+    m = number(row["latency_ms_median"])
     if m is None:
         return ""
-    lo, hi = _num(row.get("latency_ms_p10")), _num(row.get("latency_ms_p90"))
+    lo, hi = number(row.get("latency_ms_p10")), number(row.get("latency_ms_p90"))
     spread = f" ({lo:.4g}-{hi:.4g})" if lo is not None and hi is not None else ""
     return f"{m:.4g}{spread}"
 
 
 def _f(value: Any, spec: str) -> str:
-    v = _num(value)
+    v = number(value)
     return "" if v is None else format(v, spec)
 
 

@@ -45,22 +45,35 @@ def _bytes(value: Any) -> str:
     return fmt_bytes(value) or "-"
 
 
+def latency_change(row: pd.Series, base: pd.Series) -> tuple[float, str] | None:
+    """The one rule for "is this row faster than that one" in a report: (speed-up base/row,
+    '' for a change, or why it is the same: the p10-p90 spreads overlap, or the medians differ by
+    less than compare's minimum effect). None without both medians."""
+    med, ref = number(row["latency_ms_median"]), number(base["latency_ms_median"])
+    if not med or not ref:
+        return None
+    lo, hi = number(row.get("latency_ms_p10")), number(row.get("latency_ms_p90"))
+    blo, bhi = number(base.get("latency_ms_p10")), number(base.get("latency_ms_p90"))
+    ratio = ref / med
+    if None not in (lo, hi, blo, bhi) and lo <= bhi and blo <= hi:
+        return ratio, "same within spread"
+    if abs(ratio - 1) < DEFAULT_MIN_EFFECT:
+        return ratio, f"same (under {DEFAULT_MIN_EFFECT:.0%})"
+    return ratio, ""
+
+
 def _speed(row: pd.Series, base: pd.Series | None) -> Cell:
     """This row's latency against a baseline row's, judged on their p10-p90 spreads."""
     if base is None:
         return Cell("-")
     if base.name == row.name:
         return Cell("baseline")
-    med, ref = number(row["latency_ms_median"]), number(base["latency_ms_median"])
-    if not med or not ref:
+    change = latency_change(row, base)
+    if change is None:
         return Cell("-")
-    lo, hi = number(row["latency_ms_p10"]), number(row["latency_ms_p90"])
-    blo, bhi = number(base["latency_ms_p10"]), number(base["latency_ms_p90"])
-    if None not in (lo, hi, blo, bhi) and lo <= bhi and blo <= hi:
-        return Cell("same within spread", "same")
-    ratio = ref / med
-    if abs(ratio - 1) < DEFAULT_MIN_EFFECT:  # compare's minimum effect: smaller is not a change
-        return Cell(f"same (under {DEFAULT_MIN_EFFECT:.0%})", "same")
+    ratio, same = change
+    if same:
+        return Cell(same, "same")
     return Cell(f"{ratio:.2f}x faster", "better") if ratio > 1 else Cell(f"{1 / ratio:.2f}x slower", "worse")
 
 

@@ -18,7 +18,8 @@
 // W is dequantizeLinear(q, scale, zeroPoint) for 8/4/2-bit layers, a constant otherwise.
 // Int8 activations (options.webnn_act, a layer's `act` scale and zero point): x becomes
 // dequantizeLinear(quantizeLinear(x, s, z), s, z) in front of the layer, s and z [1, 1] constants
-// of options.webnn_act.dtype (the zero point shifted by its zero_point_offset).
+// of options.webnn_act.dtype (the zero point shifted by its zero_point_offset), built once per
+// input and parameters (Q, K and V share theirs, as in the WGSL engine).
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
 
@@ -124,13 +125,19 @@ export async function run(spec, client) {
 
     const layerFacts = [];
     const act = nn.webnn_act;
+    const int8Inputs = new Map();  // x operand -> [scale/zero point, its pair]: Q, K and V share one
     const int8Input = (x, L) => {
+      const key = `${L.act.scale}/${L.act.zero_point}`;
+      const hit = int8Inputs.get(x);
+      if (hit && hit[0] === key) return hit[1];
       const s = builder.constant({dataType: 'float32', shape: [1, 1]}, new Float32Array([L.act.scale]));
       const zValue = L.act.zero_point + act.zero_point_offset;
       const zData = act.dtype === 'uint8' ? new Uint8Array([zValue]) : new Int8Array([zValue]);
       const z = builder.constant({dataType: act.dtype, shape: [1, 1]}, zData);
       const q = builder.quantizeLinear(x, s, z);
-      return [builder.dequantizeLinear(q, s, z), String(q.dataType)];
+      const pair = [builder.dequantizeLinear(q, s, z), String(q.dataType)];
+      int8Inputs.set(x, [key, pair]);
+      return pair;
     };
     const linear = (xIn, index) => {
       const L = linears[index];
