@@ -4,7 +4,11 @@ Python composes each kernel from shaders/prelude.wgsl and the kernel's own file,
 tile sizes it chose from the shape (``tiling_for``: rows and columns per invocation; the same for
 every precision, so rows compare precisions on one algorithm), unrolls the tile, and tells the
 page the dispatch size; the page picks the first variant whose features its adapter has. The row
-records the kernel and its tile (``kernel_variant``). What ran is read from the shader the page
+records the kernel and its tile (``kernel_variant``). Three paths for packed weights, chosen
+from the tile and M (``variants_for``): GEMV tiles mask fields in place
+(matmul_quant_gemv.wgsl); a single row tile decodes words in the kernel (matmul_quant.wgsl);
+M spanning several row tiles dequantizes once into a float32 scratch buffer (dequantize.wgsl,
+dispatched first in the same pass) and runs the float32 kernel on it. What ran is read from the shader the page
 used and the size of the weight buffer it bound, never from the page's word about its arithmetic.
 """
 
@@ -14,6 +18,7 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..harness.protocol import PageDataError, PageReply
 from ..paths import SHADERS_DIR
@@ -31,6 +36,13 @@ TILE_N = 4
 MIN_WORKGROUPS = 8
 """Fewer workgroups than this leave a CPU adapter's threads idle: the workgroup shrinks first."""
 OUTPUT_BINDING = "out"
+DEQUANTIZE = "dequantize.wgsl"
+"""The GEMM path's first step: packed weights to float32, once per matmul (one invocation per block)."""
+DEQUANTIZED = "wf"
+"""The scratch buffer DEQUANTIZE writes W[N, K] into as float32, and the float32 kernel reads."""
+DEQUANTIZE_WORKGROUP = 64
+MAX_GROUPS_X = 65535
+"""WebGPU's default maxComputeWorkgroupsPerDimension: wider dispatches fold into a second dimension."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,14 @@ class KernelVariant:
     dp4a-w8a8."""
     x_element: str = "vec4<f32>"
     """How the kernel reads x: float32 vec4s, or u32 words of four int8 (int8 activations)."""
+    prologue: str = ""
+    """A step the page dispatches first, in the same compute pass (DEQUANTIZE: the packed weights
+    decoded into the DEQUANTIZED buffer, which the kernel then reads in their place)."""
+
+    @property
+    def id(self) -> str:
+        """How the job and the page's reply name the variant: its prologue and its kernel."""
+        return f"{self.prologue}>{self.shader}" if self.prologue else self.shader
 
     def kernel_variant(self, tiling: Tiling) -> str:
         return f"{self.family} {tiling.label}"
@@ -99,9 +119,18 @@ def gemv_tile(tiling: Tiling | None) -> bool:
     return tiling is not None and tiling.tile_m < tiling.tile_n
 
 
-def variants_for(bits: int, act_bits: int = 32, tiling: Tiling | None = None) -> tuple[KernelVariant, ...]:
-    """The kernels that may run ``bits`` weights with ``act_bits`` activations on ``tiling``,
-    best first (the page runs the first whose features the adapter has)."""
+def dequantize_once(tiling: Tiling | None, m: int) -> bool:
+    """M spans more than one row tile: a kernel that decodes the packed weights itself would decode
+    each of them once per row tile (8 times at M = 128). Decoding them once into float32 and
+    running the float32 kernel costs one pass over the weights instead (measured in
+    benchmarks/kernels.py: 1.15-1.5x of float32 fused, 1.02-1.08x this way, at M = 128)."""
+    return tiling is not None and m > tiling.tile_m
+
+
+def variants_for(bits: int, act_bits: int = 32, tiling: Tiling | None = None,
+                 m: int = 0) -> tuple[KernelVariant, ...]:
+    """The kernels that may run ``bits`` weights with ``act_bits`` activations on ``tiling`` for
+    ``m`` rows, best first (the page runs the first whose features the adapter has)."""
     if act_bits == 8:  # the special path: int8 x int8 dot products (W8A8, W4A8 unpacked to int8)
         return (KernelVariant("matmul_dp4a.wgsl", "i8dot", (DP4A,), family=f"dp4a-w{bits}a8",
                               x_element="u32"),)
@@ -112,6 +141,8 @@ def variants_for(bits: int, act_bits: int = 32, tiling: Tiling | None = None) ->
                 KernelVariant("matmul_f16_unpack.wgsl", "f32", family="f16-unpack"))
     if gemv_tile(tiling):
         return (KernelVariant("matmul_quant_gemv.wgsl", "f32", family=f"quant-w{bits}-gemv"),)
+    if dequantize_once(tiling, m):
+        return (KernelVariant("matmul_f32.wgsl", "f32", family=f"dequant-w{bits}+f32", prologue=DEQUANTIZE),)
     return (KernelVariant("matmul_quant.wgsl", "f32", family=f"quant-w{bits}"),)
 
 
@@ -157,6 +188,43 @@ def shader_source(shader: str, tiling: Tiling, bits: int, x_element: str = "vec4
     return compose(SHADERS_DIR / PRELUDE, shader, tiling, bits, x_element)
 
 
+@functools.cache
+def dequantize_source(bits: int) -> str:
+    """The dequantize step for ``bits`` weights, its per-word lines unrolled."""
+    text = (SHADERS_DIR / DEQUANTIZE).read_text().replace("{WORKGROUP}", str(DEQUANTIZE_WORKGROUP))
+    return _unroll(text, "//@groups", 32 // bits // 4, "{g}")
+
+
+def dequantize_dispatch(k: int, n: int, bits: int, block_size: int) -> dict[str, Any]:
+    """Override constants and dispatch size of the dequantize step for a packed W[N, K]: one
+    invocation per block, folded into two dimensions when one would exceed MAX_GROUPS_X."""
+    groups = -(-(n * k // block_size) // DEQUANTIZE_WORKGROUP)
+    wide = min(groups, MAX_GROUPS_X)
+    return {"constants": {"K": k, "N": n, "BITS": bits, "BLOCK_SIZE": block_size},
+            "workgroups": [wide, -(-groups // wide)]}
+
+
+def variant_options(v: KernelVariant, tiling: Tiling, prepared: PreparedWorkload,
+                    layout: list[str]) -> dict[str, Any]:
+    """A variant as the matmul page gets it. With a prologue: the dequantize step (its source,
+    constants, dispatch and bindings: the weight tensors, then the scratch buffer), the scratch
+    buffer's size, and the float32 kernel's own constants and bindings (x, out, the scratch)."""
+    options: dict[str, Any] = {"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
+                               "source": shader_source(v.shader, tiling, prepared.bits, v.x_element)}
+    if v.prologue:
+        w = prepared.workload
+        x, out, *weights = layout
+        options |= {
+            "prologue": {"shader": v.prologue, "source": dequantize_source(prepared.bits),
+                         "layout": [*weights, DEQUANTIZED],
+                         **dequantize_dispatch(w.k, w.n, prepared.bits, prepared.block_size)},
+            "scratch": {DEQUANTIZED: w.n * w.k * 4},
+            "layout": [x, out, DEQUANTIZED],
+            "constants": {"M": w.m, "K": w.k, "N": w.n},
+        }
+    return options
+
+
 def constants_for(prepared: PreparedWorkload) -> dict[str, float]:
     w = prepared.workload
     constants: dict[str, float] = {"M": w.m, "K": w.k, "N": w.n}
@@ -180,13 +248,12 @@ class WgslEngine(Engine):
         w = run.workload
         names = list(prepared.tensors)  # x first, then the weight tensors
         tiling = tiling_for(w.m, w.n)
+        layout = [names[0], OUTPUT_BINDING, *names[1:]]
         options = {
-            "variants": [{"shader": v.shader, "compute_dtype": v.compute_dtype,
-                          "requires": list(v.requires),
-                          "source": shader_source(v.shader, tiling, prepared.bits, v.x_element)}
-                         for v in variants_for(prepared.bits, prepared.act_bits, tiling)],
+            "variants": [variant_options(v, tiling, prepared, layout)
+                         for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m)],
             "constants": constants_for(prepared),
-            "layout": [names[0], OUTPUT_BINDING, *names[1:]],
+            "layout": layout,
             "tiling": tiling.to_json(),
             "workgroups": tiling.workgroups(w.m, w.n),
         }
@@ -201,8 +268,8 @@ class WgslEngine(Engine):
 
     def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         tiling = Tiling(**job.spec.options["tiling"])
-        variant = next((v for v in variants_for(job.prepared.bits, job.prepared.act_bits, tiling)
-                        if v.shader == page.shader), None)
+        variant = next((v for v in variants_for(job.prepared.bits, job.prepared.act_bits, tiling, run.workload.m)
+                        if v.id == page.shader), None)
         if variant is None:
             return Executed(None, "", self.platform.value,
                             f"the page used shader {page.shader!r}, which the job did not offer")

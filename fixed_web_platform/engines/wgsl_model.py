@@ -11,7 +11,11 @@ the one place for each packed weight format) composed with shaders/model/linear_
 (bias and GELU epilogue); their variants per bits are ``wgsl.variants_for(bits, act_bits, tiling)`` and the page
 picks the first whose features its adapter has. Their tile is the matmul sweep's choice for the
 model's rows and narrowest layer (``wgsl.tiling_for``), the same for every layer. The other
-kernels are shaders/model/*.wgsl.
+kernels are shaders/model/*.wgsl. Packed layers on the GEMM path (the model's rows span several
+row tiles: ``wgsl.dequantize_once``) carry a ``prologue``: the dequantize step, which the page
+dispatches in the layer's own pass right before the float32 kernel, writing the layer's weights
+as float32 into the shared ``wf`` scratch buffer (sized for the largest such layer) that the
+kernel reads; the layer's timestamps cover both.
 
 Int8 activations (``--act-bits 8``: W8A8 / W4A8): before each layer with a calibrated input
 (models/calibration.py) a ``quantize_act`` step writes its input as int8 words into the ``xq``
@@ -105,6 +109,11 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
     activations |= {f"pass.{name}": rows * 4 for name in INPUT_TENSORS}
     if any(prepared.act_quant):
         activations[INT8_INPUT] = rows * max(p.layer.k for p in prepared.plan)
+    acts = prepared.act_quant or (None,) * len(prepared.plan)
+    dequantized = [p.layer.n * p.layer.k * 4 for p, a in zip(prepared.plan, acts)
+                   if _prologue(p.bits, 8 if a else 32, tiling, rows)]
+    if dequantized:
+        activations[wgsl.DEQUANTIZED] = max(dequantized)
     eps = float(cfg.eps)
     steps: list[dict[str, Any]] = [{
         "op": "embed_ln", "program": "embed_ln",
@@ -129,17 +138,25 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
                            "workgroups": [_groups(rows * k // 4, POOL_WORKGROUP), 1, 1]})
             quantized_now.append((x, act.scale, act.zero_point))
         weights = [f"{name}.w"] + ([f"{name}.scales", f"{name}.zero_points"] if p.bits <= 8 else [])
-        bindings: list[str | None] = [INT8_INPUT if act else x, out, *weights]
+        prologue = _prologue(p.bits, 8 if act else 32, tiling, rows)
+        bindings: list[str | None] = [INT8_INPUT if act else x, out,
+                                      *([wgsl.DEQUANTIZED] if prologue else weights)]
         bindings += [None] * (BIAS_BINDING - len(bindings)) + [f"{name}.bias"]
         constants = {"M": rows, "K": k, "N": n} | ({"GELU": 1} if gelu else {})
-        if p.bits <= 8:
+        if p.bits <= 8 and not prologue:
             constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block_size}
         if act is not None:
             constants |= {"X_SCALE": act.scale, "X_ZERO": act.zero_point}
         kernel = kernel_key(p.bits, 8 if act else 32)
-        return [*before, {"op": "linear", "linear": index, "name": name, "bits": p.bits, "kernel": kernel,
-                          "bindings": bindings, "constants": constants,
-                          "workgroups": [*tiling.workgroups(rows, n), 1]}]
+        step = {"op": "linear", "linear": index, "name": name, "bits": p.bits, "kernel": kernel,
+                "weights": weights[0], "bindings": bindings, "constants": constants,
+                "workgroups": [*tiling.workgroups(rows, n), 1]}
+        if prologue:
+            step["prologue"] = {"op": "dequantize", "program": _dequantize_program(p.bits),
+                                "bindings": [*weights, wgsl.DEQUANTIZED],
+                                **wgsl.dequantize_dispatch(k, n, p.bits, p.block_size)}
+            step["prologue"]["workgroups"].append(1)
+        return [*before, step]
 
     def add_ln(prefix: str) -> dict[str, Any]:
         return {"op": "add_ln", "program": "add_ln",
@@ -178,11 +195,27 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
     return steps, activations
 
 
-def _variants(bits: int, act_bits: int, tiling: wgsl.Tiling) -> list[dict[str, Any]]:
-    return [{"shader": v.shader, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
+def _variants(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> list[dict[str, Any]]:
+    return [{"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
              "weight_dtype": weight_dtype_for(bits),
              "source": linear_source(v.shader, tiling, bits, v.x_element)}
-            for v in wgsl.variants_for(bits, act_bits, tiling)]
+            for v in wgsl.variants_for(bits, act_bits, tiling, rows)]
+
+
+def _prologue(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> str:
+    """The step a layer's kernel needs first (the dequantize step on the GEMM path), or ''. Every
+    variant of a kernel has the same one, so the steps can say it before the page picks."""
+    (prologue,) = {v.prologue for v in wgsl.variants_for(bits, act_bits, tiling, rows)}
+    return prologue
+
+
+def _dequantize_program(bits: int) -> str:
+    return f"dequantize_w{bits}"
+
+
+def _rows(prepared: PreparedModel) -> int:
+    batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
+    return batch * seq
 
 
 def _kernels(prepared: PreparedModel) -> set[tuple[int, int]]:
@@ -194,8 +227,7 @@ def _kernels(prepared: PreparedModel) -> set[tuple[int, int]]:
 def _tiling(prepared: PreparedModel) -> wgsl.Tiling:
     """One tile for every linear layer (the page compiles one module per kernel): the matmul
     sweep's choice for the model's rows and its narrowest layer."""
-    batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
-    return wgsl.tiling_for(batch * seq, min(p.layer.n for p in prepared.plan))
+    return wgsl.tiling_for(_rows(prepared), min(p.layer.n for p in prepared.plan))
 
 
 def _summary(values: list[str]) -> str:
@@ -215,9 +247,12 @@ async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig) -> Engin
     cfg = prepared.config
     batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
     tensors = prepared.tensors()
+    programs = {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
+    programs |= {_dequantize_program(b): wgsl.dequantize_source(b) for b, a in _kernels(prepared)
+                 if _prologue(b, a, _tiling(prepared), _rows(prepared))}
     options = {
-        "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS},
-        "linear_variants": {kernel_key(b, a): _variants(b, a, _tiling(prepared))
+        "programs": programs,
+        "linear_variants": {kernel_key(b, a): _variants(b, a, _tiling(prepared), _rows(prepared))
                             for b, a in sorted(_kernels(prepared), reverse=True)},
         "tiling": _tiling(prepared).to_json(),
         "activations": activations,
@@ -242,7 +277,7 @@ def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageRepl
     prepared: PreparedModel = job.prepared
     plan = prepared.plan
     tiling = wgsl.Tiling(**job.spec.options["tiling"])
-    offered = {v.shader: v for b, a in _kernels(prepared) for v in wgsl.variants_for(b, a, tiling)}
+    offered = {v.id: v for b, a in _kernels(prepared) for v in wgsl.variants_for(b, a, tiling, _rows(prepared))}
     used = [s for s in page.shader.split("+") if s]
     unknown = [s for s in used if s not in offered]
     if not used or unknown:

@@ -1,7 +1,9 @@
 // Harness WGSL kernels on WebGPU: builds the pipeline from the kernel source the job carries
 // (composed in Python), runs one cold iteration, warm-ups, then timed iterations, and reads the
 // output back once. Returns raw samples; decides nothing about them. Binding order, constants and
-// the dispatch size come from the job, so nothing about the kernels is repeated here.
+// the dispatch size come from the job, so nothing about the kernels is repeated here. A variant
+// may carry a prologue (the GEMM path's dequantize step): it is dispatched first in the same
+// compute pass, so the timestamps cover both, and writes the variant's scratch buffers.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
 import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
@@ -39,7 +41,13 @@ export async function run(spec, client) {
                        `${adapter.limits.maxStorageBufferBindingSize}`);
   }
   const [groupsX, groupsY] = opts.workgroups;
-  if (Math.max(groupsX, groupsY) > adapter.limits.maxComputeWorkgroupsPerDimension) {
+  const pro = variant.prologue || null;
+  const scratchBytes = Object.values(variant.scratch || {});
+  if (Math.max(0, ...scratchBytes) > adapter.limits.maxStorageBufferBindingSize) {
+    return unsupported(`WebGPU: a ${Math.max(...scratchBytes)}-byte scratch buffer exceeds ` +
+                       `maxStorageBufferBindingSize ${adapter.limits.maxStorageBufferBindingSize}`);
+  }
+  if (Math.max(groupsX, groupsY, ...(pro ? pro.workgroups : [])) > adapter.limits.maxComputeWorkgroupsPerDimension) {
     return unsupported('WebGPU: dispatch exceeds maxComputeWorkgroupsPerDimension');
   }
 
@@ -62,8 +70,17 @@ export async function run(spec, client) {
     const errors = await compilationErrors(module);
     if (errors.length) return {status: 'failed', reason: `WGSL compile error: ${errors.join('; ')}`};
     const pipeline = await device.createComputePipelineAsync({
-      layout: 'auto', compute: {module, entryPoint: 'main', constants: opts.constants},
+      layout: 'auto', compute: {module, entryPoint: 'main', constants: variant.constants || opts.constants},
     });
+    let proPipeline = null;
+    if (pro) {
+      const proModule = device.createShaderModule({code: pro.source, label: pro.shader});
+      const proErrors = await compilationErrors(proModule);
+      if (proErrors.length) return {status: 'failed', reason: `WGSL compile error: ${proErrors.join('; ')}`};
+      proPipeline = await device.createComputePipelineAsync({
+        layout: 'auto', compute: {module: proModule, entryPoint: 'main', constants: pro.constants},
+      });
+    }
     const compileMs = performance.now() - tSetup;
 
     const buffers = spec.bindings.map((name) => {
@@ -81,10 +98,16 @@ export async function run(spec, client) {
     });
     const byName = {out: output};
     spec.bindings.forEach((name, i) => { byName[name] = buffers[i]; });
-    const bindGroup = device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0),
-      entries: opts.layout.map((name, binding) => ({binding, resource: {buffer: byName[name]}})),
+    const scratch = Object.entries(variant.scratch || {}).map(([name, bytes]) => {
+      byName[name] = device.createBuffer({label: name, size: align4(bytes), usage: GPUBufferUsage.STORAGE});
+      return byName[name];
     });
+    const bindGroupFor = (p, layout) => device.createBindGroup({
+      layout: p.getBindGroupLayout(0),
+      entries: layout.map((name, binding) => ({binding, resource: {buffer: byName[name]}})),
+    });
+    const bindGroup = bindGroupFor(pipeline, variant.layout || opts.layout);
+    const proBindGroup = pro ? bindGroupFor(proPipeline, pro.layout) : null;
     await device.queue.onSubmittedWorkDone();
 
     const querySet = hasTimestamps ?
@@ -100,6 +123,11 @@ export async function run(spec, client) {
         };
       }
       const pass = encoder.beginComputePass(passDesc);
+      if (pro) {
+        pass.setPipeline(proPipeline);
+        pass.setBindGroup(0, proBindGroup);
+        pass.dispatchWorkgroups(...pro.workgroups);
+      }
       pass.setPipeline(pipeline);
       pass.setBindGroup(0, bindGroup);
       pass.dispatchWorkgroups(groupsX, groupsY);
@@ -160,7 +188,7 @@ export async function run(spec, client) {
       cold_ms: coldMs,
       wall_ms: wallMs,
       gpu_ms: gpuMs,
-      gpu_buffer_bytes: [...buffers, output].reduce((sum, b) => sum + b.size, 0),
+      gpu_buffer_bytes: [...buffers, ...scratch, output].reduce((sum, b) => sum + b.size, 0),
       js_heap: heap,
       output: outBytes,
     };

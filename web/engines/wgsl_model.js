@@ -3,8 +3,9 @@
 // kernel sources; this page compiles them, uploads the tensors, and runs the steps as told: ONE
 // command submission per forward pass (the pass's token ids copied in, every dispatch, the
 // sentence embeddings copied out), all passes' outputs read back once at the end. Linear layers
-// pick, per bits, the first kernel variant whose features the adapter has. Returns raw samples
-// and facts (bound weight buffer sizes, shaders used); decides nothing about them.
+// pick, per bits, the first kernel variant whose features the adapter has; a linear step may carry
+// a prologue (the dequantize step), dispatched in the layer's own pass right before its kernel.
+// Returns raw samples and facts (bound weight buffer sizes, shaders used); decides nothing about them.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
 import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
@@ -83,7 +84,7 @@ export async function run(spec, client) {
       requiredLimits.maxStorageBufferBindingSize = al.maxStorageBufferBindingSize;
     }
     if (largest > DEFAULT_MAX_BUFFER) requiredLimits.maxBufferSize = al.maxBufferSize;
-    for (const step of opts.steps) {
+    for (const step of opts.steps.flatMap((s) => (s.prologue ? [s.prologue, s] : [s]))) {
       const most = Math.max(...step.workgroups);
       if (most > al.maxComputeWorkgroupsPerDimension) {
         return unsupported(`WebGPU: a ${step.op} dispatch of ${most} workgroups exceeds ` +
@@ -120,7 +121,7 @@ export async function run(spec, client) {
       return modules.get(key);
     };
     const pipelines = new Map();
-    const stepPipelines = opts.steps.map((step) => {
+    const pipelineKey = (step) => {
       // A linear kernel's source depends on its bits (Python unrolls per packed word): one module per kernel.
       const [key, code] = step.op === 'linear' ?
         [`${chosen[step.kernel].shader}@${step.kernel}`, chosen[step.kernel].source] :
@@ -133,7 +134,9 @@ export async function run(spec, client) {
         }));
       }
       return pkey;
-    });
+    };
+    const stepPipelines = opts.steps.map(pipelineKey);
+    const prologuePipelines = opts.steps.map((step) => (step.prologue ? pipelineKey(step.prologue) : null));
     for (const [key, module] of modules) {
       const errors = await compilationErrors(module);
       if (errors.length) throw new StageError('compile', `WGSL compile error in ${key}: ${errors.join('; ')}`);
@@ -164,21 +167,32 @@ export async function run(spec, client) {
     });
     for (const name of Object.keys(tensors)) delete tensors[name];  // the GPU holds them now
 
-    const steps = opts.steps.map((step, i) => {
-      const pipeline = built.get(stepPipelines[i]);
+    const bindGroupFor = (step, pipeline) => {
       const entries = [];
       step.bindings.forEach((name, binding) => {
         if (name === null) return;
         if (!buffers[name]) throw new StageError('upload', `step ${step.op} binds unknown buffer ${name}`);
         entries.push({binding, resource: {buffer: buffers[name]}});
       });
-      const bindGroup = device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
-      return {...step, pipeline, bindGroup};
-    });
+      return device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
+    };
+    const dispatchable = (step, pkey) => {
+      const pipeline = built.get(pkey);
+      return {...step, pipeline, bindGroup: bindGroupFor(step, pipeline)};
+    };
+    const steps = opts.steps.map((step, i) => ({
+      ...dispatchable(step, stepPipelines[i]),
+      prologue: step.prologue ? dispatchable(step.prologue, prologuePipelines[i]) : null,
+    }));
     const linearSteps = steps.filter((s) => s.op === 'linear');
     const layerCount = linearSteps.length;
-    // What each linear layer had bound as its weights (binding 2: the packed/float `.w`).
-    const layerWeightBytes = linearSteps.map((s) => sizes[s.bindings[2]]);
+    // What each linear layer had bound as its weights (the packed/float `.w`, by the kernel or
+    // by its dequantize step): the step names the buffer, its size is what was uploaded.
+    const layerWeightBytes = linearSteps.map((s) => {
+      const bound = [...s.bindings, ...(s.prologue ? s.prologue.bindings : [])];
+      if (!bound.includes(s.weights)) throw new StageError('upload', `layer ${s.name} does not bind ${s.weights}`);
+      return sizes[s.weights];
+    });
     await device.queue.onSubmittedWorkDone();
 
     // Timestamps: begin/end of each linear layer's pass, then begin of the first pass and end
@@ -218,6 +232,11 @@ export async function run(spec, client) {
         }
         const cp = encoder.beginComputePass(desc);
         for (const s of group) {
+          if (s.prologue) {
+            cp.setPipeline(s.prologue.pipeline);
+            cp.setBindGroup(0, s.prologue.bindGroup);
+            cp.dispatchWorkgroups(...s.prologue.workgroups);
+          }
           cp.setPipeline(s.pipeline);
           cp.setBindGroup(0, s.bindGroup);
           cp.dispatchWorkgroups(...s.workgroups);
