@@ -58,7 +58,8 @@ def test_every_bits_runs_ok_with_the_requested_precision(browser_sweep):
 
 EDGE_SHAPES = (
     Workload("edge-gemv-n1", 1, 32, 1),  # one row, one column, K of one block
-    Workload("edge-gemm", 37, 64, 65),  # rows 13+13+11 (the last tile clamped), columns 16 x 4 + 1
+    Workload("edge-gemm", 37, 64, 65),  # rows 13+13+11 (the last tile clamped), columns 16 x 4 + 1;
+    # packed: dequantized once (65 x 2 blocks: the last workgroup part-filled), then float32
     Workload("edge-gemv-tile", 3, 64, 7),  # the GEMV kernel (3 rows < 4 columns), columns 4 + 3
 )
 EDGE_TILES = {"edge-gemv-n1": "1x1", "edge-gemm": "13x4", "edge-gemv-tile": "3x4"}
@@ -79,6 +80,8 @@ def test_tile_edges_are_exact_at_every_bits(browser, tmp_path):
         assert row.kernel_variant.endswith(f" tile {EDGE_TILES[row.workload]}"), (where, row.kernel_variant)
         gemv_kernel = row.workload == "edge-gemv-tile" and row.bits_requested <= 8
         assert ("-gemv " in row.kernel_variant) == gemv_kernel, (where, row.kernel_variant)
+        dequantized = row.workload == "edge-gemm" and row.bits_requested <= 8  # three row tiles
+        assert row.kernel_variant.startswith("dequant-") == dequantized, (where, row.kernel_variant)
 
 
 def test_quantization_error_grows_as_bits_shrink(browser_sweep):

@@ -121,6 +121,40 @@ def test_wgsl_reads_bits_from_the_bound_buffer() -> None:
         engine.interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl"))
 
 
+def test_wgsl_gemm_dequantizes_once_then_runs_the_float32_kernel() -> None:
+    """M spanning several row tiles: the job's one variant is the float32 kernel with the
+    dequantize step before it (weights -> scratch, then x, out, scratch), the scratch sized as
+    float32 W; the row names both and still reads the bits from the packed buffer."""
+    engine = engine_for(EngineName.HARNESS, Platform.WEBGPU)
+    gemm = MatmulWorkload("gemm", 37, 64, 65)  # three row tiles of 13
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [gemm], [4], engines=[EngineName.HARNESS])[0]
+    job = _job(engine, run)
+    (variant,) = job.spec.options["variants"]
+    assert variant["shader"] == "dequantize.wgsl>matmul_f32.wgsl"
+    assert variant["layout"] == ["x", "out", "wf"] and variant["constants"] == {"M": 37, "K": 64, "N": 65}
+    prologue = variant["prologue"]
+    assert prologue["layout"] == ["w", "scales", "zero_points", "wf"]
+    assert prologue["constants"] == {"K": 64, "N": 65, "BITS": 4, "BLOCK_SIZE": 32}
+    assert prologue["workgroups"] == [3, 1]  # 65 x 2 blocks, 64 per workgroup
+    assert variant["scratch"] == {"wf": 65 * 64 * 4}
+    # 4-bit: two vec4s per word, one store each; the workgroup size filled in
+    assert prologue["source"].count("wf[base + ") == 2 and "{WORKGROUP}" not in prologue["source"]
+    good = engine.interpret(run, job, _reply(shader=variant["shader"], weight_buffer_bytes=65 * 64 // 2))
+    assert (good.bits, good.compute_dtype, good.problem) == (4, "f32", "")
+    assert good.kernel_variant == "dequant-w4+f32 tile 13x4"
+    for shader in ("matmul_f32.wgsl", "matmul_quant.wgsl"):  # neither ran what the job asked
+        assert "did not offer" in engine.interpret(run, job, _reply(shader=shader, weight_buffer_bytes=1)).problem
+
+
+def test_wgsl_dequantize_dispatch_folds_into_two_dimensions() -> None:
+    from fixed_web_platform.engines import wgsl
+
+    for k, n in ((64, 65), (4096, 4096), (32768, 16384)):  # up to 16M blocks of 32
+        x, y = wgsl.dequantize_dispatch(k, n, 4, 32)["workgroups"]
+        assert x <= wgsl.MAX_GROUPS_X and x * y * wgsl.DEQUANTIZE_WORKGROUP >= n * k // 32
+        assert x * (y - 1) * wgsl.DEQUANTIZE_WORKGROUP < n * k // 32  # no whole row of idle workgroups
+
+
 def test_wgsl_job_carries_composed_kernels_and_the_dispatch() -> None:
     engine = engine_for(EngineName.HARNESS, Platform.WEBGPU)
     job = _job(engine, _run(EngineName.HARNESS, Platform.WEBGPU, 16))

@@ -150,8 +150,9 @@ def test_invalid_shape_rejected_by_prepare() -> None:
 
 
 def test_packed_kernel_follows_the_tile() -> None:
-    """GEMV tiles (fewer rows than columns) mask fields in place and scale x; GEMM tiles shift the
-    weights every row shares; float kernels are the same for both."""
+    """GEMV tiles (fewer rows than columns) mask fields in place and scale x; a single GEMM tile
+    shifts the weights every row shares; several row tiles dequantize once; float kernels are the
+    same for all."""
     from fixed_web_platform.engines.wgsl import tiling_for
 
     gemv, gemm, one_column = tiling_for(1, 3072), tiling_for(128, 768), tiling_for(1, 1)
@@ -160,3 +161,9 @@ def test_packed_kernel_follows_the_tile() -> None:
     assert [v.shader for v in variants_for(2, tiling=gemm)] == ["matmul_quant.wgsl"]
     assert [v.shader for v in variants_for(8, tiling=one_column)] == ["matmul_quant.wgsl"]  # 1 row, 1 column
     assert variants_for(32, tiling=gemv) == variants_for(32, tiling=gemm)
+    # M spanning several row tiles: decoded once into float32, then the float32 kernel
+    assert [v.id for v in variants_for(4, tiling=gemm, m=128)] == ["dequantize.wgsl>matmul_f32.wgsl"]
+    assert variants_for(2, tiling=gemm, m=128)[0].kernel_variant(gemm) == "dequant-w2+f32 tile 16x4"
+    assert [v.id for v in variants_for(8, tiling=tiling_for(16, 768), m=16)] == ["matmul_quant.wgsl"]  # one tile
+    assert variants_for(32, tiling=gemm, m=128) == variants_for(32, tiling=gemm)
+    assert variants_for(8, 8, tiling=gemm, m=128)[0].shader == "matmul_dp4a.wgsl"  # int8 inputs: DP4A
