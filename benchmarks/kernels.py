@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 import time
 from pathlib import Path
@@ -46,12 +47,16 @@ def _shape(row: Any) -> str:
     return f"{int(row['m'])}x{int(row['k'])}x{int(row['n'])}"
 
 
+def _known(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)
+
+
 def _ms(value: float | None) -> str:
-    return "-" if value is None or value != value else f"{value:.1f}"
+    return f"{value:.1f}" if _known(value) else "-"
 
 
 def _ratio(a: float | None, b: float | None) -> str:
-    return "-" if a is None or b is None or a != a or b != b or b <= 0 else f"{a / b:.2f}"
+    return f"{a / b:.2f}" if _known(a) and _known(b) and b > 0 else "-"
 
 
 def ratio_table(summary: pd.DataFrame, rows: pd.DataFrame | None = None) -> str:
