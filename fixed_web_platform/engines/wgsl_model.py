@@ -8,7 +8,7 @@ pooling and L2 normalisation.
 
 The linear layers are the matmul kernels' own ``accumulate(n0, m0)`` bodies (shaders/matmul_*.wgsl,
 the one place for each packed weight format) composed with shaders/model/linear_prelude.wgsl
-(bias and GELU epilogue); their variants per bits are ``wgsl.variants_for(bits, act_bits, tiling)`` and the page
+(bias and GELU epilogue); their variants per bits are ``wgsl.variants_for(bits, act_bits, tiling, rows)`` and the page
 picks the first whose features its adapter has. Their tile is the matmul sweep's choice for the
 model's rows and narrowest layer (``wgsl.tiling_for``), the same for every layer. The other
 kernels are shaders/model/*.wgsl. Packed layers on the GEMM path (the model's rows span several
