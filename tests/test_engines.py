@@ -141,7 +141,7 @@ def test_wgsl_gemm_dequantizes_once_then_runs_the_float32_kernel() -> None:
     assert prologue["source"].count("wf[base + ") == 2 and "{WORKGROUP}" not in prologue["source"]
     good = engine.interpret(run, job, _reply(shader=variant["shader"], weight_buffer_bytes=65 * 64 // 2))
     assert (good.bits, good.compute_dtype, good.problem) == (4, "f32", "")
-    assert good.kernel_variant == "dequant-w4+f32 tile 13x4"
+    assert good.kernel_variant == "dequant-w4-f32 tile 13x4"
     for shader in ("matmul_f32.wgsl", "matmul_quant.wgsl"):  # neither ran what the job asked
         assert "did not offer" in engine.interpret(run, job, _reply(shader=shader, weight_buffer_bytes=1)).problem
 

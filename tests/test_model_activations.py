@@ -155,3 +155,34 @@ def test_bad_calibration_input_is_one_line(argv: list[str], needle: str, capsys:
     assert cli.main([*argv, "--browser", "chrome"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err
+
+
+@pytest.mark.parametrize(("batch", "dequantized"), [(3, True), (1, False)])
+def test_wgsl_model_steps_dequantize_once_when_rows_span_several_tiles(batch: int, dequantized: bool) -> None:
+    """48 rows (3 x 16) span three row tiles: every 4-bit linear step carries the dequantize step,
+    which binds the layer's packed tensors and the shared float32 scratch buffer (sized for the
+    largest layer) that the kernel then binds in their place. 16 rows: one tile, no step."""
+    from fixed_web_platform.engines import wgsl
+    from fixed_web_platform.engines.base import EngineJob
+
+    workload = ModelWorkload.create(MINILM, batch_size=batch, seq_len=16, texts=SHORT)
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [workload], [4], engines=[EngineName.HARNESS])[0]
+    job = asyncio.run(engine_for(EngineName.HARNESS, Platform.WEBGPU).build(run, TimingConfig(), None))
+    assert isinstance(job, EngineJob)
+    options = job.spec.options
+    linears = [s for s in options["steps"] if s["op"] == "linear"]
+    assert len(linears) == 36 and all(s["weights"] == f"{s['name']}.w" for s in linears)
+    if not dequantized:
+        assert not any("prologue" in s for s in linears) and wgsl.DEQUANTIZED not in options["activations"]
+        assert all(s["bindings"][2] == s["weights"] for s in linears)
+        return
+    largest = max(job.prepared.plan, key=lambda p: p.layer.n * p.layer.k).layer
+    assert options["activations"][wgsl.DEQUANTIZED] == largest.n * largest.k * 4
+    assert "dequantize_w4" in options["programs"]
+    for s in linears:
+        name = s["name"]
+        assert s["prologue"]["program"] == "dequantize_w4"
+        assert s["prologue"]["bindings"] == [f"{name}.w", f"{name}.scales", f"{name}.zero_points", wgsl.DEQUANTIZED]
+        assert s["bindings"][2] == wgsl.DEQUANTIZED and "BITS" not in s["constants"]
+    (variant,) = options["linear_variants"]["4"]
+    assert variant["shader"] == "dequantize.wgsl>matmul_f32.wgsl"

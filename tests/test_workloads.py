@@ -163,7 +163,7 @@ def test_packed_kernel_follows_the_tile() -> None:
     assert variants_for(32, tiling=gemv) == variants_for(32, tiling=gemm)
     # M spanning several row tiles: decoded once into float32, then the float32 kernel
     assert [v.id for v in variants_for(4, tiling=gemm, m=128)] == ["dequantize.wgsl>matmul_f32.wgsl"]
-    assert variants_for(2, tiling=gemm, m=128)[0].kernel_variant(gemm) == "dequant-w2+f32 tile 16x4"
+    assert variants_for(2, tiling=gemm, m=128)[0].kernel_variant(gemm) == "dequant-w2-f32 tile 16x4"
     assert [v.id for v in variants_for(8, tiling=tiling_for(16, 768), m=16)] == ["matmul_quant.wgsl"]  # one tile
     assert variants_for(32, tiling=gemm, m=128) == variants_for(32, tiling=gemm)
     assert variants_for(8, 8, tiling=gemm, m=128)[0].shader == "matmul_dp4a.wgsl"  # int8 inputs: DP4A

@@ -123,7 +123,7 @@ def dequantize_once(tiling: Tiling | None, m: int) -> bool:
     """M spans more than one row tile: a kernel that decodes the packed weights itself would decode
     each of them once per row tile (8 times at M = 128). Decoding them once into float32 and
     running the float32 kernel costs one pass over the weights instead (measured in
-    benchmarks/kernels.py: 1.15-1.5x of float32 fused, 1.02-1.08x this way, at M = 128)."""
+    benchmarks/kernels.py on Chrome at M = 128: 1.15-1.59x of float32 fused, 1.00-1.06x this way)."""
     return tiling is not None and m > tiling.tile_m
 
 
@@ -142,7 +142,7 @@ def variants_for(bits: int, act_bits: int = 32, tiling: Tiling | None = None,
     if gemv_tile(tiling):
         return (KernelVariant("matmul_quant_gemv.wgsl", "f32", family=f"quant-w{bits}-gemv"),)
     if dequantize_once(tiling, m):
-        return (KernelVariant("matmul_f32.wgsl", "f32", family=f"dequant-w{bits}+f32", prologue=DEQUANTIZE),)
+        return (KernelVariant("matmul_f32.wgsl", "f32", family=f"dequant-w{bits}-f32", prologue=DEQUANTIZE),)
     return (KernelVariant("matmul_quant.wgsl", "f32", family=f"quant-w{bits}"),)
 
 

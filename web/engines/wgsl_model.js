@@ -186,12 +186,12 @@ export async function run(spec, client) {
     }));
     const linearSteps = steps.filter((s) => s.op === 'linear');
     const layerCount = linearSteps.length;
-    // What each linear layer had bound as its weights (the packed/float `.w`, by the kernel or
-    // by its dequantize step): the step names the buffer, its size is what was uploaded.
+    // What each linear layer had bound as its weights (the packed/float `.w`): binding 2 of its
+    // kernel, or binding 0 of its dequantize step, which the kernel then reads as float32.
     const layerWeightBytes = linearSteps.map((s) => {
-      const bound = [...s.bindings, ...(s.prologue ? s.prologue.bindings : [])];
-      if (!bound.includes(s.weights)) throw new StageError('upload', `layer ${s.name} does not bind ${s.weights}`);
-      return sizes[s.weights];
+      const bound = s.prologue ? s.prologue.bindings[0] : s.bindings[2];
+      if (bound !== s.weights) throw new StageError('upload', `layer ${s.name} binds ${bound} as its weights, not ${s.weights}`);
+      return sizes[bound];
     });
     await device.queue.onSubmittedWorkDone();
 
