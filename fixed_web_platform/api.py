@@ -26,10 +26,11 @@ from .vocabulary import (
     EngineName,
     Platform,
     PrecisionMode,
+    experimental_precision_default,
     parse_enum,
 )
-from .workloads import DEFAULT_WORKLOADS, ModelWorkload, parse_shape
-from .workloads.model import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
+from .workloads import DEFAULT_WORKLOADS, EncoderWorkload, parse_shape
+from .workloads.encoder import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -43,7 +44,7 @@ async def run_real_test(
     browser: str | Sequence[str] = "chrome",
     bits: int | Sequence[int] = 4,
     engines: str | Sequence[str] = "harness",
-    experimental_precision: bool = False,
+    experimental_precision: bool | None = None,
     mixed_precision: bool = False,
     precision_rules: str | Path | None = None,
     random_weights: bool = False,
@@ -66,14 +67,17 @@ async def run_real_test(
 ) -> list[dict[str, Any]]:
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
     on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). ``remote``: a
-    Selenium Grid URL that creates the browsers; ``parallel``: concurrent browser sessions."""
+    Selenium Grid URL that creates the browsers; ``parallel``: concurrent browser sessions.
+    ``experimental_precision`` None follows WEBNN_EXPERIMENTAL_PRECISION=1, as the CLI does."""
     options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel)
+    if experimental_precision is None:
+        experimental_precision = experimental_precision_default()
     if model is not None:
         workloads = [*(parse_shape(s) for s in shapes or ()),
-                     ModelWorkload.from_options(model, batch_size=batch_size, seq_len=seq_len,
-                                                random_weights=random_weights, inputs=inputs,
-                                                mixed_precision=mixed_precision, precision_rules=precision_rules,
-                                                calibration=calibration)]
+                     EncoderWorkload.from_options(model, batch_size=batch_size, seq_len=seq_len,
+                                                  random_weights=random_weights, inputs=inputs,
+                                                  mixed_precision=mixed_precision, precision_rules=precision_rules,
+                                                  calibration=calibration, random_weights_hint="random_weights=True")]
     elif mixed_precision or precision_rules is not None or calibration is not None:
         raise ValueError("mixed precision, precision rules and calibration texts go with a model (model=...)")
     else:
@@ -97,7 +101,7 @@ async def run_real_test(
     writer = sweep.start(plan, timing, output_dir=Path(output_dir) if output_dir else None, label=label)
     options = dataclasses.replace(options, timing=timing, progress=PlainProgress() if progress else None)
     rows = await sweep.execute(plan, writer, options)
-    return [dataclasses.asdict(r) for r in rows]
+    return [r.record() for r in rows]
 
 
 async def resume_test(directory: str | Path, *, retry_failed: bool = False, progress: bool = False,
@@ -109,14 +113,78 @@ async def resume_test(directory: str | Path, *, retry_failed: bool = False, prog
     _, remaining, timing, writer = sweep.resume(Path(directory), retry_failed=retry_failed)
     options = dataclasses.replace(options, timing=timing, progress=PlainProgress() if progress else None)
     rows = await sweep.execute(remaining, writer, options)
-    return [dataclasses.asdict(r) for r in rows]
+    return [r.record() for r in rows]
 
 
-async def run_real_webnn_test(**kwargs: Any) -> list[dict[str, Any]]:
-    """WebNN runs (MLGraph with dequantizeLinear + matmul); see ``run_real_test`` for arguments."""
-    return await run_real_test([Platform.WEBNN], **kwargs)
+async def run_real_webnn_test(
+    *,
+    model: str | None = None,
+    browser: str | Sequence[str] = "chrome",
+    bits: int | Sequence[int] = 4,
+    engines: str | Sequence[str] = "harness",
+    experimental_precision: bool | None = None,
+    mixed_precision: bool = False,
+    precision_rules: str | Path | None = None,
+    random_weights: bool = False,
+    inputs: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    shapes: Sequence[str] | None = None,
+    webnn_device: str = "cpu",
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    repetitions: int = 1,
+    timing: TimingConfig | None = None,
+    output_dir: str | Path | None = None,
+    progress: bool = False,
+    remote: str | None = None,
+    serve_host: str = LOOPBACK,
+    parallel: int = 1,
+    act_bits: int | Sequence[int] = 32,
+    observer: str | Sequence[str] = DEFAULT_OBSERVER,
+    calibration: str | Path | None = None,
+) -> list[dict[str, Any]]:
+    """WebNN runs (MLGraph with dequantizeLinear + matmul); the arguments are ``run_real_test``'s."""
+    return await run_real_test(
+        [Platform.WEBNN], model=model, browser=browser, bits=bits, engines=engines,
+        experimental_precision=experimental_precision, mixed_precision=mixed_precision,
+        precision_rules=precision_rules, random_weights=random_weights, inputs=inputs, batch_size=batch_size,
+        seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
+        repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
+        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration)
 
 
-async def run_real_webgpu_test(**kwargs: Any) -> list[dict[str, Any]]:
-    """WebGPU runs (WGSL kernels on packed weights); see ``run_real_test`` for arguments."""
-    return await run_real_test([Platform.WEBGPU], **kwargs)
+async def run_real_webgpu_test(
+    *,
+    model: str | None = None,
+    browser: str | Sequence[str] = "chrome",
+    bits: int | Sequence[int] = 4,
+    engines: str | Sequence[str] = "harness",
+    experimental_precision: bool | None = None,
+    mixed_precision: bool = False,
+    precision_rules: str | Path | None = None,
+    random_weights: bool = False,
+    inputs: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    shapes: Sequence[str] | None = None,
+    webnn_device: str = "cpu",
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    repetitions: int = 1,
+    timing: TimingConfig | None = None,
+    output_dir: str | Path | None = None,
+    progress: bool = False,
+    remote: str | None = None,
+    serve_host: str = LOOPBACK,
+    parallel: int = 1,
+    act_bits: int | Sequence[int] = 32,
+    observer: str | Sequence[str] = DEFAULT_OBSERVER,
+    calibration: str | Path | None = None,
+) -> list[dict[str, Any]]:
+    """WebGPU runs (WGSL kernels on packed weights); the arguments are ``run_real_test``'s."""
+    return await run_real_test(
+        [Platform.WEBGPU], model=model, browser=browser, bits=bits, engines=engines,
+        experimental_precision=experimental_precision, mixed_precision=mixed_precision,
+        precision_rules=precision_rules, random_weights=random_weights, inputs=inputs, batch_size=batch_size,
+        seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
+        repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
+        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration)

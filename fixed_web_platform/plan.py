@@ -30,95 +30,13 @@ from .vocabulary import (
     PrecisionMode,
     parse_bits,
 )
-from .workloads import Workload, workload_from_json
+from .engines.registry import engine_for, engines_for_platform, planned_refusal
+from .precision.observers import OBSERVERS
+from .results.writer import write_atomically
+from .run_spec import MAX_ITERATIONS_LIMIT, MODEL_TIMING, RunSpec, TimingConfig
+from .workloads import Workload
 
 DEFAULT_OBSERVER = "minmax"
-MAX_ITERATIONS_LIMIT = 2048
-"""WebGPU query sets hold at most 4096 timestamps: two per timed iteration."""
-
-
-@dataclass(frozen=True)
-class TimingConfig:
-    """The timing protocol of every run (see web/timing.js for the page's half)."""
-
-    warmup: int = 3
-    min_iterations: int = 10
-    min_time_s: float = 1.0
-    max_iterations: int = 200
-    repeat: int = 1
-    """Page loads per run; their samples are pooled (pyperf's processes idea)."""
-    timeout_s: float = 120.0
-
-    def __post_init__(self) -> None:
-        if self.warmup < 0:
-            raise ValueError(f"warm-up count must not be negative, got {self.warmup}")
-        if not 1 <= self.min_iterations <= self.max_iterations <= MAX_ITERATIONS_LIMIT:
-            raise ValueError(
-                f"need 1 <= min iterations ({self.min_iterations}) <= max iterations "
-                f"({self.max_iterations}) <= {MAX_ITERATIONS_LIMIT}"
-            )
-        if not (0 <= self.min_time_s < float("inf")):
-            raise ValueError(f"min time must be a non-negative number of seconds, got {self.min_time_s}")
-        if self.repeat < 1:
-            raise ValueError(f"repeat must be at least 1, got {self.repeat}")
-        if not (0 < self.timeout_s < float("inf")):
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout_s}")
-
-    @property
-    def page_budget_ms(self) -> float:
-        """Time one page may spend on timed iterations: half its share of the run's timeout."""
-        return 1000.0 * self.timeout_s * 0.5 / self.repeat
-
-
-MODEL_TIMING = TimingConfig(warmup=1, min_iterations=5, min_time_s=0.0, max_iterations=200, timeout_s=600.0)
-"""Defaults for whole-model sweeps: a forward pass takes seconds on a software adapter, so fewer
-warm-ups and samples per page load (still a cold pass apart, a warm-up, several timed passes)
-and a longer time limit. Any timing flag given on the command line wins."""
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One planned run: everything the harness needs to execute and label it."""
-
-    run_id: int
-    browser: BrowserName
-    platform: Platform
-    workload: Workload
-    bits: int
-    block_size: int
-    repetition: int
-    precision_mode: PrecisionMode
-    seed: int
-    webnn_device: str = "cpu"
-    """MLContext deviceType for WebNN runs (cpu, gpu or npu); unused elsewhere."""
-    engine: EngineName = EngineName.HARNESS
-    """Who builds the work: the harness's kernels/graphs or ONNX Runtime Web."""
-    act_bits: int = 32
-    """Activation precision: 32 (float) or 8 (int8, statically calibrated: W8A8 / W4A8)."""
-    observer: str = ""
-    """The calibration observer that gave the activations their scale and zero point ('' at 32)."""
-
-    @property
-    def label(self) -> str:
-        acts = f" a{self.act_bits} {self.observer}" if self.act_bits != 32 else ""
-        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{acts} "
-                f"{self.workload.label} rep{self.repetition}")
-
-    def to_json(self) -> dict[str, Any]:
-        doc = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return doc | {"workload": self.workload.to_json()}
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> RunSpec:
-        return cls(**{
-            **doc,
-            "browser": BrowserName(doc["browser"]),
-            "engine": EngineName(doc.get("engine", EngineName.HARNESS)),  # v2 plans: harness only
-            "platform": Platform(doc["platform"]),
-            "precision_mode": PrecisionMode(doc["precision_mode"]),
-            "workload": workload_from_json(doc["workload"]),
-            "bits": parse_bits(doc["bits"]),
-        })
 
 
 def build_plan(
@@ -138,9 +56,9 @@ def build_plan(
 ) -> list[RunSpec]:
     """Validate everything up front (bad bits, shapes, block sizes, engine/platform pairs no
     engine can run fail before any launch). ``act_bits`` 8 adds int8-activation runs for the
-    8- and 4-bit weights (W8A8, W4A8), one per ``observer`` (a name or several), side by side."""
-    from .engines import engine_for, engines_for_platform
-
+    8- and 4-bit weights (W8A8, W4A8), one per ``observer`` (a name or several), side by side.
+    A run whose workload kind (or activation precision) its engine does not run is planned as
+    refused (``RunSpec.refused``): its row says why, and no browser starts for it."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, got {repetitions}")
     if webnn_device not in WEBNN_DEVICES:
@@ -157,8 +75,6 @@ def build_plan(
         if not any(b in ACT8_WEIGHT_BITS for b in bits):
             raise ValueError("--act-bits 8 runs int8 activations with 8- or 4-bit weights (W8A8, W4A8): "
                              "add --bits 8 or 4")
-        from .precision.observers import OBSERVERS
-
         unknown_observers = [o for o in observers if o not in OBSERVERS]
         if unknown_observers or not observers:
             raise ValueError(f"observer {unknown_observers[0] if unknown_observers else 'none'!r} is "
@@ -181,12 +97,13 @@ def build_plan(
                                    if a == 32 or b in ACT8_WEIGHT_BITS]  # int8: 8/4-bit weights only
                     for acts, obs in activations:
                         for engine, platform in pairs:
-                            runs.append(RunSpec(
+                            run = RunSpec(
                                 run_id=len(runs), browser=browser, engine=engine, platform=platform,
                                 workload=workload, bits=b, block_size=block_size, repetition=rep,
                                 precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
                                 act_bits=acts, observer=obs,
-                            ))
+                            )
+                            runs.append(dataclasses.replace(run, refused=planned_refusal(run)))
     return runs
 
 
@@ -201,8 +118,6 @@ def save_plan(directory: Path, runs: Sequence[RunSpec], timing: TimingConfig) ->
         "timing": dataclasses.asdict(timing),
         "runs": [r.to_json() for r in runs],
     }
-    from .results.writer import write_atomically
-
     write_atomically(path, json.dumps(doc, indent=1) + "\n")  # never an empty plan.json
     return path
 

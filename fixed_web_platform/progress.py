@@ -8,7 +8,7 @@ from typing import Protocol, TextIO
 
 from tqdm import tqdm
 
-from .plan import RunSpec
+from .run_spec import RunSpec
 from .results.rows import ResultRow
 
 

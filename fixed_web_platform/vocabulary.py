@@ -7,8 +7,9 @@ every entry point (CLI, Python API, plan files) goes through it.
 from __future__ import annotations
 
 import enum
+import os
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -17,7 +18,10 @@ v6: concurrent_sessions, ran_on, proc_memory_source (--parallel, --remote), prec
     (which rule set planned a whole model's bits, e.g. a sensitivity probe); environment.json's
     browsers record ran_on (what ran the browser) and driver_note.
 v7: calibration (what int8 activations were calibrated on), whole models with int8 activations,
-    layers.csv act_dtype."""
+    layers.csv act_dtype.
+v8: rows are a core plus their workload kind's columns: a ``kind`` column (matmul, encoder;
+    plan files' 'model' kind is now 'encoder'); m, k, n blank on rows that are not matmuls; a
+    run's ``refused`` reason in plan.json. Older folders read as before (kind derived)."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""
@@ -28,8 +32,10 @@ COMPUTE_DTYPES = ("f32", "f16", "i8dot")
 """What a kernel's arithmetic ran in: float32, float16, or int8 dot products accumulated in i32
 and rescaled in f32 (the int8-activation kernels)."""
 
-PROTOCOL_VERSION = 1
-"""Version of the page protocol (job spec the page fetches, reply it posts)."""
+PROTOCOL_VERSION = 2
+"""Version of the page protocol (job spec the page fetches, reply it posts).
+v2: the spec names its output tensors (``outputs``: name, dtype, shape); a matmul's m, k, n are
+    its runner's options."""
 
 
 class Platform(enum.StrEnum):
@@ -76,6 +82,15 @@ class Outcome(enum.StrEnum):
 class PrecisionMode(enum.StrEnum):
     STANDARD = "standard"
     EXPERIMENTAL = "experimental"
+
+
+EXPERIMENTAL_PRECISION_ENV = "WEBNN_EXPERIMENTAL_PRECISION"
+"""Set to 1, WebNN runs ask for the requested precision (no upgrade) unless told otherwise."""
+
+
+def experimental_precision_default() -> bool:
+    """The one reading of WEBNN_EXPERIMENTAL_PRECISION, for the CLI and the Python API alike."""
+    return os.environ.get(EXPERIMENTAL_PRECISION_ENV, "").strip() == "1"
 
 
 class TimingSource(enum.StrEnum):

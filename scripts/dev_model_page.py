@@ -23,10 +23,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fixed_web_platform.browsers import resolve  # noqa: E402
-from fixed_web_platform.engines import engine_for  # noqa: E402
+from fixed_web_platform.engines.registry import build_job, engine_for, read_reply  # noqa: E402
 from fixed_web_platform.engines.base import Refusal  # noqa: E402
 from fixed_web_platform.harness.page import leave_page, visit_page  # noqa: E402
-from fixed_web_platform.harness.protocol import parse_output, parse_page_reply  # noqa: E402
+from fixed_web_platform.harness.protocol import parse_outputs, parse_page_reply  # noqa: E402
 from fixed_web_platform.harness.runner import BrowserRunner, SweepOptions, asset_mounts  # noqa: E402
 from fixed_web_platform.harness.server import JobServer  # noqa: E402
 from fixed_web_platform.models.inputs import builtin_texts  # noqa: E402
@@ -34,7 +34,7 @@ from fixed_web_platform.plan import RunSpec, TimingConfig  # noqa: E402
 from fixed_web_platform.precision import quant  # noqa: E402
 from fixed_web_platform.results.writer import ResultWriter  # noqa: E402
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform, PrecisionMode  # noqa: E402
-from fixed_web_platform.workloads import ModelWorkload  # noqa: E402
+from fixed_web_platform.workloads import EncoderWorkload  # noqa: E402
 
 
 async def main() -> int:
@@ -52,7 +52,7 @@ async def main() -> int:
     ap.add_argument("--iterations", type=int, default=3)
     a = ap.parse_args()
     texts = builtin_texts()[: a.texts]
-    workload = ModelWorkload.create(a.model, batch_size=a.batch_size, seq_len=a.seq_len,
+    workload = EncoderWorkload.create(a.model, batch_size=a.batch_size, seq_len=a.seq_len,
                                     random_weights=a.random_weights, texts=texts)
     mode = PrecisionMode.EXPERIMENTAL if a.experimental_precision else PrecisionMode.STANDARD
     run = RunSpec(0, BrowserName(a.browser), Platform(a.platform), workload, a.bits, 32, 0, mode, 0,
@@ -68,7 +68,7 @@ async def main() -> int:
             runner = BrowserRunner(server, resolve(run.browser), writer, SweepOptions(timing=timing))
             try:
                 session = await runner.ensure_session()
-                job = await engine.build(run, timing, runner)
+                job = await build_job(run, timing, runner)
                 if isinstance(job, Refusal):
                     print("refused:", job.outcome, job.reason)
                     return 1
@@ -84,9 +84,8 @@ async def main() -> int:
                 if page.status != "ok":
                     return 1
                 prepared = job.prepared
-                rows, cols = prepared.output_shape
-                out = prepared.texts_output(parse_output(visit.output, rows, cols))
-                executed = engine.read(run, job, page)
+                out = prepared.judged(parse_outputs(visit.output, prepared.outputs))
+                executed = read_reply(run, job, page)
                 print("executed:", executed.bits, executed.compute_dtype, executed.executed_on,
                       executed.problem, executed.note)
                 print("rel error vs float64 dequantized reference:",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fixed_web_platform.cli import main as cli
-from fixed_web_platform.engines.wgsl import (
+from fixed_web_platform.engines.wgsl.kernels import (
     DP4A,
     shader_source,
     tiling_for,

@@ -75,7 +75,7 @@ def test_model_plan_has_the_model_and_its_rules(fn, fake_sweep: list, tmp_path: 
                    output_dir=tmp_path / "x"))
     (plan, writer), = fake_sweep
     writer.close()
-    assert len(plan) == 1 and plan[0].workload.kind == "model"
+    assert len(plan) == 1 and plan[0].workload.kind == "encoder"
     assert plan[0].workload.rules_name == "mixed-precision" and plan[0].workload.batch_size == 2
     assert (tmp_path / "x" / "plan.json").is_file()
 

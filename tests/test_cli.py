@@ -111,11 +111,12 @@ def _row(**overrides: object) -> ResultRow:
         browser_version="150", engine="harness", platform="webgpu", executed_on="webgpu",
         precision_mode="standard", adapter="",
         device_type="", weight_dtype="int4", scale_dtype="float32", zero_point_dtype="int4",
-        workload="w", m=1, k=768, n=3072, bits_requested=4, bits_executed=4,
+        kind="matmul", workload="w", bits_requested=4, bits_executed=4,
         weight_format="int4-block32-asymmetric", compute_dtype="f32", block_size=32,
-        outcome="ok", reason="",
+        outcome="ok", reason="", kind_fields={"m": 1, "k": 768, "n": 3072},
     )
-    return ResultRow(**(base | overrides))
+    core = {k: v for k, v in (base | overrides).items() if k in ResultRow.core_columns() or k == "kind_fields"}
+    return ResultRow(**core).with_fields(**{k: v for k, v in overrides.items() if k not in core})
 
 
 def _cells(line: str) -> list[str]:

@@ -15,20 +15,20 @@ import pytest
 from conftest import require_browser
 
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
-from fixed_web_platform.models import accuracy
+from fixed_web_platform.workloads.encoder import accuracy
 from fixed_web_platform.models.inputs import builtin_texts
-from fixed_web_platform.models.prepared import prepare_model
+from fixed_web_platform.workloads.encoder.prepared import prepare_model
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.report.activations import activation_table
 from fixed_web_platform.report.render import load_sweeps, summary_table
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
-from fixed_web_platform.workloads import ModelWorkload
+from fixed_web_platform.workloads import EncoderWorkload
 
 pytestmark = pytest.mark.browser
 TEXTS = builtin_texts()[:6]
 QUICK = TimingConfig(warmup=1, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=240)
-SMALL = ModelWorkload.create("all-MiniLM-L6-v2", batch_size=3, seq_len=16, texts=TEXTS)
+SMALL = EncoderWorkload.create("all-MiniLM-L6-v2", batch_size=3, seq_len=16, texts=TEXTS)
 
 
 def _sweep(browser: BrowserName, platforms, bits, engines, out: Path):  # noqa: ANN001, ANN202

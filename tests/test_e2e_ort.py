@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from conftest import require_browser
-from fixed_web_platform.engines.ort_web import ORT_WEB_DIR
+from fixed_web_platform.engines.ort import ORT_WEB_DIR
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.report.render import build_report

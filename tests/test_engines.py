@@ -10,8 +10,8 @@ import pytest
 
 from fixed_web_platform.browsers import PRODUCTS, DriverKind
 from fixed_web_platform.browsers.sessions import LAUNCHERS
-from fixed_web_platform.engines import ENGINES, engine_for, engines_for_platform
-from fixed_web_platform.engines.base import Engine, EngineJob, Refusal
+from fixed_web_platform.engines.base import Engine, EngineJob, Executed, Refusal
+from fixed_web_platform.engines.registry import ENGINES, build_job, engine_for, engines_for_platform, kind_runner, read_reply
 from fixed_web_platform.harness.protocol import PageDataError, PageReply
 from fixed_web_platform.paths import WEB_DIR
 from fixed_web_platform.plan import RunSpec, TimingConfig, build_plan
@@ -49,8 +49,13 @@ def _run(engine: EngineName, platform: Platform, bits: int,
 
 
 def _job(engine: Engine, run: RunSpec, browser: FakeBrowser | None = None) -> EngineJob | Refusal:
-    return asyncio.run(engine.job(run, TIMING, browser or FakeBrowser({"cpu": {"available": True,
-                                                                              "limits": LIMITS}})))
+    assert (run.engine, run.platform) == (engine.name, engine.platform)
+    return asyncio.run(build_job(run, TIMING, browser or FakeBrowser({"cpu": {"available": True,
+                                                                               "limits": LIMITS}})))
+
+
+def _interpret(run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+    return read_reply(run, job, page)
 
 
 def _reply(**fields: object) -> PageReply:
@@ -64,11 +69,12 @@ def _reply(**fields: object) -> PageReply:
 @pytest.mark.parametrize("engine", ENGINES, ids=lambda e: f"{e.name}-{e.platform}")
 def test_every_engine_loads_and_has_its_page_runner(engine: Engine) -> None:
     assert engine_for(engine.name, engine.platform) is engine
-    assert (WEB_DIR / "engines" / f"{engine.runner}.js").is_file()
+    runner = kind_runner(engine.name, engine.platform, "matmul")
+    assert runner is not None and (WEB_DIR / "engines" / f"{runner.runner}.js").is_file()
     job = _job(engine, _run(engine.name, engine.platform, 8))
     assert isinstance(job, EngineJob)
     spec = job.spec.to_json()
-    assert spec["runner"] == engine.runner and spec["engine"] == engine.name
+    assert spec["runner"] == runner.runner and spec["engine"] == engine.name
     assert set(spec["bindings"]) == set(job.tensors)
 
 
@@ -108,17 +114,17 @@ def test_wgsl_reads_bits_from_the_bound_buffer() -> None:
     engine = engine_for(EngineName.HARNESS, Platform.WEBGPU)
     run = _run(EngineName.HARNESS, Platform.WEBGPU, 4)
     job = _job(engine, run)
-    good = engine.interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl",
+    good = _interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl",
                                              weight_buffer_bytes=W.n * W.k // 2))
     assert (good.bits, good.compute_dtype, good.executed_on, good.problem) == (4, "f32", "webgpu", "")
     assert good.kernel_variant == "quant-w4-gemv tile 2x4"  # 2 rows: one invocation holds both (GEMV kernel)
-    wide = engine.interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl", weight_buffer_bytes=W.n * W.k))
+    wide = _interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl", weight_buffer_bytes=W.n * W.k))
     assert wide.bits == 8 and "not 4-bit" in wide.problem
     for shader in ("matmul_f32.wgsl", "matmul_quant.wgsl"):  # the GEMM kernel is not this tile's
-        other = engine.interpret(run, job, _reply(shader=shader, weight_buffer_bytes=1))
+        other = _interpret(run, job, _reply(shader=shader, weight_buffer_bytes=1))
         assert "did not offer" in other.problem
     with pytest.raises(PageDataError, match="weight_buffer_bytes"):
-        engine.interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl"))
+        _interpret(run, job, _reply(shader="matmul_quant_gemv.wgsl"))
 
 
 def test_wgsl_gemm_dequantizes_once_then_runs_the_float32_kernel() -> None:
@@ -139,15 +145,15 @@ def test_wgsl_gemm_dequantizes_once_then_runs_the_float32_kernel() -> None:
     assert variant["scratch"] == {"wf": 65 * 64 * 4}
     # 4-bit: two vec4s per word, one store each; the workgroup size filled in
     assert prologue["source"].count("wf[base + ") == 2 and "{WORKGROUP}" not in prologue["source"]
-    good = engine.interpret(run, job, _reply(shader=variant["shader"], weight_buffer_bytes=65 * 64 // 2))
+    good = _interpret(run, job, _reply(shader=variant["shader"], weight_buffer_bytes=65 * 64 // 2))
     assert (good.bits, good.compute_dtype, good.problem) == (4, "f32", "")
     assert good.kernel_variant == "dequant-w4-f32 tile 13x4"
     for shader in ("matmul_f32.wgsl", "matmul_quant.wgsl"):  # neither ran what the job asked
-        assert "did not offer" in engine.interpret(run, job, _reply(shader=shader, weight_buffer_bytes=1)).problem
+        assert "did not offer" in _interpret(run, job, _reply(shader=shader, weight_buffer_bytes=1)).problem
 
 
 def test_wgsl_dequantize_dispatch_folds_into_two_dimensions() -> None:
-    from fixed_web_platform.engines import wgsl
+    from fixed_web_platform.engines.wgsl import kernels as wgsl
 
     for k, n in ((64, 65), (4096, 4096), (32768, 16384)):  # up to 16M blocks of 32
         x, y = wgsl.dequantize_dispatch(k, n, 4, 32)["workgroups"]
@@ -176,7 +182,7 @@ def test_wgsl_job_carries_composed_kernels_and_the_dispatch() -> None:
 def test_wgsl_tile_follows_the_shape(m: int, n: int, tile_m: int, tile_n: int, workgroup_x: int) -> None:
     """GEMV: one invocation holds every row; GEMM: equal tiles of at most MAX_TILE_M rows; TILE_N
     columns; the workgroup shrinks while the dispatch has too few workgroups for the threads."""
-    from fixed_web_platform.engines import wgsl
+    from fixed_web_platform.engines.wgsl import kernels as wgsl
 
     tiling = wgsl.tiling_for(m, n)
     assert (tiling.tile_m, tiling.tile_n, tiling.workgroup_x) == (tile_m, tile_n, workgroup_x)
@@ -186,7 +192,7 @@ def test_wgsl_tile_follows_the_shape(m: int, n: int, tile_m: int, tile_n: int, w
 
 
 def test_wgsl_unrolls_marked_lines_per_group_row_and_column() -> None:
-    from fixed_web_platform.engines import wgsl
+    from fixed_web_platform.engines.wgsl import kernels as wgsl
 
     source = wgsl.shader_source("matmul_quant.wgsl", wgsl.Tiling(3, 2), 2)
     assert "//@" not in source.split("fn accumulate")[1]
@@ -211,12 +217,12 @@ def test_webnn_standard_mode_upgrades_4_bit_and_reads_the_operand() -> None:
     run = _run(EngineName.HARNESS, Platform.WEBNN, 4)
     job = _job(engine, run)
     assert job.weight_dtype == "int8" and "standard precision mode ran it as 8-bit" in job.note
-    ran = engine.interpret(run, job, _reply(weight_operand_dtype="int8"))
+    ran = _interpret(run, job, _reply(weight_operand_dtype="int8"))
     assert (ran.bits, ran.problem) == (8, "")
-    lied = engine.interpret(run, job, _reply(weight_operand_dtype="int4"))
+    lied = _interpret(run, job, _reply(weight_operand_dtype="int4"))
     assert "held weights as int4, not int8" in lied.problem
     with pytest.raises(PageDataError):
-        engine.interpret(run, job, _reply())
+        _interpret(run, job, _reply())
 
 
 def test_webnn_experimental_asks_for_int4_and_a_refusal_is_the_browsers_answer() -> None:
@@ -245,20 +251,20 @@ def test_ort_fallback_is_a_note_with_the_providers_words() -> None:
     engine = engine_for(EngineName.ORT, Platform.WEBNN)
     run = _run(EngineName.ORT, Platform.WEBNN, 4)
     job = _job(engine, run)
-    ran = engine.interpret(run, job, _reply(executed_on="wasm", fallback="uint4 not supported"))
+    ran = _interpret(run, job, _reply(executed_on="wasm", fallback="uint4 not supported"))
     assert (ran.bits, ran.executed_on, ran.problem) == (4, "wasm", "")
     assert "placed the weight-bearing node on wasm" in ran.note and "uint4 not supported" in ran.note
-    native = engine.interpret(run, job, _reply(executed_on="webnn"))
+    native = _interpret(run, job, _reply(executed_on="webnn"))
     assert native.note == "" and native.executed_on == "webnn"
     with pytest.raises(PageDataError, match="executed_on"):
-        engine.interpret(run, job, _reply(executed_on="cuda"))
+        _interpret(run, job, _reply(executed_on="cuda"))
     with pytest.raises(PageDataError):
-        engine.interpret(run, job, _reply())
+        _interpret(run, job, _reply())
 
 
 def test_ort_16_bit_is_judged_with_the_f16_tolerance() -> None:
     engine = engine_for(EngineName.ORT, Platform.WEBGPU)
     run = _run(EngineName.ORT, Platform.WEBGPU, 16)
     job = _job(engine, run)
-    assert engine.interpret(run, job, _reply(executed_on="webgpu")).compute_dtype == "f16"
+    assert _interpret(run, job, _reply(executed_on="webgpu")).compute_dtype == "f16"
     assert replace(job, note="x").note == "x"

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from fixed_web_platform.cli import main as cli
-from fixed_web_platform.engines import engine_for
-from fixed_web_platform.models import calibration, reference, rules
+from fixed_web_platform.engines.registry import build_job
+from fixed_web_platform.architectures.bert import reference
+from fixed_web_platform.models import calibration, rules
 from fixed_web_platform.models.inputs import builtin_texts
-from fixed_web_platform.models.prepared import KERNEL_TOLERANCE_F32, prepare_model
+from fixed_web_platform.workloads.encoder.prepared import KERNEL_TOLERANCE_F32, embed, prepare_model
 from fixed_web_platform.models.source import load, resolve
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.precision.quant import error_metrics
@@ -26,11 +27,11 @@ from fixed_web_platform.vocabulary import (
     Platform,
     PrecisionMode,
 )
-from fixed_web_platform.workloads import ModelWorkload
+from fixed_web_platform.workloads import EncoderWorkload
 
 MINILM = "all-MiniLM-L6-v2"
 SHORT = tuple(t for t in builtin_texts() if len(t.split()) <= 8)[:6]
-SMALL = ModelWorkload.create(MINILM, batch_size=3, seq_len=16, texts=SHORT)
+SMALL = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=SHORT)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def minilm():  # noqa: ANN201
     return load(resolve(MINILM))
 
 
-def _names(workload: ModelWorkload) -> tuple[str, ...]:
+def _names(workload: EncoderWorkload) -> tuple[str, ...]:
     return tuple(layer.name for layer in workload.config().linear_layers())
 
 
@@ -67,7 +68,7 @@ def test_qparams_are_int8_with_float32_scales(minilm) -> None:  # noqa: ANN001
 
 def test_only_8_and_4_bit_layers_get_int8_inputs() -> None:
     ffn16 = (rules.PrecisionRule(match="*.intermediate.dense", bits=16),)
-    workload = ModelWorkload.create(MINILM, batch_size=3, seq_len=16, texts=SHORT, rules=ffn16, rules_name="ffn16")
+    workload = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=SHORT, rules=ffn16, rules_name="ffn16")
     p = prepare_model(workload, 8, 32, 0, act_bits=8, observer="minmax")
     for layer, act in zip(p.plan, p.act_quant):
         assert (act is None) == (layer.bits == 16), layer.layer.name
@@ -99,7 +100,7 @@ def test_tolerance_passes_float32_rounding_and_fails_planted_faults() -> None:
     def engine(acts_used, noise=0.0, seed=0):  # noqa: ANN001, ANN202
         rng = np.random.default_rng(seed)
         w = {k: np.asarray(v, np.float64) * (1 + noise * rng.standard_normal(v.shape)) for k, v in weights.items()}
-        return reference.embed(p.config, w, ids, mask, tt, acts_used)
+        return embed(p.held.model, w, ids, mask, tt, acts_used)
 
     def judged_bad(out) -> bool:  # noqa: ANN001
         return error_metrics(out, ref)["rel_error"] > tol or p.kernel_problem(out) != ""
@@ -134,7 +135,7 @@ def test_webnn_activation_types_follow_the_context() -> None:
 def test_ort_refuses_int8_activations_for_models_before_any_page() -> None:
     (run,) = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [8], engines=[EngineName.ORT],
                         act_bits=[8])
-    refusal = asyncio.run(engine_for(EngineName.ORT, Platform.WEBGPU).build(run, TimingConfig(), None))
+    refusal = asyncio.run(build_job(run, TimingConfig(), None))
     assert refusal.outcome == Outcome.UNSUPPORTED and "activations" in refusal.reason
 
 
@@ -162,12 +163,12 @@ def test_wgsl_model_steps_dequantize_once_when_rows_span_several_tiles(batch: in
     """48 rows (3 x 16) span three row tiles: every 4-bit linear step carries the dequantize step,
     which binds the layer's packed tensors and the shared float32 scratch buffer (sized for the
     largest layer) that the kernel then binds in their place. 16 rows: one tile, no step."""
-    from fixed_web_platform.engines import wgsl
+    from fixed_web_platform.engines.wgsl import kernels as wgsl
     from fixed_web_platform.engines.base import EngineJob
 
-    workload = ModelWorkload.create(MINILM, batch_size=batch, seq_len=16, texts=SHORT)
+    workload = EncoderWorkload.create(MINILM, batch_size=batch, seq_len=16, texts=SHORT)
     run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [workload], [4], engines=[EngineName.HARNESS])[0]
-    job = asyncio.run(engine_for(EngineName.HARNESS, Platform.WEBGPU).build(run, TimingConfig(), None))
+    job = asyncio.run(build_job(run, TimingConfig(), None))
     assert isinstance(job, EngineJob)
     options = job.spec.options
     linears = [s for s in options["steps"] if s["op"] == "linear"]

@@ -10,12 +10,15 @@ import numpy as np
 import pytest
 
 from fixed_web_platform.cli import main as cli
-from fixed_web_platform.models import accuracy, reference, rules, source
-from fixed_web_platform.models.config import EncoderConfig
+from fixed_web_platform.architectures.bert import reference
+from fixed_web_platform.models import rules, source
+from fixed_web_platform.workloads.encoder import accuracy
+from fixed_web_platform.architectures.bert.config import BertConfig as EncoderConfig
 from fixed_web_platform.models.inputs import builtin_texts, read_texts, tokenize
-from fixed_web_platform.models.prepared import prepare_model, pytorch_reference
+from fixed_web_platform.architectures.bert import BERT
+from fixed_web_platform.workloads.encoder.prepared import embed, prepare_model, pytorch_reference
 from fixed_web_platform.models.quantized import hold_model
-from fixed_web_platform.workloads import ModelWorkload
+from fixed_web_platform.workloads import EncoderWorkload
 import fixed_web_platform.sweep as sweep_module
 
 MINILM = "all-MiniLM-L6-v2"
@@ -35,7 +38,7 @@ def minilm_batches():
 
 def test_numpy_reference_matches_pytorch_on_minilm(minilm, minilm_batches) -> None:
     ids, mask, tt = minilm_batches.flat()
-    ours = reference.embed(minilm.config, minilm.weights, ids, mask, tt)
+    ours = embed(minilm, minilm.weights, ids, mask, tt)
     torch_fp32 = pytorch_reference(minilm, ids, mask, tt)
     assert ours.shape == (6, 384)
     assert np.abs(ours - torch_fp32).max() < 1e-5
@@ -45,20 +48,20 @@ def test_numpy_reference_matches_pytorch_on_minilm(minilm, minilm_batches) -> No
 def test_numpy_reference_matches_pytorch_with_random_weights_and_padding() -> None:
     cfg = EncoderConfig(layers=2, hidden=64, heads=4, intermediate=128, vocab=50, max_positions=16,
                         type_vocab=2, eps=1e-12)
-    weights = source._random_weights(cfg, seed=3, init_range=0.2)
-    model = source.LoadedModel(source.ResolvedModel("tiny", None, "test"), cfg, weights, True, 3)
+    weights = BERT.random_weights(cfg, seed=3, init_range=0.2)
+    model = source.LoadedModel(source.ResolvedModel("tiny", None, "test"), BERT, cfg, weights, True, 3)
     rng = np.random.default_rng(0)
     ids = rng.integers(0, 50, size=(3, 10)).astype(np.int32)
     mask = np.ones_like(ids)
     mask[1, 6:] = 0  # padded keys must not change the unpadded positions
     mask[2, 3:] = 0
     tt = np.zeros_like(ids)
-    ours = reference.embed(cfg, weights, ids, mask, tt)
+    ours = embed(model, weights, ids, mask, tt)
     assert np.abs(ours - pytorch_reference(model, ids, mask, tt)).max() < 1e-5
     # the padding is masked: changing padded token ids changes nothing
     ids2 = ids.copy()
     ids2[1, 6:] = 7
-    assert np.abs(reference.embed(cfg, weights, ids2, mask, tt) - ours).max() < 1e-12
+    assert np.abs(embed(model, weights, ids2, mask, tt) - ours).max() < 1e-12
 
 
 # --- tokenisation ----------------------------------------------------------------------------
@@ -177,16 +180,16 @@ def test_unknown_model_names_what_was_searched_and_what_exists() -> None:
 def test_folder_problems(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     with pytest.raises(ValueError, match="'gpt2' is not supported"):
-        ModelWorkload.create(str(tmp_path))
+        EncoderWorkload.create(str(tmp_path))
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 64,
                                                       "num_attention_heads": 4, "num_hidden_layers": 1,
                                                       "intermediate_size": 128}))
     with pytest.raises(ValueError, match="has no weights"):
-        ModelWorkload.create(str(tmp_path))
+        EncoderWorkload.create(str(tmp_path))
 
 
 def test_bert_base_random_weights_needs_no_files() -> None:
-    w = ModelWorkload.create("bert-base-uncased", random_weights=True, batch_size=1, seq_len=8,
+    w = EncoderWorkload.create("bert-base-uncased", random_weights=True, batch_size=1, seq_len=8,
                              texts=("hello world",))
     cfg = w.config()
     assert (cfg.layers, cfg.hidden, cfg.heads, cfg.intermediate) == (12, 768, 12, 3072)
@@ -212,25 +215,25 @@ def test_held_bytes_shrink_with_bits_and_dequantize_to_what_the_reference_uses(m
 
 def test_prepared_model_accuracy_is_ordered_by_bits() -> None:
     """Fake-quantised in Python (no browser): what quantization costs, by bits."""
-    w = ModelWorkload.create(MINILM, batch_size=8, seq_len=32)
+    w = EncoderWorkload.create(MINILM, batch_size=8, seq_len=32)
     cos = {}
     for bits in (32, 8, 4, 2):
         p = prepare_model(w, bits, 32, 0)
         cos[bits] = accuracy.compare(p.ref_dequantized, p.ref_float).cosine_mean
-        assert p.output_shape == (40, 384) and p.judged(np.zeros((40, 384))).shape == (40, 384)
+        assert p.output_shape == (40, 384) and p.judged({"embeddings": np.zeros((40, 384))}).shape == (40, 384)
     assert cos[32] > 0.99999 > cos[8] > 0.999 and cos[8] > cos[4] > cos[2]
 
 
 def test_model_layer_shapes_must_divide_the_block(minilm) -> None:
-    w = ModelWorkload.create(MINILM, batch_size=1, seq_len=8, texts=("x",))
+    w = EncoderWorkload.create(MINILM, batch_size=1, seq_len=8, texts=("x",))
     with pytest.raises(ValueError, match="not a multiple of the block size 100"):
         w.validate(4, 100)
 
 
 def test_model_workload_round_trips_through_the_plan_file() -> None:
-    w = ModelWorkload.create(MINILM, batch_size=2, seq_len=16, texts=("a", "b"),
+    w = EncoderWorkload.create(MINILM, batch_size=2, seq_len=16, texts=("a", "b"),
                              rules=rules.mixed_precision_rules(), rules_name="mixed-precision")
-    assert ModelWorkload.from_json(json.loads(json.dumps(w.to_json()))) == w
+    assert EncoderWorkload.from_json(json.loads(json.dumps(w.to_json()))) == w
 
 
 def test_rules_file_that_does_not_parse_is_exit_2(tmp_path: Path, capsys, monkeypatch) -> None:

@@ -11,19 +11,19 @@ import pytest
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("torch")
 
-from fixed_web_platform.engines import ort_encoder  # noqa: E402
-from fixed_web_platform.engines.ort_model import IR_VERSION  # noqa: E402
+from fixed_web_platform.engines.ort import onnx_encoder as ort_encoder  # noqa: E402
+from fixed_web_platform.engines.ort.onnx_matmul import IR_VERSION  # noqa: E402
 from fixed_web_platform.models import source  # noqa: E402
 from fixed_web_platform.models.inputs import builtin_texts  # noqa: E402
-from fixed_web_platform.models.prepared import INPUT_TENSORS, prepare_model  # noqa: E402
-from fixed_web_platform.workloads import ModelWorkload  # noqa: E402
+from fixed_web_platform.workloads.encoder.prepared import INPUT_TENSORS, OUTPUT, prepare_model  # noqa: E402
+from fixed_web_platform.workloads import EncoderWorkload  # noqa: E402
 
 MODEL = source.DEFAULT_MODEL
 
 
-def _workload() -> ModelWorkload:
+def _workload() -> EncoderWorkload:
     try:
-        return ModelWorkload.create(MODEL, batch_size=2, seq_len=16, texts=builtin_texts()[:4])
+        return EncoderWorkload.create(MODEL, batch_size=2, seq_len=16, texts=builtin_texts()[:4])
     except source.ModelError as exc:
         pytest.skip(f"{MODEL} is not installed: {exc}")
 
@@ -39,7 +39,7 @@ def _run(model: bytes, prepared) -> np.ndarray:
     outs = [session.run([ort_encoder.OUTPUT_NAME],
                         {n: getattr(b, n)[i].astype(np.int64) for n in INPUT_TENSORS})[0]
             for i in range(b.passes)]
-    return prepared.texts_output(np.concatenate(outs)).astype(np.float64)
+    return prepared.judged({OUTPUT: np.concatenate(outs)}).astype(np.float64)
 
 
 @pytest.mark.parametrize("bits", [32, 8, 4])
@@ -85,17 +85,18 @@ def test_signed_bytes_are_refused() -> None:
 def _model_job(bits: int, platform: str):
     import asyncio
 
-    from fixed_web_platform.engines import engine_for
+    from fixed_web_platform.engines.registry import build_job, engine_for, read_reply
     from fixed_web_platform.plan import RunSpec, TimingConfig
     from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform, PrecisionMode
 
     run = RunSpec(0, BrowserName.CHROME, Platform(platform), _workload(), bits, 32, 0, PrecisionMode.STANDARD,
                   0, engine=EngineName.ORT)
     engine = engine_for(run.engine, run.platform)
-    return run, engine, asyncio.run(engine.build(run, TimingConfig(), None))
+    return run, engine, asyncio.run(build_job(run, TimingConfig(), None))
 
 
 def test_model_job_and_what_ran_per_layer() -> None:
+    from fixed_web_platform.engines.registry import read_reply
     from fixed_web_platform.harness.protocol import LayerReply, PageDataError, PageReply
 
     run, engine, job = _model_job(4, "webgpu")
@@ -113,13 +114,13 @@ def test_model_job_and_what_ran_per_layer() -> None:
                          fallback="refused", placement="CPUExecutionProvider: 12 nodes")
 
     where = ["webgpu"] * 24 + ["wasm"] * 12
-    executed = engine.read(run, job, reply(where, "webgpu"))
+    executed = read_reply(run, job, reply(where, "webgpu"))
     assert executed.executed_on == "webgpu" and executed.bits == 4 and executed.compute_dtype == "f32"
     assert not executed.problem
     assert "12 of 36 linear layers did not run on webgpu: 12 on wasm" in executed.note
     assert [layer.bits_executed for layer in executed.layers] == [4] * 36
     assert executed.layers[-1].weight_dtype == "MatMulNBits4@wasm"
     with pytest.raises(PageDataError, match="most layers"):
-        engine.read(run, job, reply(where, "wasm"))
+        read_reply(run, job, reply(where, "wasm"))
     with pytest.raises(PageDataError, match="weight_dtype"):
-        engine.read(run, job, reply(["gpu"] * 36, "gpu"))
+        read_reply(run, job, reply(["gpu"] * 36, "gpu"))

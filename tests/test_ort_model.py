@@ -8,7 +8,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from fixed_web_platform.engines.ort_model import IR_VERSION, matmul_model
+from fixed_web_platform.engines.ort.onnx_matmul import IR_VERSION, matmul_model
 from fixed_web_platform.workloads import MatmulWorkload
 from fixed_web_platform.workloads.matmul import prepare
 

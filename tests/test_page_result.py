@@ -11,10 +11,11 @@ import pytest
 from fixed_web_platform.harness.protocol import (
     MAX_REASON_CHARS,
     PageDataError,
-    parse_output,
+    parse_outputs,
     parse_page_reply,
 )
 from fixed_web_platform.vocabulary import PROTOCOL_VERSION
+from fixed_web_platform.workloads import TensorSpec
 
 ITERATIONS = 3
 V = {"protocol_version": PROTOCOL_VERSION}
@@ -147,6 +148,10 @@ def test_long_reason_is_truncated() -> None:
     assert reason.startswith(page.reason)
 
 
+def parse_output(data: bytes | None, m: int, n: int) -> np.ndarray:
+    return parse_outputs(data, (TensorSpec("out", "float32", (m, n)),))["out"]
+
+
 def test_parse_output_returns_float32_m_by_n() -> None:
     values = [float(i) / 4 for i in range(6)]
     data = struct.pack("<6f", *values)
@@ -165,6 +170,18 @@ def test_parse_output_checks_byte_length(size: int) -> None:
 def test_parse_output_missing_tensor() -> None:
     with pytest.raises(PageDataError, match="no output"):
         parse_output(None, 2, 3)
+
+
+def test_named_outputs_are_split_in_order_with_their_dtypes() -> None:
+    ids = np.array([[7, -1, 3]], dtype="<i4")
+    logits = np.arange(4, dtype="<f4").reshape(2, 2)
+    specs = (TensorSpec("ids", "int32", (1, 3)), TensorSpec("logits", "float32", (2, 2)))
+    out = parse_outputs(ids.tobytes() + logits.tobytes(), specs)
+    assert list(out) == ["ids", "logits"]
+    np.testing.assert_array_equal(out["ids"], ids)
+    np.testing.assert_array_equal(out["logits"], logits)
+    with pytest.raises(PageDataError, match="expected 28"):
+        parse_outputs(ids.tobytes(), specs)
 
 
 @pytest.mark.parametrize("field, value", [("wall_ms", [1.0, 1e308, 2.0]), ("cold_ms", 1e12),

@@ -20,7 +20,8 @@ from fixed_web_platform.progress import BarProgress, PlainProgress
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.analysis.measurement import measured_row
-from fixed_web_platform.engines.wgsl import WgslEngine, variants_for
+from fixed_web_platform.engines.registry import build_job, read_reply
+from fixed_web_platform.engines.wgsl.kernels import variants_for
 from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform, PrecisionMode
 from fixed_web_platform.plan import TimingConfig
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
@@ -65,16 +66,16 @@ def test_page_budget_splits_the_timeout_over_page_loads():
     assert TimingConfig(timeout_s=100, repeat=2).page_budget_ms == pytest.approx(25_000)
 
 
-ENGINE = WgslEngine()
+
 
 
 def _job(run):
-    return asyncio.run(ENGINE.job(run, TimingConfig(), None))
+    return asyncio.run(build_job(run, TimingConfig(), None))
 
 
 def _measure(run, job, pages, outputs, timing):
     """What the runner does with the pages' replies: the engine reads them, then the row."""
-    executed = [ENGINE.interpret(run, job, p) for p in pages]
+    executed = [read_reply(run, job, p) for p in pages]
     return measured_row(_base(run, job.prepared), run, job, pages, executed, outputs, timing)
 
 

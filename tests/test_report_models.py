@@ -24,10 +24,10 @@ from fixed_web_platform.results.rows import LayerRow, ResultRow
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
 from fixed_web_platform.workloads.matmul import MatmulWorkload
-from fixed_web_platform.workloads.model import ModelWorkload
+from fixed_web_platform.workloads.encoder import EncoderWorkload
 
 MODEL = "all-MiniLM-L6-v2"
-WORKLOAD = ModelWorkload(name=MODEL, model=MODEL, batch_size=8, seq_len=32, texts=("a", "b"))
+WORKLOAD = EncoderWorkload(name=MODEL, model=MODEL, batch_size=8, seq_len=32, texts=("a", "b"))
 MIXED = dataclasses.replace(WORKLOAD, rules=(PrecisionRule("encoder.layer.*.attention.*", 8),),
                             rules_name="mixed-precision")
 F32 = 90_000_000
@@ -41,7 +41,7 @@ LAYERS = [(f"encoder.layer.{i}.{part}", kind, k, n)
 
 
 def _spec(run_id: int, bits: int, *, engine=EngineName.HARNESS, platform=Platform.WEBGPU,
-          workload: ModelWorkload = WORKLOAD, repetition: int = 0) -> RunSpec:
+          workload: EncoderWorkload = WORKLOAD, repetition: int = 0) -> RunSpec:
     return RunSpec(run_id=run_id, browser=BrowserName.CHROME, platform=platform, workload=workload,
                    bits=bits, block_size=32, repetition=repetition,
                    precision_mode=PrecisionMode.STANDARD, seed=0, engine=engine)
@@ -51,8 +51,8 @@ def _model_ok(spec: RunSpec, latency: float, *, plan: str, weight_bytes: int, co
               spearman: float, top1: float, bits_executed: int | None = None) -> ResultRow:
     base = ResultRow.without_measurement(spec, Outcome.OK, "", browser_version="150.0")
     tokens = 200
-    return dataclasses.replace(
-        base, bits_executed=spec.bits if bits_executed is None else bits_executed,
+    return base.with_fields(
+        bits_executed=spec.bits if bits_executed is None else bits_executed,
         executed_on=str(spec.platform), latency_ms_median=latency, latency_ms_p10=latency * 0.95,
         latency_ms_p90=latency * 1.05, n_samples=5, timing_source="wall-clock", gflops=1.5e3 / latency,
         weight_bytes=weight_bytes, weight_bytes_f32=F32, compression=F32 / weight_bytes,
@@ -107,9 +107,8 @@ def write_model_folder(path: Path, *, with_plan: bool = True, slower: float = 1.
     for row, layers in rows:
         samples = [row.latency_ms_median * f for f in (0.95, 0.98, 1.0, 1.02, 1.05)]
         writer.add(row, {"timing_source": "wall-clock", "wall_ms": samples, "samples_per_page": [2, 2, 1]}, layers)
-    unsupported = dataclasses.replace(
-        ResultRow.without_measurement(specs[5], Outcome.UNSUPPORTED, "WebNN has no int4 on cpu",
-                                      browser_version="150.0"), precision_plan="uniform:4")
+    unsupported = ResultRow.without_measurement(specs[5], Outcome.UNSUPPORTED, "WebNN has no int4 on cpu",
+                                                browser_version="150.0").with_fields(precision_plan="uniform:4")
     writer.add(unsupported, {}, _layers(5, uniform(4), executed=False))
     writer.add(ResultRow.without_measurement(specs[6], Outcome.UNSUPPORTED, "2-bit refused",
                                              browser_version="150.0"))
@@ -214,7 +213,7 @@ def test_model_section_tables_and_plots(built):
             assert f'<img src="plots/{p.name}"' in page and f"](plots/{p.name})" in section
     # model rows are not drawn on the matmul plots (no matmul rows here)
     assert not names & {"latency_vs_bits", "error_vs_bits", "accuracy_vs_latency"}
-    assert "Only whole-model runs" in md
+    assert "Only runs with a section of their own: their plots are in the Whole models section." in md
 
 
 def test_layers_table_is_collapsed_and_counts_bits(built):

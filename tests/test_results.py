@@ -59,7 +59,8 @@ def test_columns_include_every_documented_name() -> None:
 def test_without_measurement_row() -> None:
     row = ResultRow.without_measurement(_run(run_id=5, bits=4), Outcome.UNAVAILABLE, "not here")
     assert (row.run_id, row.outcome, row.reason) == (5, "unavailable", "not here")
-    assert (row.m, row.k, row.n, row.bits_requested, row.block_size) == (2, 64, 16, 4, 32)
+    assert (row["m"], row["k"], row["n"], row.bits_requested, row.block_size) == (2, 64, 16, 4, 32)
+    assert row.kind == "matmul" and row["model"] is None
     assert row.bits_executed is None and row.latency_ms_median is None
     assert ResultRow.without_measurement(_run(bits=32), Outcome.FAILED, "x").block_size == 0
 

@@ -12,7 +12,7 @@ import pytest
 
 from fixed_web_platform.browsers import PRODUCTS, DriverKind, ResolvedBrowser
 from fixed_web_platform.browsers.sessions import BrowserSession
-from fixed_web_platform.engines.wgsl import WgslEngine
+from fixed_web_platform.engines.wgsl.matmul import WgslMatmul
 from fixed_web_platform.harness import runner as runner_module
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
@@ -75,14 +75,14 @@ def _sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reply: dict, bits=(8
 def test_a_harness_bug_is_an_error_row_with_its_traceback(tmp_path, monkeypatch) -> None:
     calls = []
 
-    async def broken_job(self, run, timing, browser):  # noqa: ANN001, ANN202
+    async def broken_job(self, engine, run, timing, browser):  # noqa: ANN001, ANN202
         calls.append(run.bits)
         if run.bits == 8:
             raise KeyError("a bug of ours")
-        return await original(self, run, timing, browser)
+        return await original(self, engine, run, timing, browser)
 
-    original = WgslEngine.job
-    monkeypatch.setattr(WgslEngine, "job", broken_job)
+    original = WgslMatmul.job
+    monkeypatch.setattr(WgslMatmul, "job", broken_job)
     rows, writer = _sweep(tmp_path, monkeypatch, {"status": "failed", "reason": "page said no",
                                                   "protocol_version": PROTOCOL_VERSION})
     assert calls == [8, 4]  # the sweep went on after the bug

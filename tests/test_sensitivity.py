@@ -14,14 +14,15 @@ import pytest
 
 from fixed_web_platform.cli import main as cli
 from fixed_web_platform.models import sensitivity, source
-from fixed_web_platform.models.config import EncoderConfig
+from fixed_web_platform.architectures.bert import BERT
+from fixed_web_platform.architectures.bert.config import BertConfig as EncoderConfig
 from fixed_web_platform.models.plan_search import (
     Budget,
     parse_budget,
     search,
     workload_predictor,
 )
-from fixed_web_platform.workloads.model import ModelWorkload
+from fixed_web_platform.workloads.encoder import EncoderWorkload
 
 FRAGILE = "encoder.layer.1.output.dense"
 ROBUST = "encoder.layer.0.attention.self.key"
@@ -39,7 +40,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertConfig(vocab_size=CFG.vocab, hidden_size=CFG.hidden, num_hidden_layers=CFG.layers,
                num_attention_heads=CFG.heads, intermediate_size=CFG.intermediate,
                max_position_embeddings=CFG.max_positions, type_vocab_size=2).save_pretrained(folder)
-    weights = source._random_weights(CFG, seed=7, init_range=0.08)
+    weights = BERT.random_weights(CFG, seed=7, init_range=0.08)
     fragile = weights[f"{FRAGILE}.weight"]
     fragile *= 4  # it carries much of the signal...
     fragile[:, ::32] = 12.0  # ...and an outlier in every block of 32 along K
@@ -53,14 +54,14 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_dir: Path) -> ModelWorkload:
-    return ModelWorkload.from_options(str(tiny_dir), batch_size=4, seq_len=16)
+def tiny(tiny_dir: Path) -> EncoderWorkload:
+    return EncoderWorkload.from_options(str(tiny_dir), batch_size=4, seq_len=16)
 
 
 def test_probes_cover_every_layer_once_per_grouping() -> None:
     names = [layer.name for layer in CFG.linear_layers()]
     for grouping, count in (("layer", 12), ("kind", 6), ("block", 4)):
-        probes = sensitivity.probes(CFG, grouping)
+        probes = sensitivity.probes(BERT, CFG, grouping)
         assert len(probes) == count
         covered = [n for p in probes for n in p.layers]
         assert sorted(covered) == sorted(names)
@@ -68,17 +69,17 @@ def test_probes_cover_every_layer_once_per_grouping() -> None:
             rule = sensitivity.probe_rules(p, 4, 32)[0]
             assert [n for n in names if rule.matches(n)] == list(p.layers)
     # 'output.dense' of the FFN is not the attention's output.dense
-    down = next(p for p in sensitivity.probes(CFG, "kind") if p.name == "all FFN down (output)")
+    down = next(p for p in sensitivity.probes(BERT, CFG, "kind") if p.name == "all FFN down (output)")
     assert down.layers == ("encoder.layer.0.output.dense", "encoder.layer.1.output.dense")
     with pytest.raises(ValueError, match="--group"):
-        sensitivity.probes(CFG, "head")
+        sensitivity.probes(BERT, CFG, "head")
 
 
-def test_predicted_sensitivity_finds_the_planted_layers(tiny: ModelWorkload) -> None:
+def test_predicted_sensitivity_finds_the_planted_layers(tiny: EncoderWorkload) -> None:
     drops = {}
     base = sensitivity.figures(sensitivity.predicted(
         sensitivity.probe_workload(tiny, None, None, 32), 32, 32, 0))
-    for probe in sensitivity.probes(tiny.config(), "layer"):
+    for probe in sensitivity.probes(tiny.architecture(), tiny.config(), "layer"):
         acc = sensitivity.predicted(sensitivity.probe_workload(tiny, probe, 2, 32), 32, 32, 0)
         drops[probe.name] = base["cosine_mean"] - acc.cosine_mean
     ranked = sorted(drops, key=drops.get, reverse=True)
@@ -87,8 +88,8 @@ def test_predicted_sensitivity_finds_the_planted_layers(tiny: ModelWorkload) -> 
     assert ranked[-1] == ROBUST or drops[ROBUST] < 1e-4
 
 
-def test_plan_search_keeps_the_fragile_layer_and_lowers_the_rest(tiny: ModelWorkload) -> None:
-    probes = sensitivity.probes(tiny.config(), "layer")
+def test_plan_search_keeps_the_fragile_layer_and_lowers_the_rest(tiny: EncoderWorkload) -> None:
+    probes = sensitivity.probes(tiny.architecture(), tiny.config(), "layer")
     predict = workload_predictor(tiny, 32, 0)
     drops: dict[int, dict[str, float]] = {}
     base = predict(())["cosine_mean"]

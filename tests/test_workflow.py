@@ -152,7 +152,7 @@ def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, 
     assert args.output_dir == Path("results/nightly/model" if model else "results/nightly")
     plan, _ = cli.plan_from_args(args)  # every cell plans runs (wasm: ORT's alone)
     assert plan and {r.platform for r in plan} == {platform}
-    assert {r.workload.kind for r in plan} == ({"model"} if model else {"matmul"})
+    assert {r.workload.kind for r in plan} == ({"encoder"} if model else {"matmul"})
     assert {r.engine for r in plan} == ({"ort"} if platform == "wasm" else {"harness", "ort"})
 
 

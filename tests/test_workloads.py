@@ -7,7 +7,8 @@ import pytest
 
 from fixed_web_platform.precision import quant
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
-from fixed_web_platform.engines.wgsl import constants_for, variants_for
+from fixed_web_platform.engines.wgsl.kernels import variants_for
+from fixed_web_platform.engines.wgsl.matmul import constants_for
 from fixed_web_platform.workloads.matmul import _float_tensors, prepare
 
 WL = Workload("tiny", 4, 64, 32)  # M, K, N
@@ -153,7 +154,7 @@ def test_packed_kernel_follows_the_tile() -> None:
     """GEMV tiles (fewer rows than columns) mask fields in place and scale x; a single GEMM tile
     shifts the weights every row shares; several row tiles dequantize once; float kernels are the
     same for all."""
-    from fixed_web_platform.engines.wgsl import tiling_for
+    from fixed_web_platform.engines.wgsl.kernels import tiling_for
 
     gemv, gemm, one_column = tiling_for(1, 3072), tiling_for(128, 768), tiling_for(1, 1)
     assert [v.shader for v in variants_for(4, tiling=gemv)] == ["matmul_quant_gemv.wgsl"]

@@ -14,8 +14,8 @@ units is unknown: the verdict is ``insufficient`` (never a regression on one uni
 unless both sides have several units and the change is far beyond every unit's own spread
 (FAR_EFFECT, no overlap of the units' p10-p90).
 
-Configurations are matched on result_files.CONFIG_KEY: a whole model's rows (m, k, n all 0) are
-told apart by model, weights, batch size, sequence length, precision plan and inputs.
+Configurations are matched on result_files.CONFIG_KEY, the one identity of a row
+(results/rows.identity_columns: the core's and each workload kind's identity columns).
 
 The command line and the table are in cli/compare.py.
 """
@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, page_samples
+from ..workloads import kind_named
 from ..vocabulary import Outcome
 from .stats import RatioInterval, welch_ratio_interval
 
@@ -54,7 +55,7 @@ FLOAT_ERROR_GROWTH_ABS = 1e-6
 MACHINE_KEYS = ("system", "machine", "cpu_count")
 """environment.json["machine"] entries that must match for timings to be comparable."""
 
-_INT_KEYS = frozenset({"m", "k", "n", "bits_requested", "block_size", "act_bits"})
+_INT_KEYS = frozenset({"bits_requested", "block_size", "act_bits"})
 _SKIP_OUTCOMES = frozenset({Outcome.UNAVAILABLE, Outcome.UNSUPPORTED})
 
 
@@ -121,14 +122,13 @@ class Entry:
 
     @property
     def shape(self) -> str:
-        """'MxKxN' for a matmul; 'BATCHxSEQ tokens' (and a mixed precision plan) for a whole model."""
+        """What ran as its kind says it ('1x768x3072', '4x32 tokens'), with a mixed precision
+        plan and random weights where the row has them."""
         c = self.config_dict
-        if c.get("model"):
-            plan = c.get("precision_plan") or ""
-            extra = f" {plan}" if plan.startswith("mixed") else ""
-            weights = " random weights" if c.get("weights") == "random" else ""
-            return f"{c.get('batch_size') or '?'}x{c.get('seq_len') or '?'} tokens{extra}{weights}"
-        return f"{c['m']}x{c['k']}x{c['n']}"
+        plan = c.get("precision_plan") or ""
+        extra = f" {plan}" if plan.startswith("mixed") else ""
+        weights = " random weights" if c.get("weights") == "random" else ""
+        return f"{kind_named(c.get('kind') or 'matmul').shape(c)}{extra}{weights}"
 
     @property
     def label(self) -> str:

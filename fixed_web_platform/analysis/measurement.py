@@ -12,21 +12,23 @@ from dataclasses import replace
 from typing import Any
 
 from ..engines.base import EngineJob, Executed
-from ..harness.protocol import PageDataError, PageReply, parse_output
-from ..plan import RunSpec, TimingConfig
+from ..harness.protocol import PageDataError, PageReply, parse_outputs
+from ..run_spec import RunSpec, TimingConfig
 from ..precision import quant
 from ..probes.memory import MemoryFigures
 from ..results.rows import ResultRow
 from ..vocabulary import Outcome, TimingSource
+from ..workloads import kind_columns
 from .stats import summarize
 
 
 PERFORMANCE_FIGURES = (
     "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv", "latency_ms_mean",
     "latency_ms_stdev", "latency_ms_iqr", "cold_ms", "wall_ms_median", "gpu_ms_median", "gflops",
-    "sequences_per_s", "tokens_per_s",
+    *(c.name for c in kind_columns() if c.performance),
 )
-"""Blank in any row that is not ok (the raw samples stay in samples.jsonl for diagnosis)."""
+"""Blank in any row that is not ok (the raw samples stay in samples.jsonl for diagnosis): the
+core's speed figures and each kind's (``Column.performance``)."""
 
 
 def samples_record(pages: Sequence[PageReply], timing_source: str, outcome: str) -> dict[str, Any]:
@@ -50,7 +52,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     the page loads of one run); every page's output must pass the kernel check."""
     prepared = job.prepared
     try:
-        outs = [prepared.judged(parse_output(o, *prepared.output_shape)) for o in outputs]
+        outs = [prepared.judged(parse_outputs(o, prepared.outputs)) for o in outputs]
     except PageDataError as exc:
         row = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
         return row, {"outcome": row.outcome, "reason": row.reason}
@@ -88,8 +90,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         notes.append(f"kernel tolerance {tolerance:.3g} ({prepared.tolerance_basis})")
     heaps = [p.js_heap_bytes for p in pages if p.js_heap_bytes is not None]
     weight_f32 = prepared.weight_bytes_f32
-    row = replace(
-        base,
+    row = base.with_fields(
         outcome=outcome,
         reason="; ".join(notes),
         bits_executed=ran.bits,
@@ -131,10 +132,10 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         kernel_variant=ran.kernel_variant,
         threads=first.threads,
         engine_version=first.engine_version,
-        **prepared.extra_figures(outs[0], stats.median),
+        **prepared.figures(outs[0], stats.median),
     )
     if outcome is not Outcome.OK:  # figures of a run whose output is wrong are not reported
-        row = replace(row, **{name: None for name in PERFORMANCE_FIGURES})
+        row = row.with_fields(**{name: None for name in PERFORMANCE_FIGURES})
     if memory is not None:
         row = replace(
             row,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,11 +27,13 @@ from ..plan import (
 )
 from ..precision.observers import OBSERVERS
 from ..progress import for_terminal
-from ..report.markdown import markdown_lines
+from ..report.sections import terminal_tables
+from ..results.rows import ResultRow
 from ..vocabulary import (
     DEFAULT_BITS,
     DEFAULT_BLOCK_SIZE,
     WEBNN_DEVICES,
+    experimental_precision_default,
     BrowserName,
     EngineName,
     Outcome,
@@ -41,8 +42,8 @@ from ..vocabulary import (
     parse_bits,
     parse_enum,
 )
-from ..workloads import DEFAULT_WORKLOADS, ModelWorkload, parse_shape
-from ..workloads.model import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
+from ..workloads import DEFAULT_WORKLOADS, EncoderWorkload, parse_shape
+from ..workloads.encoder import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 
 PLATFORM_CHOICES = [*(p.value for p in Platform), "both"]
 """``both`` is webgpu and webnn, side by side (wasm is ONNX Runtime Web's CPU provider)."""
@@ -130,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seconds one run may take before it is a timeout (default {TimingConfig.timeout_s:g}; "
                         f"{MODEL_TIMING.timeout_s:g} with --model)")
     p.add_argument("--experimental-precision", action="store_true",
-                   default=os.environ.get("WEBNN_EXPERIMENTAL_PRECISION") == "1",
+                   default=experimental_precision_default(),
                    help="WebNN: try the requested precision, no upgrade (also "
                         "WEBNN_EXPERIMENTAL_PRECISION=1)")
     p.add_argument("--model", default=None, metavar="NAME|PATH",
@@ -305,53 +306,13 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     return plan, timing
 
 
-def model_workload(args: argparse.Namespace) -> ModelWorkload:
-    return ModelWorkload.from_options(args.model, batch_size=args.batch_size, seq_len=args.seq_len,
+def model_workload(args: argparse.Namespace) -> EncoderWorkload:
+    return EncoderWorkload.from_options(args.model, batch_size=args.batch_size, seq_len=args.seq_len,
                                       random_weights=args.random_weights, inputs=args.inputs,
                                       mixed_precision=args.mixed_precision, precision_rules=args.precision_rules,
                                       calibration=getattr(args, "calibration", None))
 
 
-def _fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
-def format_table(rows: Sequence[Any]) -> str:
-    matmuls = [r for r in rows if not r.model]
-    tables = [format_matmul_table(matmuls)] if matmuls or not rows else []
-    tables += [format_model_table([r for r in rows if r.model])]
-    return "\n\n".join(filter(None, tables))
-
-
-def bits_label(r: Any) -> str:
-    """'8', or '8 a8 minmax' for int8 activations calibrated by that observer."""
-    return str(r.bits_requested) + (f" a{r.act_bits} {r.observer}" if r.act_bits != 32 else "")
-
-
-def format_model_table(rows: Sequence[Any]) -> str:
-    if not rows:
-        return ""
-    header = ["browser", "engine", "platform", "on", "model", "bits", "plan", "outcome", "median ms",
-              "tokens/s", "weight MiB", "cos min", "cos mean", "Spearman", "top-1", "kernel err"]
-    body = [[
-        r.browser, r.engine, r.platform, r.executed_on or "-", f"{r.model} {r.batch_size}x{r.seq_len}",
-        bits_label(r), r.precision_plan or "-", r.outcome, _fmt(r.latency_ms_median, ".1f"),
-        _fmt(r.tokens_per_s, ".0f"), _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".1f"),
-        _fmt(r.cosine_min, ".5f"), _fmt(r.cosine_mean, ".5f"), _fmt(r.spearman, ".4f"),
-        _fmt(r.top1_agreement, ".3f"), _fmt(r.rel_error_vs_dequantized, ".1e"),
-    ] for r in rows]
-    return "\n".join(markdown_lines(header, body))
-
-
-def format_matmul_table(rows: Sequence[Any]) -> str:
-    header = ["browser", "engine", "platform", "on", "shape", "bits", "exec", "outcome", "median ms",
-              "p10-p90 ms", "GFLOP/s", "rel err vs float", "kernel err"]
-    body = [[
-        r.browser, r.engine, r.platform, r.executed_on or "-", f"{r.m}x{r.k}x{r.n}",
-        bits_label(r),
-        "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
-        _fmt(r.latency_ms_median, ".3f"),
-        "-" if r.latency_ms_p10 is None else f"{r.latency_ms_p10:.3f}-{r.latency_ms_p90:.3f}",
-        _fmt(r.gflops, ".2f"), _fmt(r.rel_error_vs_float, ".2e"), _fmt(r.rel_error_vs_dequantized, ".1e"),
-    ] for r in rows]
-    return "\n".join(markdown_lines(header, body))
+def format_table(rows: Sequence[ResultRow]) -> str:
+    """The end-of-sweep tables, one per workload kind (report/terminal.py)."""
+    return terminal_tables(rows)

@@ -23,13 +23,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..models import accuracy, sensitivity
+from ..models import sensitivity
 from ..models import rules as layer_rules
 from ..models.plan_search import Budget, parse_budget, search, workload_predictor
 from ..models.source import DEFAULT_MODEL
 from ..plan import MODEL_TIMING, RunSpec, TimingConfig, build_plan, load_plan
 from ..report.markdown import markdown_lines, markdown_table
 from ..vocabulary import PrecisionMode, parse_bits
+from ..workloads.encoder import accuracy
 from .run import build_parser as run_parser
 from .run import execute_sweep, model_workload, platforms_from
 
@@ -76,7 +77,7 @@ def plan_probes(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
                          "probe lower bits (or raise --baseline-bits)")
     workloads = [sensitivity.probe_workload(base, None, None, args.block_size)]
     for bits in low:
-        for probe in sensitivity.probes(base.config(), args.group):
+        for probe in sensitivity.probes(base.architecture(), base.config(), args.group):
             workloads.append(sensitivity.probe_workload(base, probe, bits, args.block_size))
     plan = build_plan(
         list(dict.fromkeys(args.browser)), platforms_from(args.platform), workloads,
@@ -125,7 +126,7 @@ def sensitivity_table(directory: Path, grouping: str | None = None) -> list[sens
     labels: dict[str, tuple[sensitivity.Probe, int]] = {}
     for w in workloads:
         for group in ([grouping] if grouping else sensitivity.GROUPINGS):
-            for probe in sensitivity.probes(w.config(), group):
+            for probe in sensitivity.probes(w.architecture(), w.config(), group):
                 for rule in w.rules:
                     if rule.match == probe.pattern:
                         labels[w.rules_name] = (probe, rule.bits)
@@ -247,7 +248,7 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
     plan, _ = load_plan(directory)
     base = next(r.workload for r in plan if not r.workload.rules)
     base = dataclasses.replace(base, rules=(), rules_name="")
-    probes = sensitivity.probes(base.config(), args.group)
+    probes = sensitivity.probes(base.architecture(), base.config(), args.group)
     found = search(ranking_from(rows, probes), budget,
                    workload_predictor(base, args.baseline_bits, args.seed),
                    baseline_bits=args.baseline_bits, block_size=args.block_size)

@@ -1,13 +1,17 @@
 """What an engine is: who builds the work for the page, and who reads the page's reply.
 
 An engine runs on one platform (the WebGPU WGSL kernels, the WebNN graphs, ONNX Runtime Web on
-one execution provider). For a run it turns the prepared workload into a job (spec + tensors),
-or refuses with a reason before any page loads; after the page replies it says what ran
-(bits executed, compute dtype, provider) and what is wrong with the reply, if anything. It knows
-nothing of statistics, rows or browsers' processes.
+one execution provider). What it can run is a table of (engine, platform, workload kind) ->
+``KindRunner`` in engines/registry.py: each runner lives in the engine's own package
+(``engines/wgsl/encoder.py``) with its page runner (web/engines/<runner>.js). For a run the
+kind runner turns the prepared workload into a job (spec + tensors), or refuses with a reason
+before any page loads; after the page replies it says what ran (bits executed, compute dtype,
+provider) and what is wrong with the reply, if anything. A pair the table does not list is
+refused when the plan is built. Engines know nothing of statistics, rows or browsers' processes.
 
-Adding an engine: a module here with an ``Engine`` subclass per platform, a page runner
-web/engines/<runner>.js, and its lines in ``engines/registry.py``.
+Adding an engine: a package here with an ``Engine`` subclass per platform and a ``KindRunner``
+per workload kind it runs, their page runners web/engines/<runner>.js, and its lines in
+``engines/registry.py``.
 """
 
 from __future__ import annotations
@@ -17,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from ..harness.protocol import JobSpec, PageDataError, PageReply
-from ..plan import RunSpec, TimingConfig
+from ..harness.protocol import JobSpec, PageReply
+from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
-from ..workloads.matmul import PreparedWorkload
+from ..workloads import Prepared, TensorSpec
 
 
 class BrowserFacts(Protocol):
@@ -36,9 +40,8 @@ class EngineJob:
 
     spec: JobSpec
     tensors: dict[str, bytes]
-    prepared: Any
-    """References (float64) and the weight bytes this job carries: a matmul's
-    workloads.matmul.PreparedWorkload or a model's models.prepared.PreparedModel."""
+    prepared: Prepared
+    """References (float64), tolerance rule, outputs and weight bytes of this job (the kind's)."""
     weight_format: str
     weight_dtype: str
     scale_dtype: str = ""
@@ -89,68 +92,47 @@ class LayerExecuted:
 
 
 class Engine(ABC):
+    """One engine on one platform. What it runs per workload kind is in engines/registry.py."""
+
     name: ClassVar[EngineName]
     platform: ClassVar[Platform]
-    runner: ClassVar[str]
-    """The page module web/engines/<runner>.js that executes this engine's jobs."""
     refusal_stages: ClassVar[tuple[str, ...]] = ()
     """Page stages where a refused data type or operator surfaces (the browser's answer)."""
 
     def assets(self) -> dict[str, Path]:
-        """URL prefix -> local folder the server must serve for this engine's page runner."""
+        """URL prefix -> local folder the server must serve for this engine's page runners."""
         return {}
 
-    act_bits: tuple[int, ...] = (32,)
-    """Activation precisions this engine runs in the matmul sweep (32: float; 8: int8 with
-    calibrated parameters)."""
-    model_act_bits: tuple[int, ...] = (32,)
-    """The same for whole models."""
 
-    async def build(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
-        """The job for any workload kind: matmuls by ``job``, whole models by ``model_job``."""
-        model = run.workload.kind == "model"
-        if run.act_bits not in (self.model_act_bits if model else self.act_bits):
-            runs_them = ("the harness's WGSL and WebNN model engines run them" if model
-                         else "the harness's WGSL kernels run them on WebGPU")
-            return Refusal(Outcome.UNSUPPORTED, f"{run.act_bits}-bit activations are not built for "
-                           f"engine {self.name} on {self.platform} {'models' if model else 'matmuls'} "
-                           f"({runs_them})")
-        if model:
-            return await self.model_job(run, timing, browser)
-        return await self.job(run, timing, browser)
+class KindRunner(ABC):
+    """An engine's support for one workload kind: the page runner that executes it, the job it
+    builds for a run, and how it reads the page's reply."""
 
-    def read(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        if run.workload.kind == "model":
-            return self.model_interpret(run, job, page)
-        return self.interpret(run, job, page)
+    runner: ClassVar[str]
+    """The page module web/engines/<runner>.js that executes these jobs."""
+    act_bits: ClassVar[tuple[int, ...]] = (32,)
+    """Activation precisions built (32: float; 8: int8 with calibrated parameters)."""
 
-    async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
-        """Whole models (models/prepared.py gives the bytes and the shared options)."""
-        return Refusal(Outcome.UNSUPPORTED, f"engine {self.name} on {self.platform} does not run whole models")
-
-    def model_interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        raise PageDataError(f"engine {self.name} on {self.platform} does not read whole-model replies")
-
-    def model_spec(self, run: RunSpec, prepared: Any, timing: TimingConfig, tensors: dict[str, bytes],
-                   options: dict[str, Any]) -> JobSpec:
-        """The common part of every whole-model job: the shared options plus the engine's own."""
-        return JobSpec(runner=self.runner, engine=self.name.value, platform=self.platform.value,
-                       bits=run.bits, timing=timing, bindings=tuple(tensors),
-                       output_bytes=prepared.output_bytes, options=prepared.options() | options)
+    def refusal(self, engine: Engine, run: RunSpec) -> str:
+        """Why this run cannot be built, known before any browser starts ('' when it can)."""
+        if run.act_bits not in self.act_bits:
+            return (f"{run.act_bits}-bit activations are not built for engine {engine.name} on "
+                    f"{engine.platform} for {run.workload.kind} workloads")
+        return ""
 
     @abstractmethod
-    async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
+                  browser: BrowserFacts) -> EngineJob | Refusal:
         """Build the page's job for ``run``, or refuse before any page loads."""
 
     @abstractmethod
-    def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         """What ran, from the reply's facts; Python, not the page, picks the tolerance. Raises
         PageDataError when the reply lacks a fact this engine needs (the run is then failed)."""
 
-    def spec(self, run: RunSpec, prepared: PreparedWorkload, timing: TimingConfig,
-             tensors: dict[str, bytes], options: dict[str, Any]) -> JobSpec:
-        """The common part of every matmul job; engines add only their own ``options``."""
-        w = run.workload
-        return JobSpec(runner=self.runner, engine=self.name.value, platform=self.platform.value,
-                       bits=prepared.bits, m=w.m, k=w.k, n=w.n, timing=timing,
-                       bindings=tuple(tensors), output_bytes=w.m * w.n * 4, options=options)
+    def spec(self, engine: Engine, run: RunSpec, timing: TimingConfig, tensors: dict[str, bytes],
+             outputs: tuple[TensorSpec, ...], options: dict[str, Any], bits: int | None = None) -> JobSpec:
+        """The common part of every job; runners add only their own ``options``."""
+        return JobSpec(runner=self.runner, engine=engine.name.value, platform=engine.platform.value,
+                       bits=run.bits if bits is None else bits, timing=timing, bindings=tuple(tensors),
+                       outputs=outputs, options=options)

@@ -1,12 +1,22 @@
-"""The explicit registry of engines: one line per (engine, platform) the harness can run."""
+"""The explicit registries: every engine (one line per engine and platform), and the table of
+what each runs (one line per engine, platform and workload kind). A run whose (engine, platform,
+kind) is not in ``RUNS`` is refused when the plan is built, with ``refusal``'s reason."""
 
 from __future__ import annotations
 
-from .base import Engine
-from .ort_web import OrtWasm, OrtWebGpu, OrtWebNN
+from ..harness.protocol import PageReply
+from ..run_spec import RunSpec, TimingConfig
+from ..vocabulary import EngineName, Outcome, Platform
+from .base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
+from .ort import OrtWasm, OrtWebGpu, OrtWebNN
+from .ort.encoder import OrtEncoder
+from .ort.matmul import OrtMatmul
 from .webnn import WebnnEngine
+from .webnn.encoder import WebnnEncoder
+from .webnn.matmul import WebnnMatmul
 from .wgsl import WgslEngine
-from ..vocabulary import EngineName, Platform
+from .wgsl.encoder import WgslEncoder
+from .wgsl.matmul import WgslMatmul
 
 ENGINES: tuple[Engine, ...] = (
     WgslEngine(),
@@ -16,6 +26,23 @@ ENGINES: tuple[Engine, ...] = (
     OrtWasm(),
 )
 
+HARNESS, ORT = EngineName.HARNESS, EngineName.ORT
+WEBGPU, WEBNN, WASM = Platform.WEBGPU, Platform.WEBNN, Platform.WASM
+
+RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
+    (HARNESS, WEBGPU, "matmul"): WgslMatmul(),
+    (HARNESS, WEBGPU, "encoder"): WgslEncoder(),
+    (HARNESS, WEBNN, "matmul"): WebnnMatmul(),
+    (HARNESS, WEBNN, "encoder"): WebnnEncoder(),
+    (ORT, WEBGPU, "matmul"): OrtMatmul(),
+    (ORT, WEBGPU, "encoder"): OrtEncoder(),
+    (ORT, WEBNN, "matmul"): OrtMatmul(),
+    (ORT, WEBNN, "encoder"): OrtEncoder(),
+    (ORT, WASM, "matmul"): OrtMatmul(),
+    (ORT, WASM, "encoder"): OrtEncoder(),
+}
+"""(engine, platform, workload kind) -> the module that runs it, with its page runner."""
+
 
 def engine_for(name: EngineName, platform: Platform) -> Engine | None:
     return next((e for e in ENGINES if e.name is name and e.platform is platform), None)
@@ -23,3 +50,43 @@ def engine_for(name: EngineName, platform: Platform) -> Engine | None:
 
 def engines_for_platform(platform: Platform) -> list[EngineName]:
     return [e.name for e in ENGINES if e.platform is platform]
+
+
+def kind_runner(name: EngineName, platform: Platform, kind: str) -> KindRunner | None:
+    return RUNS.get((name, platform, kind))
+
+
+def refusal(name: EngineName, platform: Platform, kind: str) -> str:
+    """Why no registered module runs this kind on this engine and platform ('' when one does)."""
+    if kind_runner(name, platform, kind) is not None:
+        return ""
+    runs_it = sorted({f"{e}/{p}" for e, p, k in RUNS if k == kind})
+    return (f"engine {name} on {platform} does not run {kind} workloads "
+            f"({'engines that do: ' + ', '.join(runs_it) if runs_it else 'no engine does yet'})")
+
+
+def planned_refusal(run: RunSpec) -> str:
+    """Why ``run`` cannot be attempted, from the table and its kind runner ('' if it can): what
+    the plan records in ``RunSpec.refused`` before any browser starts."""
+    runner = kind_runner(run.engine, run.platform, run.workload.kind)
+    engine = engine_for(run.engine, run.platform)
+    if runner is None or engine is None:
+        return refusal(run.engine, run.platform, run.workload.kind)
+    return runner.refusal(engine, run)
+
+
+async def build_job(run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+    """The page's job for ``run`` from its engine's module for its kind, or why there is none."""
+    why = run.refused or planned_refusal(run)  # a plan saved by another version may lack it
+    engine, runner = engine_for(run.engine, run.platform), kind_runner(run.engine, run.platform, run.workload.kind)
+    if why or engine is None or runner is None:
+        return Refusal(Outcome.UNSUPPORTED, why)
+    return await runner.job(engine, run, timing, browser)
+
+
+def read_reply(run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+    """What ran, as the module that built ``job`` reads the page's reply."""
+    engine, runner = engine_for(run.engine, run.platform), kind_runner(run.engine, run.platform, run.workload.kind)
+    if engine is None or runner is None:
+        raise ValueError(f"no module runs {run.workload.kind} on {run.engine}/{run.platform}")
+    return runner.interpret(engine, run, job, page)

@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..plan import TimingConfig
+from ..run_spec import TimingConfig
 from ..vocabulary import COMPUTE_DTYPES, PROTOCOL_VERSION
+from ..workloads import TensorSpec, WorkloadKind
+from ..workloads.base import TENSOR_DTYPES
 
 MAX_REASON_CHARS = 2000
 MAX_SAMPLE_MS = 3_600_000.0
@@ -39,18 +41,20 @@ class JobSpec:
     engine: str
     platform: str
     bits: int = 0
-    m: int = 0
-    k: int = 0
-    n: int = 0
     timing: TimingConfig | None = None
     bindings: tuple[str, ...] = ()
     """Tensor names the page fetches, in binding order."""
-    output_bytes: int = 0
+    outputs: tuple[TensorSpec, ...] = ()
+    """The tensors the page posts back, in this order, packed (the workload kind's ``outputs``)."""
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not _RUNNER_NAME.match(self.runner):
             raise ValueError(f"runner name {self.runner!r} is not a module name")
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(o.nbytes for o in self.outputs)
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -59,10 +63,8 @@ class JobSpec:
             "engine": self.engine,
             "platform": self.platform,
             "bits": self.bits,
-            "m": self.m,
-            "k": self.k,
-            "n": self.n,
             "bindings": list(self.bindings),
+            "outputs": [o.to_json() for o in self.outputs],
             "output_bytes": self.output_bytes,
             "options": self.options,
         }
@@ -119,6 +121,8 @@ class PageReply:
     probe: dict[str, Any] = field(default_factory=dict)
     layers: tuple[LayerReply, ...] = ()
     """Whole models: what the page says about each linear layer, in forward order."""
+    kind_fields: dict[str, Any] = field(default_factory=dict)
+    """Reply fields only the run's workload kind has, checked by it (``WorkloadKind.reply_fields``)."""
 
 
 @dataclass(frozen=True)
@@ -210,9 +214,9 @@ def _short(value: Any, name: str, limit: int = 40) -> str:
     return value[:limit]
 
 
-def parse_page_reply(payload: Any, max_iterations: int) -> PageReply:
+def parse_page_reply(payload: Any, max_iterations: int, kind: WorkloadKind | None = None) -> PageReply:
     """Check a posted result; timed runs have 1..max_iterations samples (fewer than the minimum
-    asked is allowed here and marked by the runner)."""
+    asked is allowed here and marked by the runner). ``kind`` checks its own reply fields."""
     if not isinstance(payload, dict):
         raise PageDataError("result is not a JSON object")
     version = payload.get("protocol_version")
@@ -256,17 +260,28 @@ def parse_page_reply(payload: Any, max_iterations: int) -> PageReply:
         js_heap_source=heap_source,
         probe=probe,
         layers=_layers(payload.get("layers")),
+        kind_fields=kind.reply_fields(payload, max_iterations) if kind is not None else {},
     )
 
 
-def parse_output(data: bytes | None, m: int, n: int) -> np.ndarray:
-    expected = m * n * 4
+def parse_outputs(data: bytes | None, specs: tuple[TensorSpec, ...]) -> dict[str, np.ndarray]:
+    """The posted output bytes split into the job's named tensors, checked: the exact size, and
+    no NaN or Inf in float tensors."""
+    expected = sum(spec.nbytes for spec in specs)
     if data is None:
         raise PageDataError("the page posted no output tensor")
     if len(data) != expected:
-        raise PageDataError(f"output has {len(data)} bytes, expected {expected} ({m}x{n} float32)")
-    out = np.frombuffer(data, dtype="<f4").reshape(m, n)
-    bad = int(np.count_nonzero(~np.isfinite(out)))
-    if bad:
-        raise PageDataError(f"output holds {bad} non-finite values (NaN or Inf)")
+        shapes = ", ".join(f"{s.name} {'x'.join(map(str, s.shape))} {s.dtype}" for s in specs)
+        raise PageDataError(f"output has {len(data)} bytes, expected {expected} ({shapes})")
+    out: dict[str, np.ndarray] = {}
+    at = 0
+    for spec in specs:
+        array = np.frombuffer(data, dtype=TENSOR_DTYPES[spec.dtype], count=spec.nbytes // np.dtype(
+            TENSOR_DTYPES[spec.dtype]).itemsize, offset=at).reshape(spec.shape)
+        at += spec.nbytes
+        if array.dtype.kind == "f":
+            bad = int(np.count_nonzero(~np.isfinite(array)))
+            if bad:
+                raise PageDataError(f"output {spec.name} holds {bad} non-finite values (NaN or Inf)")
+        out[spec.name] = array
     return out

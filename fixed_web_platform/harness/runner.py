@@ -26,10 +26,10 @@ from ..browsers import (
     resolve_remote,
 )
 from ..browsers.discovery import check_remote_url
-from ..engines import ENGINES, engine_for
 from ..engines.base import Engine, EngineJob, Executed, Refusal
+from ..engines.registry import ENGINES, build_job, engine_for, planned_refusal, read_reply
 from ..errors import first_line
-from ..plan import RunSpec, TimingConfig
+from ..run_spec import RunSpec, TimingConfig
 from ..probes.adapter import adapter_label
 from ..probes.memory import MemoryFigures, TreeSampler
 from ..probes.quiet import Quiet, wait_until_quiet
@@ -37,11 +37,12 @@ from ..progress import Progress
 from ..results.rows import LayerRow, ResultRow, utc_now
 from ..results.writer import ResultsWriteError, ResultWriter
 from ..vocabulary import BrowserName, Outcome, Platform
+from ..workloads import kind_named
 from .page import leave_page, visit_page
 from .protocol import (
     PageDataError,
     PageReply,
-    parse_output,
+    parse_outputs,
     parse_page_reply,
     probe_spec,
 )
@@ -197,8 +198,9 @@ class BrowserRunner:
     async def _run(self, run: RunSpec, layers: list[LayerRow]) -> tuple[ResultRow, dict[str, Any]]:
         """The run's row and samples; a whole-model run also fills ``layers`` (layers.csv)."""
         engine = engine_for(run.engine, run.platform)
-        if engine is None:  # the plan is validated; a resumed plan from elsewhere may not be
-            return _no_row(run, Outcome.UNSUPPORTED, f"engine {run.engine} does not run {run.platform}")
+        refused = run.refused or planned_refusal(run)  # a plan saved by another version may lack it
+        if engine is None or refused:  # decided when the plan was built: no browser starts for it
+            return _no_row(run, Outcome.UNSUPPORTED, refused or f"engine {run.engine} does not run {run.platform}")
         try:
             session = await self.ensure_session()
         except ResultsWriteError:
@@ -207,7 +209,7 @@ class BrowserRunner:
             where = f" on {self.resolved.remote_url}" if self.resolved.remote_url else ""
             return _no_row(run, Outcome.FAILED, f"browser failed to start{where}: {first_line(exc)}")
         timing = self.options.timing
-        job = await engine.build(run, timing, self)
+        job = await build_job(run, timing, self)
         if isinstance(job, Refusal):
             row, samples = _no_row(run, job.outcome, job.reason, browser_version=session.version)
             return row, samples | job.details
@@ -245,7 +247,7 @@ class BrowserRunner:
             if visit.outcome is not Outcome.OK:
                 break
             try:
-                page = parse_page_reply(visit.payload, timing.max_iterations)
+                page = parse_page_reply(visit.payload, timing.max_iterations, kind_named(run.workload.kind))
             except PageDataError as exc:
                 outcome, reason, page = Outcome.FAILED, f"page sent malformed data: {exc}", None
                 break
@@ -288,17 +290,17 @@ class BrowserRunner:
             layers.extend(layer_rows(run, job, None))
             return base, {"outcome": outcome.value, "reason": reason, **job.details, **rest}
         try:
-            executed = [engine.read(run, job, p) for p in pages]
+            executed = [read_reply(run, job, p) for p in pages]
         except PageDataError as exc:
             failed = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
             return failed, {"outcome": failed.outcome, "reason": failed.reason, **job.details}
         row, samples = measured_row(base, run, job, pages, executed, outputs, timing,
                                     MemoryFigures.over_pages(peaks))
-        if run.workload.kind == "model":
-            layers.extend(layer_rows(run, job, executed[0]))
-            if outputs[0] is not None and row.outcome in (Outcome.OK, Outcome.INVALID):
-                out = parse_output(outputs[0], *job.prepared.output_shape)
-                row = replace(row, outputs_file=self.writer.save_outputs(run.run_id, job.prepared.output_arrays(out)))
+        layers.extend(layer_rows(run, job, executed[0]))
+        if outputs[0] is not None and row.outcome in (Outcome.OK, Outcome.INVALID):
+            arrays = job.prepared.output_arrays(parse_outputs(outputs[0], job.prepared.outputs))
+            if arrays:
+                row = replace(row, outputs_file=self.writer.save_outputs(run.run_id, arrays))
         return row, {**samples, **job.details, **rest}
 
 
@@ -313,12 +315,11 @@ def ran_on_text(session: BrowserSession) -> str:
 
 
 def layer_rows(run: RunSpec, job: EngineJob, executed: Executed | None) -> list[LayerRow]:
-    """layers.csv lines of a whole-model run: the plan, and what ran where the engine could tell."""
-    if run.workload.kind != "model":
-        return []
+    """layers.csv lines of a model run (its kind's layer plan; none for a lone matmul): the plan,
+    and what ran where the engine could tell."""
     ran = {layer.name: layer for layer in executed.layers} if executed is not None else {}
     rows = []
-    for p in job.prepared.plan:
+    for p in job.prepared.layers:
         done = ran.get(p.layer.name)
         rows.append(LayerRow(
             run_id=run.run_id, layer=p.layer.name, kind=p.layer.kind, k=p.layer.k, n=p.layer.n,

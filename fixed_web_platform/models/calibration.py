@@ -27,7 +27,6 @@ from ..vocabulary import ACT8_WEIGHT_BITS
 from .inputs import read_texts, tokenize
 from .rules import LayerPrecision
 from .source import LoadedModel, tokenizer
-from .torch_model import bert_module
 
 CALIBRATION_SET = Path(__file__).parent / "data" / "calibration_sentences.txt"
 CALIBRATION_NAME = "builtin-calibration"
@@ -60,8 +59,8 @@ def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_l
     """Scale and zero point of each named layer's input, from ``observer`` over ``texts``."""
     import torch
 
-    net = bert_module(model)
-    modules = dict(net.named_modules())
+    net = model.module()
+    modules = model.architecture.linear_modules(net)
     missing = [name for name in layers if name not in modules]
     if missing:
         raise ValueError(f"layer {missing[0]} is not a module of the model")

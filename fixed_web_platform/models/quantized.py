@@ -1,7 +1,7 @@
 """A model as one engine run holds it: each linear layer's bytes at its bits, the float tensors,
 and the values they stand for (the weights the float64 reference runs with).
 
-Linear layers are quantized exactly as the matmul sweep's weights (workloads.matmul.hold_weights:
+Linear layers are quantized exactly as the matmul sweep's weights (precision.held.hold_weights:
 blockwise along K, the harness's scales and zero points), so every engine gets the same values.
 Embeddings, layer norms and biases stay float32.
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..workloads.matmul import HeldWeights, hold_weights
+from ..precision.held import HeldWeights, hold_weights
 from .rules import LayerPrecision
 from .source import LoadedModel
 

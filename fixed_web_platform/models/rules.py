@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..vocabulary import parse_bits
-from .config import LinearLayer
+from ..architectures import LinearLayer
 
 MIXED_PRECISION_RULES = Path(__file__).parent / "data" / "mixed_precision.json"
 

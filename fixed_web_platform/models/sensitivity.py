@@ -19,19 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..report.markdown import number
-from . import accuracy
-from .config import ATTENTION_LINEARS, FFN_LINEARS, EncoderConfig
+from ..architectures import ArchConfig, Architecture
+from ..values import number
+from ..workloads.encoder import accuracy
 from .rules import PrecisionRule
 
-KIND_LABELS = {
-    "attention.self.query": "query projections",
-    "attention.self.key": "key projections",
-    "attention.self.value": "value projections",
-    "attention.output.dense": "attention outputs",
-    "intermediate.dense": "FFN up (intermediate)",
-    "output.dense": "FFN down (output)",
-}
+_BLOCK = re.compile(r"^(?P<block>.*?\.(?P<index>\d+))\.(?P<suffix>.+)$")
+"""A layer name as '<prefix>.<block index>.<suffix>' ('encoder.layer.3.output.dense')."""
 
 
 @dataclass(frozen=True)
@@ -50,25 +44,28 @@ def _regex(*names: str) -> str:
     return "re:" + "|".join(re.escape(n) for n in names)
 
 
-def probes(cfg: EncoderConfig, grouping: str) -> list[Probe]:
-    """The probes of a model, in forward order."""
+def probes(arch: Architecture, cfg: ArchConfig, grouping: str) -> list[Probe]:
+    """The probes of a model, in forward order. ``kind`` and ``block`` group the layers by the
+    block index in their names and the architecture's layer labels and roles."""
+    if grouping not in GROUPINGS:
+        raise ValueError(f"--group {grouping!r} is not one of {', '.join(GROUPINGS)}")
     layers = cfg.linear_layers()
     if grouping == "layer":
         return [Probe(layer.name, _regex(layer.name), (layer.name,)) for layer in layers]
-    if grouping == "kind":
-        out = []
-        for suffix in (*ATTENTION_LINEARS, *FFN_LINEARS):
-            names = tuple(f"encoder.layer.{i}.{suffix}" for i in range(cfg.layers))
-            out.append(Probe(f"all {KIND_LABELS[suffix]}", _regex(*names), names))
-        return out
-    if grouping == "block":
-        out = []
-        for i in range(cfg.layers):
-            for label, suffixes in (("attention", ATTENTION_LINEARS), ("FFN", FFN_LINEARS)):
-                names = tuple(f"encoder.layer.{i}.{s}" for s in suffixes)
-                out.append(Probe(f"layer {i} {label}", _regex(*names), names))
-        return out
-    raise ValueError(f"--group {grouping!r} is not one of {', '.join(GROUPINGS)}")
+    parts = [_BLOCK.match(layer.name) for layer in layers]
+    if not all(parts):
+        raise ValueError(f"--group {grouping}: the {arch.name} layer names carry no block index")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for layer, part in zip(layers, parts):
+        assert part is not None
+        suffix = part["suffix"]
+        if grouping == "kind":
+            key = ("", f"all {arch.layer_labels.get(suffix, suffix)}")
+        else:
+            role = next((r for r, suffixes in arch.layer_kinds.items() if suffix in suffixes), suffix)
+            key = (part["block"], f"layer {part['index']} {arch.role_labels.get(role, role)}")
+        groups.setdefault(key, []).append(layer.name)
+    return [Probe(label, _regex(*names), tuple(names)) for (_, label), names in groups.items()]
 
 
 GROUPINGS = ("layer", "kind", "block")
@@ -92,7 +89,7 @@ def probe_workload(base: Any, probe: Probe | None, bits: int | None, block_size:
 
 def predicted(workload: Any, bits: int, block_size: int, seed: int) -> accuracy.EmbeddingAccuracy:
     """The numpy float64 forward with the weights this run would hold, against PyTorch fp32."""
-    from .prepared import prepare_model
+    from ..workloads.encoder.prepared import prepare_model
 
     prepared = prepare_model(workload, bits, block_size, seed)
     return accuracy.compare(prepared.ref_dequantized, prepared.ref_float)

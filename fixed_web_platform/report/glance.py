@@ -22,12 +22,11 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.compare import DEFAULT_MIN_EFFECT
+from ..results.rows import setting_columns
 from .markdown import fmt_bytes, markdown_lines, number
 
-SETTING_KEY = ("sweep", "browser", "engine", "platform", "precision_mode", "device_type",
-               "workload", "m", "k", "n", "model", "weights", "batch_size", "seq_len", "inputs")
-"""One setting (a whole model's m, k, n are 0: its batch, sequence length, weights and inputs
-tell its settings apart)."""
+SETTING_KEY = ("sweep", *setting_columns())
+"""One setting (results/rows.py: everything but the precision asked for)."""
 COLUMNS = ("setting", "workload", "bits", "median latency", "vs float32", "vs 16-bit",
            "weight memory", "error vs float", "verdict")
 
@@ -121,7 +120,7 @@ def glance_rows(summary: pd.DataFrame) -> tuple[list[list[Cell]], list[str]]:
             error = number(row.get("rel_error_vs_float"))
             verdict = _verdict(bits, compression, vs32, error, ran, plan if _mixed(plan) else "")
             cosine = number(row.get("cosine_mean"))
-            if _is_model(row) and cosine is not None:
+            if cosine is not None:
                 verdict += f"; cosine {cosine:.4f} vs PyTorch fp32"
             rows.append([
                 Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(bits_text),
@@ -136,11 +135,6 @@ def glance_rows(summary: pd.DataFrame) -> tuple[list[list[Cell]], list[str]]:
 
 def _mixed(plan: Any) -> bool:
     return isinstance(plan, str) and plan.startswith("mixed")
-
-
-def _is_model(row: pd.Series) -> bool:
-    model = row.get("model")
-    return isinstance(model, str) and model not in ("", "nan")
 
 
 def _verdict(bits: int, compression: float | None, vs32: Cell, error: float | None, ran: str,

@@ -9,14 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-
-def number(value: Any) -> float | None:
-    """A float from a table value; None for empty, unreadable or NaN."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else v
+from ..values import number  # noqa: F401 - the report's readers use it from here
 
 
 def fmt_bytes(value: Any) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..results import reader as result_files
+from ..workloads.encoder import ENCODER
 from .markdown import html_table, markdown_table, number
 from .plots import MODEL_SETTING, model_setting_title
 
@@ -40,10 +41,10 @@ MODEL_NOTES = (
 
 
 def model_rows(frame: pd.DataFrame) -> pd.Series:
-    """True for whole-model rows (their ``model`` column is filled)."""
-    if "model" not in frame or frame.empty:
+    """True for the encoder kind's rows (the rows this section shows)."""
+    if "kind" not in frame or frame.empty:
         return pd.Series(False, index=frame.index)
-    return frame["model"].fillna("").astype(str).str.strip().ne("") & frame["model"].astype(str).ne("nan")
+    return frame["kind"] == ENCODER.name
 
 
 def _key(values: Any) -> tuple[Any, ...]:
@@ -295,3 +296,11 @@ def section_html(tables: list[tuple[str, pd.DataFrame]], layers: LayerTables,
     for title, name in plots:
         parts += [f"<h3>{e(title)}</h3>", f'<img src="plots/{e(name)}" alt="{e(name.rsplit(".", 1)[0])}">']
     return parts
+
+
+def encoder_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFrame, show_sweep: bool,
+                    plots: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """The whole section (Markdown lines, HTML parts) for the encoder kind's rows."""
+    tables = model_tables(rows, summary, show_sweep=show_sweep)
+    layer_figures = layer_tables(layers, rows, show_sweep=show_sweep)
+    return (section_markdown(tables, layer_figures, plots), section_html(tables, layer_figures, plots))

@@ -23,29 +23,29 @@ import pandas as pd
 from ..analysis.stats import median_interval, summarize
 from ..probes.adapter import adapter_label
 from ..results import reader as result_files
-from ..results.reader import (MODEL_FLOAT_COLUMNS, MODEL_INTEGER_COLUMNS, MODEL_TEXT_COLUMNS,
+from ..results.reader import (KIND_FLOAT_COLUMNS, KIND_INTEGER_COLUMNS, KIND_TEXT_COLUMNS,
                               ResultSchemaError, page_samples)
-from ..results.rows import LayerRow
+from ..results.rows import LayerRow, identity_columns, setting_columns
+from ..workloads import kind_columns, kind_named
 from .activations import activation_section
 from .glance import glance_html, glance_markdown
 from .markdown import fmt_bytes, html_table, markdown_table, number
 from .sensitivity import sensitivity_section
-from .models import layer_tables, model_rows, model_tables, section_html, section_markdown
-from .plots import MEMORY_COLUMNS, draw_model_plots, draw_plots
+from .plots import MEMORY_COLUMNS
+from .sections import SECTIONS
 
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
-TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "workload",
-                "outcome", "reason", "timing_source", "browser_version", "adapter", *MODEL_TEXT_COLUMNS)
-MODEL_SETTING = ("model", "weights", "batch_size", "seq_len", "inputs")
-"""What a whole model's m, k, n (all 0) do not say: which model, on what, at which shapes."""
-BASELINE_KEY = ("sweep", "browser", "engine", "platform", "precision_mode", "device_type", "workload",
-                "m", "k", "n", *MODEL_SETTING)
+TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "kind",
+                "workload", "outcome", "reason", "timing_source", "browser_version", "adapter", *KIND_TEXT_COLUMNS,
+                "outputs_file")
+BASELINE_KEY = ("sweep", *setting_columns())
 """One benchmarked setting; the 16- and 32-bit rows under the same key (uniform precision plans
 only) are the speed-up baselines."""
-CONFIG_KEY = ("sweep", *result_files.CONFIG_KEY)
+CONFIG_KEY = ("sweep", *identity_columns())
 """One configuration: its ok repetitions are aggregated into one summary row."""
-PEER_KEY = ("sweep", "browser", "platform", "precision_mode", "device_type", "workload", "m", "k",
-            "n", "bits_requested", *MODEL_SETTING, "precision_plan")
+PEER_KEY = ("sweep", *(c for c in setting_columns() if c != "engine"), "bits_requested",
+            *(c for c in identity_columns() if c not in setting_columns() and c not in
+              ("bits_requested", "block_size", "act_bits", "observer")))
 """Rows of different engines under the same key ran the same work: the harness row is the one
 every other engine's latency is set against (``latency_vs_harness``)."""
 
@@ -135,22 +135,22 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
             rows[column] = ""
         rows[column] = rows[column].fillna("").astype(str)
     rows.loc[rows["engine"] == "", "engine"] = "harness"  # folders before schema 3
-    for column in ("m", "k", "n", "block_size", "repetition"):
+    for column in ("block_size", "repetition"):
         if column not in rows:
             rows[column] = 0
-    numeric = ("run_id", "repetition", "m", "k", "n", "bits_requested", "bits_executed",
+    numeric = ("run_id", "repetition", "bits_requested", "bits_executed",
                "block_size", "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "wall_ms_median",
                "n_samples",
                "gflops", "weight_bytes", "weight_bytes_f32", "rel_error_vs_float", "snr_db",
-               "rel_error_vs_dequantized", "kernel_tolerance", *MODEL_INTEGER_COLUMNS,
-               *MODEL_FLOAT_COLUMNS, *MEMORY_COLUMNS)
-    for column in (*MODEL_INTEGER_COLUMNS, *MODEL_FLOAT_COLUMNS):
+               "rel_error_vs_dequantized", "kernel_tolerance", *KIND_INTEGER_COLUMNS,
+               *KIND_FLOAT_COLUMNS, *MEMORY_COLUMNS)
+    for column in (*KIND_INTEGER_COLUMNS, *KIND_FLOAT_COLUMNS):
         if column not in rows:
             rows[column] = math.nan
     for column in numeric:
         if column in rows:
             rows[column] = pd.to_numeric(rows[column], errors="coerce")
-    for column in ("m", "k", "n", "block_size", "repetition"):
+    for column in ("block_size", "repetition"):
         rows[column] = rows[column].fillna(0).astype("int64")
     rows["outcome"] = rows["outcome"].str.strip().str.lower()
     return rows
@@ -159,27 +159,15 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ aggregation
 
 
-def is_model(row: Any) -> bool:
-    """A whole-model row (or summary row): its ``model`` column is filled."""
-    try:
-        model = row["model"]
-    except (KeyError, IndexError):
-        return False
-    return isinstance(model, str) and model not in ("", "nan")
-
-
 def is_mixed(plan: Any) -> bool:
     """A precision plan with more than one bits value ('mixed:8x24,4x12')."""
     return isinstance(plan, str) and plan.startswith("mixed")
 
 
 def shape_text(row: Any) -> str:
-    """What was run, in one short cell: 'MxKxN' for a matmul, 'BATCHxSEQ tokens' for a whole
-    model (whose m, k, n are 0)."""
-    if is_model(row):
-        batch, seq = number(row.get("batch_size")), number(row.get("seq_len"))
-        return f"{_fmt_int(batch) or '?'}x{_fmt_int(seq) or '?'} tokens"
-    return f"{row['m']}x{row['k']}x{row['n']}"
+    """What was run, in one short cell, as the row's workload kind says it ('1x768x3072',
+    '4x32 tokens')."""
+    return kind_named(str(row.get("kind") or "matmul")).shape(row)
 
 
 def _truthy(value: Any) -> bool | None:
@@ -282,15 +270,14 @@ def summary_table(rows: pd.DataFrame,
             spread = (group["latency_ms_p10"].median() if "latency_ms_p10" in group else math.nan,
                       group["latency_ms_p90"].median() if "latency_ms_p90" in group else math.nan)
         rec["latency_ms_p10"], rec["latency_ms_p90"] = spread
-        if is_model(rec):  # the row's own figure: the model's FLOPs over the run's median
-            rec["gflops"] = pd.to_numeric(group["gflops"], errors="coerce").median() \
-                if "gflops" in group else math.nan
-        else:
-            flops = 2.0 * rec["m"] * rec["k"] * rec["n"]
-            rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
+        # the workload's FLOPs (each row's GFLOP/s x its median) over the configuration's median
+        flops = (pd.to_numeric(group["gflops"], errors="coerce")
+                 * pd.to_numeric(group["latency_ms_median"], errors="coerce") * 1e6).median() \
+            if "gflops" in group else math.nan
+        rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
         for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", "gpu_buffer_bytes",
                        "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized", "kernel_tolerance",
-                       *MODEL_FLOAT_COLUMNS):
+                       *KIND_FLOAT_COLUMNS):
             rec[column] = pd.to_numeric(group[column], errors="coerce").median() if column in group else math.nan
         rec["outputs_file"] = _unique_text(group.get("outputs_file", []))
         # Process memory leaves out the first run of a browser session (the browser warming up)
@@ -321,7 +308,7 @@ def summary_table(rows: pd.DataFrame,
             rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
         records.append(rec)
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
-               "device_type", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
+               "device_type", "kind", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
                "bits_executed", "act_bits", "observer", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",
@@ -329,9 +316,8 @@ def summary_table(rows: pd.DataFrame,
                "compression", "gpu_buffer_bytes", *memory, *(f"{c}_spread" for c in memory),
                "memory_warmup_only", "adapter", "page_loads", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
                "fallback", *(["unstable", "instability"] if has_unstable else []),
-               "model", "weights", "batch_size", "seq_len", "inputs", "precision_plan", "precision_rules",
-               "sequences_per_s", "tokens_per_s", "cosine_min", "cosine_mean", "spearman",
-               "top1_agreement", "kernel_tolerance", "outputs_file"]
+               *(c.name for c in kind_columns() if c.name not in ("m", "k", "n")),
+               "kernel_tolerance", "outputs_file"]
     derived = ("speedup_vs_16bit", "speedup_vs_f32", "latency_vs_harness")
     table = pd.DataFrame.from_records(records, columns=[c for c in columns if c not in derived])
     if table.empty:
@@ -636,19 +622,28 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     not_ok_csv = out_dir / "not_ok.csv"
     summary.to_csv(summary_csv, index=False)
     not_ok.to_csv(not_ok_csv, index=False)
-    is_model_row = model_rows(summary)
-    plots = draw_plots(summary[~is_model_row], out_dir / "plots", show_sweep)
-    model_plots = draw_model_plots(summary[is_model_row], out_dir / "plots", show_sweep)
-    has_models = bool(model_rows(rows).any())
-    model_section = model_tables(rows, summary, show_sweep=show_sweep) if has_models else []
-    layers = layer_tables(sweeps.layers, rows, show_sweep=show_sweep) if has_models else None
-    model_plot_titles = {
-        "model_latency_vs_bits": "Model latency vs bits",
-        "model_accuracy_vs_bits": "Model accuracy vs bits",
-        "model_accuracy_vs_latency": "Model accuracy vs latency",
-        "model_accuracy_vs_weight_bytes": "Model accuracy vs weight memory",
-    }
-    model_plot_refs = [(model_plot_titles.get(p.stem, p.stem), p.name) for p in model_plots]
+    # Each kind's part of the report (report/sections.py): its plots, and its own section or none.
+    plots: list[tuple[str, Path]] = []  # under the shared "Plots" heading
+    all_plots: list[Path] = []
+    kind_md: list[str] = []
+    kind_html: list[str] = []
+    kinds = list(dict.fromkeys(rows["kind"])) if not rows.empty else []
+    for kind in kinds:
+        part = SECTIONS.get(kind)
+        if part is None:
+            continue
+        own_summary = summary[summary["kind"] == kind] if not summary.empty else summary
+        drawn = part.plots(own_summary, out_dir / "plots", show_sweep)
+        all_plots += drawn
+        titled = [(part.plot_titles.get(p.stem, p.stem), p) for p in drawn]
+        if part.section is None:
+            plots += titled
+            continue
+        md_part, html_part = part.section(rows[rows["kind"] == kind], own_summary, sweeps.layers, show_sweep,
+                                          [(title, p.name) for title, p in titled])
+        kind_md += md_part
+        kind_html += html_part
+    own_sections = [k for k in kinds if k in SECTIONS and SECTIONS[k].section is not None]
     env = environment_table(sweeps)
     env = env.loc[:, [c for c in env.columns if c == "sweep" and show_sweep or c != "sweep"]]
     env = env.loc[:, [c for c in env.columns if (env[c] != "").any() or c in ("browser", "version")]]
@@ -659,16 +654,11 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     for name, directory in zip(sweeps.names, sweeps.directories):
         sub = rows[rows["sweep"] == name] if not rows.empty else rows
         sweep_lines.append(f"{name} ({directory}): {len(sub)} rows: {_outcome_counts(sub)}")
-    plot_titles = {
-        "latency_vs_bits": "Latency vs bits", "error_vs_bits": "Error vs bits (log)",
-        "weight_memory_vs_bits": "Weight memory vs bits",
-        "process_memory_vs_bits": "Process memory vs bits",
-        "accuracy_vs_latency": "Accuracy vs latency",
-    }
     if summary.empty:
         plot_note = "No ok runs in these folders: no summary figures and no plots."
-    elif not plots and is_model_row.all():
-        plot_note = "Only whole-model runs: their plots are in the Whole models section."
+    elif not plots and summary["kind"].isin(own_sections).all():
+        titles = " and ".join(SECTIONS[k].title for k in own_sections)
+        plot_note = f"Only runs with a section of their own: their plots are in the {titles} section."
     elif not plots:
         plot_note = "The ok runs have no plottable figures: no plots."
     else:
@@ -693,8 +683,7 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     md += [NOTES, "", MEMORY_NOTES, "", memory_note, ""]
     md += ["## Runs without a measurement (not ok)", ""]
     md += [markdown_table(shown_not_ok) if not not_ok.empty else "Every run was ok.", ""]
-    if has_models:
-        md += section_markdown(model_section, layers, model_plot_refs)
+    md += kind_md
     sensitivity_md, sensitivity_html = sensitivity_section(list(sweeps.directories), out_dir / "plots")
     md += sensitivity_md
     activations_md, activations_html = activation_section(summary)
@@ -702,8 +691,8 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     md += ["## Plots", ""]
     if plot_note:
         md += [plot_note, ""]
-    for p in plots:
-        md += [f"### {plot_titles.get(p.stem, p.stem)}", "", f"![{p.stem}](plots/{p.name})", ""]
+    for title, p in plots:
+        md += [f"### {title}", "", f"![{p.stem}](plots/{p.name})", ""]
     markdown_path = out_dir / "report.md"
     markdown_path.write_text("\n".join(md))
 
@@ -732,9 +721,7 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         "float32 and 16-bit runs of the same setting. Green is better, red is worse, grey is the "
         "same: the p10-p90 spreads of the two runs overlap, or they differ by less than 10%. "
         "The words say the same without colour."
-        + (" Whole models are settings of their own (model, batch x sequence tokens); a mixed "
-           "precision plan is never a baseline; their full figures are in the "
-           "<a href=\"#models\">Whole models</a> section." if has_models else "") + "</p>",
+        + "".join(SECTIONS[k].glance_note for k in own_sections) + "</p>",
         glance_html(summary),
         "<h2>Sweeps</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in sweep_lines), "</ul>",
         "<h2>Environment</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in machine_lines(sweeps)),
@@ -745,20 +732,20 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         f"<p class=\"note\">{e(memory_note)}</p>",
         "<h2 id=\"not-ok\">Runs without a measurement (not ok)</h2>",
         html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
-        *(section_html(model_section, layers, model_plot_refs) if has_models else []),
+        *kind_html,
         *sensitivity_html,
         *activations_html,
         "<h2>Plots</h2>",
     ]
     if plot_note:
         parts.append(f"<p>{e(plot_note)}</p>")
-    for p in plots:
-        parts += [f"<h3>{e(plot_titles.get(p.stem, p.stem))}</h3>",
+    for title, p in plots:
+        parts += [f"<h3>{e(title)}</h3>",
                   f"<img src=\"plots/{e(p.name)}\" alt=\"{e(p.stem)}\">"]
     parts += ["</body></html>", ""]
     html_path = out_dir / "report.html"
     html_path.write_text("\n".join(parts))
-    return ReportFiles(markdown_path, html_path, [*plots, *model_plots], summary_csv, not_ok_csv)
+    return ReportFiles(markdown_path, html_path, all_plots, summary_csv, not_ok_csv)
 
 
 def build_report(result_dirs: list[Path], out_dir: Path) -> ReportFiles:

@@ -11,15 +11,11 @@ from typing import Any
 import pandas as pd
 
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, TimingSource
-from .rows import LayerRow
+from ..workloads import KINDS, kind_columns, kind_named
+from .rows import LayerRow, identity_columns
 
-MODEL_KEY = ("model", "weights", "batch_size", "seq_len", "precision_plan", "precision_rules", "inputs")
-"""What tells whole-model configurations apart (blank / NaN on matmul rows, whose m, k, n do)."""
-CONFIG_KEY = (
-    "browser", "engine", "platform", "precision_mode", "device_type", "workload", "m", "k", "n",
-    "bits_requested", "block_size", "act_bits", "observer", *MODEL_KEY,
-)
-"""Columns that identify one configuration across sweeps (what compare matches on)."""
+CONFIG_KEY = identity_columns()
+"""Columns that identify one configuration across sweeps (what compare matches on): results/rows.py."""
 
 
 class ResultSchemaError(ValueError):
@@ -49,20 +45,19 @@ def _check_version(version: Any, where: Path) -> None:
         )
 
 
-REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "m", "k", "n", "bits_requested",
-                    "outcome")
-MODEL_INTEGER_COLUMNS = ("batch_size", "seq_len")
-MODEL_FLOAT_COLUMNS = ("sequences_per_s", "tokens_per_s", "cosine_min", "cosine_mean", "spearman",
-                       "top1_agreement")
-MODEL_TEXT_COLUMNS = ("model", "weights", "inputs", "precision_plan", "precision_rules", "outputs_file")
-"""Whole-model columns: folders written before them still load (filled blank / NaN)."""
-INTEGER_COLUMNS = ("run_id", "m", "k", "n", "bits_requested", "bits_executed", "block_size",
-                   "repetition", "n_samples", "concurrent_sessions", "act_bits", *MODEL_INTEGER_COLUMNS)
+REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
+KIND_INTEGER_COLUMNS = tuple(c.name for c in kind_columns() if c.type is int)
+KIND_FLOAT_COLUMNS = tuple(c.name for c in kind_columns() if c.type is float)
+KIND_TEXT_COLUMNS = tuple(c.name for c in kind_columns() if c.type is str)
+"""Every workload kind's columns: blank on rows of other kinds; folders written before a kind's
+columns existed still load (filled blank / NaN)."""
+INTEGER_COLUMNS = ("run_id", "bits_requested", "bits_executed", "block_size",
+                   "repetition", "n_samples", "concurrent_sessions", "act_bits", *KIND_INTEGER_COLUMNS)
 FLOAT_COLUMNS = ("latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv",
                  "wall_ms_median", "gpu_ms_median", "gflops", "weight_bytes", "weight_bytes_f32",
                  "compression", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
                  "kernel_tolerance", "proc_rss_peak_bytes", "proc_rss_delta_bytes", "js_heap_bytes",
-                 *MODEL_FLOAT_COLUMNS)
+                 *KIND_FLOAT_COLUMNS)
 LAYER_INTEGER_COLUMNS = ("run_id", "k", "n", "bits_requested", "bits_executed", "weight_bytes")
 LAYER_FLOAT_COLUMNS = ("gpu_ms",)
 SAMPLE_LISTS = ("wall_ms", "gpu_ms")
@@ -82,7 +77,7 @@ def _check_rows(rows: pd.DataFrame, where: Path) -> pd.DataFrame:
         bad = raw.notna() & numbers.isna() & (raw.astype(str).str.lower() != "nan")
         if column in INTEGER_COLUMNS:
             bad |= numbers.notna() & (numbers % 1 != 0)
-        if column in ("run_id", "m", "k", "n", "bits_requested"):
+        if column in ("run_id", "bits_requested"):
             bad |= numbers.isna()
         if bad.any():
             i = int(bad.to_numpy().nonzero()[0][0])
@@ -130,18 +125,19 @@ def load(directory: str | Path) -> ResultSet:
         rows["engine"] = EngineName.HARNESS.value
     if "executed_on" not in rows:
         rows["executed_on"] = rows["platform"].where(rows["outcome"] == "ok", "")
-    for column in (*MODEL_INTEGER_COLUMNS, *MODEL_FLOAT_COLUMNS):  # folders before whole models
+    for column in (*KIND_INTEGER_COLUMNS, *KIND_FLOAT_COLUMNS):  # folders before a kind's columns
         if column not in rows:
             rows[column] = float("nan")
     if "act_bits" not in rows:  # folders before activation precision: float activations
         rows["act_bits"] = 32
-    for column in (*MODEL_TEXT_COLUMNS, "kernel_variant", "ran_on", "proc_memory_source", "observer",
-                   "calibration"):
+    for column in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
+                   "observer", "calibration"):
         if column not in rows:
             rows[column] = ""
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]
     for column in text:
         rows[column] = rows[column].astype(object).where(rows[column].notna(), "").astype(str)
+    _own_kind_columns(rows, csv_path)
     samples: dict[int, dict[str, Any]] = {}
     samples_path = directory / "samples.jsonl"
     if samples_path.is_file():
@@ -159,6 +155,21 @@ def load(directory: str | Path) -> ResultSet:
                      layers=_load_layers(directory / "layers.csv"))
 
 
+def _own_kind_columns(rows: pd.DataFrame, where: Path) -> None:
+    """Every row names its workload kind (folders before schema 8: a row with a model is an
+    encoder's, any other a matmul's), and carries only its kind's columns: other kinds' are
+    blank (schema 7 and older wrote m = k = n = 0 on whole-model rows)."""
+    if "kind" not in rows:
+        rows["kind"] = rows["model"].map(lambda m: "encoder" if m else "matmul") if "model" in rows else "matmul"
+    try:
+        rows["kind"] = rows["kind"].map(lambda k: kind_named(k).name if k else "matmul")
+    except ValueError as exc:
+        raise ResultSchemaError(f"{where}: {exc}") from None
+    for column in kind_columns():
+        having = [k.name for k in KINDS if column in k.columns]
+        rows.loc[~rows["kind"].isin(having), column.name] = "" if column.type is str else float("nan")
+
+
 def _planned_rules(directory: Path) -> dict[int, str]:
     """run_id -> the precision rules of its whole-model workload (as JSON text, '' for none),
     from plan.json; empty when there is no readable plan."""
@@ -168,7 +179,7 @@ def _planned_rules(directory: Path) -> dict[int, str]:
         out = {}
         for run in doc["runs"]:
             workload = run.get("workload") or {}
-            if workload.get("kind") == "model":
+            if workload.get("kind") not in (None, "matmul"):
                 out[int(run["run_id"])] = json.dumps(workload.get("rules") or [], sort_keys=True)
         return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

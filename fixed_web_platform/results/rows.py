@@ -1,14 +1,45 @@
 """The result row: one per planned run, the same columns whatever happened (schema in
-vocabulary.SCHEMA_VERSION). Only ``ok`` rows carry measured figures."""
+vocabulary.SCHEMA_VERSION). Only ``ok`` rows carry measured figures.
+
+A row is a common core (identity, outcome, timing, memory, bits requested and executed, both
+error figures, environment) plus the columns of its workload kind (``kind_fields``; each kind
+declares them in workloads/<kind>, see ``workloads.kind_columns``). results.csv has every
+registered kind's columns, blank where a row's kind has none. What identifies a configuration
+is ``identity_columns()``, the one definition every reader uses.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from ..plan import RunSpec
+from ..run_spec import RunSpec
 from ..vocabulary import SCHEMA_VERSION, Outcome
+from ..workloads import KINDS, kind_columns
+
+CORE_SETTING = ("browser", "engine", "platform", "precision_mode", "device_type", "kind", "workload")
+"""The core columns that say what ran where (each kind adds what its work is: ``setting_columns``)."""
+CORE_PRECISION = ("bits_requested", "block_size", "act_bits", "observer")
+"""The core columns that say which precision was asked for (kinds may add: a model's plan)."""
+
+
+def setting_columns() -> tuple[str, ...]:
+    """A setting: everything that identifies a configuration except the precision asked for (what
+    the report compares across precisions, e.g. against its float32 row)."""
+    return (*CORE_SETTING, *dict.fromkeys(c for kind in KINDS for c in kind.identity))
+
+
+def precision_columns() -> tuple[str, ...]:
+    return (*CORE_PRECISION, *dict.fromkeys(c for kind in KINDS for c in kind.precision_identity))
+
+
+def identity_columns() -> tuple[str, ...]:
+    """The one definition of what makes two rows the same configuration (across sweeps, too):
+    the setting and the precision. Compare, the report, glance and plots all group by it."""
+    return (*setting_columns(), *precision_columns())
 
 
 def utc_now() -> str:
@@ -30,10 +61,9 @@ class ResultRow:
     precision_mode: str
     adapter: str
     device_type: str
+    kind: str
+    """The workload kind (matmul, encoder, ...): which kind columns the row has."""
     workload: str
-    m: int
-    k: int
-    n: int
     bits_requested: int
     bits_executed: int | None
     weight_format: str
@@ -90,31 +120,9 @@ class ResultRow:
     threads: int | None = None
     """ORT: wasm threads in effect (the page reports it)."""
     engine_version: str = ""
-    model: str = ""
-    """Whole models: the model as named; blank for matmul rows (the same below)."""
-    weights: str = ""
-    """'pretrained' or 'random' (seeded random weights; accuracy is then against PyTorch on them)."""
-    batch_size: int | None = None
-    seq_len: int | None = None
-    inputs: str = ""
-    """'builtin' (the project's evaluation set) or the --inputs file."""
-    precision_plan: str = ""
-    """Bits per linear layer as planned: 'uniform:4' or 'mixed:8x24,4x12' (bits x layers)."""
-    precision_rules: str = ""
-    """The rule set that gave the layers their bits: '' (uniform --bits), 'mixed-precision', a
-    rules file, or a sensitivity probe ('sensitivity: all query projections at 4-bit')."""
-    sequences_per_s: float | None = None
-    tokens_per_s: float | None = None
-    """Real (unpadded) tokens of the timed batch per second."""
-    cosine_min: float | None = None
-    """Lowest cosine of an output embedding with PyTorch fp32's."""
-    cosine_mean: float | None = None
-    spearman: float | None = None
-    """Rank correlation of all pairwise similarities with PyTorch fp32's."""
-    top1_agreement: float | None = None
-    """Share of texts whose nearest neighbour is the same as under PyTorch fp32."""
     outputs_file: str = ""
-    """outputs/<run_id>.npz: the embeddings, token ids and both references."""
+    """outputs/<run_id>.npz: what the kind saves to recompute its figures (a model's outputs,
+    inputs and both references); blank when it saves nothing."""
     kernel_variant: str = ""
     """The harness's WGSL kernels: the kernel and its tile, rows x columns per invocation
     (e.g. 'quant-w4 tile 16x1'); blank for other engines."""
@@ -134,9 +142,40 @@ class ResultRow:
     """What the observer saw: 'synthetic' (matmul sweep), 'builtin-calibration' or the
     --calibration file (models); '' at 32."""
 
+    kind_fields: Mapping[str, Any] = field(default_factory=dict)
+    """The row's values of its kind's columns (workloads/<kind>): shape or model, its figures."""
+
+    @classmethod
+    def core_columns(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls) if f.name != "kind_fields"]
+
     @classmethod
     def columns(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls)]
+        """results.csv's header: the core, then every registered kind's columns."""
+        return [*cls.core_columns(), *(c.name for c in kind_columns())]
+
+    def __getitem__(self, name: str) -> Any:
+        """Any column's value: a core field or a kind column (None where the kind has none)."""
+        if name in self.kind_fields:
+            return self.kind_fields[name]
+        if name in _CORE:
+            return getattr(self, name)
+        if name in _KIND:
+            return None
+        raise KeyError(name)
+
+    def record(self) -> dict[str, Any]:
+        """The row as results.csv holds it: every column, in order."""
+        return {name: self[name] for name in self.columns()}
+
+    def with_fields(self, **values: Any) -> ResultRow:
+        """A copy with core fields and kind columns set by name."""
+        core = {k: v for k, v in values.items() if k in _CORE}
+        extra = {k: v for k, v in values.items() if k not in _CORE}
+        unknown = [k for k in extra if k not in _KIND]
+        if unknown:
+            raise KeyError(f"no column {unknown[0]!r}")
+        return dataclasses.replace(self, **core, kind_fields={**self.kind_fields, **extra})
 
     @classmethod
     def without_measurement(
@@ -157,6 +196,7 @@ class ResultRow:
             precision_mode=run.precision_mode,
             adapter=adapter,
             device_type=run.webnn_device if run.platform == "webnn" else "",
+            kind=run.workload.kind,
             workload=run.workload.name,
             bits_requested=run.bits,
             bits_executed=None,
@@ -171,8 +211,12 @@ class ResultRow:
             act_bits=run.act_bits,
             observer=run.observer,
             calibration=run.workload.calibration_label if run.act_bits != 32 else "",
-            **run.workload.row_fields(run.bits, run.block_size),
+            kind_fields=run.workload.row_fields(run.bits, run.block_size),
         )
+
+
+_CORE = frozenset(ResultRow.core_columns())
+_KIND = frozenset(c.name for c in kind_columns())
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,7 @@ class ResultWriter:
         with _writing(self.samples_path), self.samples_path.open("a") as f:
             f.write(json.dumps(json_safe(line)) + "\n")
         with _writing(self.csv_path), self.csv_path.open("a", newline="") as f:
-            csv.writer(f).writerow([_csv_value(v) for v in dataclasses.astuple(row)])
+            csv.writer(f).writerow([_csv_value(v) for v in row.record().values()])
 
     def log_harness_error(self, what: str, traceback_text: str) -> None:
         with _writing(self.log_path), self.log_path.open("a") as f:

@@ -1,26 +1,41 @@
-"""Workloads: what runs in the page. The registry maps a plan file's ``kind`` to its class."""
+"""Workload kinds (plug-ins, see base.py), registered here by name: what a plan file's ``kind``
+means, which columns rows carry, and how rows of each kind are identified."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from .base import Workload
-from .matmul import DEFAULT_WORKLOADS, MatmulWorkload, parse_shape
-from .model import ModelWorkload
+from .base import Column, Prepared, TensorSpec, Workload, WorkloadKind
+from .encoder import ENCODER, EncoderWorkload
+from .matmul import DEFAULT_WORKLOADS, MATMUL, MatmulWorkload, parse_shape
 
-WORKLOAD_KINDS: dict[str, Any] = {
-    MatmulWorkload.kind: MatmulWorkload,
-    ModelWorkload.kind: ModelWorkload,
-}
-
-
-def workload_from_json(doc: dict[str, Any]) -> Workload:
-    kind = doc.get("kind", MatmulWorkload.kind)  # plan files before v3 held matmuls only
-    cls = WORKLOAD_KINDS.get(kind)
-    if cls is None:
-        raise ValueError(f"unknown workload kind {kind!r}")
-    return cls.from_json(doc)
+KINDS: tuple[WorkloadKind, ...] = (
+    MATMUL,
+    ENCODER,
+)
 
 
-__all__ = ["DEFAULT_WORKLOADS", "MatmulWorkload", "ModelWorkload", "WORKLOAD_KINDS", "Workload", "parse_shape",
-           "workload_from_json"]
+def kind_named(name: str) -> WorkloadKind:
+    """A kind by its name (or an older name plan files carry); ValueError otherwise."""
+    for kind in KINDS:
+        if name == kind.name or name in kind.aliases:
+            return kind
+    raise ValueError(f"unknown workload kind {name!r}; known: {', '.join(k.name for k in KINDS)}")
+
+
+def workload_from_json(doc: Mapping[str, Any]) -> Workload:
+    return kind_named(str(doc.get("kind", MATMUL.name))).from_json(doc)  # plans before v3: matmuls only
+
+
+def kind_columns() -> list[Column]:
+    """Every kind's columns, each name once, in registry order."""
+    seen: dict[str, Column] = {}
+    for kind in KINDS:
+        for column in kind.columns:
+            seen.setdefault(column.name, column)
+    return list(seen.values())
+
+
+__all__ = ["DEFAULT_WORKLOADS", "KINDS", "Column", "EncoderWorkload", "MatmulWorkload", "Prepared", "TensorSpec",
+           "Workload", "WorkloadKind", "kind_columns", "kind_named", "parse_shape", "workload_from_json"]

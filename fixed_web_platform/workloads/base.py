@@ -1,17 +1,69 @@
-"""What a workload is to the rest of the harness: a named piece of work that validates a
-precision recipe up front and turns it into tensors plus float64 references.
+"""What a workload kind is to the rest of the harness (a plug-in: matmul, encoder, and next
+decoder and speech), and the typed pieces every kind fills in.
 
-Adding a workload kind: a module here with a frozen dataclass that has these members, and one
-line in ``workloads/__init__.py``'s ``WORKLOAD_KINDS`` so plan files can name it.
+- ``Workload``: one named piece of work of a kind (a matmul shape, a model at a batch x sequence
+  length), validated up front, saved in plan.json.
+- ``Prepared``: what a run of it prepares in Python: the named output tensors the page returns,
+  the two float64 references and the tolerance rule, the kind's own figures of a row, and the
+  arrays saved beside it.
+- ``WorkloadKind``: the kind itself: its workload type, the columns its figures add to a row,
+  which of them identify a configuration (compare, report), and any reply fields of its own
+  (e.g. per-token timestamps of kinds that generate).
+
+Adding a kind: a module or package ``workloads/<kind>`` with these, and one line in
+``workloads/__init__.py``'s ``KINDS``. Engines that run it add their support modules and one
+line each in ``engines/registry.py``; the report adds its section in ``report/sections.py``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+from ..models.rules import LayerPrecision
+
+TENSOR_DTYPES = {"float32": "<f4", "int32": "<i4"}
+"""Element types an output tensor may have on the wire (little-endian)."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A named tensor the page returns: dtype and shape (outputs travel in this order, packed)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.dtype not in TENSOR_DTYPES:
+            raise ValueError(f"tensor {self.name}: dtype {self.dtype!r} is not one of {', '.join(TENSOR_DTYPES)}")
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(TENSOR_DTYPES[self.dtype]).itemsize
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column a kind adds to result rows."""
+
+    name: str
+    type: type
+    """int, float or str: how readers parse it (ints and floats may be blank)."""
+    doc: str
+    performance: bool = False
+    """A speed figure: blanked, like the core latency figures, in any row that is not ok."""
 
 
 class Workload(Protocol):
-    kind: str
+    kind: ClassVar[str]
     name: str
 
     @property
@@ -21,11 +73,93 @@ class Workload(Protocol):
     @property
     def flops(self) -> int: ...
 
+    @property
+    def calibration_label(self) -> str:
+        """What int8-activation runs of it calibrate on (the row's ``calibration``)."""
+
     def validate(self, bits: int, block_size: int) -> None:
         """Raise ValueError with one clear line when this workload cannot run at these bits."""
 
     def row_fields(self, bits: int, block_size: int) -> dict[str, Any]:
         """This workload's own columns of a result row (a matmul's m, k, n; a model's name,
-        batch and sequence length)."""
+        batch and sequence length), known before it runs."""
 
     def to_json(self) -> dict[str, Any]: ...
+
+
+class Prepared(Protocol):
+    """A run prepared in Python: what the page's output is judged against, and how."""
+
+    ref_float: np.ndarray
+    """float64 result with the ORIGINAL float weights (or PyTorch fp32): what precision costs."""
+    ref_dequantized: np.ndarray
+    """float64 result with the weights (and activations) the engine holds: is the engine right."""
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        """The tensors the page returns, in order."""
+
+    @property
+    def weight_bytes(self) -> int: ...
+
+    @property
+    def weight_bytes_f32(self) -> int: ...
+
+    @property
+    def layers(self) -> tuple[LayerPrecision, ...]:
+        """The precision plan of a model's linear layers (layers.csv); () for a lone matmul."""
+
+    @property
+    def tolerance_basis(self) -> str:
+        """Why the tolerance is what it is, where it is not the arithmetic's own ('' otherwise)."""
+
+    def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The part of the outputs the references cover."""
+
+    def tolerance(self, compute_dtype: str) -> float:
+        """Relative RMS error vs ``ref_dequantized`` beyond which the engine is wrong."""
+
+    def kernel_problem(self, judged: np.ndarray) -> str:
+        """A fault the tolerance alone cannot see ('' for none)."""
+
+    def figures(self, judged: np.ndarray, median_ms: float | None) -> dict[str, Any]:
+        """The kind's own measured figures of the row (its declared columns)."""
+
+    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """What outputs/<run_id>.npz holds ({}: nothing saved)."""
+
+
+def integer_text(value: Any) -> str:
+    """'768' from 768, 768.0 or '768' (a table cell); '?' for a blank."""
+    try:
+        return str(int(float(value)))
+    except (TypeError, ValueError, OverflowError):
+        return "?"
+
+
+class WorkloadKind(ABC):
+    name: ClassVar[str]
+    """The kind's name in plan files and rows ('matmul', 'encoder')."""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    """Older names plan files may carry."""
+    columns: ClassVar[tuple[Column, ...]] = ()
+    """The columns this kind adds to a row (shared names across kinds mean the same thing)."""
+    identity: ClassVar[tuple[str, ...]] = ()
+    """Which of them tell what the work is apart (a matmul's shape; a model, its weights, inputs
+    and shapes): with the core's, a setting compared across precisions."""
+    precision_identity: ClassVar[tuple[str, ...]] = ()
+    """Which of them are part of the precision asked for (a model's precision plan and rules)."""
+
+    @abstractmethod
+    def from_json(self, doc: Mapping[str, Any]) -> Workload:
+        """A workload of this kind from its plan-file form."""
+
+    @abstractmethod
+    def shape(self, row: Mapping[str, Any]) -> str:
+        """What a row of this kind ran, in one short cell of a table ('1x768x3072',
+        '4x32 tokens'), from its identity columns (a row, a summary row or compare's config)."""
+
+    def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
+        """Fields of a page's reply only this kind has (e.g. per-token timestamps), checked; the
+        page's data is not trusted. None here."""
+        return {}

@@ -1,7 +1,8 @@
-"""Workload preparation in Python: seeded weights, quantize + pack, float64 references.
+"""The ``matmul`` workload kind: one matmul shape, out[M, N] = x[M, K] @ W[N, K]^T.
 
-The page receives exactly the bytes prepared here, and the two references (original float
-weights, dequantized weights) are what its output is judged against.
+Preparation in Python: seeded weights, quantize + pack, float64 references. The page receives
+exactly the bytes prepared here, and the two references (original float weights, dequantized
+weights) are what its output (``out``, float32 [M, N]) is judged against.
 """
 
 from __future__ import annotations
@@ -9,13 +10,21 @@ from __future__ import annotations
 import functools
 import re
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import psutil
 
+from ..models.rules import LayerPrecision
 from ..precision import quant
+from ..precision.held import hold_weights
+from ..precision.observers import make_observer
+from .base import Column, TensorSpec, WorkloadKind, integer_text
+
+OUTPUT = "out"
+"""The page's one output tensor: float32 [M, N]."""
 
 _SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
 KERNEL_TOLERANCE_F32 = 1e-5
@@ -118,12 +127,15 @@ class PreparedWorkload:
     observer: str = ""
 
     @property
-    def output_shape(self) -> tuple[int, int]:
-        return self.workload.m, self.workload.n
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return (TensorSpec(OUTPUT, "float32", (self.workload.m, self.workload.n)),)
 
     @property
     def weight_bytes_f32(self) -> int:
         return self.workload.n * self.workload.k * 4
+
+    layers: ClassVar[tuple[LayerPrecision, ...]] = ()
+    """A lone matmul has no layer plan."""
 
     def tolerance(self, compute_dtype: str) -> float:
         return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
@@ -131,16 +143,20 @@ class PreparedWorkload:
     tolerance_basis: ClassVar[str] = ""
     """Why the tolerance is what it is, where it is not the arithmetic's own (none here)."""
 
-    def kernel_problem(self, out: np.ndarray) -> str:
+    def kernel_problem(self, judged: np.ndarray) -> str:
         """A fault beyond the tolerance check (none for a matmul: its references are exact)."""
         return ""
 
-    def judged(self, out: np.ndarray) -> np.ndarray:
+    def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         """The part of the page's output the references cover (all of it)."""
-        return out
+        return outputs[OUTPUT]
 
-    def extra_figures(self, out: np.ndarray, median_ms: float | None) -> dict[str, Any]:
-        """Row figures only this workload kind has (none for a matmul)."""
+    def figures(self, judged: np.ndarray, median_ms: float | None) -> dict[str, Any]:
+        """Row figures only this kind has (none: GFLOP/s is every kind's)."""
+        return {}
+
+    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Nothing saved: the output is reproducible from the seed."""
         return {}
 
 
@@ -184,8 +200,6 @@ the distribution the timed x comes from (other seeds), seen by the observer befo
 
 def calibrate_activations(workload: MatmulWorkload, seed: int, observer: str) -> tuple[float, int]:
     """(scale, zero point) of int8 activations, per tensor, from the synthetic calibration set."""
-    from ..precision.observers import make_observer
-
     obs = make_observer(observer)
     for i in range(CALIBRATION_BATCHES):
         rng = np.random.default_rng(_seed_for(workload, seed) + 1 + i)
@@ -235,39 +249,20 @@ def prepare(
     )
 
 
-@dataclass(frozen=True)
-class HeldWeights:
-    """A weight matrix W[N, K] as an engine holds it at some bits: the bytes, and their values."""
+class MatmulKind(WorkloadKind):
+    name = MatmulWorkload.kind
+    columns = (
+        Column("m", int, "Rows of x (tokens): out[M, N] = x[M, K] @ W[N, K]^T; 0 on other kinds' rows."),
+        Column("k", int, "The reduction dimension (quantization blocks run along it)."),
+        Column("n", int, "Output channels (rows of W)."),
+    )
+    identity = ("m", "k", "n")
 
-    tensors: dict[str, bytes]
-    """w[, scales, zero_points]: packed integers are little-endian u32 words, first element in
-    the lowest bits; 16-bit is float16 bit patterns in u32 words; 32-bit is float32."""
-    w_exec: np.ndarray
-    """The values the held bytes stand for (dequantized)."""
-    weight_format: str
-    weight_dtype: str
-    weight_bytes: int
-    block_size: int
-    """0 for float weights."""
+    def from_json(self, doc: Mapping[str, Any]) -> MatmulWorkload:
+        return MatmulWorkload.from_json(dict(doc))
+
+    def shape(self, row: Mapping[str, Any]) -> str:
+        return "x".join(integer_text(row.get(c)) for c in ("m", "k", "n"))
 
 
-def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = False) -> HeldWeights:
-    """The one place a float32 W[N, K] becomes the bytes every engine gets at ``bits``.
-    ``unsigned`` stores 8/4/2-bit values shifted by 2^(bits-1), zero points too (same values)."""
-    if bits == 32:
-        return HeldWeights({"w": w.tobytes()}, w, "float32", "float32", w.nbytes, 0)
-    if bits == 16:
-        w16 = quant.to_float16(w)
-        packed = quant.float16_bits_u32(w16).tobytes()
-        return HeldWeights({"w": packed}, w16.astype(np.float32), "float16", "float16", len(packed), 0)
-    q, params = quant.quantize_weights(w, bits, granularity="blockwise", block_size=block_size)
-    w_exec = quant.dequantize_weights(q, params)
-    zero_point, weight_dtype = params.zero_point, params.dtype
-    if unsigned:
-        offset = 1 << (bits - 1)
-        q, zero_point, weight_dtype = q + offset, zero_point + offset, "u" + params.dtype
-    tensors = {"w": quant.pack_u32_words(q, bits).tobytes(),
-               "scales": params.scale.astype(np.float32).tobytes(),
-               "zero_points": quant.pack_u32_words(zero_point, bits).tobytes()}
-    return HeldWeights(tensors, w_exec, f"{weight_dtype}-block{block_size}-{params.scheme}", weight_dtype,
-                       sum(len(t) for t in tensors.values()), block_size)
+MATMUL = MatmulKind()

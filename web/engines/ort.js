@@ -33,7 +33,7 @@ export async function run(spec, client) {
 
     stage = 'session';
     // A static M: ORT's WebNN provider takes no node with a dynamic dimension.
-    const made = await makeSession(ort, model, opts, {M: spec.m});
+    const made = await makeSession(ort, model, opts, {M: opts.m});
     session = made.session;
     const {fallback, compileMs} = made;
     const placement = made.placed && fallback ? placementText(made.placed) : '';
@@ -41,7 +41,7 @@ export async function run(spec, client) {
 
     stage = 'run';
     const input = new ort.Tensor(half ? 'float16' : 'float32', half ? new Float16Array(x32) : x32,
-                                 [spec.m, spec.k]);
+                                 [opts.m, opts.k]);
     const feeds = {[session.inputNames[0]]: input};
     const outputName = session.outputNames[0];
     const device = opts.provider === 'webgpu' ? await ort.env.webgpu.device : null;

@@ -31,7 +31,7 @@ export async function run(spec, client) {
     return {status: 'unsupported', reason: 'navigator.ml is missing: this browser has no WebNN'};
   }
   const nn = spec.options;
-  const {m, k, n} = spec;
+  const {m, k, n} = spec.options;
   let context;
   try {
     context = await navigator.ml.createContext({deviceType: nn.device_type});

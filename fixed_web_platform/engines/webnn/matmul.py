@@ -1,4 +1,5 @@
-"""The harness's own WebNN graphs: x @ transpose(dequantizeLinear(W_q, scale, zeroPoint)).
+"""The matmul kind as the harness's own WebNN graph (page: web/engines/webnn.js):
+x @ transpose(dequantizeLinear(W_q, scale, zeroPoint)).
 
 Which data types a run uses is decided in Python from the context's opSupportLimits() and the
 precision mode (precision/webnn_precision.py); the page builds exactly that graph. What ran is
@@ -7,23 +8,19 @@ read from the dataType of the graph operand that held the stored weights.
 
 from __future__ import annotations
 
-from ..harness.protocol import PageDataError, PageReply
-from ..plan import RunSpec, TimingConfig
-from ..precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan
-from ..vocabulary import EngineName, Outcome, Platform
-from ..workloads.matmul import prepare
-from . import webnn_model
-from .base import BrowserFacts, Engine, EngineJob, Executed, Refusal
+from ...harness.protocol import PageDataError, PageReply
+from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan
+from ...run_spec import RunSpec, TimingConfig
+from ...vocabulary import Outcome
+from ...workloads.matmul import prepare
+from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 
 
-class WebnnEngine(Engine):
-    name = EngineName.HARNESS
-    platform = Platform.WEBNN
+class WebnnMatmul(KindRunner):
     runner = "webnn"
-    refusal_stages = ("graph building", "build")
-    model_act_bits = (32, 8)
 
-    async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
+    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
+                  browser: BrowserFacts) -> EngineJob | Refusal:
         context = await browser.webnn_context(run.webnn_device)
         if not context.get("available"):
             return Refusal(Outcome.UNSUPPORTED, f"WebNN {run.webnn_device}: {context.get('error', '')}")
@@ -33,7 +30,9 @@ class WebnnEngine(Engine):
         if plan.unsupported:
             return Refusal(Outcome.UNSUPPORTED, plan.unsupported, details)
         prepared = prepare(run.workload, plan.bits_executed, run.block_size, run.seed, plan.unsigned)
+        w = run.workload
         options = {
+            "m": w.m, "k": w.k, "n": w.n,
             "device_type": run.webnn_device,
             "weight_dtype": plan.weight_dtype,
             "scale_dtype": plan.scale_dtype,
@@ -42,7 +41,7 @@ class WebnnEngine(Engine):
             "block_size": prepared.block_size,
         }
         return EngineJob(
-            spec=self.spec(run, prepared, timing, prepared.tensors, options),
+            spec=self.spec(engine, run, timing, prepared.tensors, prepared.outputs, options, prepared.bits),
             tensors=prepared.tensors, prepared=prepared,
             weight_format=prepared.weight_format, weight_dtype=plan.weight_dtype,
             scale_dtype=plan.scale_dtype, zero_point_dtype=plan.zero_point_dtype,
@@ -50,21 +49,14 @@ class WebnnEngine(Engine):
             details=details | {"weight_plan": _plan_facts(plan)},
         )
 
-    async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
-        """A whole encoder as one WebNN graph (engines/webnn_model.py, web/engines/webnn_model.js)."""
-        return await webnn_model.model_job(self, run, timing, browser)
-
-    def model_interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        return webnn_model.model_interpret(self, run, job, page)
-
-    def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         asked = job.weight_dtype
         held = page.weight_operand_dtype
         if not held:
             raise PageDataError("the reply has no weight_operand_dtype (the graph's weight operand)")
         compute = "f16" if job.spec.options.get("matmul_dtype") == "float16" else "f32"
         problem = "" if held == asked else f"the graph held weights as {held or '?'}, not {asked}"
-        return Executed(OPERAND_BITS.get(held), compute, self.platform.value, problem)
+        return Executed(OPERAND_BITS.get(held), compute, engine.platform.value, problem)
 
 
 def _plan_facts(plan: WeightPlan) -> dict[str, object]:

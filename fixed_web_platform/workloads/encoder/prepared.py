@@ -15,17 +15,19 @@ rows are texts; the rest fill the last batch.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..precision.quant import error_metrics
-from . import accuracy, calibration, reference, rules, source
-from .config import EncoderConfig
-from .inputs import Batches, tokenize
-from .quantized import HeldModel, hold_model
-from .torch_model import bert_module
+from ...architectures import ActQuant, ArchConfig
+from ...models import calibration, rules, source
+from ...models.inputs import Batches, tokenize
+from ...models.quantized import HeldModel, hold_model
+from ...precision.quant import error_metrics
+from ..base import TensorSpec
+from . import accuracy
 
 KERNEL_TOLERANCE_F32 = 1e-4
 KERNEL_TOLERANCE_F16 = 2e-2
@@ -49,11 +51,29 @@ reference than the float-activation one (``ref_float_acts``)."""
 
 INPUT_TENSORS = ("input_ids", "attention_mask", "token_type_ids")
 """int32 [passes, batch, seq] each."""
+OUTPUT = "embeddings"
+"""The page's one output tensor: float32 [passes * batch, hidden]."""
+
+
+def mean_pool_normalize(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    """Sentence embeddings: mean over unmasked tokens, then unit L2 norm (sentence-transformers)."""
+    mask = attention_mask[..., None].astype(np.float64)
+    pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+    return pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)
+
+
+def embed(model: source.LoadedModel, weights: dict[str, np.ndarray], input_ids: np.ndarray,
+          attention_mask: np.ndarray, token_type_ids: np.ndarray, act_quant: ActQuant | None = None) -> np.ndarray:
+    """Sentence embeddings [B, H] in float64: the architecture's float64 forward, pooled."""
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+    hidden = model.architecture.reference_forward(model.config, weights, inputs, act_quant)
+    return mean_pool_normalize(hidden, attention_mask)
 
 
 @dataclass(frozen=True, eq=False)
 class PreparedModel:
-    workload: Any  # workloads.model.ModelWorkload
+    workload: Any
+    """The EncoderWorkload (workload.py imports this module's callers, not the reverse)."""
     bits: int
     block_size: int
     held: HeldModel
@@ -72,7 +92,7 @@ class PreparedModel:
     """int8 activations: the float64 reference with the same weights and float activations."""
 
     @property
-    def config(self) -> EncoderConfig:
+    def config(self) -> ArchConfig:
         return self.held.model.config
 
     @property
@@ -88,14 +108,17 @@ class PreparedModel:
         return rules.summary(self.plan)
 
     @property
+    def layers(self) -> tuple[rules.LayerPrecision, ...]:
+        return self.plan
+
+    @property
     def output_shape(self) -> tuple[int, int]:
         b = self.batches
         return b.passes * b.input_ids.shape[1], self.config.hidden
 
     @property
-    def output_bytes(self) -> int:
-        rows, cols = self.output_shape
-        return rows * cols * 4
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return (TensorSpec(OUTPUT, "float32", self.output_shape),)
 
     def input_tensors(self) -> dict[str, bytes]:
         """The token ids, int32 [passes, batch, seq] each."""
@@ -120,11 +143,9 @@ class PreparedModel:
             "output_rows": self.output_shape[0],
         }
 
-    def judged(self, out: np.ndarray) -> np.ndarray:
+    def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         """The output rows of the real texts (the batch filler dropped)."""
-        return out[: self.batches.count]
-
-    texts_output = judged
+        return outputs[OUTPUT][: self.batches.count]
 
     def tolerance(self, compute_dtype: str) -> float:
         base = KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
@@ -137,21 +158,21 @@ class PreparedModel:
         return (f"int8 activations: references with {INT8_FLIP_PERTURBATION:g} weight noise move by up "
                 f"to {self.flip_floor:.2g}")
 
-    def kernel_problem(self, out: np.ndarray) -> str:
+    def kernel_problem(self, judged: np.ndarray) -> str:
         """A fault the tolerance alone cannot see in ``out`` (the judged rows): int8 activations
         not applied (the output nearer the float-activation reference than the int8 one)."""
         if self.ref_float_acts is None:
             return ""
-        to_int8 = error_metrics(out, self.ref_dequantized)["rel_error"]
-        to_float = error_metrics(out, self.ref_float_acts)["rel_error"]
+        to_int8 = error_metrics(judged, self.ref_dequantized)["rel_error"]
+        to_float = error_metrics(judged, self.ref_float_acts)["rel_error"]
         if to_float < to_int8:
             return (f"the output is nearer the float-activation reference ({to_float:.3g}) than the "
                     f"int8-activation one ({to_int8:.3g}): int8 activations did not run")
         return ""
 
-    def extra_figures(self, out: np.ndarray, median_ms: float | None) -> dict[str, Any]:
-        """Accuracy vs PyTorch fp32 and throughput: the model columns of the row."""
-        acc = accuracy.compare(self.judged(out), self.ref_float)
+    def figures(self, judged: np.ndarray, median_ms: float | None) -> dict[str, Any]:
+        """Accuracy vs PyTorch fp32 and throughput: the encoder's columns of the row."""
+        acc = accuracy.compare(judged, self.ref_float)
         b = self.batches
         per_s = 1000.0 / median_ms if median_ms else None
         return {
@@ -163,26 +184,26 @@ class PreparedModel:
             "tokens_per_s": b.tokens * per_s if per_s else None,
         }
 
-    def output_arrays(self, out: np.ndarray) -> dict[str, np.ndarray]:
+    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """What outputs/<run_id>.npz holds: enough to recompute every accuracy figure."""
         ids, mask, tt = self.batches.flat()
-        return {"embeddings": self.judged(out).astype(np.float32), "input_ids": ids,
+        return {"embeddings": self.judged(outputs).astype(np.float32), "input_ids": ids,
                 "attention_mask": mask, "token_type_ids": tt,
                 "reference_pytorch_fp32": self.ref_float, "reference_dequantized_f64": self.ref_dequantized}
 
 
 @functools.lru_cache(maxsize=2)
 def _torch_fp32(model: source.LoadedModel, ids: bytes, mask: bytes, tt: bytes, shape: tuple[int, int]) -> np.ndarray:
-    """PyTorch fp32 sentence embeddings (transformers' BertModel with these weights)."""
+    """PyTorch fp32 sentence embeddings (the architecture's transformers module with these weights)."""
     import torch
 
-    net = bert_module(model)
+    net = model.module()
     arrays = [np.frombuffer(a, dtype=np.int32).reshape(shape) for a in (ids, mask, tt)]
     with torch.no_grad():
         hidden = net(input_ids=torch.from_numpy(arrays[0].astype(np.int64)),
                      attention_mask=torch.from_numpy(arrays[1].astype(np.int64)),
                      token_type_ids=torch.from_numpy(arrays[2].astype(np.int64))).last_hidden_state
-    return reference.mean_pool_normalize(hidden.double().numpy(), arrays[1])
+    return mean_pool_normalize(hidden.double().numpy(), arrays[1])
 
 
 def pytorch_reference(model: source.LoadedModel, ids: np.ndarray, mask: np.ndarray, tt: np.ndarray) -> np.ndarray:
@@ -210,17 +231,17 @@ def prepare_model(workload: Any, bits: int, block_size: int, seed: int, unsigned
         act_quant = tuple(params.get(p.layer.name) for p in plan)
     by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
     weights = held.exec_weights()
-    ref_deq = reference.embed(loaded.config, weights, ids, mask, tt, by_name or None)
+    ref_deq = embed(loaded, weights, ids, mask, tt, by_name or None)
     floor, float_acts = 0.0, None
     if by_name:
-        floor = _flip_floor(loaded.config, weights, (ids, mask, tt), by_name, ref_deq)
-        float_acts = reference.embed(loaded.config, weights, ids, mask, tt)
+        floor = _flip_floor(loaded, weights, (ids, mask, tt), by_name, ref_deq)
+        float_acts = embed(loaded, weights, ids, mask, tt)
     return PreparedModel(workload, bits, block_size, held, plan, batches, ref_float, ref_deq,
                          act_bits, observer if act_bits == 8 else "", act_quant, floor, float_acts)
 
 
-def _flip_floor(cfg: Any, weights: dict[str, np.ndarray], inputs: tuple[np.ndarray, ...],
-                act: reference.ActQuant, ref: np.ndarray) -> float:
+def _flip_floor(model: source.LoadedModel, weights: dict[str, np.ndarray], inputs: tuple[np.ndarray, ...],
+                act: ActQuant, ref: np.ndarray) -> float:
     """The largest relative RMS distance from ``ref`` of references whose weights carry
     INT8_FLIP_PERTURBATION noise, with the same int8 activations."""
     errors = []
@@ -228,5 +249,5 @@ def _flip_floor(cfg: Any, weights: dict[str, np.ndarray], inputs: tuple[np.ndarr
         rng = np.random.default_rng(seed)
         noisy = {k: np.asarray(v, dtype=np.float64) * (1 + INT8_FLIP_PERTURBATION * rng.standard_normal(v.shape))
                  for k, v in weights.items()}
-        errors.append(error_metrics(reference.embed(cfg, noisy, *inputs, act), ref)["rel_error"])
+        errors.append(error_metrics(embed(model, noisy, *inputs, act), ref)["rel_error"])
     return float(max(errors))

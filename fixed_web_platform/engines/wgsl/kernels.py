@@ -1,4 +1,5 @@
-"""The harness's own WGSL kernels on WebGPU: packed 2/4/8-bit, float16 and float32 matmuls.
+"""The harness's own WGSL matmul kernels: packed 2/4/8-bit, float16 and float32; what the
+matmul kind (matmul.py) and every model kind's linear layers (encoder.py) run.
 
 Python composes each kernel from shaders/prelude.wgsl and the kernel's own file, fills in the
 tile sizes it chose from the shape (``tiling_for``: rows and columns per invocation; the same for
@@ -20,12 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..harness.protocol import PageDataError, PageReply
-from ..paths import SHADERS_DIR
-from ..plan import RunSpec, TimingConfig
-from ..vocabulary import EngineName, Platform
-from ..workloads.matmul import PreparedWorkload, prepare
-from .base import BrowserFacts, Engine, EngineJob, Executed, Refusal
+from ...paths import SHADERS_DIR
 
 PRELUDE = "prelude.wgsl"
 WORKGROUP_X = 64
@@ -202,94 +198,3 @@ def dequantize_dispatch(k: int, n: int, bits: int, block_size: int) -> dict[str,
     wide = min(groups, MAX_GROUPS_X)
     return {"constants": {"K": k, "N": n, "BITS": bits, "BLOCK_SIZE": block_size},
             "workgroups": [wide, -(-groups // wide)]}
-
-
-def variant_options(v: KernelVariant, tiling: Tiling, prepared: PreparedWorkload,
-                    layout: list[str]) -> dict[str, Any]:
-    """A variant as the matmul page gets it. With a prologue: the dequantize step (its source,
-    constants, dispatch and bindings: the weight tensors, then the scratch buffer), the scratch
-    buffer's size, and the float32 kernel's own constants and bindings (x, out, the scratch)."""
-    options: dict[str, Any] = {"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
-                               "source": shader_source(v.shader, tiling, prepared.bits, v.x_element)}
-    if v.prologue:
-        w = prepared.workload
-        x, out, *weights = layout
-        options |= {
-            "prologue": {"shader": v.prologue, "source": dequantize_source(prepared.bits),
-                         "layout": [*weights, DEQUANTIZED],
-                         **dequantize_dispatch(w.k, w.n, prepared.bits, prepared.block_size)},
-            "scratch": {DEQUANTIZED: w.n * w.k * 4},
-            "layout": [x, out, DEQUANTIZED],
-            "constants": {"M": w.m, "K": w.k, "N": w.n},
-        }
-    return options
-
-
-def constants_for(prepared: PreparedWorkload) -> dict[str, float]:
-    w = prepared.workload
-    constants: dict[str, float] = {"M": w.m, "K": w.k, "N": w.n}
-    if prepared.block_size:
-        constants |= {"BITS": prepared.bits, "BLOCK_SIZE": prepared.block_size}
-    if prepared.act_bits == 8:
-        constants |= {"X_SCALE": prepared.act_scale, "X_ZERO": prepared.act_zero_point}
-    return constants
-
-
-class WgslEngine(Engine):
-    name = EngineName.HARNESS
-    platform = Platform.WEBGPU
-    runner = "wgsl"
-    act_bits = (32, 8)
-    model_act_bits = (32, 8)
-
-    async def job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob:
-        prepared = prepare(run.workload, run.bits, run.block_size, run.seed,
-                           act_bits=run.act_bits, observer=run.observer)
-        w = run.workload
-        names = list(prepared.tensors)  # x first, then the weight tensors
-        tiling = tiling_for(w.m, w.n)
-        layout = [names[0], OUTPUT_BINDING, *names[1:]]
-        options = {
-            "variants": [variant_options(v, tiling, prepared, layout)
-                         for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m)],
-            "constants": constants_for(prepared),
-            "layout": layout,
-            "tiling": tiling.to_json(),
-            "workgroups": tiling.workgroups(w.m, w.n),
-        }
-        return EngineJob(
-            spec=self.spec(run, prepared, timing, prepared.tensors, options),
-            tensors=prepared.tensors, prepared=prepared,
-            weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
-            scale_dtype="float32" if prepared.block_size else "",
-            zero_point_dtype=prepared.weight_dtype if prepared.block_size else "",
-            details={"tiling": tiling.to_json()},
-        )
-
-    def interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        tiling = Tiling(**job.spec.options["tiling"])
-        variant = next((v for v in variants_for(job.prepared.bits, job.prepared.act_bits, tiling, run.workload.m)
-                        if v.id == page.shader), None)
-        if variant is None:
-            return Executed(None, "", self.platform.value,
-                            f"the page used shader {page.shader!r}, which the job did not offer")
-        if page.weight_buffer_bytes is None:
-            raise PageDataError("the reply has no weight_buffer_bytes (the bound weight buffer)")
-        elements = run.workload.n * run.workload.k
-        bound = page.weight_buffer_bytes
-        bits = bound * 8 // elements if bound * 8 % elements == 0 else None
-        problem = "" if bits == job.prepared.bits else (
-            f"the bound weight buffer holds {bound} bytes, not {job.prepared.bits}-bit weights")
-        return Executed(bits, variant.compute_dtype, self.platform.value, problem,
-                        kernel_variant=variant.kernel_variant(tiling))
-
-    async def model_job(self, run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
-        """Whole models: the encoder from the harness's own kernels (engines/wgsl_model.py)."""
-        from . import wgsl_model
-
-        return await wgsl_model.model_job(self, run, timing)
-
-    def model_interpret(self, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        from . import wgsl_model
-
-        return wgsl_model.model_interpret(self, run, job, page)

@@ -1,4 +1,4 @@
-"""Whole models on the harness's own WGSL kernels (engine ``harness``, platform ``webgpu``).
+"""The encoder kind on the harness's own WGSL kernels (engine ``harness``, platform ``webgpu``).
 
 The encoder's forward pass is a list of steps that Python writes and the page
 (web/engines/wgsl_model.js) executes as it is told, one command submission per forward pass:
@@ -30,16 +30,15 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
-from ..harness.protocol import PageDataError, PageReply
-from ..models.prepared import INPUT_TENSORS, PreparedModel, prepare_model
-from ..paths import SHADERS_DIR
-from ..plan import RunSpec, TimingConfig
-from ..vocabulary import Outcome
-from . import wgsl
-from .base import Engine, EngineJob, Executed, LayerExecuted, Refusal
+from ...harness.protocol import PageDataError, PageReply
+from ...paths import SHADERS_DIR
+from ...run_spec import RunSpec, TimingConfig
+from ...vocabulary import Outcome
+from ...workloads.encoder.prepared import INPUT_TENSORS, PreparedModel, prepare_model
+from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal
+from . import kernels as wgsl
 
 RUNNER = "wgsl_model"
 MODEL_SHADERS = SHADERS_DIR / "model"
@@ -237,88 +236,95 @@ def _summary(values: list[str]) -> str:
     return "mixed:" + ",".join(f"{v}x{c}" for v, c in counts.most_common())
 
 
-async def model_job(engine: Engine, run: RunSpec, timing: TimingConfig) -> EngineJob | Refusal:
-    prepared = prepare_model(run.workload, run.bits, run.block_size, run.seed,
-                             act_bits=run.act_bits, observer=run.observer)
-    why = _unsupported_shape(prepared)
-    if why:
-        return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL encoder cannot run this model: {why}")
-    steps, activations = _steps(prepared)
-    cfg = prepared.config
-    batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
-    tensors = prepared.tensors()
-    programs = {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
-    programs |= {_dequantize_program(b): wgsl.dequantize_source(b) for b, a in _kernels(prepared)
-                 if _prologue(b, a, _tiling(prepared), _rows(prepared))}
-    options = {
-        "programs": programs,
-        "linear_variants": {kernel_key(b, a): _variants(b, a, _tiling(prepared), _rows(prepared))
-                            for b, a in sorted(_kernels(prepared), reverse=True)},
-        "tiling": _tiling(prepared).to_json(),
-        "activations": activations,
-        "pass_inputs": [{"from": name, "to": f"pass.{name}", "bytes": batch * seq * 4}
-                        for name in INPUT_TENSORS],
-        "steps": steps,
-        "result": {"buffer": "pooled", "bytes": batch * cfg.hidden * 4},
-    }
-    spec = replace(engine.model_spec(run, prepared, timing, tensors, options), runner=RUNNER)
-    held = [layer.held for layer in prepared.held.layers]
-    quantized = [h for h in held if h.block_size]
-    return EngineJob(
-        spec=spec, tensors=tensors, prepared=prepared,
-        weight_format=_summary([h.weight_format for h in held]),
-        weight_dtype=_summary([h.weight_dtype for h in held]),
-        scale_dtype="float32" if quantized else "",
-        zero_point_dtype=_summary([h.weight_dtype for h in quantized]) if quantized else "",
-    )
+class WgslEncoder(KindRunner):
+    """The encoder's forward pass as a step list the page executes (web/engines/wgsl_model.js)."""
 
+    runner = RUNNER
+    act_bits = (32, 8)
 
-def model_interpret(engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-    prepared: PreparedModel = job.prepared
-    plan = prepared.plan
-    tiling = wgsl.Tiling(**job.spec.options["tiling"])
-    offered = {v.id: v for b, a in _kernels(prepared) for v in wgsl.variants_for(b, a, tiling, _rows(prepared))}
-    used = [s for s in page.shader.split("+") if s]
-    unknown = [s for s in used if s not in offered]
-    if not used or unknown:
-        return Executed(None, "", engine.platform.value,
-                        f"the page used shader(s) {page.shader!r}, which the job did not offer")
-    dtypes = {offered[s].compute_dtype for s in used}
-    compute_dtype = next((d for d in ("i8dot", "f16") if d in dtypes), "f32")
-    if len(page.layers) != len(plan):
-        raise PageDataError(f"the reply describes {len(page.layers)} linear layers, the model has {len(plan)}")
-    if page.weight_buffer_bytes is None:
-        raise PageDataError("the reply has no weight_buffer_bytes (the bound weight buffers)")
-    layers, problems = [], []
-    acts = prepared.act_quant or (None,) * len(plan)
-    for p, act, reply in zip(plan, acts, page.layers):
-        if reply.name != p.layer.name:
-            raise PageDataError(f"layer {reply.name!r} in the reply where {p.layer.name!r} was expected")
-        if reply.weight_bytes is None:
-            raise PageDataError(f"layer {p.layer.name} has no weight_bytes (its bound weight buffer)")
-        elements = p.layer.n * p.layer.k
-        bits = reply.weight_bytes * 8 // elements if reply.weight_bytes * 8 % elements == 0 else None
-        if bits != p.bits:
-            problems.append(f"{p.layer.name} bound {reply.weight_bytes} weight bytes, not {p.bits}-bit weights")
-        layers.append(LayerExecuted(p.layer.name, bits, reply.weight_dtype, reply.weight_bytes, reply.gpu_ms,
-                                    "int8" if act and "i8dot" in dtypes else ""))
-    total = sum(layer.weight_bytes or 0 for layer in layers)
-    if total != page.weight_buffer_bytes:
-        problems.append(f"weight_buffer_bytes {page.weight_buffer_bytes} is not the layers' sum {total}")
-    at_run_bits = [le.bits_executed for p, le in zip(plan, layers) if p.rule == "--bits"]
-    pool = at_run_bits or [le.bits_executed for le in layers]
-    bits = Counter(pool).most_common(1)[0][0]
-    notes = []
-    if "f16" not in dtypes and any(p.bits == 16 for p in plan):
-        notes.append("16-bit layers computed in f32 (the adapter has no shader-f16)")
-    int8_inputs = sum(1 for a in prepared.act_quant if a)
-    if int8_inputs and "i8dot" not in dtypes:
-        problems.append(f"{int8_inputs} layer(s) with int8 inputs, but the page used no int8 kernel")
-    if int8_inputs and int8_inputs < len(plan):
-        notes.append(f"int8 activations in {int8_inputs} of {len(plan)} linear layers (the 8- and 4-bit ones; "
-                     "the others kept float inputs)")
-    note = "; ".join(notes)
-    problem = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
-    kernel_variant = "+".join(offered[s].kernel_variant(tiling) for s in used)
-    return Executed(bits, compute_dtype, engine.platform.value, problem, note, tuple(layers),
-                    kernel_variant)
+    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
+                  browser: BrowserFacts) -> EngineJob | Refusal:
+        prepared = prepare_model(run.workload, run.bits, run.block_size, run.seed,
+                                 act_bits=run.act_bits, observer=run.observer)
+        why = _unsupported_shape(prepared)
+        if why:
+            return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL encoder cannot run this model: {why}")
+        steps, activations = _steps(prepared)
+        cfg = prepared.config
+        batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
+        tensors = prepared.tensors()
+        programs = {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
+        programs |= {_dequantize_program(b): wgsl.dequantize_source(b) for b, a in _kernels(prepared)
+                     if _prologue(b, a, _tiling(prepared), _rows(prepared))}
+        options = {
+            "programs": programs,
+            "linear_variants": {kernel_key(b, a): _variants(b, a, _tiling(prepared), _rows(prepared))
+                                for b, a in sorted(_kernels(prepared), reverse=True)},
+            "tiling": _tiling(prepared).to_json(),
+            "activations": activations,
+            "pass_inputs": [{"from": name, "to": f"pass.{name}", "bytes": batch * seq * 4}
+                            for name in INPUT_TENSORS],
+            "steps": steps,
+            "result": {"buffer": "pooled", "bytes": batch * cfg.hidden * 4},
+        }
+        spec = self.spec(engine, run, timing, tensors, prepared.outputs, prepared.options() | options)
+        held = [layer.held for layer in prepared.held.layers]
+        quantized = [h for h in held if h.block_size]
+        return EngineJob(
+            spec=spec, tensors=tensors, prepared=prepared,
+            weight_format=_summary([h.weight_format for h in held]),
+            weight_dtype=_summary([h.weight_dtype for h in held]),
+            scale_dtype="float32" if quantized else "",
+            zero_point_dtype=_summary([h.weight_dtype for h in quantized]) if quantized else "",
+        )
+
+    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        prepared = job.prepared
+        assert isinstance(prepared, PreparedModel)
+        plan = prepared.plan
+        tiling = wgsl.Tiling(**job.spec.options["tiling"])
+        offered = {v.id: v for b, a in _kernels(prepared) for v in wgsl.variants_for(b, a, tiling, _rows(prepared))}
+        used = [s for s in page.shader.split("+") if s]
+        unknown = [s for s in used if s not in offered]
+        if not used or unknown:
+            return Executed(None, "", engine.platform.value,
+                            f"the page used shader(s) {page.shader!r}, which the job did not offer")
+        dtypes = {offered[s].compute_dtype for s in used}
+        compute_dtype = next((d for d in ("i8dot", "f16") if d in dtypes), "f32")
+        if len(page.layers) != len(plan):
+            raise PageDataError(f"the reply describes {len(page.layers)} linear layers, the model has {len(plan)}")
+        if page.weight_buffer_bytes is None:
+            raise PageDataError("the reply has no weight_buffer_bytes (the bound weight buffers)")
+        layers, problems = [], []
+        acts = prepared.act_quant or (None,) * len(plan)
+        for p, act, reply in zip(plan, acts, page.layers):
+            if reply.name != p.layer.name:
+                raise PageDataError(f"layer {reply.name!r} in the reply where {p.layer.name!r} was expected")
+            if reply.weight_bytes is None:
+                raise PageDataError(f"layer {p.layer.name} has no weight_bytes (its bound weight buffer)")
+            elements = p.layer.n * p.layer.k
+            bits = reply.weight_bytes * 8 // elements if reply.weight_bytes * 8 % elements == 0 else None
+            if bits != p.bits:
+                problems.append(f"{p.layer.name} bound {reply.weight_bytes} weight bytes, not {p.bits}-bit weights")
+            layers.append(LayerExecuted(p.layer.name, bits, reply.weight_dtype, reply.weight_bytes, reply.gpu_ms,
+                                        "int8" if act and "i8dot" in dtypes else ""))
+        total = sum(layer.weight_bytes or 0 for layer in layers)
+        if total != page.weight_buffer_bytes:
+            problems.append(f"weight_buffer_bytes {page.weight_buffer_bytes} is not the layers' sum {total}")
+        at_run_bits = [le.bits_executed for p, le in zip(plan, layers) if p.rule == "--bits"]
+        pool = at_run_bits or [le.bits_executed for le in layers]
+        bits = Counter(pool).most_common(1)[0][0]
+        notes = []
+        if "f16" not in dtypes and any(p.bits == 16 for p in plan):
+            notes.append("16-bit layers computed in f32 (the adapter has no shader-f16)")
+        int8_inputs = sum(1 for a in prepared.act_quant if a)
+        if int8_inputs and "i8dot" not in dtypes:
+            problems.append(f"{int8_inputs} layer(s) with int8 inputs, but the page used no int8 kernel")
+        if int8_inputs and int8_inputs < len(plan):
+            notes.append(f"int8 activations in {int8_inputs} of {len(plan)} linear layers (the 8- and 4-bit ones; "
+                         "the others kept float inputs)")
+        note = "; ".join(notes)
+        problem = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+        kernel_variant = "+".join(offered[s].kernel_variant(tiling) for s in used)
+        return Executed(bits, compute_dtype, engine.platform.value, problem, note, tuple(layers),
+                        kernel_variant)

@@ -1,4 +1,4 @@
-"""Whole models: a transformer encoder run end to end on a fixed set of texts.
+"""The ``encoder`` workload: a transformer encoder run end to end on a fixed set of texts.
 
 The workload names the model (resolved offline, see models/source.py), the shapes of a forward
 pass (batch x sequence length), the texts, and the precision rules that give each linear layer
@@ -12,15 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..models import rules as layer_rules
-from ..models.inputs import BUILTIN_NAME, builtin_texts, read_texts
+from ...architectures import ArchConfig, Architecture
+from ...models import rules as layer_rules
+from ...models import source
+from ...models.calibration import CALIBRATION_NAME
+from ...models.inputs import BUILTIN_NAME, builtin_texts, read_texts
 
 DEFAULT_BATCH_SIZE = 4
 DEFAULT_SEQ_LEN = 32
 
 
 @dataclass(frozen=True)
-class ModelWorkload:
+class EncoderWorkload:
     name: str
     """The model as the user named it (a name or a folder)."""
     model: str
@@ -36,18 +39,22 @@ class ModelWorkload:
     """What int8-activation runs calibrate on (models/calibration.py); () is the built-in set."""
     calibration_name: str = ""
     """'' (the built-in calibration set) or the ``--calibration`` file's path."""
-    kind: ClassVar[str] = "model"
+    kind: ClassVar[str] = "encoder"
 
     @classmethod
     def create(cls, model: str, *, batch_size: int = DEFAULT_BATCH_SIZE, seq_len: int = DEFAULT_SEQ_LEN,
                random_weights: bool = False, texts: tuple[str, ...] | None = None, inputs_name: str = BUILTIN_NAME,
                rules: tuple[layer_rules.PrecisionRule, ...] = (), rules_name: str = "",
-               calibration_texts: tuple[str, ...] = (), calibration_name: str = "") -> ModelWorkload:
-        """The workload with the built-in texts unless ``texts`` are given; checks the model now."""
-        from ..models import source
-
-        resolved = source.resolve(model, random_weights)
-        cfg = source.encoder_config(resolved)
+               calibration_texts: tuple[str, ...] = (), calibration_name: str = "",
+               random_weights_hint: str = source.RANDOM_WEIGHTS_FLAG) -> EncoderWorkload:
+        """The workload with the built-in texts unless ``texts`` are given; checks the model now.
+        ``random_weights_hint`` is how the caller's words ask for random weights (the CLI's
+        --random-weights, the API's random_weights=True): a model without weights names it."""
+        resolved = source.resolve(model, random_weights, random_weights_hint)
+        arch, cfg = source.architecture(resolved)
+        if arch.kind != cls.kind:
+            raise ValueError(f"model {model}: the {arch.name} architecture is run by the {arch.kind!r} "
+                             f"workload kind, not {cls.kind!r}")
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         if not 2 <= seq_len <= cfg.max_positions:
@@ -65,7 +72,8 @@ class ModelWorkload:
     def from_options(cls, model: str, *, batch_size: int = DEFAULT_BATCH_SIZE, seq_len: int = DEFAULT_SEQ_LEN,
                      random_weights: bool = False, inputs: str | Path | None = None,
                      mixed_precision: bool = False, precision_rules: str | Path | None = None,
-                     calibration: str | Path | None = None) -> ModelWorkload:
+                     calibration: str | Path | None = None,
+                     random_weights_hint: str = source.RANDOM_WEIGHTS_FLAG) -> EncoderWorkload:
         """The CLI's and the API's words as a workload; ValueError (one line) for anything unusable."""
         if mixed_precision and precision_rules is not None:
             raise ValueError("--mixed-precision and --precision-rules are two rule sets: choose one")
@@ -81,7 +89,8 @@ class ModelWorkload:
         return cls.create(model, batch_size=batch_size, seq_len=seq_len, random_weights=random_weights,
                           texts=texts, inputs_name=inputs_name, rules=rules, rules_name=rules_name,
                           calibration_texts=calibration_texts,
-                          calibration_name=str(calibration) if calibration is not None else "")
+                          calibration_name=str(calibration) if calibration is not None else "",
+                          random_weights_hint=random_weights_hint)
 
     @property
     def label(self) -> str:
@@ -91,16 +100,17 @@ class ModelWorkload:
     @property
     def calibration_label(self) -> str:
         """What int8-activation runs of this workload calibrate on (the row's ``calibration``)."""
-        from ..models.calibration import CALIBRATION_NAME
-
         return self.calibration_name or CALIBRATION_NAME
 
     @property
     def weights(self) -> str:
         return "random" if self.random_weights else "pretrained"
 
-    def config(self) -> Any:
-        return _encoder_config(self.model, self.random_weights)
+    def config(self) -> ArchConfig:
+        return _architecture(self.model, self.random_weights)[1]
+
+    def architecture(self) -> Architecture:
+        return _architecture(self.model, self.random_weights)[0]
 
     @property
     def flops(self) -> int:
@@ -125,7 +135,7 @@ class ModelWorkload:
 
     def row_fields(self, bits: int, block_size: int) -> dict[str, Any]:
         plan = layer_rules.assign(self.config().linear_layers(), self.rules, bits, block_size)
-        return {"m": 0, "k": 0, "n": 0, "model": self.name, "weights": self.weights,
+        return {"model": self.name, "weights": self.weights,
                 "batch_size": self.batch_size, "seq_len": self.seq_len, "inputs": self.inputs_name,
                 "precision_plan": layer_rules.summary(plan), "precision_rules": self.rules_name}
 
@@ -137,7 +147,7 @@ class ModelWorkload:
                 "calibration_name": self.calibration_name}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> ModelWorkload:
+    def from_json(cls, doc: dict[str, Any]) -> EncoderWorkload:
         return cls(name=str(doc["name"]), model=str(doc["model"]), batch_size=int(doc["batch_size"]),
                    seq_len=int(doc["seq_len"]), random_weights=bool(doc["random_weights"]),
                    texts=tuple(str(t) for t in doc["texts"]), inputs_name=str(doc["inputs_name"]),
@@ -148,8 +158,6 @@ class ModelWorkload:
 
 
 @functools.lru_cache(maxsize=8)
-def _encoder_config(model: str, random_weights: bool) -> Any:
+def _architecture(model: str, random_weights: bool) -> tuple[Architecture, ArchConfig]:
     """Resolved once per process: rows, flops and validation all ask for it."""
-    from ..models import source
-
-    return source.encoder_config(source.resolve(model, random_weights))
+    return source.architecture(source.resolve(model, random_weights))

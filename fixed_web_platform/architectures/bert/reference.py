@@ -11,10 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erf
 
-from .config import EncoderConfig
-
-ActQuant = dict[str, tuple[float, int]]
-"""Layer name -> (scale, zero point) of its int8 input; layers not named keep float inputs."""
+from ..base import ActQuant
+from .config import BertConfig
 
 MASKED = -1e30
 """Added to attention scores of padded keys before the softmax (exp underflows to 0)."""
@@ -40,7 +38,7 @@ def fake_quantize_int8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarr
     return (q - zero_point) * scale
 
 
-def hidden_states(cfg: EncoderConfig, weights: dict[str, np.ndarray], input_ids: np.ndarray,
+def hidden_states(cfg: BertConfig, weights: dict[str, np.ndarray], input_ids: np.ndarray,
                   attention_mask: np.ndarray, token_type_ids: np.ndarray | None = None,
                   act_quant: ActQuant | None = None) -> np.ndarray:
     """Last hidden state [B, S, H] in float64."""
@@ -73,18 +71,3 @@ def hidden_states(cfg: EncoderConfig, weights: dict[str, np.ndarray], input_ids:
         x = layer_norm(linear(p + "output.dense", inter) + x,
                        w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], cfg.eps)
     return x
-
-
-def mean_pool_normalize(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-    """Sentence embeddings: mean over unmasked tokens, then unit L2 norm (sentence-transformers)."""
-    mask = attention_mask[..., None].astype(np.float64)
-    pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-    return pooled / np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)
-
-
-def embed(cfg: EncoderConfig, weights: dict[str, np.ndarray], input_ids: np.ndarray,
-          attention_mask: np.ndarray, token_type_ids: np.ndarray | None = None,
-          act_quant: ActQuant | None = None) -> np.ndarray:
-    """Sentence embeddings [B, H] in float64."""
-    return mean_pool_normalize(hidden_states(cfg, weights, input_ids, attention_mask, token_type_ids, act_quant),
-                               attention_mask)

@@ -37,9 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ..models.torch_model import bert_module
-from ..paths import PROJECT_ROOT
-from .ort_model import IR_VERSION, MS_DOMAIN, _pack_rows, _unpack_rows
+from ...paths import PROJECT_ROOT
+from .onnx_matmul import IR_VERSION, MS_DOMAIN, _pack_rows, _unpack_rows
 
 OPSET = 18
 """The dynamo exporter at opset 18 is known to export BERT encoders here (ORT Web reads it)."""
@@ -83,7 +82,7 @@ def _hf_module(model: Any) -> Any:
     """BertModel (eager attention) with the run's weights, pooled and L2-normalised in the graph."""
     import torch
 
-    bert = bert_module(model)
+    bert = model.module()
 
     class SentenceEncoder(torch.nn.Module):
         def __init__(self) -> None:

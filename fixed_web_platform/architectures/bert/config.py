@@ -1,4 +1,4 @@
-"""The encoder's architecture as the harness needs it, and the names of its linear layers.
+"""BERT's configuration as the harness needs it, and the names of its linear layers.
 
 Only BERT-architecture encoders (BERT, MiniLM, ...): embeddings (word + position + token type,
 layer norm), N layers of self-attention and a GELU feed-forward with post-layer-norm residuals,
@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..base import LinearLayer
+
 SUPPORTED_MODEL_TYPES = ("bert",)
 SUPPORTED_ACTIVATIONS = ("gelu",)
 """Exact (erf) GELU, as BertConfig's default 'gelu'."""
@@ -21,7 +23,7 @@ FFN_LINEARS = ("intermediate.dense", "output.dense")
 
 
 @dataclass(frozen=True)
-class EncoderConfig:
+class BertConfig:
     layers: int
     hidden: int
     heads: int
@@ -37,7 +39,7 @@ class EncoderConfig:
         return self.hidden // self.heads
 
     @classmethod
-    def from_hf(cls, hf: Any, where: str) -> EncoderConfig:
+    def from_hf(cls, hf: Any, where: str) -> BertConfig:
         """From a transformers config object; ValueError (one line) for what this harness cannot run."""
         model_type = getattr(hf, "model_type", "?")
         if model_type not in SUPPORTED_MODEL_TYPES:
@@ -78,13 +80,3 @@ class EncoderConfig:
         emb = (self.vocab + self.max_positions + self.type_vocab) * self.hidden + 2 * self.hidden
         per_layer = sum(layer.k * layer.n + layer.n for layer in self.linear_layers()[:6]) + 4 * self.hidden
         return emb + self.layers * per_layer
-
-
-@dataclass(frozen=True)
-class LinearLayer:
-    """y = x @ W^T + b with W [n, k] (Hugging Face's Linear layout, the harness's W[N, K])."""
-
-    name: str
-    kind: str
-    k: int
-    n: int

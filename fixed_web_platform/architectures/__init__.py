@@ -1,0 +1,23 @@
+"""Model architectures (plug-ins, see base.py), registered here by name. A model's transformers
+``model_type`` picks its architecture; the architecture names the workload kind that runs it."""
+
+from __future__ import annotations
+
+from .base import ActQuant, ArchConfig, Architecture, LinearLayer
+from .bert import BERT
+
+ARCHITECTURES: tuple[Architecture, ...] = (
+    BERT,
+)
+
+
+def architecture_for(model_type: str, where: str) -> Architecture:
+    """The architecture that reads transformers' ``model_type``; ValueError (one line) otherwise."""
+    for arch in ARCHITECTURES:
+        if model_type in arch.model_types:
+            return arch
+    known = ", ".join(t for a in ARCHITECTURES for t in a.model_types)
+    raise ValueError(f"{where}: architecture {model_type!r} is not supported (supported: {known})")
+
+
+__all__ = ["ARCHITECTURES", "ActQuant", "ArchConfig", "Architecture", "LinearLayer", "architecture_for"]

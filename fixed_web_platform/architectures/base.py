@@ -1,0 +1,98 @@
+"""What a model architecture is to the harness: a plug-in that knows where its weights come from
+offline, its configuration, the names and shapes of its linear layers (what precision rules,
+sensitivity probes and calibration address), its PyTorch module (the fp32 reference and the ONNX
+export) and its float64 numpy forward (the kernel-correctness reference).
+
+An architecture is run by one workload kind (``kind``: BERT by ``encoder``); the kind asks the
+architecture for the parts of a forward pass it needs. Adding one: a package
+``architectures/<name>/`` with an ``Architecture`` subclass, and one line in
+``architectures/__init__.py``'s ``ARCHITECTURES``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+ActQuant = dict[str, tuple[float, int]]
+"""Layer name -> (scale, zero point) of its int8 input; layers not named keep float inputs."""
+
+
+@dataclass(frozen=True)
+class LinearLayer:
+    """y = x @ W^T + b with W [n, k] (Hugging Face's Linear layout, the harness's W[N, K])."""
+
+    name: str
+    kind: str
+    """The layer's role ('attention', 'ffn', ...): what sensitivity probes group by."""
+    k: int
+    n: int
+
+
+class ArchConfig(Protocol):
+    """An architecture's configuration, as the rest of the harness reads it."""
+
+    max_positions: int
+
+    def linear_layers(self) -> list[LinearLayer]:
+        """Every weight matrix that precision applies to, in forward order."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+    @property
+    def parameters(self) -> int: ...
+
+
+class Architecture(ABC):
+    name: ClassVar[str]
+    """The registry key ('bert')."""
+    kind: ClassVar[str]
+    """The workload kind that runs it (workloads/<kind>): 'encoder' for BERT."""
+    model_types: ClassVar[tuple[str, ...]]
+    """transformers' ``model_type`` values this architecture reads."""
+    packaged: ClassVar[Mapping[str, tuple[str, str]]] = {}
+    """Models with real weights inside an installed Python package: name -> (package, folder)."""
+    config_only: ClassVar[tuple[str, ...]] = ()
+    """Names known without files (transformers' config defaults): usable with random weights only."""
+    layer_kinds: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Layer role -> the layer-name suffixes of that role (sensitivity probes group by role)."""
+    layer_labels: ClassVar[Mapping[str, str]] = {}
+    """Layer-name suffix -> what a reader calls all of them ('query projections')."""
+    role_labels: ClassVar[Mapping[str, str]] = {}
+    """Layer role -> its label in a block probe ('layer 3 FFN')."""
+    weight_prefix: ClassVar[str] = ""
+    """Prefix that checkpoints put before the names the harness uses (stripped on load)."""
+
+    @abstractmethod
+    def config(self, hf_config: Any, where: str) -> ArchConfig:
+        """From a transformers config object; ValueError (one line) for what the harness cannot run."""
+
+    @abstractmethod
+    def default_hf_config(self, name: str) -> Any:
+        """The transformers config of a ``config_only`` name."""
+
+    @abstractmethod
+    def required_weights(self, cfg: Any) -> list[str]:
+        """Every tensor name the forward pass reads (the harness's names, prefix stripped)."""
+
+    @abstractmethod
+    def random_weights(self, cfg: Any, seed: int) -> dict[str, np.ndarray]:
+        """Seeded float32 weights in the architecture's own initialisation scheme."""
+
+    @abstractmethod
+    def torch_module(self, cfg: Any, weights: Mapping[str, np.ndarray]) -> Any:
+        """The transformers module holding exactly ``weights`` (eval mode, CPU)."""
+
+    @abstractmethod
+    def reference_forward(self, cfg: Any, weights: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray],
+                          act_quant: ActQuant | None = None) -> np.ndarray:
+        """The float64 numpy forward on named inputs (the kernel-correctness reference): with the
+        weights an engine holds and, for int8 activations, each named layer's input quantized."""
+
+    @abstractmethod
+    def linear_modules(self, module: Any) -> dict[str, Any]:
+        """Layer name -> the torch.nn.Linear of ``module`` (what calibration hooks observe)."""

@@ -1,0 +1,61 @@
+"""The matmul kind on ONNX Runtime Web (page: web/engines/ort.js): a one-node ONNX model built
+from THE SAME quantized values the harness kernels get (onnx_matmul.py: MatMulNBits for 8/4/2
+bits with the harness's blocks and zero points, MatMul for 32, a float16 MatMul for 16)."""
+
+from __future__ import annotations
+
+from ...harness.protocol import PageDataError, PageReply
+from ...run_spec import RunSpec, TimingConfig
+from ...vocabulary import Platform
+from ...workloads.matmul import prepare
+from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner
+from . import OrtWebEngine
+from .onnx_matmul import matmul_model
+
+
+class OrtMatmul(KindRunner):
+    runner = "ort"
+
+    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
+                  browser: BrowserFacts) -> EngineJob:
+        assert isinstance(engine, OrtWebEngine)
+        # MatMulNBits stores unsigned values with zero points: the harness's signed values
+        # shifted by 2^(bits-1), zero points too, so the dequantized weights are identical.
+        prepared = prepare(run.workload, run.bits, run.block_size, run.seed, unsigned=True)
+        t = prepared.tensors
+        model = matmul_model(k=run.workload.k, n=run.workload.n, bits=prepared.bits,
+                             block_size=prepared.block_size, w=t["w"], scales=t.get("scales"),
+                             zero_points=t.get("zero_points"))
+        tensors = {"x": t["x"], "model": model}
+        w = run.workload
+        options = {
+            **engine.session_options(run),
+            "m": w.m, "k": w.k, "n": w.n,
+            "model": "model",
+            "input": "x",
+        }
+        node = "MatMul" if prepared.bits >= 16 else f"MatMulNBits(bits={prepared.bits}, block_size={prepared.block_size})"
+        return EngineJob(
+            spec=self.spec(engine, run, timing, tensors, prepared.outputs, options, prepared.bits),
+            tensors=tensors, prepared=prepared,
+            weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
+            scale_dtype="float32" if prepared.block_size else "",
+            zero_point_dtype=prepared.weight_dtype if prepared.block_size else "",
+            details={"onnx_node": node, "model_bytes": len(model)},
+        )
+
+    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        compute = "f16" if job.prepared.bits == 16 else "f32"
+        ran_on = page.executed_on
+        if ran_on not in {p.value for p in Platform}:
+            raise PageDataError(f"executed_on {ran_on!r:.40} is not a provider this engine uses")
+        note = ""
+        if ran_on != engine.platform.value:
+            note = f"ORT placed the weight-bearing node on {ran_on}, not {engine.platform}"
+            if page.placement:
+                note += f" (ORT's placement: {page.placement})"
+            if page.fallback:
+                note += f"; with CPU fallback disabled {engine.platform} refused it: {page.fallback}"
+        # The model's weights are the bits asked for; ORT has no other form to run them in.
+        return Executed(job.prepared.bits, compute, ran_on, note=note)
+

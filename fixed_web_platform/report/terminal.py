@@ -1,0 +1,56 @@
+"""The tables a sweep prints when it ends, one per workload kind (its entry in report/sections.py
+names its table); a kind without one gets the shared core table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..results.rows import ResultRow
+from .markdown import markdown_lines
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def bits_label(r: ResultRow) -> str:
+    """'8', or '8 a8 minmax' for int8 activations calibrated by that observer."""
+    return str(r.bits_requested) + (f" a{r.act_bits} {r.observer}" if r.act_bits != 32 else "")
+
+
+def format_model_table(rows: Sequence[ResultRow]) -> str:
+    if not rows:
+        return ""
+    header = ["browser", "engine", "platform", "on", "model", "bits", "plan", "outcome", "median ms",
+              "tokens/s", "weight MiB", "cos min", "cos mean", "Spearman", "top-1", "kernel err"]
+    body = [[
+        r.browser, r.engine, r.platform, r.executed_on or "-", f"{r['model']} {r['batch_size']}x{r['seq_len']}",
+        bits_label(r), r["precision_plan"] or "-", r.outcome, _fmt(r.latency_ms_median, ".1f"),
+        _fmt(r["tokens_per_s"], ".0f"), _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".1f"),
+        _fmt(r["cosine_min"], ".5f"), _fmt(r["cosine_mean"], ".5f"), _fmt(r["spearman"], ".4f"),
+        _fmt(r["top1_agreement"], ".3f"), _fmt(r.rel_error_vs_dequantized, ".1e"),
+    ] for r in rows]
+    return "\n".join(markdown_lines(header, body))
+
+
+def format_matmul_table(rows: Sequence[ResultRow]) -> str:
+    header = ["browser", "engine", "platform", "on", "shape", "bits", "exec", "outcome", "median ms",
+              "p10-p90 ms", "GFLOP/s", "rel err vs float", "kernel err"]
+    body = [[
+        r.browser, r.engine, r.platform, r.executed_on or "-", f"{r['m']}x{r['k']}x{r['n']}",
+        bits_label(r),
+        "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
+        _fmt(r.latency_ms_median, ".3f"),
+        "-" if r.latency_ms_p10 is None else f"{r.latency_ms_p10:.3f}-{r.latency_ms_p90:.3f}",
+        _fmt(r.gflops, ".2f"), _fmt(r.rel_error_vs_float, ".2e"), _fmt(r.rel_error_vs_dequantized, ".1e"),
+    ] for r in rows]
+    return "\n".join(markdown_lines(header, body))
+
+
+def core_table(rows: Sequence[ResultRow]) -> str:
+    """What every row has: for a kind without a table of its own."""
+    header = ["browser", "engine", "platform", "on", "workload", "bits", "exec", "outcome", "median ms"]
+    body = [[r.browser, r.engine, r.platform, r.executed_on or "-", r.workload, bits_label(r),
+             "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
+             _fmt(r.latency_ms_median, ".3f")] for r in rows]
+    return "\n".join(markdown_lines(header, body))

@@ -1,0 +1,104 @@
+"""What one planned run is (RunSpec) and the timing protocol every run follows (TimingConfig).
+
+The lowest layer of the sweep's data: engines, rows and the page protocol read these; the plan
+(plan.py) builds them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from .vocabulary import BrowserName, EngineName, Platform, PrecisionMode, parse_bits
+from .workloads import Workload, workload_from_json
+
+MAX_ITERATIONS_LIMIT = 2048
+"""WebGPU query sets hold at most 4096 timestamps: two per timed iteration."""
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """The timing protocol of every run (see web/timing.js for the page's half)."""
+
+    warmup: int = 3
+    min_iterations: int = 10
+    min_time_s: float = 1.0
+    max_iterations: int = 200
+    repeat: int = 1
+    """Page loads per run; their samples are pooled (pyperf's processes idea)."""
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0:
+            raise ValueError(f"warm-up count must not be negative, got {self.warmup}")
+        if not 1 <= self.min_iterations <= self.max_iterations <= MAX_ITERATIONS_LIMIT:
+            raise ValueError(
+                f"need 1 <= min iterations ({self.min_iterations}) <= max iterations "
+                f"({self.max_iterations}) <= {MAX_ITERATIONS_LIMIT}"
+            )
+        if not (0 <= self.min_time_s < float("inf")):
+            raise ValueError(f"min time must be a non-negative number of seconds, got {self.min_time_s}")
+        if self.repeat < 1:
+            raise ValueError(f"repeat must be at least 1, got {self.repeat}")
+        if not (0 < self.timeout_s < float("inf")):
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout_s}")
+
+    @property
+    def page_budget_ms(self) -> float:
+        """Time one page may spend on timed iterations: half its share of the run's timeout."""
+        return 1000.0 * self.timeout_s * 0.5 / self.repeat
+
+
+MODEL_TIMING = TimingConfig(warmup=1, min_iterations=5, min_time_s=0.0, max_iterations=200, timeout_s=600.0)
+"""Defaults for whole-model sweeps: a forward pass takes seconds on a software adapter, so fewer
+warm-ups and samples per page load (still a cold pass apart, a warm-up, several timed passes)
+and a longer time limit. Any timing flag given on the command line wins."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One planned run: everything the harness needs to execute and label it."""
+
+    run_id: int
+    browser: BrowserName
+    platform: Platform
+    workload: Workload
+    bits: int
+    block_size: int
+    repetition: int
+    precision_mode: PrecisionMode
+    seed: int
+    webnn_device: str = "cpu"
+    """MLContext deviceType for WebNN runs (cpu, gpu or npu); unused elsewhere."""
+    engine: EngineName = EngineName.HARNESS
+    """Who builds the work: the harness's kernels/graphs or ONNX Runtime Web."""
+    act_bits: int = 32
+    """Activation precision: 32 (float) or 8 (int8, statically calibrated: W8A8 / W4A8)."""
+    observer: str = ""
+    """The calibration observer that gave the activations their scale and zero point ('' at 32)."""
+    refused: str = ""
+    """Why this run will not be attempted, decided when the plan was built (no module runs its
+    engine, platform and workload kind, or its activation precision); '' for a run to attempt."""
+
+    @property
+    def label(self) -> str:
+        acts = f" a{self.act_bits} {self.observer}" if self.act_bits != 32 else ""
+        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{acts} "
+                f"{self.workload.label} rep{self.repetition}")
+
+    def to_json(self) -> dict[str, Any]:
+        doc = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return doc | {"workload": self.workload.to_json()}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> RunSpec:
+        return cls(**{
+            **doc,
+            "browser": BrowserName(doc["browser"]),
+            "engine": EngineName(doc.get("engine", EngineName.HARNESS)),  # v2 plans: harness only
+            "platform": Platform(doc["platform"]),
+            "precision_mode": PrecisionMode(doc["precision_mode"]),
+            "workload": workload_from_json(doc["workload"]),
+            "bits": parse_bits(doc["bits"]),
+        })

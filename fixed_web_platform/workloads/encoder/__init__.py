@@ -1,0 +1,48 @@
+"""The ``encoder`` workload kind: a transformer encoder (an architecture whose ``kind`` is
+'encoder', BERT today) run end to end on texts, judged by its sentence embeddings.
+
+workload.py: the workload (model, batch x sequence, texts, precision rules, calibration texts);
+prepared.py: a run prepared in Python (page tensors, PyTorch fp32 and float64 references);
+accuracy.py: what embeddings are worth against PyTorch fp32 (cosine, Spearman, top-1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..base import Column, WorkloadKind, integer_text
+from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY, MODEL_PRECISION_IDENTITY
+from .workload import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN, EncoderWorkload
+
+
+class EncoderKind(WorkloadKind):
+    name = EncoderWorkload.kind
+    aliases = ("model",)
+    """Plan files before schema 8 called encoders 'model'."""
+    columns = (
+        *MODEL_COLUMNS,
+        Column("batch_size", int, "Texts per forward pass."),
+        Column("seq_len", int, "Tokens per text (padded)."),
+        Column("sequences_per_s", float, "Texts of the timed batch per second.", performance=True),
+        Column("tokens_per_s", float, "Real (unpadded) tokens of the timed batch per second.", performance=True),
+        Column("cosine_min", float, "Lowest cosine of an output embedding with PyTorch fp32's."),
+        Column("cosine_mean", float, "Mean cosine of the output embeddings with PyTorch fp32's."),
+        Column("spearman", float, "Rank correlation of all pairwise similarities with PyTorch fp32's."),
+        Column("top1_agreement", float, "Share of texts whose nearest neighbour is the same as under "
+                                        "PyTorch fp32."),
+    )
+    identity = (*MODEL_IDENTITY, "batch_size", "seq_len")
+    precision_identity = MODEL_PRECISION_IDENTITY
+
+    def from_json(self, doc: Mapping[str, Any]) -> EncoderWorkload:
+        return EncoderWorkload.from_json(dict(doc))
+
+    def shape(self, row: Mapping[str, Any]) -> str:
+        """'BATCHxSEQ tokens' (texts per forward pass x tokens per text)."""
+        return f"{integer_text(row.get('batch_size'))}x{integer_text(row.get('seq_len'))} tokens"
+
+
+ENCODER = EncoderKind()
+
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_SEQ_LEN", "ENCODER", "EncoderKind", "EncoderWorkload"]

@@ -1,0 +1,21 @@
+"""Row columns every kind that runs a whole model shares (encoder now; decoder and speech next):
+which model, which weights, which inputs, and the precision plan of its linear layers."""
+
+from __future__ import annotations
+
+from .base import Column
+
+MODEL_COLUMNS = (
+    Column("model", str, "Whole models: the model as named; blank on other kinds' rows."),
+    Column("weights", str, "'pretrained' or 'random' (seeded random weights; accuracy is then against "
+                           "PyTorch on them)."),
+    Column("inputs", str, "'builtin' (the project's evaluation set) or the --inputs file."),
+    Column("precision_plan", str, "Bits per linear layer as planned: 'uniform:4' or 'mixed:8x24,4x12' "
+                                  "(bits x layers)."),
+    Column("precision_rules", str, "The rule set that gave the layers their bits: '' (uniform --bits), "
+                                   "'mixed-precision', a rules file, or a sensitivity probe."),
+)
+MODEL_IDENTITY = ("model", "weights", "inputs")
+"""What tells two models' settings apart (with the kind's own shape columns)."""
+MODEL_PRECISION_IDENTITY = ("precision_plan", "precision_rules")
+"""What tells two precisions of one model apart besides --bits."""
