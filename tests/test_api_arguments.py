@@ -169,3 +169,35 @@ def test_api_saves_the_plan_first_and_a_sweep_can_be_resumed(fake_sweep: list, t
     asyncio.run(api.resume_test(out))
     resumed, _ = fake_sweep[-1]
     assert [r.run_id for r in resumed] == [r.run_id for r in plan[1:]]
+
+
+def test_platform_helpers_have_the_real_signature() -> None:
+    """help(run_real_webnn_test) lists every argument: run_real_test's, less the platforms."""
+    full = dict(inspect.signature(api.run_real_test).parameters)
+    full.pop("platforms")
+    for fn in (run_real_webnn_test, run_real_webgpu_test):
+        params = inspect.signature(fn).parameters
+        assert "kwargs" not in params
+        assert {n: (p.default, p.annotation) for n, p in params.items()} == \
+            {n: (p.default, p.annotation) for n, p in full.items()}, fn.__name__
+
+
+@pytest.mark.parametrize("env, asked, mode", [
+    ("1", None, PrecisionMode.EXPERIMENTAL), ("", None, PrecisionMode.STANDARD),
+    ("1", False, PrecisionMode.STANDARD), ("", True, PrecisionMode.EXPERIMENTAL)])
+def test_api_honours_webnn_experimental_precision_like_the_cli(env: str, asked: bool | None, mode: PrecisionMode,
+                                                               fake_sweep: list, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEBNN_EXPERIMENTAL_PRECISION", env)
+    kwargs = {} if asked is None else {"experimental_precision": asked}
+    asyncio.run(run_real_webnn_test(bits=4, shapes=["2x64x16"], output_dir=tmp_path / "x", **kwargs))
+    (plan, writer), = fake_sweep
+    writer.close()
+    assert {r.precision_mode for r in plan} == {mode}
+
+
+def test_a_model_without_weights_names_the_apis_own_argument(no_sweep: None, tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as info:
+        asyncio.run(run_real_webgpu_test(model="bert-base-uncased", output_dir=tmp_path / "x"))
+    message = str(info.value)
+    assert "random_weights=True" in message and "--random-weights" not in message
