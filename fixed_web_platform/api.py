@@ -11,15 +11,16 @@ saved first, resumable), rows returned as dicts.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import sweep
 from .harness.runner import SweepOptions
 from .harness.server import LOOPBACK
-from .plan import DEFAULT_OBSERVER, MODEL_TIMING, TimingConfig, build_plan
+from .plan import DEFAULT_OBSERVER, build_plan
 from .progress import PlainProgress
+from .run_spec import MODEL_TIMING, TimingConfig
 from .vocabulary import (
     DEFAULT_BLOCK_SIZE,
     BrowserName,
@@ -29,7 +30,7 @@ from .vocabulary import (
     experimental_precision_default,
     parse_enum,
 )
-from .workloads import DEFAULT_WORKLOADS, EncoderWorkload, parse_shape
+from .workloads import DEFAULT_WORKLOADS, model_workload, parse_shape
 from .workloads.encoder import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 
 
@@ -64,20 +65,23 @@ async def run_real_test(
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     calibration: str | Path | None = None,
+    model_options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
     on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). ``remote``: a
     Selenium Grid URL that creates the browsers; ``parallel``: concurrent browser sessions.
-    ``experimental_precision`` None follows WEBNN_EXPERIMENTAL_PRECISION=1, as the CLI does."""
+    ``experimental_precision`` None follows WEBNN_EXPERIMENTAL_PRECISION=1, as the CLI does.
+    ``model_options``: options only the model's workload kind takes, by the CLI's names
+    (``{"batch_size": 8}`` for an encoder, as the ``batch_size`` argument does)."""
     options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel)
     if experimental_precision is None:
         experimental_precision = experimental_precision_default()
     if model is not None:
+        given = {"batch_size": batch_size, "seq_len": seq_len, "random_weights": random_weights,
+                 "inputs": inputs, "mixed_precision": mixed_precision, "precision_rules": precision_rules,
+                 "calibration": calibration, "random_weights_hint": "random_weights=True"}
         workloads = [*(parse_shape(s) for s in shapes or ()),
-                     EncoderWorkload.from_options(model, batch_size=batch_size, seq_len=seq_len,
-                                                  random_weights=random_weights, inputs=inputs,
-                                                  mixed_precision=mixed_precision, precision_rules=precision_rules,
-                                                  calibration=calibration, random_weights_hint="random_weights=True")]
+                     model_workload(model, given | dict(model_options or {}))]
     elif mixed_precision or precision_rules is not None or calibration is not None:
         raise ValueError("mixed precision, precision rules and calibration texts go with a model (model=...)")
     else:
@@ -142,6 +146,7 @@ async def run_real_webnn_test(
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     calibration: str | Path | None = None,
+    model_options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """WebNN runs (MLGraph with dequantizeLinear + matmul); the arguments are ``run_real_test``'s."""
     return await run_real_test(
@@ -150,7 +155,8 @@ async def run_real_webnn_test(
         precision_rules=precision_rules, random_weights=random_weights, inputs=inputs, batch_size=batch_size,
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
-        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration)
+        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration,
+        model_options=model_options)
 
 
 async def run_real_webgpu_test(
@@ -179,6 +185,7 @@ async def run_real_webgpu_test(
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     calibration: str | Path | None = None,
+    model_options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """WebGPU runs (WGSL kernels on packed weights); the arguments are ``run_real_test``'s."""
     return await run_real_test(
@@ -187,4 +194,5 @@ async def run_real_webgpu_test(
         precision_rules=precision_rules, random_weights=random_weights, inputs=inputs, batch_size=batch_size,
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
-        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration)
+        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration,
+        model_options=model_options)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from .engines.registry import engine_for, engines_for_platform, planned_refusal
+from .precision.observers import OBSERVERS
+from .results.writer import write_atomically
+from .run_spec import RunSpec, TimingConfig
 from .vocabulary import (
     ACT8_WEIGHT_BITS,
     ACT_BITS,
@@ -30,10 +32,6 @@ from .vocabulary import (
     PrecisionMode,
     parse_bits,
 )
-from .engines.registry import engine_for, engines_for_platform, planned_refusal
-from .precision.observers import OBSERVERS
-from .results.writer import write_atomically
-from .run_spec import MAX_ITERATIONS_LIMIT, MODEL_TIMING, RunSpec, TimingConfig
 from .workloads import Workload
 
 DEFAULT_OBSERVER = "minmax"

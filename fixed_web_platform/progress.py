@@ -8,8 +8,8 @@ from typing import Protocol, TextIO
 
 from tqdm import tqdm
 
-from .run_spec import RunSpec
 from .results.rows import ResultRow
+from .run_spec import RunSpec
 
 
 def describe(run: RunSpec) -> str:

@@ -13,7 +13,13 @@ import pytest
 import fixed_web_platform.api as api
 import fixed_web_platform.sweep as sweep_module
 from fixed_web_platform.api import run_real_webgpu_test, run_real_webnn_test
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
+from fixed_web_platform.vocabulary import (
+    BrowserName,
+    EngineName,
+    Outcome,
+    Platform,
+    PrecisionMode,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from fixed_web_platform.browsers import PRODUCTS, BrowserUnavailable, DriverKind, resolve
+from fixed_web_platform.browsers import (
+    PRODUCTS,
+    BrowserUnavailable,
+    DriverKind,
+    resolve,
+)
 from fixed_web_platform.vocabulary import BrowserName, Outcome
 
 

@@ -4,14 +4,20 @@ No browser is launched."""
 from __future__ import annotations
 
 import copy
-import re
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from fixed_web_platform.cli import capabilities
-from fixed_web_platform.cli.capabilities import FEATURES, LIMITS, WEBNN_OPERANDS, WGSL_FEATURES, to_markdown
+from fixed_web_platform.cli.capabilities import (
+    FEATURES,
+    LIMITS,
+    WEBNN_OPERANDS,
+    WGSL_FEATURES,
+    to_markdown,
+)
 from fixed_web_platform.vocabulary import SCHEMA_VERSION
 
 DEVICES = ("cpu", "gpu")

@@ -3,23 +3,33 @@
 
 from __future__ import annotations
 
-import re
-
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from fixed_web_platform.analysis.compare import Comparison, MetadataMismatch, Verdict, compare
+from fixed_web_platform.analysis.compare import (
+    Comparison,
+    MetadataMismatch,
+    Verdict,
+    compare,
+)
 from fixed_web_platform.cli.compare import compare_command, format_comparison
+from fixed_web_platform.plan import RunSpec
 from fixed_web_platform.results.reader import CONFIG_KEY, ResultSchemaError, load
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.vocabulary import SCHEMA_VERSION, BrowserName, Outcome, Platform, PrecisionMode
-from fixed_web_platform.plan import RunSpec
+from fixed_web_platform.vocabulary import (
+    SCHEMA_VERSION,
+    BrowserName,
+    Outcome,
+    Platform,
+    PrecisionMode,
+)
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 WORKLOAD = Workload("bert-base-ffn-gemv", 1, 768, 3072)

@@ -12,9 +12,19 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fixed_web_platform.analysis.compare import DEFAULT_MIN_EFFECT, RECOMMENDED_REPEAT, Verdict, compare
+from fixed_web_platform.analysis.compare import (
+    DEFAULT_MIN_EFFECT,
+    RECOMMENDED_REPEAT,
+    Verdict,
+    compare,
+)
 from fixed_web_platform.analysis.false_alarms import slowed, tally
-from fixed_web_platform.results.reader import CONFIG_KEY, ResultSet, headline_samples, load
+from fixed_web_platform.results.reader import (
+    CONFIG_KEY,
+    ResultSet,
+    headline_samples,
+    load,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "false_alarms" / "sweeps.tar.gz"
 PAIRS = 10

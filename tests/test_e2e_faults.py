@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
-
 from conftest import require_browser
+
 from fixed_web_platform.browsers import launch, resolve
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan

@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import require_browser
+
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.models import rules
-from fixed_web_platform.workloads.encoder import accuracy
 from fixed_web_platform.models.inputs import builtin_texts
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
 from fixed_web_platform.workloads import EncoderWorkload
+from fixed_web_platform.workloads.encoder import accuracy
 
 pytestmark = pytest.mark.browser
 MINILM = "all-MiniLM-L6-v2"

@@ -15,15 +15,15 @@ import pytest
 from conftest import require_browser
 
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
-from fixed_web_platform.workloads.encoder import accuracy
 from fixed_web_platform.models.inputs import builtin_texts
-from fixed_web_platform.workloads.encoder.prepared import prepare_model
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.report.activations import activation_table
 from fixed_web_platform.report.render import load_sweeps, summary_table
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
 from fixed_web_platform.workloads import EncoderWorkload
+from fixed_web_platform.workloads.encoder import accuracy
+from fixed_web_platform.workloads.encoder.prepared import prepare_model
 
 pytestmark = pytest.mark.browser
 TEXTS = builtin_texts()[:6]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import require_browser
+
 from fixed_web_platform.engines.ort import ORT_WEB_DIR
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan

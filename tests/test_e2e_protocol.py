@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import require_browser
-from fixed_web_platform.plan import build_plan, save_plan
-from fixed_web_platform.results.writer import ResultWriter
+
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan, save_plan
+from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform
-from fixed_web_platform.plan import TimingConfig
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 pytestmark = pytest.mark.browser

@@ -7,8 +7,8 @@ import asyncio
 
 import pandas as pd
 import pytest
-
 from conftest import require_browser
+
 from fixed_web_platform.cli import main as cli
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan

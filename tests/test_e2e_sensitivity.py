@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import require_browser
+
 from fixed_web_platform.models.rules import load_rules
 from fixed_web_platform.vocabulary import BrowserName
 

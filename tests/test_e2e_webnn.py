@@ -9,14 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import require_browser
+
 from fixed_web_platform.api import run_real_test
-from fixed_web_platform.plan import build_plan
-from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform, PrecisionMode
-from fixed_web_platform.plan import TimingConfig
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 pytestmark = pytest.mark.browser

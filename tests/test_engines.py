@@ -11,11 +11,24 @@ import pytest
 from fixed_web_platform.browsers import PRODUCTS, DriverKind
 from fixed_web_platform.browsers.sessions import LAUNCHERS
 from fixed_web_platform.engines.base import Engine, EngineJob, Executed, Refusal
-from fixed_web_platform.engines.registry import ENGINES, build_job, engine_for, engines_for_platform, kind_runner, read_reply
+from fixed_web_platform.engines.registry import (
+    ENGINES,
+    build_job,
+    engine_for,
+    engines_for_platform,
+    kind_runner,
+    read_reply,
+)
 from fixed_web_platform.harness.protocol import PageDataError, PageReply
 from fixed_web_platform.paths import WEB_DIR
 from fixed_web_platform.plan import RunSpec, TimingConfig, build_plan
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
+from fixed_web_platform.vocabulary import (
+    BrowserName,
+    EngineName,
+    Outcome,
+    Platform,
+    PrecisionMode,
+)
 from fixed_web_platform.workloads import MatmulWorkload
 
 W = MatmulWorkload("tiny", 2, 64, 16)

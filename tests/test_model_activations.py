@@ -10,12 +10,11 @@ import asyncio
 import numpy as np
 import pytest
 
+from fixed_web_platform.architectures.bert import reference
 from fixed_web_platform.cli import main as cli
 from fixed_web_platform.engines.registry import build_job
-from fixed_web_platform.architectures.bert import reference
 from fixed_web_platform.models import calibration, rules
 from fixed_web_platform.models.inputs import builtin_texts
-from fixed_web_platform.workloads.encoder.prepared import KERNEL_TOLERANCE_F32, embed, prepare_model
 from fixed_web_platform.models.source import load, resolve
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.precision.quant import error_metrics
@@ -28,6 +27,11 @@ from fixed_web_platform.vocabulary import (
     PrecisionMode,
 )
 from fixed_web_platform.workloads import EncoderWorkload
+from fixed_web_platform.workloads.encoder.prepared import (
+    KERNEL_TOLERANCE_F32,
+    embed,
+    prepare_model,
+)
 
 MINILM = "all-MiniLM-L6-v2"
 SHORT = tuple(t for t in builtin_texts() if len(t.split()) <= 8)[:6]
@@ -163,8 +167,8 @@ def test_wgsl_model_steps_dequantize_once_when_rows_span_several_tiles(batch: in
     """48 rows (3 x 16) span three row tiles: every 4-bit linear step carries the dequantize step,
     which binds the layer's packed tensors and the shared float32 scratch buffer (sized for the
     largest layer) that the kernel then binds in their place. 16 rows: one tile, no step."""
-    from fixed_web_platform.engines.wgsl import kernels as wgsl
     from fixed_web_platform.engines.base import EngineJob
+    from fixed_web_platform.engines.wgsl import kernels as wgsl
 
     workload = EncoderWorkload.create(MINILM, batch_size=batch, seq_len=16, texts=SHORT)
     run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [workload], [4], engines=[EngineName.HARNESS])[0]

@@ -9,17 +9,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fixed_web_platform.cli import main as cli
-from fixed_web_platform.architectures.bert import reference
-from fixed_web_platform.models import rules, source
-from fixed_web_platform.workloads.encoder import accuracy
-from fixed_web_platform.architectures.bert.config import BertConfig as EncoderConfig
-from fixed_web_platform.models.inputs import builtin_texts, read_texts, tokenize
+import fixed_web_platform.sweep as sweep_module
 from fixed_web_platform.architectures.bert import BERT
-from fixed_web_platform.workloads.encoder.prepared import embed, prepare_model, pytorch_reference
+from fixed_web_platform.architectures.bert.config import BertConfig as EncoderConfig
+from fixed_web_platform.cli import main as cli
+from fixed_web_platform.models import rules, source
+from fixed_web_platform.models.inputs import builtin_texts, read_texts, tokenize
 from fixed_web_platform.models.quantized import hold_model
 from fixed_web_platform.workloads import EncoderWorkload
-import fixed_web_platform.sweep as sweep_module
+from fixed_web_platform.workloads.encoder import accuracy
+from fixed_web_platform.workloads.encoder.prepared import (
+    embed,
+    prepare_model,
+    pytorch_reference,
+)
 
 MINILM = "all-MiniLM-L6-v2"
 

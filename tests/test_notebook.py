@@ -8,14 +8,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import require_browser
 from nbclient import NotebookClient
 
-from conftest import require_browser
-from fixed_web_platform.plan import build_plan
-from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform
-from fixed_web_platform.plan import TimingConfig
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 pytestmark = pytest.mark.browser

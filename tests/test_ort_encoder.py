@@ -15,8 +15,12 @@ from fixed_web_platform.engines.ort import onnx_encoder as ort_encoder  # noqa: 
 from fixed_web_platform.engines.ort.onnx_matmul import IR_VERSION  # noqa: E402
 from fixed_web_platform.models import source  # noqa: E402
 from fixed_web_platform.models.inputs import builtin_texts  # noqa: E402
-from fixed_web_platform.workloads.encoder.prepared import INPUT_TENSORS, OUTPUT, prepare_model  # noqa: E402
 from fixed_web_platform.workloads import EncoderWorkload  # noqa: E402
+from fixed_web_platform.workloads.encoder.prepared import (  # noqa: E402
+    INPUT_TENSORS,
+    OUTPUT,
+    prepare_model,
+)
 
 MODEL = source.DEFAULT_MODEL
 
@@ -85,9 +89,14 @@ def test_signed_bytes_are_refused() -> None:
 def _model_job(bits: int, platform: str):
     import asyncio
 
-    from fixed_web_platform.engines.registry import build_job, engine_for, read_reply
+    from fixed_web_platform.engines.registry import build_job, engine_for
     from fixed_web_platform.plan import RunSpec, TimingConfig
-    from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform, PrecisionMode
+    from fixed_web_platform.vocabulary import (
+        BrowserName,
+        EngineName,
+        Platform,
+        PrecisionMode,
+    )
 
     run = RunSpec(0, BrowserName.CHROME, Platform(platform), _workload(), bits, 32, 0, PrecisionMode.STANDARD,
                   0, engine=EngineName.ORT)

@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from fixed_web_platform.plan import build_plan
-from fixed_web_platform.workloads import parse_shape
 from fixed_web_platform.vocabulary import BrowserName, Platform, PrecisionMode
+from fixed_web_platform.workloads import parse_shape
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 SMALL = Workload("small", 2, 64, 16)

@@ -14,13 +14,24 @@ import pytest
 
 from fixed_web_platform.analysis.compare import compare
 from fixed_web_platform.architectures import ARCHITECTURES
-from fixed_web_platform.engines.registry import ENGINES, RUNS, kind_runner, planned_refusal, refusal
+from fixed_web_platform.engines.registry import (
+    ENGINES,
+    RUNS,
+    kind_runner,
+    planned_refusal,
+    refusal,
+)
 from fixed_web_platform.paths import WEB_DIR
 from fixed_web_platform.plan import build_plan
 from fixed_web_platform.results.reader import load
 from fixed_web_platform.results.rows import ResultRow, identity_columns
 from fixed_web_platform.run_spec import RunSpec
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform, PrecisionMode
+from fixed_web_platform.vocabulary import (
+    BrowserName,
+    EngineName,
+    Platform,
+    PrecisionMode,
+)
 from fixed_web_platform.workloads import KINDS, MatmulWorkload, kind_columns, kind_named
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fixed_web_platform"

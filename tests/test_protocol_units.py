@@ -4,7 +4,6 @@ progress output."""
 from __future__ import annotations
 
 import asyncio
-
 import io
 import json
 import math
@@ -14,18 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixed_web_platform.analysis.measurement import measured_row
+from fixed_web_platform.analysis.stats import summarize
+from fixed_web_platform.engines.registry import build_job, read_reply
+from fixed_web_platform.engines.wgsl.kernels import variants_for
 from fixed_web_platform.harness.protocol import PageReply
-from fixed_web_platform.plan import build_plan, load_plan, save_plan
+from fixed_web_platform.plan import TimingConfig, build_plan, load_plan, save_plan
 from fixed_web_platform.progress import BarProgress, PlainProgress
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.analysis.measurement import measured_row
-from fixed_web_platform.engines.registry import build_job, read_reply
-from fixed_web_platform.engines.wgsl.kernels import variants_for
 from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform, PrecisionMode
-from fixed_web_platform.plan import TimingConfig
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
-from fixed_web_platform.analysis.stats import summarize
 
 W = Workload("unit", 4, 64, 32)
 

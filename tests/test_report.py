@@ -13,18 +13,17 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import pandas as pd
 import pytest
-
 from conftest import require_browser
-from fixed_web_platform.report import render as report
-from fixed_web_platform.plan import build_plan
+
 from fixed_web_platform.cli.report import report_command
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.report import render as report
 from fixed_web_platform.report.markdown import markdown_table
 from fixed_web_platform.report.render import build_report
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform, PrecisionMode
-from fixed_web_platform.plan import TimingConfig
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 pytestmark = pytest.mark.browser

@@ -22,9 +22,15 @@ from fixed_web_platform.report.render import build_report, load_sweeps, summary_
 from fixed_web_platform.results.reader import load
 from fixed_web_platform.results.rows import LayerRow, ResultRow
 from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
-from fixed_web_platform.workloads.matmul import MatmulWorkload
+from fixed_web_platform.vocabulary import (
+    BrowserName,
+    EngineName,
+    Outcome,
+    Platform,
+    PrecisionMode,
+)
 from fixed_web_platform.workloads.encoder import EncoderWorkload
+from fixed_web_platform.workloads.matmul import MatmulWorkload
 
 MODEL = "all-MiniLM-L6-v2"
 WORKLOAD = EncoderWorkload(name=MODEL, model=MODEL, batch_size=8, seq_len=32, texts=("a", "b"))

@@ -14,11 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixed_web_platform.plan import RunSpec
 from fixed_web_platform.results import writer as results
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter, new_results_dir
-from fixed_web_platform.vocabulary import SCHEMA_VERSION, BrowserName, Outcome, Platform, PrecisionMode
-from fixed_web_platform.plan import RunSpec
+from fixed_web_platform.vocabulary import (
+    SCHEMA_VERSION,
+    BrowserName,
+    Outcome,
+    Platform,
+    PrecisionMode,
+)
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 REQUIRED_COLUMNS = (

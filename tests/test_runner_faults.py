@@ -17,7 +17,12 @@ from fixed_web_platform.harness import runner as runner_module
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.vocabulary import PROTOCOL_VERSION, BrowserName, Outcome, Platform
+from fixed_web_platform.vocabulary import (
+    PROTOCOL_VERSION,
+    BrowserName,
+    Outcome,
+    Platform,
+)
 from fixed_web_platform.workloads import MatmulWorkload
 
 W = MatmulWorkload("tiny", 2, 64, 16)

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fixed_web_platform.cli import main as cli
-from fixed_web_platform.models import sensitivity, source
 from fixed_web_platform.architectures.bert import BERT
 from fixed_web_platform.architectures.bert.config import BertConfig as EncoderConfig
+from fixed_web_platform.cli import main as cli
+from fixed_web_platform.models import sensitivity, source
 from fixed_web_platform.models.plan_search import (
     Budget,
     parse_budget,

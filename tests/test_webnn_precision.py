@@ -7,13 +7,13 @@ import copy
 
 import pytest
 
-from fixed_web_platform.vocabulary import SUPPORTED_BITS, PrecisionMode
 from fixed_web_platform.precision.webnn_precision import (
     SPEC_GUARANTEED_TYPES,
     WeightPlan,
     choose_weight_plan,
     listed,
 )
+from fixed_web_platform.vocabulary import SUPPORTED_BITS, PrecisionMode
 
 STANDARD = PrecisionMode.STANDARD
 EXPERIMENTAL = PrecisionMode.EXPERIMENTAL

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fixed_web_platform.precision import quant
-from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 from fixed_web_platform.engines.wgsl.kernels import variants_for
 from fixed_web_platform.engines.wgsl.matmul import constants_for
+from fixed_web_platform.precision import quant
+from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 from fixed_web_platform.workloads.matmul import _float_tensors, prepare
 
 WL = Workload("tiny", 4, 64, 32)  # M, K, N

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, page_samples
-from ..workloads import kind_named
 from ..vocabulary import Outcome
+from ..workloads import kind_named
 from .stats import RatioInterval, welch_ratio_interval
 
 DEFAULT_ALPHA = 0.001

@@ -13,14 +13,13 @@ from typing import Any
 
 from ..engines.base import EngineJob, Executed
 from ..harness.protocol import PageDataError, PageReply, parse_outputs
-from ..run_spec import RunSpec, TimingConfig
 from ..precision import quant
 from ..probes.memory import MemoryFigures
 from ..results.rows import ResultRow
+from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import Outcome, TimingSource
 from ..workloads import kind_columns
 from .stats import summarize
-
 
 PERFORMANCE_FIGURES = (
     "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv", "latency_ms_mean",

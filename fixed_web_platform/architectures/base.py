@@ -36,7 +36,8 @@ class LinearLayer:
 class ArchConfig(Protocol):
     """An architecture's configuration, as the rest of the harness reads it."""
 
-    max_positions: int
+    @property
+    def max_positions(self) -> int: ...
 
     def linear_layers(self) -> list[LinearLayer]:
         """Every weight matrix that precision applies to, in forward order."""

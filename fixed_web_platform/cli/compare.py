@@ -16,8 +16,8 @@ from ..analysis.compare import (
     Comparison,
     Entry,
     MetadataMismatch,
-    pct,
     compare,
+    pct,
 )
 from ..errors import OneLineArgumentParser, UsageError
 from ..report.markdown import cell, markdown_lines

@@ -11,39 +11,32 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import sweep
+from .. import sweep, workloads
 from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
 from ..harness.server import LOOPBACK
 from ..models.source import DEFAULT_MODEL
-from ..plan import (
-    ACT_BITS,
-    DEFAULT_OBSERVER,
-    MODEL_TIMING,
-    RunSpec,
-    TimingConfig,
-    build_plan,
-    load_plan,
-)
+from ..plan import DEFAULT_OBSERVER, build_plan, load_plan
 from ..precision.observers import OBSERVERS
 from ..progress import for_terminal
 from ..report.sections import terminal_tables
 from ..results.rows import ResultRow
+from ..run_spec import MODEL_TIMING, RunSpec, TimingConfig
 from ..vocabulary import (
+    ACT_BITS,
     DEFAULT_BITS,
     DEFAULT_BLOCK_SIZE,
     WEBNN_DEVICES,
-    experimental_precision_default,
     BrowserName,
     EngineName,
     Outcome,
     Platform,
     PrecisionMode,
+    experimental_precision_default,
     parse_bits,
     parse_enum,
 )
-from ..workloads import DEFAULT_WORKLOADS, EncoderWorkload, parse_shape
-from ..workloads.encoder import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
+from ..workloads import DEFAULT_WORKLOADS, KINDS, Workload, parse_shape
 
 PLATFORM_CHOICES = [*(p.value for p in Platform), "both"]
 """``both`` is webgpu and webnn, side by side (wasm is ONNX Runtime Web's CPU provider)."""
@@ -146,10 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", type=Path, default=None, metavar="FILE",
                    help="with --model --act-bits 8: texts the observers see, one per line (default: "
                         "the built-in calibration set, none of whose texts is evaluated)")
-    p.add_argument("--batch-size", type=positive_arg, default=DEFAULT_BATCH_SIZE,
-                   help=f"with --model: sequences per forward pass (default {DEFAULT_BATCH_SIZE})")
-    p.add_argument("--seq-len", type=positive_arg, default=DEFAULT_SEQ_LEN,
-                   help=f"with --model: tokens per sequence, padded or truncated (default {DEFAULT_SEQ_LEN})")
+    for kind in KINDS:  # options only one kind takes (an encoder's --batch-size, --seq-len)
+        kind.add_arguments(p)
     p.add_argument("--mixed-precision", action="store_true",
                    help="with --model: attention projections at 8-bit, feed-forward layers at --bits "
                         "(the rule set fixed_web_platform/models/data/mixed_precision.json)")
@@ -306,11 +297,9 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     return plan, timing
 
 
-def model_workload(args: argparse.Namespace) -> EncoderWorkload:
-    return EncoderWorkload.from_options(args.model, batch_size=args.batch_size, seq_len=args.seq_len,
-                                      random_weights=args.random_weights, inputs=args.inputs,
-                                      mixed_precision=args.mixed_precision, precision_rules=args.precision_rules,
-                                      calibration=getattr(args, "calibration", None))
+def model_workload(args: argparse.Namespace) -> Workload:
+    """--model's workload, of the kind its architecture names (workloads.model_workload)."""
+    return workloads.model_workload(args.model, vars(args))
 
 
 def format_table(rows: Sequence[ResultRow]) -> str:

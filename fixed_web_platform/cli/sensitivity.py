@@ -23,14 +23,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..models import sensitivity
 from ..models import rules as layer_rules
+from ..models import sensitivity
 from ..models.plan_search import Budget, parse_budget, search, workload_predictor
 from ..models.source import DEFAULT_MODEL
-from ..plan import MODEL_TIMING, RunSpec, TimingConfig, build_plan, load_plan
+from ..plan import build_plan, load_plan
 from ..report.markdown import markdown_lines, markdown_table
+from ..run_spec import MODEL_TIMING, RunSpec, TimingConfig
 from ..vocabulary import PrecisionMode, parse_bits
-from ..workloads.encoder import accuracy
+from ..workloads.encoder import EncoderWorkload, accuracy
 from .run import build_parser as run_parser
 from .run import execute_sweep, model_workload, platforms_from
 
@@ -70,6 +71,8 @@ def plan_probes(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
     if args.shape:
         raise ValueError("sensitivity probes a whole model: leave out --shape")
     base = model_workload(args)
+    if not isinstance(base, EncoderWorkload):  # probes are judged by embedding accuracy
+        raise UsageError(f"sensitivity probes run encoder models; {args.model} is a {base.kind} model")
     low = list(dict.fromkeys(args.bits))
     higher = [b for b in low if b >= args.baseline_bits]
     if higher:

@@ -27,15 +27,21 @@ from ..browsers import (
 )
 from ..browsers.discovery import check_remote_url
 from ..engines.base import Engine, EngineJob, Executed, Refusal
-from ..engines.registry import ENGINES, build_job, engine_for, planned_refusal, read_reply
+from ..engines.registry import (
+    ENGINES,
+    build_job,
+    engine_for,
+    planned_refusal,
+    read_reply,
+)
 from ..errors import first_line
-from ..run_spec import RunSpec, TimingConfig
 from ..probes.adapter import adapter_label
 from ..probes.memory import MemoryFigures, TreeSampler
 from ..probes.quiet import Quiet, wait_until_quiet
 from ..progress import Progress
 from ..results.rows import LayerRow, ResultRow, utc_now
 from ..results.writer import ResultsWriteError, ResultWriter
+from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import BrowserName, Outcome, Platform
 from ..workloads import kind_named
 from .page import leave_page, visit_page

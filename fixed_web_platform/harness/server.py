@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from ..paths import WEB_DIR
+
 MAX_POST_BYTES = 256 * 1024 * 1024
 """aiohttp's cap on any body; each job's output is further capped at its own output_bytes."""
 MAX_RESULT_BYTES = 16 * 1024 * 1024

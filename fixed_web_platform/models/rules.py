@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..vocabulary import parse_bits
 from ..architectures import LinearLayer
+from ..vocabulary import parse_bits
 
 MIXED_PRECISION_RULES = Path(__file__).parent / "data" / "mixed_precision.json"
 

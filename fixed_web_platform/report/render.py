@@ -23,16 +23,21 @@ import pandas as pd
 from ..analysis.stats import median_interval, summarize
 from ..probes.adapter import adapter_label
 from ..results import reader as result_files
-from ..results.reader import (KIND_FLOAT_COLUMNS, KIND_INTEGER_COLUMNS, KIND_TEXT_COLUMNS,
-                              ResultSchemaError, page_samples)
+from ..results.reader import (
+    KIND_FLOAT_COLUMNS,
+    KIND_INTEGER_COLUMNS,
+    KIND_TEXT_COLUMNS,
+    ResultSchemaError,
+    page_samples,
+)
 from ..results.rows import LayerRow, identity_columns, setting_columns
 from ..workloads import kind_columns, kind_named
 from .activations import activation_section
 from .glance import glance_html, glance_markdown
 from .markdown import fmt_bytes, html_table, markdown_table, number
-from .sensitivity import sensitivity_section
 from .plots import MEMORY_COLUMNS
 from .sections import SECTIONS
+from .sensitivity import sensitivity_section
 
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
 TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "kind",

@@ -164,6 +164,13 @@ class ResultRow:
             return None
         raise KeyError(name)
 
+    def __getattr__(self, name: str) -> Any:
+        """A kind column reads as an attribute too (``row.cosine_mean``): None where the row's kind
+        has none. Called only for names that are not core fields."""
+        if name != "kind_fields" and name in _KIND:
+            return self.kind_fields.get(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def record(self) -> dict[str, Any]:
         """The row as results.csv holds it: every column, in order."""
         return {name: self[name] for name in self.columns()}

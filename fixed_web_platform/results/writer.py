@@ -13,8 +13,8 @@ import math
 import os
 import platform
 import sys
-from importlib import metadata
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 

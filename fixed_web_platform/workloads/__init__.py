@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..models import source
 from .base import Column, Prepared, TensorSpec, Workload, WorkloadKind
 from .encoder import ENCODER, EncoderWorkload
 from .matmul import DEFAULT_WORKLOADS, MATMUL, MatmulWorkload, parse_shape
@@ -28,6 +29,15 @@ def workload_from_json(doc: Mapping[str, Any]) -> Workload:
     return kind_named(str(doc.get("kind", MATMUL.name))).from_json(doc)  # plans before v3: matmuls only
 
 
+def model_workload(model: str, options: Mapping[str, Any]) -> Workload:
+    """The workload that runs ``model``: its architecture (architectures/) names the kind, and the
+    kind reads the options it takes (``random_weights``, ``random_weights_hint`` and its own)."""
+    resolved = source.resolve(model, bool(options.get("random_weights")),
+                              options.get("random_weights_hint") or source.RANDOM_WEIGHTS_FLAG)
+    architecture, _ = source.architecture(resolved)
+    return kind_named(architecture.kind).model_workload(model, options)
+
+
 def kind_columns() -> list[Column]:
     """Every kind's columns, each name once, in registry order."""
     seen: dict[str, Column] = {}
@@ -38,4 +48,5 @@ def kind_columns() -> list[Column]:
 
 
 __all__ = ["DEFAULT_WORKLOADS", "KINDS", "Column", "EncoderWorkload", "MatmulWorkload", "Prepared", "TensorSpec",
-           "Workload", "WorkloadKind", "kind_columns", "kind_named", "parse_shape", "workload_from_json"]
+           "Workload", "WorkloadKind", "kind_columns", "kind_named", "model_workload", "parse_shape",
+           "workload_from_json"]

@@ -17,6 +17,7 @@ line each in ``engines/registry.py``; the report adds its section in ``report/se
 
 from __future__ import annotations
 
+import argparse
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -63,8 +64,12 @@ class Column:
 
 
 class Workload(Protocol):
-    kind: ClassVar[str]
-    name: str
+    @property
+    def kind(self) -> str:
+        """The name of its workload kind (a ClassVar of the workload's class)."""
+
+    @property
+    def name(self) -> str: ...
 
     @property
     def label(self) -> str:
@@ -90,10 +95,13 @@ class Workload(Protocol):
 class Prepared(Protocol):
     """A run prepared in Python: what the page's output is judged against, and how."""
 
-    ref_float: np.ndarray
-    """float64 result with the ORIGINAL float weights (or PyTorch fp32): what precision costs."""
-    ref_dequantized: np.ndarray
-    """float64 result with the weights (and activations) the engine holds: is the engine right."""
+    @property
+    def ref_float(self) -> np.ndarray:
+        """float64 result with the ORIGINAL float weights (or PyTorch fp32): what precision costs."""
+
+    @property
+    def ref_dequantized(self) -> np.ndarray:
+        """float64 result with the weights (and activations) the engine holds: is the engine right."""
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
@@ -158,6 +166,14 @@ class WorkloadKind(ABC):
     def shape(self, row: Mapping[str, Any]) -> str:
         """What a row of this kind ran, in one short cell of a table ('1x768x3072',
         '4x32 tokens'), from its identity columns (a row, a summary row or compare's config)."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Command-line options only this kind takes (an encoder's --batch-size); none here."""
+
+    def model_workload(self, model: str, options: Mapping[str, Any]) -> Workload:
+        """The workload that runs ``model`` (whose architecture this kind runs) with the user's
+        options by name (the CLI's parsed arguments, or the API's keywords)."""
+        raise ValueError(f"the {self.name} workload kind runs no models (model {model})")
 
     def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
         """Fields of a page's reply only this kind has (e.g. per-token timestamps), checked; the

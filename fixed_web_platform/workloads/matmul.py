@@ -49,8 +49,10 @@ class MatmulWorkload:
     def flops(self) -> int:
         return 2 * self.m * self.k * self.n
 
-    calibration_label: ClassVar[str] = "synthetic"
-    """What int8-activation runs calibrate on: draws of x's own distribution (calibrate_activations)."""
+    @property
+    def calibration_label(self) -> str:
+        """What int8-activation runs calibrate on: draws of x's own distribution (calibrate_activations)."""
+        return "synthetic"
 
     @property
     def shape(self) -> str:

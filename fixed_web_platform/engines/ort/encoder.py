@@ -12,8 +12,17 @@ from collections import Counter
 from ...harness.protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
+from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal
+from ..base import (
+    BrowserFacts,
+    Engine,
+    EngineJob,
+    Executed,
+    KindRunner,
+    LayerExecuted,
+    Refusal,
+)
 from . import OrtWebEngine, onnx_encoder
 
 
@@ -22,12 +31,15 @@ class OrtEncoder(KindRunner):
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
-        assert isinstance(engine, OrtWebEngine)
         """The encoder exported to ONNX (cached), every linear layer rewritten to the harness's
-        bytes for it (engines/onnx_encoder.py); the page runs the whole graph with ORT."""
-        def build() -> tuple[object, object]:
+        bytes for it (onnx_encoder.py); the page runs the whole graph with ORT."""
+        assert isinstance(engine, OrtWebEngine)
+        workload = run.workload
+        assert isinstance(workload, EncoderWorkload)
+
+        def build() -> tuple[PreparedModel, onnx_encoder.EncoderModel]:
             # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1)
-            prepared = prepare_model(run.workload, run.bits, run.block_size, run.seed, unsigned=True)
+            prepared = prepare_model(workload, run.bits, run.block_size, run.seed, unsigned=True)
             return prepared, onnx_encoder.encoder_model(prepared)
 
         prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds
@@ -89,7 +101,7 @@ class OrtEncoder(KindRunner):
             notes.append(f"{engine.platform} refused a session without CPU fallback: {page.fallback[:300]}")
         if page.placement and (elsewhere or page.fallback):
             notes.append(f"ORT's placement: {page.placement[:400]}")
-        plan = job.prepared.plan
+        plan = job.prepared.layers
         by_flag = [layer.bits_executed for p, layer in zip(plan, layers) if p.rule == "--bits"]
         pool = by_flag or [layer.bits_executed for layer in layers]
         bits = Counter(pool).most_common(1)[0][0] if pool else None

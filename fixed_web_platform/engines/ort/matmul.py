@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...harness.protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
-from ...workloads.matmul import prepare
+from ...workloads.matmul import MatmulWorkload, PreparedWorkload, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner
 from . import OrtWebEngine
 from .onnx_matmul import matmul_model
@@ -21,13 +21,14 @@ class OrtMatmul(KindRunner):
         assert isinstance(engine, OrtWebEngine)
         # MatMulNBits stores unsigned values with zero points: the harness's signed values
         # shifted by 2^(bits-1), zero points too, so the dequantized weights are identical.
-        prepared = prepare(run.workload, run.bits, run.block_size, run.seed, unsigned=True)
+        w = run.workload
+        assert isinstance(w, MatmulWorkload)
+        prepared = prepare(w, run.bits, run.block_size, run.seed, unsigned=True)
         t = prepared.tensors
-        model = matmul_model(k=run.workload.k, n=run.workload.n, bits=prepared.bits,
+        model = matmul_model(k=w.k, n=w.n, bits=prepared.bits,
                              block_size=prepared.block_size, w=t["w"], scales=t.get("scales"),
                              zero_points=t.get("zero_points"))
         tensors = {"x": t["x"], "model": model}
-        w = run.workload
         options = {
             **engine.session_options(run),
             "m": w.m, "k": w.k, "n": w.n,
@@ -45,7 +46,9 @@ class OrtMatmul(KindRunner):
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        compute = "f16" if job.prepared.bits == 16 else "f32"
+        prepared = job.prepared
+        assert isinstance(prepared, PreparedWorkload)
+        compute = "f16" if prepared.bits == 16 else "f32"
         ran_on = page.executed_on
         if ran_on not in {p.value for p in Platform}:
             raise PageDataError(f"executed_on {ran_on!r:.40} is not a provider this engine uses")
@@ -57,5 +60,5 @@ class OrtMatmul(KindRunner):
             if page.fallback:
                 note += f"; with CPU fallback disabled {engine.platform} refused it: {page.fallback}"
         # The model's weights are the bits asked for; ORT has no other form to run them in.
-        return Executed(job.prepared.bits, compute, ran_on, note=note)
+        return Executed(prepared.bits, compute, ran_on, note=note)
 

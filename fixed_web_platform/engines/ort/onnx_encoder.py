@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ...paths import PROJECT_ROOT
+from ...workloads.encoder.prepared import PreparedModel
 from .onnx_matmul import IR_VERSION, MS_DOMAIN, _pack_rows, _unpack_rows
 
 OPSET = 18
@@ -302,7 +303,7 @@ def rewrite(fp32: bytes, prepared: Any) -> EncoderModel:
 
 
 @functools.lru_cache(maxsize=2)
-def encoder_model(prepared: Any) -> EncoderModel:
+def encoder_model(prepared: PreparedModel) -> EncoderModel:
     """The run's ONNX model for a models.prepared.PreparedModel (prepared with unsigned=True)."""
     return rewrite(export_fp32(prepared.held.model), prepared)
 

@@ -40,8 +40,17 @@ from ...precision.webnn_precision import (
 )
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
-from ...workloads.encoder.prepared import prepare_model
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal
+from ...workloads.encoder import EncoderWorkload
+from ...workloads.encoder.prepared import PreparedModel, prepare_model
+from ..base import (
+    BrowserFacts,
+    Engine,
+    EngineJob,
+    Executed,
+    KindRunner,
+    LayerExecuted,
+    Refusal,
+)
 
 RUNNER = "webnn_model"
 """The page module (web/engines/webnn_model.js)."""
@@ -123,6 +132,7 @@ class WebnnEncoder(KindRunner):
         limits = context.get("limits") or {}
         details: dict[str, Any] = {"op_support_limits": limits}
         workload = run.workload
+        assert isinstance(workload, EncoderWorkload)
         asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.block_size)
         plans = {b: choose_weight_plan(b, run.precision_mode, limits) for b in sorted({p.bits for p in asked})}
         refused = [(b, p) for b, p in plans.items() if p.unsupported]
@@ -175,7 +185,8 @@ class WebnnEncoder(KindRunner):
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        prepared = job.prepared
+        prepared, workload = job.prepared, run.workload
+        assert isinstance(prepared, PreparedModel) and isinstance(workload, EncoderWorkload)
         linears = job.spec.options.get("linears") or []
         wanted = job.spec.options.get("webnn_layers") or []
         act_plan = job.spec.options.get("webnn_act")
@@ -183,8 +194,7 @@ class WebnnEncoder(KindRunner):
             raise PageDataError(f"the reply has {len(page.layers)} layers, the job has {len(linears)}")
         if not page.weight_operand_dtype:
             raise PageDataError("the reply has no weight_operand_dtype (the first layer's weight operand)")
-        asked = precision_rules.assign(run.workload.config().linear_layers(), run.workload.rules, run.bits,
-                                       run.block_size)
+        asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.block_size)
         layers: list[LayerExecuted] = []
         wrong: list[str] = []
         for linear, plan, reply, held in zip(linears, wanted, page.layers, prepared.held.layers):

@@ -12,7 +12,7 @@ from ...harness.protocol import PageDataError, PageReply
 from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
-from ...workloads.matmul import prepare
+from ...workloads.matmul import MatmulWorkload, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 
 
@@ -29,8 +29,9 @@ class WebnnMatmul(KindRunner):
         details = {"op_support_limits": limits}
         if plan.unsupported:
             return Refusal(Outcome.UNSUPPORTED, plan.unsupported, details)
-        prepared = prepare(run.workload, plan.bits_executed, run.block_size, run.seed, plan.unsigned)
         w = run.workload
+        assert isinstance(w, MatmulWorkload)
+        prepared = prepare(w, plan.bits_executed, run.block_size, run.seed, plan.unsigned)
         options = {
             "m": w.m, "k": w.k, "n": w.n,
             "device_type": run.webnn_device,

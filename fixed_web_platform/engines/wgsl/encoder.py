@@ -36,8 +36,17 @@ from ...harness.protocol import PageDataError, PageReply
 from ...paths import SHADERS_DIR
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
+from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import INPUT_TENSORS, PreparedModel, prepare_model
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal
+from ..base import (
+    BrowserFacts,
+    Engine,
+    EngineJob,
+    Executed,
+    KindRunner,
+    LayerExecuted,
+    Refusal,
+)
 from . import kernels as wgsl
 
 RUNNER = "wgsl_model"
@@ -244,7 +253,9 @@ class WgslEncoder(KindRunner):
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
-        prepared = prepare_model(run.workload, run.bits, run.block_size, run.seed,
+        workload = run.workload
+        assert isinstance(workload, EncoderWorkload)
+        prepared = prepare_model(workload, run.bits, run.block_size, run.seed,
                                  act_bits=run.act_bits, observer=run.observer)
         why = _unsupported_shape(prepared)
         if why:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...harness.protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
-from ...workloads.matmul import PreparedWorkload, prepare
+from ...workloads.matmul import MatmulWorkload, PreparedWorkload, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner
 from .kernels import (
     DEQUANTIZED,
@@ -64,9 +64,9 @@ class WgslMatmul(KindRunner):
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob:
-        prepared = prepare(run.workload, run.bits, run.block_size, run.seed,
-                           act_bits=run.act_bits, observer=run.observer)
         w = run.workload
+        assert isinstance(w, MatmulWorkload)
+        prepared = prepare(w, run.bits, run.block_size, run.seed, act_bits=run.act_bits, observer=run.observer)
         names = list(prepared.tensors)  # x first, then the weight tensors
         tiling = tiling_for(w.m, w.n)
         layout = [names[0], OUTPUT_BINDING, *names[1:]]
@@ -88,18 +88,20 @@ class WgslMatmul(KindRunner):
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        w, prepared = run.workload, job.prepared
+        assert isinstance(w, MatmulWorkload) and isinstance(prepared, PreparedWorkload)
         tiling = Tiling(**job.spec.options["tiling"])
-        variant = next((v for v in variants_for(job.prepared.bits, job.prepared.act_bits, tiling, run.workload.m)
+        variant = next((v for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m)
                         if v.id == page.shader), None)
         if variant is None:
             return Executed(None, "", engine.platform.value,
                             f"the page used shader {page.shader!r}, which the job did not offer")
         if page.weight_buffer_bytes is None:
             raise PageDataError("the reply has no weight_buffer_bytes (the bound weight buffer)")
-        elements = run.workload.n * run.workload.k
+        elements = w.n * w.k
         bound = page.weight_buffer_bytes
         bits = bound * 8 // elements if bound * 8 % elements == 0 else None
-        problem = "" if bits == job.prepared.bits else (
-            f"the bound weight buffer holds {bound} bytes, not {job.prepared.bits}-bit weights")
+        problem = "" if bits == prepared.bits else (
+            f"the bound weight buffer holds {bound} bytes, not {prepared.bits}-bit weights")
         return Executed(bits, variant.compute_dtype, engine.platform.value, problem,
                         kernel_variant=variant.kernel_variant(tiling))

@@ -8,9 +8,11 @@ accuracy.py: what embeddings are worth against PyTorch fp32 (cosine, Spearman, t
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from typing import Any
 
+from ...models.source import RANDOM_WEIGHTS_FLAG
 from ..base import Column, WorkloadKind, integer_text
 from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY, MODEL_PRECISION_IDENTITY
 from .workload import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN, EncoderWorkload
@@ -38,9 +40,34 @@ class EncoderKind(WorkloadKind):
     def from_json(self, doc: Mapping[str, Any]) -> EncoderWorkload:
         return EncoderWorkload.from_json(dict(doc))
 
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH_SIZE,
+                            help=f"with --model (encoders): sequences per forward pass (default {DEFAULT_BATCH_SIZE})")
+        parser.add_argument("--seq-len", type=_positive, default=DEFAULT_SEQ_LEN,
+                            help=f"with --model (encoders): tokens per sequence, padded or truncated "
+                                 f"(default {DEFAULT_SEQ_LEN})")
+
+    def model_workload(self, model: str, options: Mapping[str, Any]) -> EncoderWorkload:
+        return EncoderWorkload.from_options(
+            model, batch_size=options.get("batch_size", DEFAULT_BATCH_SIZE),
+            seq_len=options.get("seq_len", DEFAULT_SEQ_LEN), random_weights=bool(options.get("random_weights")),
+            inputs=options.get("inputs"), mixed_precision=bool(options.get("mixed_precision")),
+            precision_rules=options.get("precision_rules"), calibration=options.get("calibration"),
+            random_weights_hint=options.get("random_weights_hint") or RANDOM_WEIGHTS_FLAG)
+
     def shape(self, row: Mapping[str, Any]) -> str:
         """'BATCHxSEQ tokens' (texts per forward pass x tokens per text)."""
         return f"{integer_text(row.get('batch_size'))}x{integer_text(row.get('seq_len'))} tokens"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
 
 
 ENCODER = EncoderKind()

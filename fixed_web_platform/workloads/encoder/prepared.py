@@ -21,13 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from ...architectures import ActQuant, ArchConfig
+from ...architectures import ActQuant
 from ...models import calibration, rules, source
 from ...models.inputs import Batches, tokenize
 from ...models.quantized import HeldModel, hold_model
 from ...precision.quant import error_metrics
 from ..base import TensorSpec
 from . import accuracy
+from .workload import EncoderConfig, EncoderWorkload
 
 KERNEL_TOLERANCE_F32 = 1e-4
 KERNEL_TOLERANCE_F16 = 2e-2
@@ -72,8 +73,7 @@ def embed(model: source.LoadedModel, weights: dict[str, np.ndarray], input_ids: 
 
 @dataclass(frozen=True, eq=False)
 class PreparedModel:
-    workload: Any
-    """The EncoderWorkload (workload.py imports this module's callers, not the reverse)."""
+    workload: EncoderWorkload
     bits: int
     block_size: int
     held: HeldModel
@@ -92,8 +92,10 @@ class PreparedModel:
     """int8 activations: the float64 reference with the same weights and float activations."""
 
     @property
-    def config(self) -> ArchConfig:
-        return self.held.model.config
+    def config(self) -> EncoderConfig:
+        config = self.held.model.config
+        assert isinstance(config, EncoderConfig)
+        return config
 
     @property
     def weight_bytes(self) -> int:
@@ -212,7 +214,7 @@ def pytorch_reference(model: source.LoadedModel, ids: np.ndarray, mask: np.ndarr
 
 
 @functools.lru_cache(maxsize=4)
-def prepare_model(workload: Any, bits: int, block_size: int, seed: int, unsigned: bool = False,
+def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
                   act_bits: int = 32, observer: str = "") -> PreparedModel:
     """Everything a model run needs in Python (cached: engines of one configuration share it).
     ``act_bits`` 8: the inputs of the 8- and 4-bit layers are int8, calibrated by ``observer``."""
@@ -240,7 +242,8 @@ def prepare_model(workload: Any, bits: int, block_size: int, seed: int, unsigned
                          act_bits, observer if act_bits == 8 else "", act_quant, floor, float_acts)
 
 
-def _flip_floor(model: source.LoadedModel, weights: dict[str, np.ndarray], inputs: tuple[np.ndarray, ...],
+def _flip_floor(model: source.LoadedModel, weights: dict[str, np.ndarray],
+                inputs: tuple[np.ndarray, np.ndarray, np.ndarray],
                 act: ActQuant, ref: np.ndarray) -> float:
     """The largest relative RMS distance from ``ref`` of references whose weights carry
     INT8_FLIP_PERTURBATION noise, with the same int8 activations."""

@@ -10,13 +10,43 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ...architectures import ArchConfig, Architecture
 from ...models import rules as layer_rules
 from ...models import source
 from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME, builtin_texts, read_texts
+
+
+@runtime_checkable
+class EncoderConfig(ArchConfig, Protocol):
+    """What the encoder kind reads of an architecture's configuration (BERT's has it all)."""
+
+    @property
+    def layers(self) -> int: ...
+
+    @property
+    def hidden(self) -> int: ...
+
+    @property
+    def heads(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+    @property
+    def intermediate(self) -> int: ...
+
+    @property
+    def vocab(self) -> int: ...
+
+    @property
+    def type_vocab(self) -> int: ...
+
+    @property
+    def eps(self) -> float: ...
+
 
 DEFAULT_BATCH_SIZE = 4
 DEFAULT_SEQ_LEN = 32
@@ -77,7 +107,8 @@ class EncoderWorkload:
         """The CLI's and the API's words as a workload; ValueError (one line) for anything unusable."""
         if mixed_precision and precision_rules is not None:
             raise ValueError("--mixed-precision and --precision-rules are two rule sets: choose one")
-        rules, rules_name = (), ""
+        rules: tuple[layer_rules.PrecisionRule, ...] = ()
+        rules_name = ""
         if mixed_precision:
             rules, rules_name = layer_rules.mixed_precision_rules(), "mixed-precision"
         elif precision_rules is not None:
@@ -106,7 +137,7 @@ class EncoderWorkload:
     def weights(self) -> str:
         return "random" if self.random_weights else "pretrained"
 
-    def config(self) -> ArchConfig:
+    def config(self) -> EncoderConfig:
         return _architecture(self.model, self.random_weights)[1]
 
     def architecture(self) -> Architecture:
@@ -158,6 +189,9 @@ class EncoderWorkload:
 
 
 @functools.lru_cache(maxsize=8)
-def _architecture(model: str, random_weights: bool) -> tuple[Architecture, ArchConfig]:
+def _architecture(model: str, random_weights: bool) -> tuple[Architecture, EncoderConfig]:
     """Resolved once per process: rows, flops and validation all ask for it."""
-    return source.architecture(source.resolve(model, random_weights))
+    arch, cfg = source.architecture(source.resolve(model, random_weights))
+    if not isinstance(cfg, EncoderConfig):
+        raise ValueError(f"model {model}: the {arch.name} configuration lacks what an encoder needs")
+    return arch, cfg
