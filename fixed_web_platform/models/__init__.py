@@ -1,4 +1,4 @@
-"""Whole models: where an encoder comes from (source), its architecture (config), the float64
-numpy reference forward (reference), the texts and token ids (inputs), the precision rules
-(rules), the bytes a run holds (quantized), a run prepared with its references (prepared),
-and what its outputs are worth (accuracy)."""
+"""What every model-running workload kind shares: where a model comes from offline and which
+architecture it is (source), the precision rules (rules), the bytes a run holds (quantized), the
+texts and token ids (inputs), int8-activation calibration (calibration), and which layers can take
+fewer bits (sensitivity, plan_search). Architectures are in architectures/, kinds in workloads/."""

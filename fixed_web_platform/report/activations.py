@@ -61,15 +61,19 @@ def activation_table(summary: pd.DataFrame) -> pd.DataFrame:
     if not (acts == 8).any():
         return pd.DataFrame()
     keys = [c for c in ("sweep", *WITHOUT_ACTS) if c in summary]
-    base_of = {tuple(r[k] for k in keys): r for _, r in summary[acts == 32].iterrows()}
+
+    def key(r: pd.Series) -> tuple[Any, ...]:  # a blank (NaN) column matches a blank one
+        return tuple(None if isinstance(r[k], float) and r[k] != r[k] else r[k] for k in keys)
+
+    base_of = {key(r): r for _, r in summary[acts == 32].iterrows()}
     lines = []
     for _, row in summary[acts == 8].iterrows():
-        base = base_of.get(tuple(row[k] for k in keys))
+        base = base_of.get(key(row))
         model = bool(str(row.get("model", "") or "").strip())
         line = {
             "setting": f"{row['browser']} {row['engine']}/{row['platform']}",
             "workload": (f"{row['model']} {int(row['batch_size'])}x{int(row['seq_len'])}" if model
-                         else f"{int(row['m'])}x{int(row['k'])}x{int(row['n'])}"),
+                         else str(row["shape"])),
             "weights": f"{int(row['bits_requested'])}-bit",
             "observer": row.get("observer", ""),
         }
