@@ -72,7 +72,11 @@ def planned_refusal(run: RunSpec) -> str:
     engine = engine_for(run.engine, run.platform)
     if runner is None or engine is None:
         return refusal(run.engine, run.platform, run.workload.kind)
-    return runner.refusal(engine, run)
+    why = runner.refusal(engine, run)
+    if why and run.act_bits not in runner.act_bits:
+        others = sorted({f"{e}/{p}" for (e, p, k), r in RUNS.items() if k == run.workload.kind and run.act_bits in r.act_bits})
+        why += f" ({'engines that do: ' + ', '.join(others) if others else 'no engine does yet'})"
+    return why
 
 
 async def build_job(run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:

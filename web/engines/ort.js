@@ -4,7 +4,7 @@
 // cannot take to its CPU (wasm) provider, so the session is first created with that fallback
 // disabled: if the provider refuses, its words are kept, the session is made again with the
 // fallback, and ORT's own verbose node-placement log says where the weight-bearing node (named
-// "matmul" by engines/ort_model.py) ran. Whole models: ort_model.js; shared pieces: ort_common.js.
+// "matmul" by engines/ort/onnx_matmul.py) ran. Whole models: ort_model.js; shared pieces: ort_common.js.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
 import {EP_PLATFORM, errorText, loadOrt, makeSession, placementText, preflight, tap,

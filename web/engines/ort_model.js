@@ -1,5 +1,5 @@
 // ONNX Runtime Web, whole models: one session runs the encoder exported in Python
-// (engines/ort_encoder.py: the model's graph with pooling and L2 normalisation inside, every
+// (engines/ort/onnx_encoder.py: the model's graph with pooling and L2 normalisation inside, every
 // linear layer a node named after the layer: MatMulNBits for 8/4/2 bits, a float16 MatMul between
 // Casts for 16, MatMul for 32). Batch and sequence are fixed per job (freeDimensionOverrides);
 // the int32 inputs become BigInt64Array when the graph takes int64. Timing as the matmul path

@@ -1,7 +1,7 @@
 // WebNN whole-model runner: ONE MLGraph for a BERT-style encoder's forward pass (embeddings,
 // every layer, mean pooling, L2 normalisation), with dequantizeLinear -> matmul/gemm for every
 // quantized linear layer and WebNN ops for the rest. The data types of each layer were chosen in
-// Python (engines/webnn_model.py); the page builds exactly that and reports the dataType of each
+// Python (engines/webnn/encoder.py); the page builds exactly that and reports the dataType of each
 // layer's stored weight operand. The forward is models/reference.py.
 //
 // Graph forms of a linear layer (options.graph_form), y = x @ W^T + b with W stored [N, K]:

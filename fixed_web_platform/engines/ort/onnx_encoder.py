@@ -12,7 +12,7 @@ so every linear layer holds THE SAME values the harness's own kernels get.
    that layer's bias, its weight checked against the layer's W^T) is replaced by the run's form
    of it, built from the harness's bytes for that layer (``prepare_model(..., unsigned=True)``):
    8/4/2 bits: one ``com.microsoft`` ``MatMulNBits`` node (the harness's packed values, scales
-   and zero points, turned into MatMulNBits initializers by engines/ort_model.py's helpers);
+   and zero points, turned into MatMulNBits initializers by onnx_matmul.py's helpers);
    16 bits: Cast to float16, a float16 MatMul with the harness's float16 weights, Cast back;
    32 bits: the exported float32 MatMul. The bias Add stays. The weight-bearing node is named
    after its layer (``encoder.layer.0.attention.self.query``) so ORT's placement log says where
@@ -216,7 +216,7 @@ def _find_weight_matmuls(graph: Any, layers: list[tuple[str, int, int]]) -> dict
 
 def _nbits_initializers(held: Any, k: int, n: int, bits: int, block_size: int) -> tuple[np.ndarray, ...]:
     """MatMulNBits' B [n, blocks, blob], scales [n * blocks], zero points [n * ceil(blocks * bits / 8)]
-    from the harness's unsigned packed bytes (as engines/ort_model.py does for one node)."""
+    from the harness's unsigned packed bytes (as onnx_matmul.py does for one node)."""
     t = held.tensors
     blocks = k // block_size
     blob = block_size * bits // 8
