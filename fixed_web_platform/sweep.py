@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .harness.runner import SweepOptions, run_sweep
-from .plan import RunSpec, TimingConfig, load_plan, save_plan
+from .plan import load_plan, save_plan
 from .results.rows import ResultRow
 from .results.writer import ResultWriter, new_results_dir
+from .run_spec import RunSpec, TimingConfig
 from .vocabulary import Outcome
 
 

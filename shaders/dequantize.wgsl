@@ -5,7 +5,7 @@
 // Same packed layout and arithmetic as matmul_quant.wgsl: (q - zero_point) * scale, with
 // q - zero_point exact through the offset-binary XOR. One invocation per block (its zero point
 // and scale read once); //@groups lines are repeated by Python once per vec4 of a word, and
-// {WORKGROUP} is filled in by Python (engines/wgsl.py), which also sizes the dispatch.
+// {WORKGROUP} is filled in by Python (engines/wgsl/kernels.py), which also sizes the dispatch.
 override K: u32;
 override N: u32;
 override BITS: u32;

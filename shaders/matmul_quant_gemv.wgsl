@@ -4,7 +4,7 @@
 // f32; the zero point is scaled by 2^s and the activations by 2^-s (powers of two: exact), so
 // every product and sum is the one matmul_quant.wgsl computes, with one shift per field fewer.
 // Scaling x costs a multiply per activation and row, so the GEMM tiles (many rows, matmul_quant.wgsl)
-// do better shifting the weights, which every row of the tile shares. engines/wgsl.py picks the
+// do better shifting the weights, which every row of the tile shares. engines/wgsl/kernels.py picks the
 // kernel from the tile.
 // //@groups / //@rows / //@cols lines are unrolled by Python as in matmul_quant.wgsl.
 // f32 arithmetic and accumulation.

@@ -1,4 +1,4 @@
-// Prelude of every matmul kernel, prepended by Python (fixed_web_platform/engines/wgsl.py), which
+// Prelude of every matmul kernel, prepended by Python (fixed_web_platform/engines/wgsl/kernels.py), which
 // also fills in the tile sizes (chosen from the shape) and tells the page the dispatch size, so
 // neither the kernels nor the page repeat them. out[M, N] = x[M, K] @ W[N, K]^T: one invocation
 // per tile of TILE_M rows x TILE_N columns; each kernel supplies accumulate(n0, m0) for its weight

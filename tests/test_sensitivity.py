@@ -15,14 +15,14 @@ import pytest
 from fixed_web_platform.architectures.bert import BERT
 from fixed_web_platform.architectures.bert.config import BertConfig as EncoderConfig
 from fixed_web_platform.cli import main as cli
-from fixed_web_platform.models import sensitivity, source
-from fixed_web_platform.models.plan_search import (
+from fixed_web_platform.models import source
+from fixed_web_platform.workloads.encoder import EncoderWorkload, sensitivity
+from fixed_web_platform.workloads.encoder.plan_search import (
     Budget,
     parse_budget,
     search,
     workload_predictor,
 )
-from fixed_web_platform.workloads.encoder import EncoderWorkload
 
 FRAGILE = "encoder.layer.1.output.dense"
 ROBUST = "encoder.layer.0.attention.self.key"

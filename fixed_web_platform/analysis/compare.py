@@ -33,7 +33,7 @@ import numpy as np
 
 from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, page_samples
 from ..vocabulary import Outcome
-from ..workloads import kind_named
+from ..workloads import DEFAULT_KIND, kind_named
 from .stats import RatioInterval, welch_ratio_interval
 
 DEFAULT_ALPHA = 0.001
@@ -128,7 +128,7 @@ class Entry:
         plan = c.get("precision_plan") or ""
         extra = f" {plan}" if plan.startswith("mixed") else ""
         weights = " random weights" if c.get("weights") == "random" else ""
-        return f"{kind_named(c.get('kind') or 'matmul').shape(c)}{extra}{weights}"
+        return f"{kind_named(c.get('kind') or DEFAULT_KIND).shape(c)}{extra}{weights}"
 
     @property
     def label(self) -> str:

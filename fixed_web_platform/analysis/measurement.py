@@ -18,7 +18,7 @@ from ..probes.memory import MemoryFigures
 from ..results.rows import ResultRow
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import Outcome, TimingSource
-from ..workloads import kind_columns
+from ..workloads import kind_columns, kind_named
 from .stats import summarize
 
 PERFORMANCE_FIGURES = (
@@ -28,6 +28,10 @@ PERFORMANCE_FIGURES = (
 )
 """Blank in any row that is not ok (the raw samples stay in samples.jsonl for diagnosis): the
 core's speed figures and each kind's (``Column.performance``)."""
+
+
+def _is_kind_column(name: str) -> bool:
+    return any(c.name == name for c in kind_columns())
 
 
 def samples_record(pages: Sequence[PageReply], timing_source: str, outcome: str) -> dict[str, Any]:
@@ -134,7 +138,8 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         **prepared.figures(outs[0], stats.median),
     )
     if outcome is not Outcome.OK:  # figures of a run whose output is wrong are not reported
-        row = row.with_fields(**{name: None for name in PERFORMANCE_FIGURES})
+        own = {c.name for c in kind_named(row.kind).columns}
+        row = row.with_fields(**{name: None for name in PERFORMANCE_FIGURES if name in own or not _is_kind_column(name)})
     if memory is not None:
         row = replace(
             row,

@@ -24,14 +24,18 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..models import rules as layer_rules
-from ..models import sensitivity
-from ..models.plan_search import Budget, parse_budget, search, workload_predictor
 from ..models.source import DEFAULT_MODEL
 from ..plan import build_plan, load_plan
 from ..report.markdown import markdown_lines, markdown_table
 from ..run_spec import MODEL_TIMING, RunSpec, TimingConfig
 from ..vocabulary import PrecisionMode, parse_bits
-from ..workloads.encoder import EncoderWorkload, accuracy
+from ..workloads.encoder import EncoderWorkload, accuracy, sensitivity
+from ..workloads.encoder.plan_search import (
+    Budget,
+    parse_budget,
+    search,
+    workload_predictor,
+)
 from .run import build_parser as run_parser
 from .run import execute_sweep, model_workload, platforms_from
 
@@ -285,7 +289,7 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
     print()
     print(markdown_table(frontier))
     (directory / SEARCH_FILE).write_text(json.dumps({
-        "budget": budget.text, "algorithm": "ranked-prefix greedy (models/plan_search.py)",
+        "budget": budget.text, "algorithm": "ranked-prefix greedy (workloads/encoder/plan_search.py)",
         "baseline_bits": args.baseline_bits, "candidate_bits": low, "group": args.group,
         "predicted": found.predicted, "rules_file": str(rules_path),
         "moved": [{"probe": p.name, "bits": b} for p, b in found.assignment],

@@ -62,8 +62,8 @@ def activation_table(summary: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     keys = [c for c in ("sweep", *WITHOUT_ACTS) if c in summary]
 
-    def key(r: pd.Series) -> tuple[Any, ...]:  # a blank (NaN) column matches a blank one
-        return tuple(None if isinstance(r[k], float) and r[k] != r[k] else r[k] for k in keys)
+    def key(r: pd.Series) -> tuple[Any, ...]:  # a blank (NaN, NA) column matches a blank one
+        return tuple(None if r[k] is pd.NA or (isinstance(r[k], float) and r[k] != r[k]) else r[k] for k in keys)
 
     base_of = {key(r): r for _, r in summary[acts == 32].iterrows()}
     lines = []

@@ -48,7 +48,8 @@ def model_rows(frame: pd.DataFrame) -> pd.Series:
 
 
 def _key(values: Any) -> tuple[Any, ...]:
-    return tuple(None if isinstance(v, float) and math.isnan(v) else v for v in values)
+    """A configuration's key with every kind of blank (NaN, pandas' NA) as None."""
+    return tuple(None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v for v in values)
 
 
 def _f(value: Any, spec: str, suffix: str = "") -> str:

@@ -31,7 +31,7 @@ from ..results.reader import (
     page_samples,
 )
 from ..results.rows import LayerRow, identity_columns, setting_columns
-from ..workloads import kind_columns, kind_named
+from ..workloads import DEFAULT_KIND, kind_columns, kind_named
 from .activations import activation_section
 from .glance import glance_html, glance_markdown
 from .markdown import fmt_bytes, html_table, markdown_table, number
@@ -172,7 +172,7 @@ def is_mixed(plan: Any) -> bool:
 def shape_text(row: Any) -> str:
     """What was run, in one short cell, as the row's workload kind says it ('1x768x3072',
     '4x32 tokens')."""
-    return kind_named(str(row.get("kind") or "matmul")).shape(row)
+    return kind_named(str(row.get("kind") or DEFAULT_KIND)).shape(row)
 
 
 def _truthy(value: Any) -> bool | None:
@@ -279,6 +279,7 @@ def summary_table(rows: pd.DataFrame,
         flops = (pd.to_numeric(group["gflops"], errors="coerce")
                  * pd.to_numeric(group["latency_ms_median"], errors="coerce") * 1e6).median() \
             if "gflops" in group else math.nan
+        flops = round(flops) if math.isfinite(flops) else math.nan  # a workload's FLOPs: a whole number
         rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
         for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", "gpu_buffer_bytes",
                        "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized", "kernel_tolerance",
@@ -345,6 +346,8 @@ def summary_table(rows: pd.DataFrame,
                      table["wall_ms_median"].to_numpy() / merged["_h_wall"].to_numpy())
     table["latency_vs_harness"] = np.where(table["engine"].to_numpy() == "harness", np.nan, ratio)
     table["bits_requested"] = table["bits_requested"].astype("int64")
+    for column in KIND_INTEGER_COLUMNS:  # a matmul's 768 stays 768 beside an encoder's blank
+        table[column] = pd.to_numeric(table[column], errors="coerce").round().astype("Int64")
     table["bits_executed"] = table["bits_executed"].astype("Int64")
     return _ordered(table)[columns].reset_index(drop=True)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..results.rows import ResultRow
+from ..workloads import KINDS
 from .models import encoder_section
 from .plots import draw_model_plots, draw_plots
 from .terminal import core_table, format_matmul_table, format_model_table
@@ -64,7 +65,8 @@ def terminal_tables(rows: Sequence[ResultRow]) -> str:
     if not rows:
         return SECTIONS["matmul"].terminal([])
     tables = []
-    for kind in dict.fromkeys(r.kind for r in rows):
+    present = {r.kind for r in rows}
+    for kind in [k.name for k in KINDS if k.name in present] + sorted(present - {k.name for k in KINDS}):
         part = SECTIONS.get(kind)
         table = part.terminal if part is not None else core_table
         tables.append(table([r for r in rows if r.kind == kind]))

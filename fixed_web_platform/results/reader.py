@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, TimingSource
-from ..workloads import KINDS, kind_columns, kind_named
+from ..workloads import DEFAULT_KIND, KINDS, kind_columns, kind_named
 from .rows import LayerRow, identity_columns
 
 CONFIG_KEY = identity_columns()
@@ -160,14 +160,16 @@ def _own_kind_columns(rows: pd.DataFrame, where: Path) -> None:
     encoder's, any other a matmul's), and carries only its kind's columns: other kinds' are
     blank (schema 7 and older wrote m = k = n = 0 on whole-model rows)."""
     if "kind" not in rows:
-        rows["kind"] = rows["model"].map(lambda m: "encoder" if m else "matmul") if "model" in rows else "matmul"
+        rows["kind"] = rows["model"].map(lambda m: "encoder" if m else DEFAULT_KIND) if "model" in rows else DEFAULT_KIND
     try:
-        rows["kind"] = rows["kind"].map(lambda k: kind_named(k).name if k else "matmul")
+        rows["kind"] = rows["kind"].map(lambda k: kind_named(k).name if k else DEFAULT_KIND)
     except ValueError as exc:
         raise ResultSchemaError(f"{where}: {exc}") from None
     for column in kind_columns():
         having = [k.name for k in KINDS if column in k.columns]
-        rows.loc[~rows["kind"].isin(having), column.name] = "" if column.type is str else float("nan")
+        others = ~rows["kind"].isin(having)
+        if others.any():
+            rows.loc[others, column.name] = "" if column.type is str else float("nan")
 
 
 def _planned_rules(directory: Path) -> dict[int, str]:
@@ -179,7 +181,7 @@ def _planned_rules(directory: Path) -> dict[int, str]:
         out = {}
         for run in doc["runs"]:
             workload = run.get("workload") or {}
-            if workload.get("kind") not in (None, "matmul"):
+            if workload.get("kind", DEFAULT_KIND) != DEFAULT_KIND:
                 out[int(run["run_id"])] = json.dumps(workload.get("rules") or [], sort_keys=True)
         return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..run_spec import RunSpec
 from ..vocabulary import SCHEMA_VERSION, Outcome
-from ..workloads import KINDS, kind_columns
+from ..workloads import KINDS, kind_columns, kind_named
 
 CORE_SETTING = ("browser", "engine", "platform", "precision_mode", "device_type", "kind", "workload")
 """The core columns that say what ran where (each kind adds what its work is: ``setting_columns``)."""
@@ -142,7 +142,7 @@ class ResultRow:
     """What the observer saw: 'synthetic' (matmul sweep), 'builtin-calibration' or the
     --calibration file (models); '' at 32."""
 
-    kind_fields: Mapping[str, Any] = field(default_factory=dict)
+    kind_fields: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """The row's values of its kind's columns (workloads/<kind>): shape or model, its figures."""
 
     @classmethod
@@ -176,12 +176,13 @@ class ResultRow:
         return {name: self[name] for name in self.columns()}
 
     def with_fields(self, **values: Any) -> ResultRow:
-        """A copy with core fields and kind columns set by name."""
+        """A copy with core fields and the row's own kind columns set by name."""
         core = {k: v for k, v in values.items() if k in _CORE}
         extra = {k: v for k, v in values.items() if k not in _CORE}
-        unknown = [k for k in extra if k not in _KIND]
+        own = {c.name for c in kind_named(self.kind).columns}
+        unknown = [k for k in extra if k not in own]
         if unknown:
-            raise KeyError(f"no column {unknown[0]!r}")
+            raise KeyError(f"no column {unknown[0]!r} on a {self.kind} row")
         return dataclasses.replace(self, **core, kind_fields={**self.kind_fields, **extra})
 
     @classmethod

@@ -15,6 +15,8 @@ KINDS: tuple[WorkloadKind, ...] = (
     MATMUL,
     ENCODER,
 )
+DEFAULT_KIND = MATMUL.name
+"""The kind of a row or plan entry that names none (plan files before v3, results before schema 8)."""
 
 
 def kind_named(name: str) -> WorkloadKind:
@@ -26,7 +28,7 @@ def kind_named(name: str) -> WorkloadKind:
 
 
 def workload_from_json(doc: Mapping[str, Any]) -> Workload:
-    return kind_named(str(doc.get("kind", MATMUL.name))).from_json(doc)  # plans before v3: matmuls only
+    return kind_named(str(doc.get("kind", DEFAULT_KIND))).from_json(doc)
 
 
 def model_workload(model: str, options: Mapping[str, Any]) -> Workload:
@@ -47,6 +49,6 @@ def kind_columns() -> list[Column]:
     return list(seen.values())
 
 
-__all__ = ["DEFAULT_WORKLOADS", "KINDS", "Column", "EncoderWorkload", "MatmulWorkload", "Prepared", "TensorSpec",
+__all__ = ["DEFAULT_KIND", "DEFAULT_WORKLOADS", "KINDS", "Column", "EncoderWorkload", "MatmulWorkload", "Prepared", "TensorSpec",
            "Workload", "WorkloadKind", "kind_columns", "kind_named", "model_workload", "parse_shape",
            "workload_from_json"]

@@ -254,7 +254,7 @@ def prepare(
 class MatmulKind(WorkloadKind):
     name = MatmulWorkload.kind
     columns = (
-        Column("m", int, "Rows of x (tokens): out[M, N] = x[M, K] @ W[N, K]^T; 0 on other kinds' rows."),
+        Column("m", int, "Rows of x (tokens): out[M, N] = x[M, K] @ W[N, K]^T; blank on other kinds' rows."),
         Column("k", int, "The reduction dimension (quantization blocks run along it)."),
         Column("n", int, "Output channels (rows of W)."),
     )

@@ -1,6 +1,6 @@
 // Scaled dot-product self-attention with the padding mask: for each (batch b, head h, query i)
 // ctx = softmax(q k^T / sqrt(HEAD_DIM) + (mask ? 0 : -1e30 for padded keys)) v, as
-// models/reference.py. One invocation per query row of a head; an online softmax (running max
+// architectures/bert/reference.py. One invocation per query row of a head; an online softmax (running max
 // and sum) over the keys, so no row of scores is stored. q, k, v, ctx are [BATCH*SEQ, HIDDEN]
 // with head h in columns h*HEAD_DIM.. (HEAD_DIM filled in by Python; a multiple of 4).
 override BATCH: u32;

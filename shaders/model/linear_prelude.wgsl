@@ -1,4 +1,4 @@
-// Prelude of a whole model's linear layers, prepended by Python (engines/wgsl_model.py) to the
+// Prelude of a whole model's linear layers, prepended by Python (engines/wgsl/encoder.py) to the
 // matmul kernels' own bodies (shaders/matmul_*.wgsl), so the packed weight formats live in one
 // place. out[M, N] = x[M, K] @ W[N, K]^T + bias, then GELU (exact, erf) where GELU is set.
 // Same bindings as shaders/prelude.wgsl (x 0, out 1, the kernel's weights from 2 on) plus the

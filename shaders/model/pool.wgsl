@@ -1,5 +1,5 @@
 // Sentence embeddings: mean of the last hidden state over the attention mask, then unit L2
-// norm (sentence-transformers), as models/reference.py mean_pool_normalize. One invocation per
+// norm (sentence-transformers), as workloads/encoder/prepared.py mean_pool_normalize. One invocation per
 // (batch row b, hidden column j) sums over the sequence; the workgroup then reduces the row's
 // squared norm. WORKGROUP is filled in by Python; HIDDEN may exceed it (columns are strided).
 override SEQ: u32;

@@ -2,7 +2,7 @@
 // int8, four to a u32 word (first in the lowest bits), the layout shaders/matmul_dp4a.wgsl reads.
 // q = clamp(round(x / X_SCALE) + X_ZERO, -128, 127), round half to even (WGSL round), with the
 // layer input's calibrated scale and zero point (models/calibration.py); the float64 reference
-// quantizes the same way (models/reference.py). One invocation per word; WORDS = ROWS * K / 4.
+// quantizes the same way (architectures/bert/reference.py). One invocation per word; WORDS = ROWS * K / 4.
 override WORDS: u32;
 override X_SCALE: f32;
 override X_ZERO: i32;

@@ -2,7 +2,7 @@
 // every layer, mean pooling, L2 normalisation), with dequantizeLinear -> matmul/gemm for every
 // quantized linear layer and WebNN ops for the rest. The data types of each layer were chosen in
 // Python (engines/webnn/encoder.py); the page builds exactly that and reports the dataType of each
-// layer's stored weight operand. The forward is models/reference.py.
+// layer's stored weight operand. The forward is architectures/bert/reference.py.
 //
 // Graph forms of a linear layer (options.graph_form), y = x @ W^T + b with W stored [N, K]:
 //   'transpose'     matmul(x, transpose(W)) + b          (a transpose op in the graph)

@@ -304,7 +304,7 @@ def rewrite(fp32: bytes, prepared: Any) -> EncoderModel:
 
 @functools.lru_cache(maxsize=2)
 def encoder_model(prepared: PreparedModel) -> EncoderModel:
-    """The run's ONNX model for a models.prepared.PreparedModel (prepared with unsigned=True)."""
+    """The run's ONNX model for a workloads.encoder.prepared.PreparedModel (prepared with unsigned=True)."""
     return rewrite(export_fp32(prepared.held.model), prepared)
 
 

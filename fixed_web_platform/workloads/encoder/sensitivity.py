@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..architectures import ArchConfig, Architecture
-from ..values import number
-from ..workloads.encoder import accuracy
-from .rules import PrecisionRule
+from ...architectures import ArchConfig, Architecture
+from ...models.rules import PrecisionRule
+from ...values import number
+from . import accuracy
 
 _BLOCK = re.compile(r"^(?P<block>.*?\.(?P<index>\d+))\.(?P<suffix>.+)$")
 """A layer name as '<prefix>.<block index>.<suffix>' ('encoder.layer.3.output.dense')."""
@@ -89,7 +89,7 @@ def probe_workload(base: Any, probe: Probe | None, bits: int | None, block_size:
 
 def predicted(workload: Any, bits: int, block_size: int, seed: int) -> accuracy.EmbeddingAccuracy:
     """The numpy float64 forward with the weights this run would hold, against PyTorch fp32."""
-    from ..workloads.encoder.prepared import prepare_model
+    from .prepared import prepare_model
 
     prepared = prepare_model(workload, bits, block_size, seed)
     return accuracy.compare(prepared.ref_dequantized, prepared.ref_float)

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..workloads.encoder import accuracy
-from .rules import PrecisionRule
+from ...models.rules import PrecisionRule
+from . import accuracy
 from .sensitivity import Probe
 
 BUDGET_METRICS = {"cosine": "cosine_mean", "cosine_mean": "cosine_mean", "cosine_min": "cosine_min",
@@ -135,7 +135,7 @@ def search(ranking: dict[int, Sequence[Probe]], budget: Budget, predict: Predict
 
 def workload_predictor(workload: Any, baseline_bits: int, seed: int) -> Predictor:
     """Predicted accuracy of a plan on this model workload (numpy forward vs PyTorch fp32)."""
-    from ..workloads.encoder.prepared import prepare_model
+    from .prepared import prepare_model
 
     def predict(rules: tuple[PrecisionRule, ...]) -> dict[str, float | None]:
         planned = dataclasses.replace(workload, rules=rules, rules_name="plan search")
