@@ -119,6 +119,17 @@ def parse_bits(value: object) -> int:
     return bits
 
 
+def parse_count(text: str, minimum: int) -> int:
+    """A user's whole number of at least ``minimum`` (CLI counts, sizes): ValueError with one line."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an integer") from None
+    if value < minimum:
+        raise ValueError(f"{value} must be at least {minimum}")
+    return value
+
+
 def parse_enum(kind: type[enum.StrEnum], value: object, what: str) -> enum.StrEnum:
     """A user's word as a member of ``kind``, or ValueError naming the choices."""
     try:

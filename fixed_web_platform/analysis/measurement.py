@@ -18,20 +18,15 @@ from ..probes.memory import MemoryFigures
 from ..results.rows import ResultRow
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import Outcome, TimingSource
-from ..workloads import kind_columns, kind_named
+from ..workloads import kind_named
 from .stats import summarize
 
 PERFORMANCE_FIGURES = (
     "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv", "latency_ms_mean",
     "latency_ms_stdev", "latency_ms_iqr", "cold_ms", "wall_ms_median", "gpu_ms_median", "gflops",
-    *(c.name for c in kind_columns() if c.performance),
 )
-"""Blank in any row that is not ok (the raw samples stay in samples.jsonl for diagnosis): the
-core's speed figures and each kind's (``Column.performance``)."""
-
-
-def _is_kind_column(name: str) -> bool:
-    return any(c.name == name for c in kind_columns())
+"""Blank in any row that is not ok (the raw samples stay in samples.jsonl for diagnosis), with
+the row's kind's own speed figures (``Column.performance``)."""
 
 
 def samples_record(pages: Sequence[PageReply], timing_source: str, outcome: str) -> dict[str, Any]:
@@ -138,8 +133,8 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         **prepared.figures(outs[0], stats.median),
     )
     if outcome is not Outcome.OK:  # figures of a run whose output is wrong are not reported
-        own = {c.name for c in kind_named(row.kind).columns}
-        row = row.with_fields(**{name: None for name in PERFORMANCE_FIGURES if name in own or not _is_kind_column(name)})
+        speed = [*PERFORMANCE_FIGURES, *(c.name for c in kind_named(row.kind).columns if c.performance)]
+        row = row.with_fields(**dict.fromkeys(speed))
     if memory is not None:
         row = replace(
             row,

@@ -34,6 +34,7 @@ from ..vocabulary import (
     PrecisionMode,
     experimental_precision_default,
     parse_bits,
+    parse_count,
     parse_enum,
 )
 from ..workloads import DEFAULT_WORKLOADS, KINDS, Workload, parse_shape
@@ -56,13 +57,7 @@ def argument(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def _count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ValueError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise ValueError(f"{value} must be at least {minimum}")
-        return value
+        return parse_count(text, minimum)
     return parse
 
 

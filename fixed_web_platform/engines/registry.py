@@ -56,33 +56,40 @@ def kind_runner(name: EngineName, platform: Platform, kind: str) -> KindRunner |
     return RUNS.get((name, platform, kind))
 
 
+def _who_runs(kind: str, act_bits: int | None = None) -> str:
+    """'engines that do: harness/webgpu, ...' for a kind (at these activation bits)."""
+    runs_it = sorted({f"{e}/{p}" for (e, p, k), r in RUNS.items()
+                      if k == kind and (act_bits is None or act_bits in r.act_bits)})
+    return "engines that do: " + ", ".join(runs_it) if runs_it else "no engine does yet"
+
+
 def refusal(name: EngineName, platform: Platform, kind: str) -> str:
     """Why no registered module runs this kind on this engine and platform ('' when one does)."""
     if kind_runner(name, platform, kind) is not None:
         return ""
-    runs_it = sorted({f"{e}/{p}" for e, p, k in RUNS if k == kind})
-    return (f"engine {name} on {platform} does not run {kind} workloads "
-            f"({'engines that do: ' + ', '.join(runs_it) if runs_it else 'no engine does yet'})")
+    return f"engine {name} on {platform} does not run {kind} workloads ({_who_runs(kind)})"
 
 
 def planned_refusal(run: RunSpec) -> str:
     """Why ``run`` cannot be attempted, from the table and its kind runner ('' if it can): what
     the plan records in ``RunSpec.refused`` before any browser starts."""
-    runner = kind_runner(run.engine, run.platform, run.workload.kind)
-    engine = engine_for(run.engine, run.platform)
+    engine, runner = _pair(run)
     if runner is None or engine is None:
         return refusal(run.engine, run.platform, run.workload.kind)
     why = runner.refusal(engine, run)
     if why and run.act_bits not in runner.act_bits:
-        others = sorted({f"{e}/{p}" for (e, p, k), r in RUNS.items() if k == run.workload.kind and run.act_bits in r.act_bits})
-        why += f" ({'engines that do: ' + ', '.join(others) if others else 'no engine does yet'})"
+        why += f" ({_who_runs(run.workload.kind, run.act_bits)})"
     return why
+
+
+def _pair(run: RunSpec) -> tuple[Engine | None, KindRunner | None]:
+    return engine_for(run.engine, run.platform), kind_runner(run.engine, run.platform, run.workload.kind)
 
 
 async def build_job(run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -> EngineJob | Refusal:
     """The page's job for ``run`` from its engine's module for its kind, or why there is none."""
     why = run.refused or planned_refusal(run)  # a plan saved by another version may lack it
-    engine, runner = engine_for(run.engine, run.platform), kind_runner(run.engine, run.platform, run.workload.kind)
+    engine, runner = _pair(run)
     if why or engine is None or runner is None:
         return Refusal(Outcome.UNSUPPORTED, why)
     return await runner.job(engine, run, timing, browser)
@@ -90,7 +97,7 @@ async def build_job(run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -
 
 def read_reply(run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
     """What ran, as the module that built ``job`` reads the page's reply."""
-    engine, runner = engine_for(run.engine, run.platform), kind_runner(run.engine, run.platform, run.workload.kind)
+    engine, runner = _pair(run)
     if engine is None or runner is None:
         raise ValueError(f"no module runs {run.workload.kind} on {run.engine}/{run.platform}")
     return runner.interpret(engine, run, job, page)

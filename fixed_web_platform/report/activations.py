@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..results.reader import CONFIG_KEY
+from ..values import is_blank
 from .glance import latency_change
 from .markdown import html_table, markdown_table, number
 
@@ -63,7 +64,7 @@ def activation_table(summary: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in ("sweep", *WITHOUT_ACTS) if c in summary]
 
     def key(r: pd.Series) -> tuple[Any, ...]:  # a blank (NaN, NA) column matches a blank one
-        return tuple(None if r[k] is pd.NA or (isinstance(r[k], float) and r[k] != r[k]) else r[k] for k in keys)
+        return tuple(None if is_blank(r[k]) else r[k] for k in keys)
 
     base_of = {key(r): r for _, r in summary[acts == 32].iterrows()}
     lines = []

@@ -10,7 +10,6 @@ run shows its outcome and reason and no figures.
 from __future__ import annotations
 
 import html
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ..results import reader as result_files
+from ..values import is_blank
 from ..workloads.encoder import ENCODER
 from .markdown import html_table, markdown_table, number
 from .plots import MODEL_SETTING, model_setting_title
@@ -49,7 +49,7 @@ def model_rows(frame: pd.DataFrame) -> pd.Series:
 
 def _key(values: Any) -> tuple[Any, ...]:
     """A configuration's key with every kind of blank (NaN, pandas' NA) as None."""
-    return tuple(None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else v for v in values)
+    return tuple(None if is_blank(v) else v for v in values)
 
 
 def _f(value: Any, spec: str, suffix: str = "") -> str:

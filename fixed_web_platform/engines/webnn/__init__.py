@@ -4,11 +4,22 @@ opSupportLimits() and the precision mode (precision/webnn_precision.py)."""
 
 from __future__ import annotations
 
-from ...vocabulary import EngineName, Platform
-from ..base import Engine
+from typing import Any
+
+from ...run_spec import RunSpec
+from ...vocabulary import EngineName, Outcome, Platform
+from ..base import BrowserFacts, Engine, Refusal
 
 
 class WebnnEngine(Engine):
     name = EngineName.HARNESS
     platform = Platform.WEBNN
     refusal_stages = ("graph building", "build")
+
+
+async def context_limits(run: RunSpec, browser: BrowserFacts) -> dict[str, Any] | Refusal:
+    """The opSupportLimits() of the run's WebNN context, or the browser's refusal to make one."""
+    context = await browser.webnn_context(run.webnn_device)
+    if not context.get("available"):
+        return Refusal(Outcome.UNSUPPORTED, f"WebNN {run.webnn_device}: {context.get('error', '')}")
+    return context.get("limits") or {}

@@ -51,6 +51,7 @@ from ..base import (
     LayerExecuted,
     Refusal,
 )
+from . import context_limits
 
 RUNNER = "webnn_model"
 """The page module (web/engines/webnn_model.js)."""
@@ -126,10 +127,9 @@ class WebnnEncoder(KindRunner):
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
-        context = await browser.webnn_context(run.webnn_device)
-        if not context.get("available"):
-            return Refusal(Outcome.UNSUPPORTED, f"WebNN {run.webnn_device}: {context.get('error', '')}")
-        limits = context.get("limits") or {}
+        limits = await context_limits(run, browser)
+        if isinstance(limits, Refusal):
+            return limits
         details: dict[str, Any] = {"op_support_limits": limits}
         workload = run.workload
         assert isinstance(workload, EncoderWorkload)

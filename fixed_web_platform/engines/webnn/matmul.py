@@ -14,6 +14,7 @@ from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.matmul import MatmulWorkload, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
+from . import context_limits
 
 
 class WebnnMatmul(KindRunner):
@@ -21,10 +22,9 @@ class WebnnMatmul(KindRunner):
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
-        context = await browser.webnn_context(run.webnn_device)
-        if not context.get("available"):
-            return Refusal(Outcome.UNSUPPORTED, f"WebNN {run.webnn_device}: {context.get('error', '')}")
-        limits = context.get("limits") or {}
+        limits = await context_limits(run, browser)
+        if isinstance(limits, Refusal):
+            return limits
         plan = choose_weight_plan(run.bits, run.precision_mode, limits)
         details = {"op_support_limits": limits}
         if plan.unsupported:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...models.source import RANDOM_WEIGHTS_FLAG
+from ...vocabulary import parse_count
 from ..base import Column, WorkloadKind, integer_text
 from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY, MODEL_PRECISION_IDENTITY
 from .workload import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN, EncoderWorkload
@@ -62,12 +63,9 @@ class EncoderKind(WorkloadKind):
 
 def _positive(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+        return parse_count(text, 1)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 ENCODER = EncoderKind()
