@@ -30,7 +30,7 @@ from .vocabulary import (
     experimental_precision_default,
     parse_enum,
 )
-from .workloads import DEFAULT_WORKLOADS, model_workload, parse_shape
+from .workloads import DEFAULT_WORKLOADS, model_workloads, parse_shape
 from .workloads.encoder import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 
 
@@ -81,7 +81,7 @@ async def run_real_test(
                  "inputs": inputs, "mixed_precision": mixed_precision, "precision_rules": precision_rules,
                  "calibration": calibration, "random_weights_hint": "random_weights=True"}
         workloads = [*(parse_shape(s) for s in shapes or ()),
-                     model_workload(model, given | dict(model_options or {}))]
+                     *model_workloads(model, given | dict(model_options or {}))]
     elif mixed_precision or precision_rules is not None or calibration is not None:
         raise ValueError("mixed precision, precision rules and calibration texts go with a model (model=...)")
     else:

@@ -10,6 +10,11 @@ class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
 
 
+class PageDataError(ValueError):
+    """The page posted something that does not have the agreed shape (harness/protocol.py checks
+    the common reply, a workload kind its own fields)."""
+
+
 class OneLineArgumentParser(argparse.ArgumentParser):
     """argparse without the usage dump: a parse error becomes a UsageError."""
 

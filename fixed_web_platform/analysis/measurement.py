@@ -40,7 +40,7 @@ def samples_record(pages: Sequence[PageReply], timing_source: str, outcome: str)
         "samples_per_page": [len(p.wall_ms) for p in pages],
         "compile_ms": [p.compile_ms for p in pages],
         "gpu_note": next((p.gpu_note for p in pages if p.gpu_note), ""),
-    }
+    } | ({"kind": [p.kind_fields for p in pages]} if any(p.kind_fields for p in pages) else {})
 
 
 def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[PageReply],
@@ -50,7 +50,8 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     the page loads of one run); every page's output must pass the kernel check."""
     prepared = job.prepared
     try:
-        outs = [prepared.judged(parse_outputs(o, prepared.outputs)) for o in outputs]
+        parsed = [parse_outputs(o, prepared.outputs) for o in outputs]
+        outs = [prepared.judged(p) for p in parsed]
     except PageDataError as exc:
         row = replace(base, outcome=Outcome.FAILED, reason=f"page sent malformed data: {exc}")
         return row, {"outcome": row.outcome, "reason": row.reason}
@@ -130,7 +131,8 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         kernel_variant=ran.kernel_variant,
         threads=first.threads,
         engine_version=first.engine_version,
-        **prepared.figures(outs[0], stats.median),
+        **prepared.figures(parsed[0], stats.median),
+        **kind_named(run.workload.kind).speed_figures(run.workload, [p.kind_fields for p in pages]),
     )
     if outcome is not Outcome.OK:  # figures of a run whose output is wrong are not reported
         speed = [*PERFORMANCE_FIGURES, *(c.name for c in kind_named(row.kind).columns if c.performance)]

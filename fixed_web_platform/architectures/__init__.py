@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from .base import ActQuant, ArchConfig, Architecture, LinearLayer
 from .bert import BERT
+from .llama import LLAMA
 
 ARCHITECTURES: tuple[Architecture, ...] = (
     BERT,
+    LLAMA,
 )
 
 

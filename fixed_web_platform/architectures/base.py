@@ -84,6 +84,10 @@ class Architecture(ABC):
     def random_weights(self, cfg: Any, seed: int) -> dict[str, np.ndarray]:
         """Seeded float32 weights in the architecture's own initialisation scheme."""
 
+    def complete_weights(self, cfg: Any, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Weights a checkpoint leaves out because they are another's (a tied head); as given here."""
+        return weights
+
     @abstractmethod
     def torch_module(self, cfg: Any, weights: Mapping[str, np.ndarray]) -> Any:
         """The transformers module holding exactly ``weights`` (eval mode, CPU)."""

@@ -260,7 +260,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     if args.model is None and used:
         raise ValueError(f"{used[0]} goes with --model")
     if args.model is not None:
-        workloads = [*extra, model_workload(args)]
+        workloads = [*extra, *model_workloads(args)]
     else:
         workloads = extra if args.only_shapes else [*DEFAULT_WORKLOADS, *extra]
     plan = build_plan(
@@ -292,9 +292,9 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     return plan, timing
 
 
-def model_workload(args: argparse.Namespace) -> Workload:
-    """--model's workload, of the kind its architecture names (workloads.model_workload)."""
-    return workloads.model_workload(args.model, vars(args))
+def model_workloads(args: argparse.Namespace) -> tuple[Workload, ...]:
+    """--model's workloads, of the kind its architecture names (workloads.model_workloads)."""
+    return workloads.model_workloads(args.model, vars(args))
 
 
 def format_table(rows: Sequence[ResultRow]) -> str:

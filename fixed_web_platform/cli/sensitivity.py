@@ -37,7 +37,7 @@ from ..workloads.encoder.plan_search import (
     workload_predictor,
 )
 from .run import build_parser as run_parser
-from .run import execute_sweep, model_workload, platforms_from
+from .run import execute_sweep, model_workloads, platforms_from
 
 SENSITIVITY_TIMING = TimingConfig(warmup=0, min_iterations=1, min_time_s=0.0, max_iterations=200,
                                   timeout_s=MODEL_TIMING.timeout_s)
@@ -74,7 +74,7 @@ def plan_probes(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
                          "and --precision-rules")
     if args.shape:
         raise ValueError("sensitivity probes a whole model: leave out --shape")
-    base = model_workload(args)
+    base = model_workloads(args)[0]
     if not isinstance(base, EncoderWorkload):  # probes are judged by embedding accuracy
         raise UsageError(f"sensitivity probes run encoder models; {args.model} is a {base.kind} model")
     low = list(dict.fromkeys(args.bits))

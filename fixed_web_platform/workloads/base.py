@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -130,8 +130,9 @@ class Prepared(Protocol):
     def kernel_problem(self, judged: np.ndarray) -> str:
         """A fault the tolerance alone cannot see ('' for none)."""
 
-    def figures(self, judged: np.ndarray, median_ms: float | None) -> dict[str, Any]:
-        """The kind's own measured figures of the row (its declared columns)."""
+    def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
+        """The kind's own measured figures of the row (its declared columns), from the page's
+        outputs (checked, by name)."""
 
     def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """What outputs/<run_id>.npz holds ({}: nothing saved)."""
@@ -170,12 +171,18 @@ class WorkloadKind(ABC):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Command-line options only this kind takes (an encoder's --batch-size); none here."""
 
-    def model_workload(self, model: str, options: Mapping[str, Any]) -> Workload:
-        """The workload that runs ``model`` (whose architecture this kind runs) with the user's
-        options by name (the CLI's parsed arguments, or the API's keywords)."""
+    def model_workloads(self, model: str, options: Mapping[str, Any]) -> tuple[Workload, ...]:
+        """The workloads that run ``model`` (whose architecture this kind runs) with the user's
+        options by name (the CLI's parsed arguments, or the API's keywords): one, or one per
+        value of an option that takes several (a decoder's prompt lengths)."""
         raise ValueError(f"the {self.name} workload kind runs no models (model {model})")
 
     def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
         """Fields of a page's reply only this kind has (e.g. per-token timestamps), checked; the
-        page's data is not trusted. None here."""
+        page's data is not trusted (raise errors.PageDataError). None here."""
+        return {}
+
+    def speed_figures(self, workload: Workload, fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """The kind's own speed columns from its reply fields of each page load of a run (e.g.
+        time to first token from per-token timestamps). None here."""
         return {}

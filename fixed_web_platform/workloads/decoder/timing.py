@@ -1,0 +1,95 @@
+"""A decoder page's own reply fields (per-token timestamps of every timed generation, load
+phases, device memory by part), checked, and the speed figures of a row drawn from them.
+
+Reply field ``decoder``: ``{"upload_ms", "first_forward_ms", "kv_cache_on_device": bool,
+"memory": {"weights", "kv_cache", "scratch"} (bytes), "generations": [{"ttft_ms",
+"token_ms": [...]}]}``, one generation per timed iteration (``wall_ms``), every one with the
+same number of decode steps (new_tokens - 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import PageDataError
+
+FIELD = "decoder"
+MAX_STEPS = 4096
+MAX_MS = 3_600_000.0
+MAX_BYTES = 1 << 40
+
+
+def _ms(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_MS:
+        raise PageDataError(f"{FIELD}.{name} is not a time in milliseconds: {value!r:.40}")
+    return float(value)
+
+
+def _bytes(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BYTES:
+        raise PageDataError(f"{FIELD}.memory.{name} is not a byte count: {value!r:.40}")
+    return value
+
+
+def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
+    doc = payload.get(FIELD)
+    if not isinstance(doc, dict):
+        raise PageDataError(f"the reply has no {FIELD} object (per-token timestamps)")
+    gens = doc.get("generations")
+    wall = payload.get("wall_ms")
+    if not isinstance(gens, list) or not isinstance(wall, list) or len(gens) != len(wall):
+        raise PageDataError(f"{FIELD}.generations is not one entry per timed iteration")
+    generations, steps = [], None
+    for i, g in enumerate(gens[:max_iterations]):
+        if not isinstance(g, dict) or not isinstance(g.get("token_ms"), list) or len(g["token_ms"]) > MAX_STEPS:
+            raise PageDataError(f"{FIELD}.generations[{i}] is not {{ttft_ms, token_ms: [...]}}")
+        tokens = [_ms(v, f"generations[{i}].token_ms") for v in g["token_ms"]]
+        if steps is not None and len(tokens) != steps:
+            raise PageDataError(f"{FIELD}.generations[{i}] has {len(tokens)} decode steps, the first had {steps}")
+        steps = len(tokens)
+        generations.append({"ttft_ms": _ms(g.get("ttft_ms"), f"generations[{i}].ttft_ms"), "token_ms": tokens})
+    memory = doc.get("memory")
+    if not isinstance(memory, dict):
+        raise PageDataError(f"{FIELD}.memory is missing")
+    return {FIELD: {
+        "upload_ms": _ms(doc.get("upload_ms"), "upload_ms"),
+        "first_forward_ms": _ms(doc.get("first_forward_ms"), "first_forward_ms"),
+        "kv_cache_on_device": doc.get("kv_cache_on_device") is True,
+        "memory": {part: _bytes(memory.get(part), part) for part in ("weights", "kv_cache", "scratch")},
+        "generations": generations,
+    }}
+
+
+def speed_figures(prompt_len: int, fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Pooled over the run's page loads: TTFT, prefill and decode tokens/s, per-token latency
+    percentiles and its first and last step (how it grows with context); load phases and device
+    memory from the first page."""
+    docs = [f[FIELD] for f in fields if FIELD in f]
+    if not docs:
+        return {}
+    gens = [g for d in docs for g in d["generations"]]
+    ttft = float(np.median([g["ttft_ms"] for g in gens]))
+    steps = [g["token_ms"] for g in gens if g["token_ms"]]
+    pooled = [ms for s in steps for ms in s]
+    decode = [len(s) / sum(s) * 1000.0 for s in steps if sum(s) > 0]
+    first = docs[0]
+    return {
+        "ttft_ms": ttft,
+        "prefill_tokens_per_s": prompt_len / ttft * 1000.0 if ttft > 0 else None,
+        "decode_tokens_per_s": float(np.median(decode)) if decode else None,
+        "token_ms_p50": float(np.percentile(pooled, 50)) if pooled else None,
+        "token_ms_p90": float(np.percentile(pooled, 90)) if pooled else None,
+        "token_ms_first": float(np.median([s[0] for s in steps])) if steps else None,
+        "token_ms_last": float(np.median([s[-1] for s in steps])) if steps else None,
+        "load_weights_ms": first["upload_ms"],
+        "first_forward_ms": first["first_forward_ms"],
+        "kv_cache_on_device": "yes" if first["kv_cache_on_device"] else "no",
+        "device_weight_bytes": first["memory"]["weights"],
+        "kv_cache_bytes": first["memory"]["kv_cache"],
+        "scratch_bytes": first["memory"]["scratch"],
+    }

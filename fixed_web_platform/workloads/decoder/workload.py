@@ -1,0 +1,174 @@
+"""The ``decoder`` workload: a decoder LLM asked to generate, and scored on a fixed text.
+
+One workload is one prompt length: a run prefills ``prompt_len`` tokens (the beginning of the
+evaluation texts), then generates ``new_tokens`` greedily with end of sequence suppressed (every
+engine generates the same count). Accuracy is scored teacher-forced on the first ``eval_len``
+tokens of each evaluation text (the built-in paragraphs or ``--inputs``, one text per line).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...architectures import Architecture
+from ...architectures.llama.config import LlamaConfig
+from ...models import rules as layer_rules
+from ...models import source
+from ...models.inputs import BUILTIN_NAME, read_texts
+
+BUILTIN_TEXTS = Path(__file__).parent / "data" / "evaluation.txt"
+DEFAULT_PROMPT_LEN = 16
+DEFAULT_NEW_TOKENS = 32
+DEFAULT_EVAL_LEN = 64
+MIN_EVAL_LEN = 8
+DECODER_RULES = Path(__file__).parent / "data" / "mixed_precision.json"
+"""--mixed-precision for decoders (chosen from a measured sensitivity run: README)."""
+
+
+def builtin_texts() -> tuple[str, ...]:
+    return read_texts(BUILTIN_TEXTS, "built-in evaluation text")
+
+
+@dataclass(frozen=True)
+class DecoderWorkload:
+    name: str
+    """The model as the user named it (a name, a folder or a GGUF file)."""
+    model: str
+    prompt_len: int = DEFAULT_PROMPT_LEN
+    new_tokens: int = DEFAULT_NEW_TOKENS
+    eval_len: int = DEFAULT_EVAL_LEN
+    random_weights: bool = False
+    texts: tuple[str, ...] = ()
+    inputs_name: str = BUILTIN_NAME
+    rules: tuple[layer_rules.PrecisionRule, ...] = ()
+    rules_name: str = ""
+    kind: ClassVar[str] = "decoder"
+
+    @classmethod
+    def create(cls, model: str, *, prompt_len: int = DEFAULT_PROMPT_LEN, new_tokens: int = DEFAULT_NEW_TOKENS,
+               eval_len: int = DEFAULT_EVAL_LEN, random_weights: bool = False, texts: tuple[str, ...] | None = None,
+               inputs_name: str = BUILTIN_NAME, rules: tuple[layer_rules.PrecisionRule, ...] = (),
+               rules_name: str = "", random_weights_hint: str = source.RANDOM_WEIGHTS_FLAG) -> DecoderWorkload:
+        """The workload, checked now (the model, the lengths against its context and texts)."""
+        resolved = source.resolve(model, random_weights, random_weights_hint)
+        arch, cfg = source.architecture(resolved)
+        if arch.kind != cls.kind:
+            raise ValueError(f"model {model}: the {arch.name} architecture is run by the {arch.kind!r} "
+                             f"workload kind, not {cls.kind!r}")
+        if new_tokens < 1:
+            raise ValueError(f"new tokens must be at least 1, got {new_tokens}")
+        if prompt_len < 1:
+            raise ValueError(f"prompt length must be at least 1, got {prompt_len}")
+        if eval_len < MIN_EVAL_LEN:
+            raise ValueError(f"evaluation length must be at least {MIN_EVAL_LEN} tokens, got {eval_len}")
+        if prompt_len + new_tokens > cfg.max_positions:
+            raise ValueError(f"prompt length {prompt_len} + {new_tokens} new tokens is longer than the "
+                             f"model's context ({cfg.max_positions} positions)")
+        if eval_len > cfg.max_positions:
+            raise ValueError(f"evaluation length {eval_len} is longer than the model's context "
+                             f"({cfg.max_positions} positions)")
+        if not random_weights and resolved.folder is not None:
+            source.load(resolved, False, 0)  # weights that do not load fail here, in one line
+        workload = cls(name=resolved.name if resolved.folder is None or model == resolved.name else model,
+                       model=model, prompt_len=prompt_len, new_tokens=new_tokens, eval_len=eval_len,
+                       random_weights=random_weights, texts=tuple(texts) if texts is not None else builtin_texts(),
+                       inputs_name=inputs_name, rules=tuple(rules), rules_name=rules_name)
+        from .tokens import token_plan  # the texts must be long enough: one line now, not in a run
+
+        token_plan(workload)
+        return workload
+
+    @classmethod
+    def from_options(cls, model: str, *, prompt_len: int = DEFAULT_PROMPT_LEN, new_tokens: int = DEFAULT_NEW_TOKENS,
+                     eval_len: int = DEFAULT_EVAL_LEN, random_weights: bool = False,
+                     inputs: str | Path | None = None, mixed_precision: bool = False,
+                     precision_rules: str | Path | None = None,
+                     random_weights_hint: str = source.RANDOM_WEIGHTS_FLAG) -> DecoderWorkload:
+        if mixed_precision and precision_rules is not None:
+            raise ValueError("--mixed-precision and --precision-rules are two rule sets: choose one")
+        rules: tuple[layer_rules.PrecisionRule, ...] = ()
+        rules_name = ""
+        if mixed_precision:
+            rules, rules_name = layer_rules.load_rules(DECODER_RULES), "mixed-precision"
+        elif precision_rules is not None:
+            rules, rules_name = layer_rules.load_rules(precision_rules), str(precision_rules)
+        texts, inputs_name = None, BUILTIN_NAME
+        if inputs is not None:
+            texts, inputs_name = read_texts(inputs), str(inputs)
+        return cls.create(model, prompt_len=prompt_len, new_tokens=new_tokens, eval_len=eval_len,
+                          random_weights=random_weights, texts=texts, inputs_name=inputs_name, rules=rules,
+                          rules_name=rules_name, random_weights_hint=random_weights_hint)
+
+    @property
+    def label(self) -> str:
+        extra = f" {self.rules_name}" if self.rules_name else ""
+        return f"{self.name} p{self.prompt_len}+{self.new_tokens}{extra}"
+
+    @property
+    def calibration_label(self) -> str:
+        return ""
+
+    @property
+    def weights(self) -> str:
+        return "random" if self.random_weights else "pretrained"
+
+    def config(self) -> LlamaConfig:
+        return _architecture(self.model, self.random_weights)[1]
+
+    def architecture(self) -> Architecture:
+        return _architecture(self.model, self.random_weights)[0]
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds x2 of one generation: every position through the layers, the head on the
+        prefill's last position and each new token, attention's two matmuls over the context."""
+        cfg = self.config()
+        layers = cfg.linear_layers()
+        body = sum(layer.k * layer.n for layer in layers[:-1])
+        head = layers[-1].k * layers[-1].n
+        positions = self.prompt_len + self.new_tokens - 1
+        attention = cfg.layers * 2 * cfg.q_dim * positions * (positions + 1) // 2
+        return 2 * (body * positions + head * self.new_tokens + attention)
+
+    def validate(self, bits: int, block_size: int) -> None:
+        plan = layer_rules.assign(self.config().linear_layers(), self.rules, bits, block_size)
+        for p in plan:
+            if p.bits <= 8:
+                if p.layer.k % p.block_size:
+                    raise ValueError(f"layer {p.layer.name}: K={p.layer.k} is not a multiple of the "
+                                     f"block size {p.block_size}")
+                if p.block_size % (32 // p.bits):
+                    raise ValueError(f"block size {p.block_size} must be a multiple of {32 // p.bits} "
+                                     f"for {p.bits}-bit weights packed into 32-bit words")
+
+    def row_fields(self, bits: int, block_size: int) -> dict[str, Any]:
+        plan = layer_rules.assign(self.config().linear_layers(), self.rules, bits, block_size)
+        return {"model": self.name, "weights": self.weights, "inputs": self.inputs_name,
+                "prompt_len": self.prompt_len, "new_tokens": self.new_tokens, "eval_len": self.eval_len,
+                "precision_plan": layer_rules.summary(plan), "precision_rules": self.rules_name}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "model": self.model, "prompt_len": self.prompt_len,
+                "new_tokens": self.new_tokens, "eval_len": self.eval_len, "random_weights": self.random_weights,
+                "texts": list(self.texts), "inputs_name": self.inputs_name,
+                "rules": [r.to_json() for r in self.rules], "rules_name": self.rules_name}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> DecoderWorkload:
+        return cls(name=str(doc["name"]), model=str(doc["model"]), prompt_len=int(doc["prompt_len"]),
+                   new_tokens=int(doc["new_tokens"]), eval_len=int(doc["eval_len"]),
+                   random_weights=bool(doc["random_weights"]), texts=tuple(str(t) for t in doc["texts"]),
+                   inputs_name=str(doc["inputs_name"]),
+                   rules=layer_rules.parse_rules(doc["rules"], "plan") if doc["rules"] else (),
+                   rules_name=str(doc["rules_name"]))
+
+
+@functools.lru_cache(maxsize=8)
+def _architecture(model: str, random_weights: bool) -> tuple[Architecture, LlamaConfig]:
+    arch, cfg = source.architecture(source.resolve(model, random_weights))
+    if not isinstance(cfg, LlamaConfig):
+        raise ValueError(f"model {model}: the {arch.name} configuration is not a decoder's")
+    return arch, cfg
