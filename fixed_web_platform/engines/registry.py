@@ -15,6 +15,7 @@ from .webnn import WebnnEngine
 from .webnn.encoder import WebnnEncoder
 from .webnn.matmul import WebnnMatmul
 from .wgsl import WgslEngine
+from .wgsl.decoder import WgslDecoder
 from .wgsl.encoder import WgslEncoder
 from .wgsl.matmul import WgslMatmul
 
@@ -32,6 +33,7 @@ WEBGPU, WEBNN, WASM = Platform.WEBGPU, Platform.WEBNN, Platform.WASM
 RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (HARNESS, WEBGPU, "matmul"): WgslMatmul(),
     (HARNESS, WEBGPU, "encoder"): WgslEncoder(),
+    (HARNESS, WEBGPU, "decoder"): WgslDecoder(),
     (HARNESS, WEBNN, "matmul"): WebnnMatmul(),
     (HARNESS, WEBNN, "encoder"): WebnnEncoder(),
     (ORT, WEBGPU, "matmul"): OrtMatmul(),

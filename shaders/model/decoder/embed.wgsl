@@ -1,0 +1,17 @@
+// Token embeddings: x[r, :] = table[ids[r], :] for the ROWS rows of this forward pass.
+override ROWS: u32;
+override HIDDEN: u32;
+override VOCAB: u32;
+
+@group(0) @binding(0) var<storage, read> ids: array<i32>;
+@group(0) @binding(1) var<storage, read> table: array<f32>;
+@group(0) @binding(2) var<storage, read_write> x: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x;
+  if (i >= ROWS * HIDDEN) { return; }
+  let r = i / HIDDEN;
+  let token = u32(clamp(ids[r], 0, i32(VOCAB) - 1));
+  x[i] = table[token * HIDDEN + i % HIDDEN];
+}
