@@ -171,12 +171,16 @@ def _gguf_weights(model: ResolvedModel, prefix: str) -> dict[str, np.ndarray]:
     names and undoes its query/key row permutation); needs the PyPI packages gguf and accelerate."""
     assert model.folder is not None
     try:
+        from unittest import mock
+
         from transformers import AutoModelForCausalLM
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # its per-tensor progress bars are not the harness's output
-        net = AutoModelForCausalLM.from_pretrained(model.folder, gguf_file=model.gguf_file, local_files_only=True,
-                                                   dtype="float32")
+        hf_logging.disable_progress_bar()  # its progress bars are not the harness's output
+        with mock.patch.object(gguf_utils, "tqdm", lambda items, **_: items):
+            net = AutoModelForCausalLM.from_pretrained(model.folder, gguf_file=model.gguf_file,
+                                                       local_files_only=True, dtype="float32")
     except Exception as exc:  # noqa: BLE001
         raise ModelError(f"model {model.name}: GGUF file {model.gguf_file} does not load ({_first(exc)})") from None
     return {k.removeprefix(prefix): v.detach().float().numpy() for k, v in net.state_dict().items()}

@@ -15,6 +15,8 @@ import pandas as pd
 
 from ..results.rows import ResultRow
 from ..workloads import KINDS
+from .decoders import PLOT_TITLES as DECODER_PLOTS
+from .decoders import decoder_section, draw_decoder_plots, format_decoder_table
 from .models import encoder_section
 from .plots import draw_model_plots, draw_plots
 from .terminal import core_table, format_matmul_table, format_model_table
@@ -57,6 +59,10 @@ SECTIONS: dict[str, KindReport] = {
         " Whole models are settings of their own (model, batch x sequence tokens); a mixed "
         "precision plan is never a baseline; their full figures are in the "
         "<a href=\"#models\">Whole models</a> section.", format_model_table),
+    "decoder": KindReport(draw_decoder_plots, DECODER_PLOTS, decoder_section, "Decoder LLMs",
+                          " Decoder LLMs are settings of their own (model, prompt + new tokens); their "
+                          "tokens/s, time to first token and accuracy are in the "
+                          "<a href=\"#decoders\">Decoder LLMs</a> section.", format_decoder_table),
 }
 
 

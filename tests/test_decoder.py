@@ -1,0 +1,165 @@
+"""The decoder kind without a browser: the harness's float64 numpy decoder against PyTorch
+(grouped-query attention, the KV cache, greedy generation with end of sequence suppressed), the
+accuracy figures, the page's per-token reply checked, and bad input as one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fixed_web_platform.architectures.llama import LLAMA, reference
+from fixed_web_platform.errors import PageDataError
+from fixed_web_platform.workloads.decoder import DECODER, accuracy, timing
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tiny_hf_config(**kw):  # noqa: ANN003, ANN201
+    import transformers
+
+    shape = dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1000.0}, tie_word_embeddings=True)
+    return transformers.LlamaConfig(**(shape | kw))
+
+
+@pytest.fixture(scope="module")
+def tiny():  # noqa: ANN201
+    cfg = LLAMA.config(tiny_hf_config(), "tiny")
+    weights = LLAMA.random_weights(cfg, 3)
+    # larger weights than the initialisation's, so the logits are far from uniform
+    weights = {k: (v * 8 if v.ndim == 2 else v) for k, v in weights.items()}
+    weights["lm_head.weight"] = weights["model.embed_tokens.weight"]
+    return cfg, weights
+
+
+def test_numpy_decoder_matches_pytorch_with_grouped_query_attention(tiny) -> None:  # noqa: ANN001
+    import torch
+
+    cfg, weights = tiny
+    assert cfg.heads == 2 * cfg.kv_heads  # two query heads share each key/value head
+    ids = np.array([3, 5, 7, 11, 13, 2, 40, 50, 60, 1])
+    ours, _ = reference.forward(cfg, weights, ids)
+    with torch.no_grad():
+        theirs = LLAMA.torch_module(cfg, weights)(torch.tensor(ids[None])).logits[0].double().numpy()
+    assert np.abs(ours - theirs).max() <= 1e-4 * np.abs(theirs).max()
+    # a wrong head grouping is not within that: the check can fail
+    wrong = dict(weights)
+    wrong["model.layers.0.self_attn.k_proj.weight"] = weights["model.layers.0.self_attn.k_proj.weight"][::-1].copy()
+    assert np.abs(reference.forward(cfg, wrong, ids)[0] - theirs).max() > 1e-2 * np.abs(theirs).max()
+
+
+def test_kv_cache_steps_equal_the_full_forward(tiny) -> None:  # noqa: ANN001
+    cfg, weights = tiny
+    ids = np.array([3, 5, 7, 11, 13, 2, 40, 50])
+    full, cache_full = reference.forward(cfg, weights, ids)
+    first, cache = reference.forward(cfg, weights, ids[:5])
+    rest = []
+    for token in ids[5:]:
+        logits, cache = reference.forward(cfg, weights, [token], cache)
+        rest.append(logits[0])
+    assert np.allclose(np.vstack([first, *rest]), full, atol=1e-12)
+    assert cache.length == cache_full.length == len(ids)
+    assert cache.keys[0].shape == (cfg.kv_heads, len(ids), cfg.head_dim)
+
+
+def test_greedy_equals_transformers_generate_with_end_of_sequence_suppressed(tiny) -> None:  # noqa: ANN001
+    import torch
+
+    cfg, weights = tiny
+    prompt = [3, 5, 7, 11]
+    plain = reference.greedy(cfg, weights, prompt, 8)
+    eos = plain[0]  # suppress the first choice: the continuation must change
+    ours = reference.greedy(cfg, weights, prompt, 8, suppress=[eos])
+    assert eos not in ours and ours != plain
+    net = LLAMA.torch_module(cfg, weights)
+    with torch.no_grad():
+        out = net.generate(torch.tensor([prompt]), max_new_tokens=8, min_new_tokens=8, do_sample=False,
+                           suppress_tokens=[eos], eos_token_id=None, pad_token_id=0)
+    assert out[0, len(prompt):].tolist() == ours
+
+
+def test_accuracy_figures() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((2, 6, 11))
+    ids = rng.integers(0, 11, (2, 6))
+    same = accuracy.compare(logits, logits, ids)
+    assert same.top1_agreement == 1.0 and abs(same.kl_mean) < 1e-12 and same.perplexity == same.perplexity_fp32
+    # uniform logits: perplexity is the vocabulary size
+    uniform = accuracy.compare(np.zeros_like(logits), logits, ids)
+    assert uniform.perplexity == pytest.approx(11.0)
+    assert uniform.kl_mean > 0 and uniform.top1_agreement < 1.0
+    lp = accuracy.next_token_logprob(logits, ids)
+    assert np.isnan(lp[:, -1]).all() and np.isfinite(lp[:, :-1]).all()
+    assert accuracy.leading_equal(np.array([1, 2, 3, 4]), np.array([1, 2, 9, 4])) == 2
+    assert accuracy.leading_equal(np.array([1, 2]), np.array([1, 2])) == 2
+
+
+def _reply(**decoder) -> dict:  # noqa: ANN003
+    doc = {"upload_ms": 10.0, "first_forward_ms": 5.0, "kv_cache_on_device": True,
+           "memory": {"weights": 100, "kv_cache": 10, "scratch": 20},
+           "generations": [{"ttft_ms": 50.0, "token_ms": [10.0, 20.0, 30.0]},
+                           {"ttft_ms": 70.0, "token_ms": [10.0, 10.0, 10.0]}]}
+    return {"wall_ms": [110.0, 100.0], "decoder": doc | decoder}
+
+
+def test_reply_fields_are_checked_and_give_the_speed_figures() -> None:
+    fields = DECODER.reply_fields(_reply(), 10)
+    figures = timing.speed_figures(16, [fields])
+    assert figures["ttft_ms"] == 60.0
+    assert figures["prefill_tokens_per_s"] == pytest.approx(16 / 0.060)
+    assert figures["decode_tokens_per_s"] == pytest.approx(np.median([3 / 0.060, 3 / 0.030]))
+    assert figures["token_ms_first"] == 10.0 and figures["token_ms_last"] == 20.0
+    assert figures["kv_cache_bytes"] == 10 and figures["kv_cache_on_device"] == "yes"
+    bad = [
+        _reply(generations=[{"ttft_ms": 50.0, "token_ms": [1.0]}]),  # not one per timed iteration
+        _reply(generations=[{"ttft_ms": 5.0, "token_ms": [1.0]}, {"ttft_ms": 5.0, "token_ms": [1.0, 2.0]}]),
+        _reply(generations=[{"ttft_ms": -5.0, "token_ms": []}, {"ttft_ms": 5.0, "token_ms": []}]),
+        _reply(memory={"weights": "many", "kv_cache": 1, "scratch": 1}),
+        {"wall_ms": [1.0]},
+    ]
+    for payload in bad:
+        with pytest.raises(PageDataError):
+            DECODER.reply_fields(payload, 10)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), *args, "--output-dir", "/dev/null/x"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory) -> Path:  # noqa: ANN001
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tiny_hf_config(vocab_size=30522, max_position_embeddings=48).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--new-tokens", "0"], "--new-tokens"),
+    (["--prompt-len", "40", "--new-tokens", "16"], "longer than the model's context (48 positions)"),
+    (["--eval-len", "4"], "evaluation length must be at least 8"),
+])
+def test_bad_decoder_input_is_one_line_and_exit_2(tiny_folder: Path, args: list[str], message: str) -> None:
+    done = _cli("--model", str(tiny_folder), "--random-weights", *args)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+def test_a_gguf_that_does_not_parse_and_an_unknown_architecture(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF\x03\x00\x00\x00 not really")
+    done = _cli("--model", str(broken))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "GGUF file broken.gguf does not load" in done.stderr
+    other = tmp_path / "gpt2"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    done = _cli("--model", str(other), "--random-weights")
+    assert done.returncode == 2 and "architecture 'gpt2' is not supported" in done.stderr, done.stderr

