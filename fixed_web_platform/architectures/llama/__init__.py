@@ -80,7 +80,8 @@ class Llama(Architecture):
             if name.endswith("norm.weight"):
                 out[name] = np.ones(cfg.hidden, np.float32)
             elif name.endswith(".bias"):
-                out[name] = np.zeros(next(lay.n for lay in cfg.linear_layers() if f"{lay.name}.bias" == name), np.float32)
+                width = next(lay.n for lay in cfg.linear_layers() if f"{lay.name}.bias" == name)
+                out[name] = np.zeros(width, np.float32)
             elif name == "model.embed_tokens.weight":
                 out[name] = (rng.standard_normal((cfg.vocab, cfg.hidden)) * init_range).astype(np.float32)
             elif name == f"{HEAD}.weight" and cfg.tied:

@@ -203,6 +203,7 @@ def build(prepared: PreparedDecoder) -> tuple[dict[str, Any], dict[str, bytes]]:
            if _prologue(b, 32, _tiling(prepared, r), r)},
         "linear_variants": {kernel_key(b, r): _variants(b, _tiling(prepared, r), r) for b, r in sorted(kernels)},
         "activations": activations | kv,
+        "tensor_bytes": {name: len(data) for name, data in tensors.items()},
         "kv_cache": sorted(kv),
         "weight_tensors": sorted(prepared.held.tensors()),
         "forwards": steps,
@@ -241,7 +242,7 @@ class WgslDecoder(KindRunner):
         assert isinstance(prepared, PreparedDecoder)
         offered = {(key, v["shader"]): v for key, family in job.spec.options["linear_variants"].items()
                    for v in family}
-        used = [tuple(s.split("=", 1)) for s in page.shader.split("+") if "=" in s]
+        used = [(key, shader) for key, _, shader in (s.partition("=") for s in page.shader.split("+")) if shader]
         unknown = [s for s in used if s not in offered]
         if not used or unknown or len(used) != len(page.shader.split("+")):
             return Executed(None, "", engine.platform.value, f"the page used shader(s) {page.shader!r}, "

@@ -26,7 +26,7 @@ from ...models import rules, source
 from ...models.quantized import HeldModel, hold_model
 from ..base import TensorSpec
 from . import accuracy
-from .tokens import TokenPlan, token_plan
+from .tokens import TokenPlan
 from .workload import DecoderWorkload
 
 KERNEL_TOLERANCE_F32 = 1e-3
@@ -156,7 +156,7 @@ def pytorch_greedy(model: source.LoadedModel, prompt: np.ndarray, new_tokens: in
 
 @functools.lru_cache(maxsize=2)
 def _fp32(model: source.LoadedModel, workload: DecoderWorkload) -> tuple[np.ndarray, np.ndarray]:
-    tokens = token_plan(workload)
+    tokens = workload.tokens()
     return (pytorch_logits(model, tokens.eval_ids),
             pytorch_greedy(model, tokens.prompt, workload.new_tokens, tokens.eos))
 
@@ -168,7 +168,7 @@ def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed:
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
     held = hold_model(loaded, plan)
-    tokens = token_plan(workload)
+    tokens = workload.tokens()
     ref_float, generated_fp32 = _fp32(loaded, workload)
     weights = held.exec_weights()
     cfg = loaded.config

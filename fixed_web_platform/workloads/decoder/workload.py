@@ -18,6 +18,7 @@ from ...architectures.llama.config import LlamaConfig
 from ...models import rules as layer_rules
 from ...models import source
 from ...models.inputs import BUILTIN_NAME, read_texts
+from .tokens import TokenPlan, token_plan
 
 BUILTIN_TEXTS = Path(__file__).parent / "data" / "evaluation.txt"
 DEFAULT_PROMPT_LEN = 16
@@ -76,9 +77,7 @@ class DecoderWorkload:
                        model=model, prompt_len=prompt_len, new_tokens=new_tokens, eval_len=eval_len,
                        random_weights=random_weights, texts=tuple(texts) if texts is not None else builtin_texts(),
                        inputs_name=inputs_name, rules=tuple(rules), rules_name=rules_name)
-        from .tokens import token_plan  # the texts must be long enough: one line now, not in a run
-
-        token_plan(workload)
+        workload.tokens()  # the texts must be long enough: one line now, not in a run
         return workload
 
     @classmethod
@@ -110,6 +109,11 @@ class DecoderWorkload:
     @property
     def calibration_label(self) -> str:
         return ""
+
+    def tokens(self) -> TokenPlan:
+        """The token ids of the prompt and the evaluation rows (tokens.py)."""
+        return token_plan(self.model, self.random_weights, self.texts, self.inputs_name, self.eval_len,
+                          self.prompt_len)
 
     @property
     def weights(self) -> str:
