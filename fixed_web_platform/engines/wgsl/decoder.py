@@ -33,7 +33,7 @@ from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal
 from . import kernels as wgsl
-from .encoder import BIAS_BINDING, _dequantize_program, _prologue, linear_source, weight_dtype_for
+from .linear import BIAS_BINDING, dequantize_program, prologue, variants
 
 RUNNER = "wgsl_decoder"
 DECODER_SHADERS = SHADERS_DIR / "model" / "decoder"
@@ -89,19 +89,19 @@ class _Forward:
         name, k, n = p.layer.name, p.layer.k, p.layer.n
         tiling = _tiling(self.p, rows)
         weights = [f"{name}.w"] + ([f"{name}.scales", f"{name}.zero_points"] if p.bits <= 8 else [])
-        prologue = _prologue(p.bits, 32, tiling, rows)
-        bindings: list[str | None] = [x, out, *([wgsl.DEQUANTIZED] if prologue else weights)]
+        dequantize_first = prologue(p.bits, 32, tiling, rows)
+        bindings: list[str | None] = [x, out, *([wgsl.DEQUANTIZED] if dequantize_first else weights)]
         bias = f"{name}.bias" if self.p.config.has_bias(name) else ZEROS
         bindings += [None] * (BIAS_BINDING - len(bindings)) + [bias]
         constants: dict[str, Any] = {"M": rows, "K": k, "N": n}
-        if p.bits <= 8 and not prologue:
+        if p.bits <= 8 and not dequantize_first:
             constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block_size}
         self.kernels.add((p.bits, rows))
         step: dict[str, Any] = {"op": "linear", "linear": index, "name": name, "bits": p.bits,
                                 "kernel": kernel_key(p.bits, rows), "weights": weights[0], "bindings": bindings,
                                 "constants": constants, "workgroups": [*tiling.workgroups(rows, n), 1]}
-        if prologue:
-            step["prologue"] = {"op": "dequantize", "program": _dequantize_program(p.bits),
+        if dequantize_first:
+            step["prologue"] = {"op": "dequantize", "program": dequantize_program(p.bits),
                                 "bindings": [*weights, wgsl.DEQUANTIZED],
                                 **wgsl.dequantize_dispatch(k, n, p.bits, p.block_size)}
             step["prologue"]["workgroups"].append(1)
@@ -160,13 +160,6 @@ class _Forward:
         return out
 
 
-def _variants(bits: int, tiling: wgsl.Tiling, rows: int) -> list[dict[str, Any]]:
-    return [{"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
-             "family": v.kernel_variant(tiling),
-             "weight_dtype": weight_dtype_for(bits), "source": linear_source(v.shader, tiling, bits, v.x_element)}
-            for v in wgsl.variants_for(bits, 32, tiling, rows)]
-
-
 def _summary(values: list[str]) -> str:
     counts = Counter(values)
     if len(counts) == 1:
@@ -192,16 +185,16 @@ def build(prepared: PreparedDecoder) -> tuple[dict[str, Any], dict[str, bytes]]:
                    "logits": eval_len * cfg.vocab * 4, "ids": rows * 4, "pos": 4, "count": 4,
                    "generated": w.new_tokens * 4, ZEROS: max(p.layer.n for p in prepared.plan) * 4}
     dequantized = [p.layer.n * p.layer.k * 4 for p in prepared.plan for b, r in kernels
-                   if b == p.bits and _prologue(b, 32, _tiling(prepared, r), r)]
+                   if b == p.bits and prologue(b, 32, _tiling(prepared, r), r)]
     if dequantized:
         activations[wgsl.DEQUANTIZED] = max(dequantized)
     kv = {f"cache.{i}.{part}": kv_bytes for i in range(cfg.layers) for part in ("k", "v")}
     options = {
         "model": cfg.to_json() | {"name": w.name},
         "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
-        | {_dequantize_program(b): wgsl.dequantize_source(b) for b, r in kernels
-           if _prologue(b, 32, _tiling(prepared, r), r)},
-        "linear_variants": {kernel_key(b, r): _variants(b, _tiling(prepared, r), r) for b, r in sorted(kernels)},
+        | {dequantize_program(b): wgsl.dequantize_source(b) for b, r in kernels
+           if prologue(b, 32, _tiling(prepared, r), r)},
+        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r) for b, r in sorted(kernels)},
         "activations": activations | kv,
         "tensor_bytes": {name: len(data) for name, data in tensors.items()},
         "kv_cache": sorted(kv),

@@ -8,6 +8,7 @@ pooling and L2 normalisation.
 
 The linear layers are the matmul kernels' own ``accumulate(n0, m0)`` bodies (shaders/matmul_*.wgsl,
 the one place for each packed weight format) composed with shaders/model/linear_prelude.wgsl
+(linear.py, shared with the decoder)
 (bias and GELU epilogue); their variants per bits are ``wgsl.variants_for(bits, act_bits, tiling, rows)`` and the page
 picks the first whose features its adapter has. Their tile is the matmul sweep's choice for the
 model's rows and narrowest layer (``wgsl.tiling_for``), the same for every layer. The other
@@ -33,7 +34,6 @@ from collections import Counter
 from typing import Any
 
 from ...harness.protocol import PageDataError, PageReply
-from ...paths import SHADERS_DIR
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.encoder import EncoderWorkload
@@ -48,30 +48,16 @@ from ..base import (
     Refusal,
 )
 from . import kernels as wgsl
+from .linear import BIAS_BINDING, MODEL_SHADERS, dequantize_program, prologue, variants
 
 RUNNER = "wgsl_model"
-MODEL_SHADERS = SHADERS_DIR / "model"
-LINEAR_PRELUDE = "linear_prelude.wgsl"
 ROW_WORKGROUP = 64
 """Workgroup size of the one-invocation-per-row kernels (embeddings, add + layer norm, attention)."""
 POOL_WORKGROUP = 64
 """Workgroup size of the kernels that take {WORKGROUP} (pooling's reduction, quantize_act)."""
-BIAS_BINDING = 5
 PROGRAMS = ("embed_ln", "attention", "add_ln", "pool", "quantize_act")
 INT8_INPUT = "xq"
 """The activation buffer int8 inputs are quantized into (the largest input's int8 words)."""
-
-
-def weight_dtype_for(bits: int) -> str:
-    """The stored format the linear-layer variants of ``bits`` read (the page reports it per layer)."""
-    return {32: "float32", 16: "float16"}.get(bits, f"int{bits}")
-
-
-@functools.cache
-def linear_source(shader: str, tiling: wgsl.Tiling, bits: int, x_element: str = "vec4<f32>") -> str:
-    """A matmul kernel's body behind the model's linear prelude: enables first, then the
-    prelude with the tile sizes filled in, then the kernel's accumulate(n0, m0)."""
-    return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits, x_element)
 
 
 def kernel_key(bits: int, act_bits: int) -> str:
@@ -119,7 +105,7 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
         activations[INT8_INPUT] = rows * max(p.layer.k for p in prepared.plan)
     acts = prepared.act_quant or (None,) * len(prepared.plan)
     dequantized = [p.layer.n * p.layer.k * 4 for p, a in zip(prepared.plan, acts)
-                   if _prologue(p.bits, 8 if a else 32, tiling, rows)]
+                   if prologue(p.bits, 8 if a else 32, tiling, rows)]
     if dequantized:
         activations[wgsl.DEQUANTIZED] = max(dequantized)
     eps = float(cfg.eps)
@@ -146,12 +132,12 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
                            "workgroups": [_groups(rows * k // 4, POOL_WORKGROUP), 1, 1]})
             quantized_now.append((x, act.scale, act.zero_point))
         weights = [f"{name}.w"] + ([f"{name}.scales", f"{name}.zero_points"] if p.bits <= 8 else [])
-        prologue = _prologue(p.bits, 8 if act else 32, tiling, rows)
+        dequantize_first = prologue(p.bits, 8 if act else 32, tiling, rows)
         bindings: list[str | None] = [INT8_INPUT if act else x, out,
-                                      *([wgsl.DEQUANTIZED] if prologue else weights)]
+                                      *([wgsl.DEQUANTIZED] if dequantize_first else weights)]
         bindings += [None] * (BIAS_BINDING - len(bindings)) + [f"{name}.bias"]
         constants = {"M": rows, "K": k, "N": n} | ({"GELU": 1} if gelu else {})
-        if p.bits <= 8 and not prologue:
+        if p.bits <= 8 and not dequantize_first:
             constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block_size}
         if act is not None:
             constants |= {"X_SCALE": act.scale, "X_ZERO": act.zero_point}
@@ -159,8 +145,8 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
         step = {"op": "linear", "linear": index, "name": name, "bits": p.bits, "kernel": kernel,
                 "weights": weights[0], "bindings": bindings, "constants": constants,
                 "workgroups": [*tiling.workgroups(rows, n), 1]}
-        if prologue:
-            step["prologue"] = {"op": "dequantize", "program": _dequantize_program(p.bits),
+        if dequantize_first:
+            step["prologue"] = {"op": "dequantize", "program": dequantize_program(p.bits),
                                 "bindings": [*weights, wgsl.DEQUANTIZED],
                                 **wgsl.dequantize_dispatch(k, n, p.bits, p.block_size)}
             step["prologue"]["workgroups"].append(1)
@@ -201,24 +187,6 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
     if order != list(range(len(prepared.plan))):
         raise ValueError("the model's linear layers are not in forward order")
     return steps, activations
-
-
-def _variants(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> list[dict[str, Any]]:
-    return [{"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
-             "weight_dtype": weight_dtype_for(bits),
-             "source": linear_source(v.shader, tiling, bits, v.x_element)}
-            for v in wgsl.variants_for(bits, act_bits, tiling, rows)]
-
-
-def _prologue(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> str:
-    """The step a layer's kernel needs first (the dequantize step on the GEMM path), or ''. Every
-    variant of a kernel has the same one, so the steps can say it before the page picks."""
-    (prologue,) = {v.prologue for v in wgsl.variants_for(bits, act_bits, tiling, rows)}
-    return prologue
-
-
-def _dequantize_program(bits: int) -> str:
-    return f"dequantize_w{bits}"
 
 
 def _rows(prepared: PreparedModel) -> int:
@@ -265,11 +233,11 @@ class WgslEncoder(KindRunner):
         batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
         tensors = prepared.tensors()
         programs = {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
-        programs |= {_dequantize_program(b): wgsl.dequantize_source(b) for b, a in _kernels(prepared)
-                     if _prologue(b, a, _tiling(prepared), _rows(prepared))}
+        programs |= {dequantize_program(b): wgsl.dequantize_source(b) for b, a in _kernels(prepared)
+                     if prologue(b, a, _tiling(prepared), _rows(prepared))}
         options = {
             "programs": programs,
-            "linear_variants": {kernel_key(b, a): _variants(b, a, _tiling(prepared), _rows(prepared))
+            "linear_variants": {kernel_key(b, a): variants(b, a, _tiling(prepared), _rows(prepared))
                                 for b, a in sorted(_kernels(prepared), reverse=True)},
             "tiling": _tiling(prepared).to_json(),
             "activations": activations,

@@ -1,0 +1,49 @@
+"""A whole model's linear layers on the harness's WGSL kernels, shared by every model kind's
+runner here (encoder.py, decoder.py): the matmul kernels' own bodies (shaders/matmul_*.wgsl, the
+one place for each packed weight format) behind the model's linear prelude
+(shaders/model/linear_prelude.wgsl: bias and GELU epilogue, the bias at ``BIAS_BINDING``), the
+variants the page picks from, and the dequantize step the GEMM path runs first."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from ...paths import SHADERS_DIR
+from . import kernels as wgsl
+
+MODEL_SHADERS = SHADERS_DIR / "model"
+LINEAR_PRELUDE = "linear_prelude.wgsl"
+BIAS_BINDING = 5
+
+
+def weight_dtype_for(bits: int) -> str:
+    """The stored format the linear-layer variants of ``bits`` read (the page reports it per layer)."""
+    return {32: "float32", 16: "float16"}.get(bits, f"int{bits}")
+
+
+@functools.cache
+def linear_source(shader: str, tiling: wgsl.Tiling, bits: int, x_element: str = "vec4<f32>") -> str:
+    """A matmul kernel's body behind the model's linear prelude: enables first, then the
+    prelude with the tile sizes filled in, then the kernel's accumulate(n0, m0)."""
+    return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits, x_element)
+
+
+def variants(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> list[dict[str, Any]]:
+    """The job's variants of one linear kernel, best first (the page runs the first its adapter
+    can), with their sources and the family + tile a row's ``kernel_variant`` names."""
+    return [{"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
+             "family": v.kernel_variant(tiling), "weight_dtype": weight_dtype_for(bits),
+             "source": linear_source(v.shader, tiling, bits, v.x_element)}
+            for v in wgsl.variants_for(bits, act_bits, tiling, rows)]
+
+
+def prologue(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> str:
+    """The step a layer's kernel needs first (the dequantize step on the GEMM path), or ''. Every
+    variant of a kernel has the same one, so the steps can say it before the page picks."""
+    (first,) = {v.prologue for v in wgsl.variants_for(bits, act_bits, tiling, rows)}
+    return first
+
+
+def dequantize_program(bits: int) -> str:
+    return f"dequantize_w{bits}"
