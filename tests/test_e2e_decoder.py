@@ -109,3 +109,18 @@ def test_smollm2_135m_in_chrome_agrees_with_pytorch(tmp_path) -> None:  # noqa: 
     assert eight["next_token_top1"] >= 0.97
     assert fp32["kl_mean"] < eight["kl_mean"]
     assert fp32.weight_bytes > 2.5 * 2**20 * 100  # the float32 model: 135M parameters + a head copy
+
+
+def test_report_has_the_decoder_section_and_plots(chrome_tiny, tmp_path) -> None:  # noqa: ANN001
+    from fixed_web_platform.report.render import build_report
+
+    out, rows = chrome_tiny
+    files = build_report([out], tmp_path / "report")
+    md = files.markdown.read_text()
+    section = md[md.index("## Decoder LLMs"):]
+    assert "12 prompt + 5 new tokens" in section
+    four = rows[("harness", "webgpu", 4)]
+    assert f"{four['next_token_top1']:.1%}" in section  # the row's own figure, formatted
+    assert "does not run decoder workloads" in section  # refused configurations listed with why
+    names = {p.name for p in files.plots}
+    assert {"decoder_speed_vs_bits.png", "decoder_accuracy_vs_bits.png"} <= names

@@ -65,8 +65,11 @@ def setting_title(row: pd.Series | dict[str, Any]) -> str:
 
 
 def _settings(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(short title, rows) per setting, for the plots' panels."""
     keys = [c for c in SETTING if c in table]
-    return [(setting_title(g.iloc[0]), g) for _, g in table.groupby(keys, sort=False, dropna=False)]
+    return [(f"{g.iloc[0]['model']} ({g.iloc[0]['weights']}), {_int(g.iloc[0]['prompt_len'])}+"
+             f"{_int(g.iloc[0]['new_tokens'])} tokens", g)
+            for _, g in table.groupby(keys, sort=False, dropna=False)]
 
 
 def decoder_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
@@ -136,6 +139,7 @@ def decoder_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFr
 
 SPEED = (("decode_tokens_per_s", "decode tokens/s"), ("prefill_tokens_per_s", "prefill tokens/s"),
          ("ttft_ms", "time to first token (ms)"))
+LOG_SCALE = ("kl_mean", "perplexity")
 ACCURACY = (("next_token_top1", "next-token top-1 agreement"), ("kl_mean", "mean KL(fp32 || engine), nats"),
             ("perplexity", "perplexity"))
 
@@ -157,7 +161,9 @@ def _by_bits(table: pd.DataFrame, path: Path, show_sweep: bool, metrics: Sequenc
                 if np.isfinite(ref).any():
                     ax.axhline(np.nanmedian(ref), color="grey", linestyle=":", label="PyTorch fp32")
             _bits_axis(ax, group["bits_requested"])
-            ax.set_ylabel(name)
+            if column in LOG_SCALE and (_numbers(group[column]) > 0).any():
+                ax.set_yscale("log")  # KL and perplexity span orders of magnitude across bits
+            ax.set_ylabel(name + (" (log)" if column in LOG_SCALE else ""))
             ax.set_title(f"{setting}\n{name}", fontsize=8)
             ax.grid(True, alpha=0.3)
     _suptitle(fig, title)
