@@ -127,6 +127,32 @@ def assign(layers: Sequence[LinearLayer], rules: Sequence[PrecisionRule], defaul
     return out
 
 
+def check_packing(plan: Sequence[LayerPrecision]) -> None:
+    """ValueError (one line) for a packed layer whose K its block size does not divide, or whose
+    block is not whole 32-bit words of its bits."""
+    for p in plan:
+        if p.bits <= 8:
+            if p.layer.k % p.block_size:
+                raise ValueError(f"layer {p.layer.name}: K={p.layer.k} is not a multiple of the "
+                                 f"block size {p.block_size}")
+            if p.block_size % (32 // p.bits):
+                raise ValueError(f"block size {p.block_size} must be a multiple of {32 // p.bits} "
+                                 f"for {p.bits}-bit weights packed into 32-bit words")
+
+
+def chosen_rules(mixed_precision: bool, precision_rules: Path | str | None,
+                 mixed_path: Path = MIXED_PRECISION_RULES) -> tuple[tuple[PrecisionRule, ...], str]:
+    """The rule set the user's words name and its name for rows: none ('', every layer at --bits),
+    --mixed-precision (the kind's rules file ``mixed_path``), or a --precision-rules file."""
+    if mixed_precision and precision_rules is not None:
+        raise ValueError("--mixed-precision and --precision-rules are two rule sets: choose one")
+    if mixed_precision:
+        return load_rules(mixed_path), "mixed-precision"
+    if precision_rules is not None:
+        return load_rules(precision_rules), str(precision_rules)
+    return (), ""
+
+
 def summary(plan: Sequence[LayerPrecision]) -> str:
     """'uniform:4' or 'mixed:8x24,4x12' (bits x layer count, most bits first)."""
     counts = Counter(p.bits for p in plan)

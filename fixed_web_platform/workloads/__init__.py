@@ -51,6 +51,7 @@ def kind_columns() -> list[Column]:
     return list(seen.values())
 
 
-__all__ = ["DEFAULT_KIND", "DEFAULT_WORKLOADS", "KINDS", "Column", "DecoderWorkload", "EncoderWorkload", "MatmulWorkload", "Prepared", "TensorSpec",
+__all__ = ["DEFAULT_KIND", "DEFAULT_WORKLOADS", "KINDS", "Column", "DecoderWorkload", "EncoderWorkload",
+           "MatmulWorkload", "Prepared", "TensorSpec",
            "Workload", "WorkloadKind", "kind_columns", "kind_named", "model_workloads", "parse_shape",
            "workload_from_json"]

@@ -25,15 +25,15 @@ from typing import Any
 
 from ...architectures.llama.config import HEAD
 from ...architectures.llama.reference import rope_tables
-from ...harness.protocol import PageDataError, PageReply
+from ...harness.protocol import PageReply
 from ...paths import SHADERS_DIR
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal
+from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, dequantize_program, prologue, variants
+from .linear import BIAS_BINDING, bound_layers, dequantize_program, prologue, variants
 
 RUNNER = "wgsl_decoder"
 DECODER_SHADERS = SHADERS_DIR / "model" / "decoder"
@@ -243,19 +243,7 @@ class WgslDecoder(KindRunner):
         dtypes = {offered[s]["compute_dtype"] for s in used}
         compute_dtype = "f16" if "f16" in dtypes else "f32"
         plan = prepared.plan
-        if len(page.layers) != len(plan):
-            raise PageDataError(f"the reply describes {len(page.layers)} linear layers, the model has {len(plan)}")
-        layers, problems = [], []
-        for p, reply in zip(plan, page.layers):
-            if reply.name != p.layer.name:
-                raise PageDataError(f"layer {reply.name!r} in the reply where {p.layer.name!r} was expected")
-            if reply.weight_bytes is None:
-                raise PageDataError(f"layer {p.layer.name} has no weight_bytes (its bound weight buffer)")
-            elements = p.layer.n * p.layer.k
-            bits = reply.weight_bytes * 8 // elements if reply.weight_bytes * 8 % elements == 0 else None
-            if bits != p.bits:
-                problems.append(f"{p.layer.name} bound {reply.weight_bytes} weight bytes, not {p.bits}-bit weights")
-            layers.append(LayerExecuted(p.layer.name, bits, reply.weight_dtype, reply.weight_bytes))
+        layers, problems = bound_layers(plan, page.layers)
         at_run_bits = [le.bits_executed for p, le in zip(plan, layers) if p.rule == "--bits"]
         bits = Counter(at_run_bits or [le.bits_executed for le in layers]).most_common(1)[0][0]
         note = ("16-bit layers computed in f32 (the adapter has no shader-f16)"

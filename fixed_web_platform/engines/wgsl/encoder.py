@@ -44,11 +44,10 @@ from ..base import (
     EngineJob,
     Executed,
     KindRunner,
-    LayerExecuted,
     Refusal,
 )
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MODEL_SHADERS, dequantize_program, prologue, variants
+from .linear import BIAS_BINDING, MODEL_SHADERS, bound_layers, dequantize_program, prologue, variants
 
 RUNNER = "wgsl_model"
 ROW_WORKGROUP = 64
@@ -270,23 +269,11 @@ class WgslEncoder(KindRunner):
                             f"the page used shader(s) {page.shader!r}, which the job did not offer")
         dtypes = {offered[s].compute_dtype for s in used}
         compute_dtype = next((d for d in ("i8dot", "f16") if d in dtypes), "f32")
-        if len(page.layers) != len(plan):
-            raise PageDataError(f"the reply describes {len(page.layers)} linear layers, the model has {len(plan)}")
         if page.weight_buffer_bytes is None:
             raise PageDataError("the reply has no weight_buffer_bytes (the bound weight buffers)")
-        layers, problems = [], []
         acts = prepared.act_quant or (None,) * len(plan)
-        for p, act, reply in zip(plan, acts, page.layers):
-            if reply.name != p.layer.name:
-                raise PageDataError(f"layer {reply.name!r} in the reply where {p.layer.name!r} was expected")
-            if reply.weight_bytes is None:
-                raise PageDataError(f"layer {p.layer.name} has no weight_bytes (its bound weight buffer)")
-            elements = p.layer.n * p.layer.k
-            bits = reply.weight_bytes * 8 // elements if reply.weight_bytes * 8 % elements == 0 else None
-            if bits != p.bits:
-                problems.append(f"{p.layer.name} bound {reply.weight_bytes} weight bytes, not {p.bits}-bit weights")
-            layers.append(LayerExecuted(p.layer.name, bits, reply.weight_dtype, reply.weight_bytes, reply.gpu_ms,
-                                        "int8" if act and "i8dot" in dtypes else ""))
+        layers, problems = bound_layers(plan, page.layers,
+                                        ["int8" if act and "i8dot" in dtypes else "" for act in acts])
         total = sum(layer.weight_bytes or 0 for layer in layers)
         if total != page.weight_buffer_bytes:
             problems.append(f"weight_buffer_bytes {page.weight_buffer_bytes} is not the layers' sum {total}")

@@ -7,9 +7,13 @@ variants the page picks from, and the dequantize step the GEMM path runs first."
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
+from ...harness.protocol import LayerReply, PageDataError
+from ...models.rules import LayerPrecision
 from ...paths import SHADERS_DIR
+from ..base import LayerExecuted
 from . import kernels as wgsl
 
 MODEL_SHADERS = SHADERS_DIR / "model"
@@ -47,3 +51,25 @@ def prologue(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> str:
 
 def dequantize_program(bits: int) -> str:
     return f"dequantize_w{bits}"
+
+
+def bound_layers(plan: Sequence[LayerPrecision], replies: Sequence[LayerReply],
+                 act_dtypes: Sequence[str] | None = None) -> tuple[list[LayerExecuted], list[str]]:
+    """What each linear layer ran, read from the size of the weight buffer the page bound for it
+    (never from the page's word), and the layers whose bytes are not their planned bits'.
+    PageDataError when the reply does not describe the plan's layers in order."""
+    if len(replies) != len(plan):
+        raise PageDataError(f"the reply describes {len(replies)} linear layers, the model has {len(plan)}")
+    layers, problems = [], []
+    for i, (p, reply) in enumerate(zip(plan, replies)):
+        if reply.name != p.layer.name:
+            raise PageDataError(f"layer {reply.name!r} in the reply where {p.layer.name!r} was expected")
+        if reply.weight_bytes is None:
+            raise PageDataError(f"layer {p.layer.name} has no weight_bytes (its bound weight buffer)")
+        elements = p.layer.n * p.layer.k
+        bits = reply.weight_bytes * 8 // elements if reply.weight_bytes * 8 % elements == 0 else None
+        if bits != p.bits:
+            problems.append(f"{p.layer.name} bound {reply.weight_bytes} weight bytes, not {p.bits}-bit weights")
+        layers.append(LayerExecuted(p.layer.name, bits, reply.weight_dtype, reply.weight_bytes, reply.gpu_ms,
+                                    act_dtypes[i] if act_dtypes else ""))
+    return layers, problems

@@ -105,14 +105,7 @@ class EncoderWorkload:
                      calibration: str | Path | None = None,
                      random_weights_hint: str = source.RANDOM_WEIGHTS_FLAG) -> EncoderWorkload:
         """The CLI's and the API's words as a workload; ValueError (one line) for anything unusable."""
-        if mixed_precision and precision_rules is not None:
-            raise ValueError("--mixed-precision and --precision-rules are two rule sets: choose one")
-        rules: tuple[layer_rules.PrecisionRule, ...] = ()
-        rules_name = ""
-        if mixed_precision:
-            rules, rules_name = layer_rules.mixed_precision_rules(), "mixed-precision"
-        elif precision_rules is not None:
-            rules, rules_name = layer_rules.load_rules(precision_rules), str(precision_rules)
+        rules, rules_name = layer_rules.chosen_rules(mixed_precision, precision_rules)
         texts, inputs_name = None, BUILTIN_NAME
         if inputs is not None:
             texts, inputs_name = read_texts(inputs), str(inputs)
@@ -153,16 +146,7 @@ class EncoderWorkload:
         return 2 * (linear * tokens + attention)
 
     def validate(self, bits: int, block_size: int) -> None:
-        cfg = self.config()
-        plan = layer_rules.assign(cfg.linear_layers(), self.rules, bits, block_size)
-        for p in plan:
-            if p.bits <= 8:
-                if p.layer.k % p.block_size:
-                    raise ValueError(f"layer {p.layer.name}: K={p.layer.k} is not a multiple of the "
-                                     f"block size {p.block_size}")
-                if p.block_size % (32 // p.bits):
-                    raise ValueError(f"block size {p.block_size} must be a multiple of {32 // p.bits} "
-                                     f"for {p.bits}-bit weights packed into 32-bit words")
+        layer_rules.check_packing(layer_rules.assign(self.config().linear_layers(), self.rules, bits, block_size))
 
     def row_fields(self, bits: int, block_size: int) -> dict[str, Any]:
         plan = layer_rules.assign(self.config().linear_layers(), self.rules, bits, block_size)
