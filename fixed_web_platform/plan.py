@@ -1,6 +1,7 @@
 """The run matrix, built, validated and saved before anything launches.
 
-rounds (repetitions) x browsers x workloads x bits x engines x platforms, with engines and
+rounds (repetitions) x browsers x workloads x bits x engines x platforms (x an engine's weight
+formats at those bits, where it names several: wllama's GGUF types), with engines and
 platforms innermost so the rows of one configuration (harness WebGPU, harness WebNN, ORT on each
 provider) sit side by side in one browser session. Repetitions are rounds, outermost: each round
 runs the whole matrix in fresh browser sessions, so the repetitions of a configuration are spread
@@ -95,13 +96,15 @@ def build_plan(
                                    if a == 32 or b in ACT8_WEIGHT_BITS]  # int8: 8/4-bit weights only
                     for acts, obs in activations:
                         for engine, platform in pairs:
-                            run = RunSpec(
-                                run_id=len(runs), browser=browser, engine=engine, platform=platform,
-                                workload=workload, bits=b, block_size=block_size, repetition=rep,
-                                precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
-                                act_bits=acts, observer=obs,
-                            )
-                            runs.append(dataclasses.replace(run, refused=planned_refusal(run)))
+                            formats = engine_for(engine, platform).weight_formats(workload, b)  # type: ignore[union-attr]
+                            for fmt in formats:
+                                run = RunSpec(
+                                    run_id=len(runs), browser=browser, engine=engine, platform=platform,
+                                    workload=workload, bits=b, block_size=block_size, repetition=rep,
+                                    precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
+                                    act_bits=acts, observer=obs, weight_format=fmt,
+                                )
+                                runs.append(dataclasses.replace(run, refused=planned_refusal(run)))
     return runs
 
 

@@ -13,7 +13,8 @@ from .run_spec import RunSpec
 
 
 def describe(run: RunSpec) -> str:
-    return f"{run.browser} {run.engine}/{run.platform} {run.bits}-bit {run.workload.label}"
+    fmt = f" {run.weight_format}" if run.weight_format else ""
+    return f"{run.browser} {run.engine}/{run.platform} {run.bits}-bit{fmt} {run.workload.label}"
 
 
 def result_line(index: int, total: int, run: RunSpec, row: ResultRow) -> str:

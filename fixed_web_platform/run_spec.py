@@ -77,6 +77,9 @@ class RunSpec:
     """Activation precision: 32 (float) or 8 (int8, statically calibrated: W8A8 / W4A8)."""
     observer: str = ""
     """The calibration observer that gave the activations their scale and zero point ('' at 32)."""
+    weight_format: str = ""
+    """The weight format asked for, for engines that hold several at one bit width (wllama: a
+    GGUF type such as Q4_0, or 'shipped' for the model's own file); '' where the bits name it."""
     refused: str = ""
     """Why this run will not be attempted, decided when the plan was built (no module runs its
     engine, platform and workload kind, or its activation precision); '' for a run to attempt."""
@@ -84,7 +87,8 @@ class RunSpec:
     @property
     def label(self) -> str:
         acts = f" a{self.act_bits} {self.observer}" if self.act_bits != 32 else ""
-        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{acts} "
+        fmt = f" {self.weight_format}" if self.weight_format else ""
+        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{fmt}{acts} "
                 f"{self.workload.label} rep{self.repetition}")
 
     def to_json(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import os
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -21,7 +21,9 @@ v7: calibration (what int8 activations were calibrated on), whole models with in
     layers.csv act_dtype.
 v8: rows are a core plus their workload kind's columns: a ``kind`` column (matmul, encoder;
     plan files' 'model' kind is now 'encoder'); m, k, n blank on rows that are not matmuls; a
-    run's ``refused`` reason in plan.json. Older folders read as before (kind derived)."""
+    run's ``refused`` reason in plan.json. Older folders read as before (kind derived).
+v9: ``format_requested`` (an engine's named weight format, e.g. wllama's GGUF types; blank where
+    the bits name the format); engine ``wllama``."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""
@@ -39,7 +41,8 @@ v2: the spec names its output tensors (``outputs``: name, dtype, shape); a matmu
 
 
 class Platform(enum.StrEnum):
-    """The browser API a run goes through. ``wasm`` is ONNX Runtime Web's CPU provider."""
+    """The browser API a run goes through. ``wasm``: an engine's CPU path in WebAssembly (ONNX
+    Runtime Web's CPU provider, llama.cpp's CPU backend)."""
 
     WEBGPU = "webgpu"
     WEBNN = "webnn"
@@ -47,10 +50,12 @@ class Platform(enum.StrEnum):
 
 
 class EngineName(enum.StrEnum):
-    """Who builds the work for the page: the harness's own kernels/graphs, or ONNX Runtime Web."""
+    """Who builds the work for the page: the harness's own kernels/graphs, ONNX Runtime Web, or
+    llama.cpp compiled to WebAssembly (wllama, GGUF decoders)."""
 
     HARNESS = "harness"
     ORT = "ort"
+    WLLAMA = "wllama"
 
 
 class BrowserName(enum.StrEnum):

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol
 from ..harness.protocol import JobSpec, PageReply
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
-from ..workloads import Prepared, TensorSpec
+from ..workloads import Prepared, TensorSpec, Workload
 
 
 class BrowserFacts(Protocol):
@@ -102,6 +102,11 @@ class Engine(ABC):
     def assets(self) -> dict[str, Path]:
         """URL prefix -> local folder the server must serve for this engine's page runners."""
         return {}
+
+    def weight_formats(self, workload: Workload, bits: int) -> tuple[str, ...]:
+        """The named weight formats this engine runs at ``bits`` for ``workload``, one run each
+        (``RunSpec.weight_format``); ('',) where the bits alone name the format."""
+        return ("",)
 
 
 class KindRunner(ABC):

@@ -18,6 +18,8 @@ from .wgsl import WgslEngine
 from .wgsl.decoder import WgslDecoder
 from .wgsl.encoder import WgslEncoder
 from .wgsl.matmul import WgslMatmul
+from .wllama import WllamaWasm, WllamaWebGpu
+from .wllama.decoder import WllamaDecoder
 
 ENGINES: tuple[Engine, ...] = (
     WgslEngine(),
@@ -25,9 +27,11 @@ ENGINES: tuple[Engine, ...] = (
     OrtWebGpu(),
     OrtWebNN(),
     OrtWasm(),
+    WllamaWasm(),
+    WllamaWebGpu(),
 )
 
-HARNESS, ORT = EngineName.HARNESS, EngineName.ORT
+HARNESS, ORT, WLLAMA = EngineName.HARNESS, EngineName.ORT, EngineName.WLLAMA
 WEBGPU, WEBNN, WASM = Platform.WEBGPU, Platform.WEBNN, Platform.WASM
 
 RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
@@ -42,6 +46,8 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (ORT, WEBNN, "encoder"): OrtEncoder(),
     (ORT, WASM, "matmul"): OrtMatmul(),
     (ORT, WASM, "encoder"): OrtEncoder(),
+    (WLLAMA, WASM, "decoder"): WllamaDecoder(),
+    (WLLAMA, WEBGPU, "decoder"): WllamaDecoder(),
 }
 """(engine, platform, workload kind) -> the module that runs it, with its page runner."""
 

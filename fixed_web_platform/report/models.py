@@ -68,7 +68,9 @@ def _setting_name(row: pd.Series, show_sweep: bool) -> str:
 def _bits_text(row: pd.Series, ok: pd.Series | None) -> str:
     bits = int(row["bits_requested"])
     plan = str(row.get("precision_plan") or "")
+    fmt = str(row.get("format_requested") or "")
     text = f"{bits} ({plan})" if plan else f"{bits}"
+    text += f" {fmt}" if fmt else ""
     notes = []
     if ok is not None:
         executed = number(ok.get("bits_executed"))

@@ -14,8 +14,10 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def bits_label(r: ResultRow) -> str:
-    """'8', or '8 a8 minmax' for int8 activations calibrated by that observer."""
-    return str(r.bits_requested) + (f" a{r.act_bits} {r.observer}" if r.act_bits != 32 else "")
+    """'8', '8 a8 minmax' for int8 activations calibrated by that observer, '4 Q4_0' for an
+    engine's named weight format."""
+    fmt = f" {r.format_requested}" if r.format_requested else ""
+    return str(r.bits_requested) + fmt + (f" a{r.act_bits} {r.observer}" if r.act_bits != 32 else "")
 
 
 def format_model_table(rows: Sequence[ResultRow]) -> str:

@@ -131,7 +131,7 @@ def load(directory: str | Path) -> ResultSet:
     if "act_bits" not in rows:  # folders before activation precision: float activations
         rows["act_bits"] = 32
     for column in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
-                   "observer", "calibration"):
+                   "observer", "calibration", "format_requested"):
         if column not in rows:
             rows[column] = ""
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]

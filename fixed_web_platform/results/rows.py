@@ -22,7 +22,7 @@ from ..workloads import KINDS, kind_columns, kind_named
 
 CORE_SETTING = ("browser", "engine", "platform", "precision_mode", "device_type", "kind", "workload")
 """The core columns that say what ran where (each kind adds what its work is: ``setting_columns``)."""
-CORE_PRECISION = ("bits_requested", "block_size", "act_bits", "observer")
+CORE_PRECISION = ("bits_requested", "format_requested", "block_size", "act_bits", "observer")
 """The core columns that say which precision was asked for (kinds may add: a model's plan)."""
 
 
@@ -138,6 +138,9 @@ class ResultRow:
     """Activation precision: 32 (float) or 8 (int8 with calibrated scale and zero point)."""
     observer: str = ""
     """The calibration observer of int8 activations (minmax, percentile, ...); '' at 32."""
+    format_requested: str = ""
+    """The engine's named weight format asked for (wllama: a GGUF type, or 'shipped': the model's
+    own file); blank where the bits name the format."""
     calibration: str = ""
     """What the observer saw: 'synthetic' (matmul sweep), 'builtin-calibration' or the
     --calibration file (models); '' at 32."""
@@ -218,6 +221,7 @@ class ResultRow:
             reason=reason,
             act_bits=run.act_bits,
             observer=run.observer,
+            format_requested=run.weight_format,
             calibration=run.workload.calibration_label if run.act_bits != 32 else "",
             kind_fields=run.workload.row_fields(run.bits, run.block_size),
         )

@@ -155,7 +155,9 @@ def pytorch_greedy(model: source.LoadedModel, prompt: np.ndarray, new_tokens: in
 
 
 @functools.lru_cache(maxsize=2)
-def _fp32(model: source.LoadedModel, workload: DecoderWorkload) -> tuple[np.ndarray, np.ndarray]:
+def fp32_references(model: source.LoadedModel, workload: DecoderWorkload) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch fp32's teacher-forced logits of the evaluation rows and its greedy continuation of
+    the prompt (cached: every engine and precision of a workload is judged against the same)."""
     tokens = workload.tokens()
     return (pytorch_logits(model, tokens.eval_ids),
             pytorch_greedy(model, tokens.prompt, workload.new_tokens, tokens.eos))
@@ -169,7 +171,7 @@ def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed:
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
     held = hold_model(loaded, plan)
     tokens = workload.tokens()
-    ref_float, generated_fp32 = _fp32(loaded, workload)
+    ref_float, generated_fp32 = fp32_references(loaded, workload)
     weights = held.exec_weights()
     cfg = loaded.config
     ref_deq = np.stack([reference.forward(cfg, weights, row)[0] for row in tokens.eval_ids])

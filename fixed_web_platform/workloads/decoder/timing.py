@@ -4,7 +4,9 @@ phases, device memory by part), checked, and the speed figures of a row drawn fr
 Reply field ``decoder``: ``{"upload_ms", "first_forward_ms", "kv_cache_on_device": bool,
 "memory": {"weights", "kv_cache", "scratch"} (bytes), "generations": [{"ttft_ms",
 "token_ms": [...]}]}``, one generation per timed iteration (``wall_ms``), every one with the
-same number of decode steps (new_tokens - 1).
+same number of decode steps (new_tokens - 1). Optional ``engine_tokens``: ``{"prompt": n,
+"scored": [n, ...]}``, how many tokens an engine that takes text (wllama) made of the prompt and
+of each scored prefix, so Python can check they are the ids the other engines get.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ def _bytes(value: Any, name: str) -> int:
     return value
 
 
+def _count(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and 0 <= value <= 1 << 24
+
+
 def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
     doc = payload.get(FIELD)
     if not isinstance(doc, dict):
@@ -56,7 +62,15 @@ def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, A
     memory = doc.get("memory")
     if not isinstance(memory, dict):
         raise PageDataError(f"{FIELD}.memory is missing")
-    return {FIELD: {
+    out: dict[str, Any] = {}
+    if "engine_tokens" in doc:
+        counts = doc["engine_tokens"]
+        scored = counts.get("scored") if isinstance(counts, dict) else None
+        if not isinstance(counts, dict) or not isinstance(scored, list) or len(scored) > 1 << 20 \
+                or not all(_count(v) for v in [counts.get("prompt"), *scored]):
+            raise PageDataError(f"{FIELD}.engine_tokens is not {{prompt: n, scored: [n, ...]}}")
+        out["engine_tokens"] = {"prompt": counts["prompt"], "scored": list(scored)}
+    return {FIELD: out | {
         "upload_ms": _ms(doc.get("upload_ms"), "upload_ms"),
         "first_forward_ms": _ms(doc.get("first_forward_ms"), "first_forward_ms"),
         "kv_cache_on_device": doc.get("kv_cache_on_device") is True,

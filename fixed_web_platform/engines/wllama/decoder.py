@@ -1,0 +1,135 @@
+"""The decoder kind on wllama (web/engines/wllama_decoder.js): llama.cpp loads the run's GGUF file
+from the local server, generates greedily from the prompt (end of sequence ignored, so every
+engine generates the same count), then scores each evaluation row position by position.
+
+Prompts go to llama.cpp as text (wllama 3.8.1's completion rejects token-id prompts): the
+decoded ids of the model's tokenizer, which llama.cpp tokenizes again from the same GGUF
+vocabulary. The page returns how many tokens llama.cpp made of every prompt, and a count that
+differs from the harness's makes the row invalid (the texts would not be the same tokens).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from typing import Any
+
+from ...harness.protocol import PageReply
+from ...run_spec import RunSpec, TimingConfig
+from ...vocabulary import Outcome, Platform
+from ...workloads.decoder import DecoderWorkload
+from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
+from . import GGUF_DIR, GGUF_URL, NO_FORMAT, SHIPPED, WLLAMA_ASSETS_URL, WLLAMA_DIR, WllamaEngine, gguf_files
+from .prepared import TOP_K, prepare_gguf
+
+RUNNER = "wllama_decoder"
+THREADS = 2
+"""llama.cpp threads asked for (the page is cross-origin isolated; the number in effect is reported)."""
+CONTEXT_ROUND = 256
+BUFFER_LINE = re.compile(r"^\s*(\S+)\s+(model|KV|compute|output) buffer size\s*=\s*([0-9.]+) MiB")
+"""llama.cpp's own log lines saying which backend holds which buffer ('CPU model buffer size = 92.10 MiB')."""
+CPU_BUFFERS = ("CPU", "CPU_Mapped", "CPU_REPACK")
+COMPUTE_DTYPE = {"F32": "f32", "F16": "f16", "Q8_0": "i8dot", "Q4_0": "i8dot", "Q4_1": "i8dot"}
+"""What llama.cpp's CPU backend computes each format's matmuls in: f32; f16; for quantized
+weights, integer dot products with the activations quantized to 8 bits (its vec_dot_q*_q8)."""
+
+
+def buffers(log: str) -> dict[str, dict[str, float]]:
+    """Backend -> {buffer kind -> MiB} from llama.cpp's log lines (what the page forwarded)."""
+    out: dict[str, dict[str, float]] = {}
+    for line in log.splitlines():
+        m = BUFFER_LINE.match(line)
+        if m:
+            out.setdefault(m.group(1), {})[m.group(2)] = out.get(m.group(1), {}).get(m.group(2), 0.0) + float(m.group(3))
+    return out
+
+
+class WllamaDecoder(KindRunner):
+    runner = RUNNER
+
+    def refusal(self, engine: Engine, run: RunSpec) -> str:
+        why = super().refusal(engine, run)
+        if why:
+            return why
+        workload = run.workload
+        assert isinstance(workload, DecoderWorkload)
+        if not run.weight_format:
+            return NO_FORMAT.get(run.bits, f"wllama has no llama.cpp format planned for {run.bits}-bit weights")
+        if workload.rules:
+            return ("per-layer precision rules are not written into GGUF files here (the 'shipped' row is "
+                    "llama.cpp's own mix of formats)")
+        if gguf_files.model_file(workload.model, workload.random_weights) is None:
+            return (f"wllama runs GGUF files; model {workload.model} is not one"
+                    + (" (--random-weights)" if workload.random_weights else ""))
+        return ""
+
+    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
+                  browser: BrowserFacts) -> EngineJob | Refusal:
+        assert isinstance(engine, WllamaEngine)
+        workload = run.workload
+        assert isinstance(workload, DecoderWorkload)
+        why = self.refusal(engine, run)
+        if why:
+            return Refusal(Outcome.UNSUPPORTED, why)
+        if not (WLLAMA_DIR / "index.js").is_file():
+            return Refusal(Outcome.UNAVAILABLE, f"wllama is not installed in {WLLAMA_DIR} (run scripts/setup.sh)")
+        source_file = gguf_files.model_file(workload.model, False)
+        assert source_file is not None
+        shipped = gguf_files.shipped_format(workload.model, False)
+        path = await asyncio.to_thread(gguf_files.file_for, source_file, run.weight_format, GGUF_DIR)
+        fmt = shipped if run.weight_format == SHIPPED else run.weight_format
+        prepared = await asyncio.to_thread(prepare_gguf, workload, fmt, path)
+        tokens = prepared.tokens
+        texts, length = tokens.eval_ids.shape
+        decode = tokens.decode
+        options: dict[str, Any] = {
+            "assets": WLLAMA_ASSETS_URL,
+            "model_url": GGUF_URL + path.name,
+            "gpu_layers": engine.gpu_layers,
+            "threads": THREADS,
+            "n_ctx": -(-max(workload.prompt_len + workload.new_tokens, length) // CONTEXT_ROUND) * CONTEXT_ROUND,
+            "prompt": {"text": decode(tokens.prompt), "tokens": int(len(tokens.prompt))},
+            "new_tokens": workload.new_tokens,
+            "score": {"prefixes": [[decode(row[:t + 1]) for t in range(length)] for row in tokens.eval_ids],
+                      "next_ids": [[int(i) for i in row[1:]] for row in tokens.eval_ids],
+                      "top_k": TOP_K, "texts": texts, "rows": length},
+        }
+        spec = self.spec(engine, run, timing, {}, prepared.outputs, options)
+        label = f"gguf {fmt}" + (" (as shipped)" if run.weight_format == SHIPPED else "")
+        types = Counter(gguf_files.tensor_types(path).values())
+        return EngineJob(spec=spec, tensors={}, prepared=prepared, weight_format=label,
+                         weight_dtype=",".join(f"{t}x{n}" for t, n in types.most_common()),
+                         details={"gguf": path.name, "tensor_types": dict(types)})
+
+    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        prepared = job.prepared
+        held = buffers(page.placement)
+        if not held:
+            return Executed(None, "", "", "the page sent none of llama.cpp's buffer lines (where the model was held)")
+        backends = {b for b, kinds in held.items() if "model" in kinds}
+        on_cpu = all(b in CPU_BUFFERS for b in backends)
+        executed_on = Platform.WASM.value if on_cpu else Platform.WEBGPU.value
+        note = ""
+        if engine.platform is Platform.WEBGPU and on_cpu:
+            note = ("llama.cpp found no WebGPU device it could use and ran on its CPU backend "
+                    f"({page.fallback or 'no reason logged'})")
+        fmt = getattr(prepared, "weight_format", "")
+        bits = gguf_files.FORMATS.get(fmt)
+        problem = ""
+        tokens = page.kind_fields.get("decoder", {}).get("engine_tokens")
+        if not isinstance(tokens, dict):
+            problem = "the page sent no llama.cpp prompt token counts"
+        else:
+            length = prepared.tokens.eval_ids.shape[1]
+            expected = [t + 1 for _ in range(prepared.tokens.eval_ids.shape[0]) for t in range(length)]
+            differ = sum(a != b for a, b in zip(tokens["scored"], expected)) + abs(len(tokens["scored"]) - len(expected))
+            if tokens["prompt"] != len(prepared.tokens.prompt):
+                problem = (f"llama.cpp made {tokens['prompt']} tokens of the prompt text, not the "
+                           f"{len(prepared.tokens.prompt)} the other engines get")
+            elif differ:
+                problem = (f"llama.cpp tokenized {differ} of the {len(expected)} scored prefixes to a different "
+                           "length than the model's tokenizer")
+        compute = COMPUTE_DTYPE.get(fmt, "") if on_cpu else ""
+        return Executed(bits, compute, executed_on, problem, note,
+                        kernel_variant="llama.cpp " + "+".join(sorted(backends)))
