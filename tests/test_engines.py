@@ -13,6 +13,7 @@ from fixed_web_platform.browsers.sessions import LAUNCHERS
 from fixed_web_platform.engines.base import Engine, EngineJob, Executed, Refusal
 from fixed_web_platform.engines.registry import (
     ENGINES,
+    RUNS,
     build_job,
     engine_for,
     engines_for_platform,
@@ -82,8 +83,13 @@ def _reply(**fields: object) -> PageReply:
 @pytest.mark.parametrize("engine", ENGINES, ids=lambda e: f"{e.name}-{e.platform}")
 def test_every_engine_loads_and_has_its_page_runner(engine: Engine) -> None:
     assert engine_for(engine.name, engine.platform) is engine
+    kinds = [k for (name, platform, k) in RUNS if (name, platform) == (engine.name, engine.platform)]
+    assert kinds and all((WEB_DIR / "engines" / f"{kind_runner(engine.name, engine.platform, k).runner}.js").is_file()
+                         for k in kinds)
+    if "matmul" not in kinds:  # wllama: decoders only (tests/test_wllama.py)
+        return
     runner = kind_runner(engine.name, engine.platform, "matmul")
-    assert runner is not None and (WEB_DIR / "engines" / f"{runner.runner}.js").is_file()
+    assert runner is not None
     job = _job(engine, _run(engine.name, engine.platform, 8))
     assert isinstance(job, EngineJob)
     spec = job.spec.to_json()
@@ -94,7 +100,7 @@ def test_every_engine_loads_and_has_its_page_runner(engine: Engine) -> None:
 def test_registry_is_one_engine_per_name_and_platform() -> None:
     pairs = [(e.name, e.platform) for e in ENGINES]
     assert len(pairs) == len(set(pairs))
-    assert engines_for_platform(Platform.WASM) == [EngineName.ORT]
+    assert engines_for_platform(Platform.WASM) == [EngineName.ORT, EngineName.WLLAMA]
     assert engine_for(EngineName.HARNESS, Platform.WASM) is None
 
 

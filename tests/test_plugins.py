@@ -37,7 +37,7 @@ from fixed_web_platform.workloads import KINDS, MatmulWorkload, kind_columns, ki
 PACKAGE = Path(__file__).resolve().parents[1] / "fixed_web_platform"
 FIXTURES = Path(__file__).parent / "fixtures" / "schema7"
 ENGINE_PACKAGES = {"harness/webgpu": "wgsl", "harness/webnn": "webnn", "ort/webgpu": "ort", "ort/webnn": "ort",
-                   "ort/wasm": "ort"}
+                   "ort/wasm": "ort", "wllama/wasm": "wllama", "wllama/webgpu": "wllama"}
 
 
 class _Pretend:
@@ -65,7 +65,7 @@ def test_every_engine_and_kind_has_its_module_and_page_runner_or_a_reason(engine
         assert kind.name in reason and str(engine.name) in reason
         assert plan[0].refused == reason  # decided when the plan is built: no browser starts for it
         return
-    assert plan[0].refused == ""
+    assert plan[0].refused == runner.refusal(engine, plan[0])  # only the runner's own reason, if any
     module = inspect.getmodule(type(runner))
     package = ENGINE_PACKAGES[f"{engine.name}/{engine.platform}"]
     assert module.__name__ == f"fixed_web_platform.engines.{package}.{kind.name}", module.__name__

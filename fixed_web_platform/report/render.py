@@ -314,7 +314,7 @@ def summary_table(rows: pd.DataFrame,
             rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
         records.append(rec)
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
-               "device_type", "kind", "workload", "shape", "m", "k", "n", "block_size", "bits_requested",
+               "device_type", "kind", "workload", "shape", "m", "k", "n", "block_size", "bits_requested", "format_requested",
                "bits_executed", "act_bits", "observer", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",

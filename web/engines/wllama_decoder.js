@@ -35,8 +35,20 @@ export async function run(spec, client) {
 
     stage = 'load model';
     const t0 = performance.now();
-    await wllama.loadModelFromUrl(new URL(opts.model_url, location.href).href, {
-      n_ctx: opts.n_ctx, n_gpu_layers: opts.gpu_layers, n_threads: opts.threads, useCache: false, seed: 0});
+    // A bounded wait: llama.cpp's WebGPU start-up can hang in a worker (seen in Firefox), and
+    // the row should say so in minutes, not at the run's time limit.
+    let timer = null;
+    const limit = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(
+        `llama.cpp did not finish loading the model within ${opts.load_timeout_ms / 1000} s ` +
+        `(n_gpu_layers ${opts.gpu_layers})`)), opts.load_timeout_ms);
+    });
+    try {
+      await Promise.race([limit, wllama.loadModelFromUrl(new URL(opts.model_url, location.href).href, {
+        n_ctx: opts.n_ctx, n_gpu_layers: opts.gpu_layers, n_threads: opts.threads, useCache: false, seed: 0})]);
+    } finally {
+      clearTimeout(timer);
+    }
     const uploadMs = performance.now() - t0;
     const version = `wllama (llama.cpp ${Wllama.getLibllamaVersion ? Wllama.getLibllamaVersion() : '?'})`;
 

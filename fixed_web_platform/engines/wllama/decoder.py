@@ -27,7 +27,10 @@ RUNNER = "wllama_decoder"
 THREADS = 2
 """llama.cpp threads asked for (the page is cross-origin isolated; the number in effect is reported)."""
 CONTEXT_ROUND = 256
-BUFFER_LINE = re.compile(r"^\s*(\S+)\s+(model|KV|compute|output) buffer size\s*=\s*([0-9.]+) MiB")
+LOAD_TIMEOUT_S = 120.0
+"""How long the page waits for llama.cpp to load a model before it reports a failure (loading
+SmolLM2-135M at F32, 540 MB, takes about 10 s here; its WebGPU start-up hangs in Firefox)."""
+BUFFER_LINE = re.compile(r"(\S+)\s+(model|KV|compute|output) buffer size\s*=\s*([0-9.]+) MiB")
 """llama.cpp's own log lines saying which backend holds which buffer ('CPU model buffer size = 92.10 MiB')."""
 CPU_BUFFERS = ("CPU", "CPU_Mapped", "CPU_REPACK")
 COMPUTE_DTYPE = {"F32": "f32", "F16": "f16", "Q8_0": "i8dot", "Q4_0": "i8dot", "Q4_1": "i8dot"}
@@ -39,7 +42,7 @@ def buffers(log: str) -> dict[str, dict[str, float]]:
     """Backend -> {buffer kind -> MiB} from llama.cpp's log lines (what the page forwarded)."""
     out: dict[str, dict[str, float]] = {}
     for line in log.splitlines():
-        m = BUFFER_LINE.match(line)
+        m = BUFFER_LINE.search(line)
         if m:
             out.setdefault(m.group(1), {})[m.group(2)] = out.get(m.group(1), {}).get(m.group(2), 0.0) + float(m.group(3))
     return out
@@ -53,9 +56,10 @@ class WllamaDecoder(KindRunner):
         if why:
             return why
         workload = run.workload
-        assert isinstance(workload, DecoderWorkload)
         if not run.weight_format:
             return NO_FORMAT.get(run.bits, f"wllama has no llama.cpp format planned for {run.bits}-bit weights")
+        if not isinstance(workload, DecoderWorkload):
+            return f"wllama runs decoder workloads, not {workload.kind}"
         if workload.rules:
             return ("per-layer precision rules are not written into GGUF files here (the 'shipped' row is "
                     "llama.cpp's own mix of formats)")
@@ -88,6 +92,7 @@ class WllamaDecoder(KindRunner):
             "model_url": GGUF_URL + path.name,
             "gpu_layers": engine.gpu_layers,
             "threads": THREADS,
+            "load_timeout_ms": int(min(LOAD_TIMEOUT_S, timing.timeout_s / 2) * 1000),
             "n_ctx": -(-max(workload.prompt_len + workload.new_tokens, length) // CONTEXT_ROUND) * CONTEXT_ROUND,
             "prompt": {"text": decode(tokens.prompt), "tokens": int(len(tokens.prompt))},
             "new_tokens": workload.new_tokens,

@@ -1,0 +1,162 @@
+"""The wllama engine without a browser: GGUF files re-written at llama.cpp's formats (a small
+synthetic file), the KL lower bound from top-K log-probabilities, how a reply is read (where
+llama.cpp held the model, prompts tokenized to other lengths), and what the plan makes of
+wllama's formats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fixed_web_platform.engines.registry import engine_for, read_reply
+from fixed_web_platform.engines.wllama import NO_FORMAT, SHIPPED, gguf_files
+from fixed_web_platform.engines.wllama.decoder import buffers
+from fixed_web_platform.engines.wllama.prepared import kl_lower_bound
+from fixed_web_platform.harness.protocol import PageReply
+from fixed_web_platform.plan import build_plan
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
+from fixed_web_platform.workloads import DecoderWorkload
+from fixed_web_platform.workloads.decoder import accuracy
+
+CPU_LOG = ("load_tensors:          CPU model buffer size =    92.10 MiB\n"
+           "llama_kv_cache:        CPU KV buffer size =    11.25 MiB\n"
+           "sched_reserve:        CPU compute buffer size =    14.01 MiB")
+
+
+@pytest.fixture(scope="module")
+def small_gguf(tmp_path_factory) -> Path:  # noqa: ANN001
+    import gguf
+
+    path = tmp_path_factory.mktemp("gguf") / "small.gguf"
+    rng = np.random.default_rng(0)
+    writer = gguf.GGUFWriter(str(path), arch="llama")
+    writer.add_block_count(1)
+    writer.add_file_type(0)
+    writer.add_tensor("blk.0.attn_q.weight", rng.standard_normal((16, 64)).astype(np.float32))
+    writer.add_tensor("blk.0.attn_norm.weight", rng.standard_normal(64).astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def _values(path: Path, name: str) -> np.ndarray:
+    import gguf
+
+    tensor = next(t for t in gguf.GGUFReader(str(path)).tensors if t.name == name)
+    return gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float64)
+
+
+@pytest.mark.parametrize("fmt, step", [("Q8_0", 1 / 127), ("Q4_0", 1 / 8), ("Q4_1", 1 / 15), ("F16", 1e-3)])
+def test_requantize_writes_the_format_and_stays_within_its_step(small_gguf: Path, tmp_path: Path,
+                                                                fmt: str, step: float) -> None:
+    import gguf
+
+    out = gguf_files.requantize(small_gguf, tmp_path / f"{fmt}.gguf", fmt)
+    types = gguf_files.tensor_types(out)
+    assert types == {"blk.0.attn_q.weight": fmt, "blk.0.attn_norm.weight": "F32"}  # norms stay float32
+    before, after = _values(small_gguf, "blk.0.attn_q.weight"), _values(out, "blk.0.attn_q.weight")
+    blocks = before.reshape(16, -1, 32)
+    span = np.abs(blocks).max(axis=-1, keepdims=True) * 2  # a block's range bounds its step
+    assert np.all(np.abs(after - before).reshape(blocks.shape) <= span * step)
+    assert not np.array_equal(after, before) or fmt == "F16"
+    assert np.array_equal(_values(out, "blk.0.attn_norm.weight"), _values(small_gguf, "blk.0.attn_norm.weight"))
+    field = gguf.GGUFReader(str(out)).fields[gguf.Keys.General.FILE_TYPE]
+    assert int(field.contents()) == gguf_files.FILE_TYPES[fmt]
+
+
+def test_a_file_that_is_not_gguf_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf file at all")
+    with pytest.raises(gguf_files.GgufError, match="bad.gguf does not parse") as err:
+        gguf_files.requantize(bad, tmp_path / "out.gguf", "Q8_0")
+    assert "\n" not in str(err.value)
+    with pytest.raises(gguf_files.GgufError, match="not one of"):
+        gguf_files.requantize(bad, tmp_path / "out.gguf", "Q2_K")
+
+
+def test_file_for_writes_once_and_copies_the_shipped_file(small_gguf: Path, tmp_path: Path) -> None:
+    first = gguf_files.file_for(small_gguf, "Q8_0", tmp_path)
+    stamp = first.stat().st_mtime_ns
+    assert gguf_files.file_for(small_gguf, "Q8_0", tmp_path) == first and first.stat().st_mtime_ns == stamp
+    shipped = gguf_files.file_for(small_gguf, SHIPPED, tmp_path)
+    assert shipped.read_bytes() == small_gguf.read_bytes()
+
+
+def test_kl_lower_bound_is_exact_with_the_whole_vocabulary_and_below_it_otherwise() -> None:
+    rng = np.random.default_rng(1)
+    p = accuracy.log_softmax(rng.standard_normal((3, 50)) * 2)
+    q = accuracy.log_softmax(np.log(np.exp(p)) + rng.standard_normal((3, 50)) * 0.5)
+    full = (np.exp(p) * (p - q)).sum(axis=-1)
+    order = np.argsort(-q, axis=-1)
+    whole = kl_lower_bound(p, order, np.take_along_axis(q, order, axis=-1))
+    assert np.allclose(whole, full, atol=1e-12)
+    top5 = kl_lower_bound(p, order[:, :5], np.take_along_axis(q, order[:, :5], axis=-1))
+    assert np.all(top5 <= full + 1e-12) and np.all(top5 > 0)
+    assert np.allclose(kl_lower_bound(p, order[:, :5], np.take_along_axis(p, order[:, :5], axis=-1)), 0, atol=1e-12)
+
+
+def test_buffers_are_read_from_llama_cpp_log_lines() -> None:
+    held = buffers(CPU_LOG + "\nload_tensors:       WebGPU model buffer size =    80.00 MiB\nsomething else")
+    assert held == {"CPU": {"model": 92.10, "KV": 11.25, "compute": 14.01}, "WebGPU": {"model": 80.0}}
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> DecoderWorkload:
+    return DecoderWorkload.create("smollm2-135m", prompt_len=8, new_tokens=4, eval_len=8)
+
+
+def test_the_plan_has_a_run_per_llama_cpp_format_and_refuses_2_bit(smollm2: DecoderWorkload) -> None:
+    plan = build_plan([BrowserName.CHROME], [Platform.WASM], [smollm2], [8, 4, 2], engines=[EngineName.WLLAMA])
+    assert [(r.bits, r.weight_format) for r in plan] == [(8, "Q8_0"), (4, "Q4_0"), (4, "Q4_1"), (4, SHIPPED), (2, "")]
+    assert [r.refused for r in plan[:4]] == [""] * 4
+    assert plan[4].refused == NO_FORMAT[2]
+    assert "Q4_0" in plan[1].label
+
+
+def test_models_that_are_not_gguf_and_rule_sets_are_refused_when_planned(tmp_path: Path) -> None:
+    from test_decoder import tiny_hf_config
+
+    tiny_hf_config(vocab_size=30522, hidden_size=64, intermediate_size=128, max_position_embeddings=128,
+                   num_attention_heads=4, num_key_value_heads=2).save_pretrained(tmp_path)
+    random = DecoderWorkload.create(str(tmp_path), prompt_len=4, new_tokens=2, eval_len=8, random_weights=True)
+    mixed = DecoderWorkload.from_options("smollm2-135m", prompt_len=8, new_tokens=4, eval_len=8, mixed_precision=True)
+    plan = build_plan([BrowserName.CHROME], [Platform.WASM], [random], [8], engines=[EngineName.WLLAMA])
+    assert "runs GGUF files" in plan[0].refused and "--random-weights" in plan[0].refused
+    plan = build_plan([BrowserName.CHROME], [Platform.WASM], [mixed], [8], engines=[EngineName.WLLAMA])
+    assert "precision rules" in plan[0].refused
+
+
+def _job(run):  # noqa: ANN001, ANN202
+    from types import SimpleNamespace
+
+    from fixed_web_platform.engines.base import EngineJob
+
+    tokens = SimpleNamespace(eval_ids=np.zeros((2, 3), np.int32), prompt=np.zeros(8, np.int32))
+    return EngineJob(spec=None, tensors={}, prepared=SimpleNamespace(weight_format="Q8_0", tokens=tokens),  # type: ignore[arg-type]
+                     weight_format="gguf Q8_0", weight_dtype="Q8_0x1")
+
+
+def _reply(log: str, prompt: int = 8, scored: tuple[int, ...] = (1, 2, 3, 1, 2, 3), fallback: str = "") -> PageReply:
+    return PageReply(status="ok", compute_dtype="f32", placement=log, fallback=fallback,
+                     kind_fields={"decoder": {"engine_tokens": {"prompt": prompt, "scored": list(scored)}}})
+
+
+def test_a_webgpu_run_held_on_the_cpu_says_it_fell_back(smollm2: DecoderWorkload) -> None:
+    [run] = [r for r in build_plan([BrowserName.CHROME], [Platform.WEBGPU], [smollm2], [8], engines=[EngineName.WLLAMA])]
+    ran = read_reply(run, _job(run), _reply(CPU_LOG, fallback="the adapter has no shader-f16"))
+    assert ran.executed_on == "wasm" and ran.bits == 8 and ran.compute_dtype == "i8dot" and not ran.problem
+    assert "CPU backend" in ran.note and "shader-f16" in ran.note
+    gpu = read_reply(run, _job(run), _reply("WebGPU model buffer size = 80.00 MiB\nCPU KV buffer size = 1.00 MiB"))
+    assert gpu.executed_on == "webgpu" and not gpu.note and gpu.compute_dtype == ""
+    assert engine_for(run.engine, Platform.WASM) is not None
+
+
+def test_prompts_llama_cpp_tokenized_to_other_lengths_make_the_row_invalid(smollm2: DecoderWorkload) -> None:
+    [run] = build_plan([BrowserName.CHROME], [Platform.WASM], [smollm2], [8], engines=[EngineName.WLLAMA])
+    assert "prompt text" in read_reply(run, _job(run), _reply(CPU_LOG, prompt=9)).problem
+    assert "1 of the 6 scored prefixes" in read_reply(run, _job(run), _reply(CPU_LOG, scored=(1, 2, 4, 1, 2, 3))).problem
+    assert "buffer lines" in read_reply(run, _job(run), _reply("")).problem
