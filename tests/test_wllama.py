@@ -146,7 +146,7 @@ def _reply(log: str, prompt: int = 8, scored: tuple[int, ...] = (1, 2, 3, 1, 2, 
 
 
 def test_a_webgpu_run_held_on_the_cpu_says_it_fell_back(smollm2: DecoderWorkload) -> None:
-    [run] = [r for r in build_plan([BrowserName.CHROME], [Platform.WEBGPU], [smollm2], [8], engines=[EngineName.WLLAMA])]
+    [run] = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [smollm2], [8], engines=[EngineName.WLLAMA])
     ran = read_reply(run, _job(run), _reply(CPU_LOG, fallback="the adapter has no shader-f16"))
     assert ran.executed_on == "wasm" and ran.bits == 8 and ran.compute_dtype == "i8dot" and not ran.problem
     assert "CPU backend" in ran.note and "shader-f16" in ran.note
@@ -158,5 +158,6 @@ def test_a_webgpu_run_held_on_the_cpu_says_it_fell_back(smollm2: DecoderWorkload
 def test_prompts_llama_cpp_tokenized_to_other_lengths_make_the_row_invalid(smollm2: DecoderWorkload) -> None:
     [run] = build_plan([BrowserName.CHROME], [Platform.WASM], [smollm2], [8], engines=[EngineName.WLLAMA])
     assert "prompt text" in read_reply(run, _job(run), _reply(CPU_LOG, prompt=9)).problem
-    assert "1 of the 6 scored prefixes" in read_reply(run, _job(run), _reply(CPU_LOG, scored=(1, 2, 4, 1, 2, 3))).problem
+    other = _reply(CPU_LOG, scored=(1, 2, 4, 1, 2, 3))
+    assert "1 of the 6 scored prefixes" in read_reply(run, _job(run), other).problem
     assert "buffer lines" in read_reply(run, _job(run), _reply("")).problem

@@ -20,7 +20,7 @@ from ..values import number
 from ..workloads.decoder import DECODER
 from .markdown import html_table, markdown_lines, markdown_table
 from .models import CONFIG_KEY, _bits_text, _f, _key, _ordered, _outcome_text, _setting_name, _weights_text
-from .plots import _bits_axis, _facets, _model_series, _numbers, _save, _suptitle
+from .plots import _bits_axis, _facets, _model_series, _numbers, _point_label, _save, _suptitle
 from .terminal import _fmt, bits_label
 
 SETTING = ("model", "weights", "prompt_len", "new_tokens", "eval_len", "inputs")
@@ -182,9 +182,9 @@ def _scatter(table: pd.DataFrame, path: Path, show_sweep: bool, x_column: str, x
             for label, s, _ in _model_series(group, show_sweep):
                 x, y = _numbers(s[x_column]) / x_scale, _numbers(s[column])
                 ax.scatter(x, y, s=36, label=label)
-                for bits, xi, yi in zip(s["bits_requested"], x, y):
+                for (_, row), xi, yi in zip(s.iterrows(), x, y):
                     if np.isfinite(xi) and np.isfinite(yi):
-                        ax.annotate(f"{int(bits)}b", (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize=7)
+                        ax.annotate(_point_label(row), (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize=7)
             ax.set_xlabel(x_label)
             ax.set_ylabel(name)
             ax.set_title(f"{setting}\n{name}", fontsize=8)

@@ -302,17 +302,37 @@ def _model_settings(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 def _model_series(table: pd.DataFrame, show_sweep: bool):
     """(label, rows sorted by bits, mixed?): uniform plans form one series per browser x engine
     x platform; rows with a mixed precision plan form their own."""
-    table = table.assign(_mixed=table["precision_plan"].map(_mixed))
-    keys = ["sweep", "browser", "engine", "platform", "precision_mode", "device_type", "_mixed"]
-    for (*_, mixed), group in table.groupby(keys, sort=False):
+    table = table.assign(_mixed=table["precision_plan"].map(_mixed), _variant=_format_variants(table))
+    keys = ["sweep", "browser", "engine", "platform", "precision_mode", "device_type", "_mixed", "_variant"]
+    for (*_, mixed, variant), group in table.groupby(keys, sort=False):
         label = _series_label(group.iloc[0], show_sweep)
         if mixed:
             label += " mixed precision (" + ", ".join(dict.fromkeys(group["precision_plan"])) + ")"
+        if variant:
+            label += f" {variant}"
         yield label, group.sort_values("bits_requested", ascending=False), bool(mixed)
 
 
+def _format_variants(table: pd.DataFrame) -> list[str]:
+    """'' for the rows of an engine's main line; the format's name for a second named format at
+    bits the line already has (wllama's Q4_1 and shipped file beside Q4_0): a series of its own."""
+    if "format_requested" not in table:
+        return [""] * len(table)
+    seen: dict[tuple, str] = {}
+    out = []
+    for _, row in table.iterrows():
+        key = (row.get("sweep"), row["browser"], row["engine"], row["platform"], row["bits_requested"])
+        fmt = str(row.get("format_requested") or "")
+        first = seen.setdefault(key, fmt)
+        out.append("" if fmt == first else fmt)
+    return out
+
+
 def _point_label(row: pd.Series) -> str:
-    return str(row["precision_plan"]) if _mixed(row["precision_plan"]) else f"{int(row['bits_requested'])}b"
+    if _mixed(row["precision_plan"]):
+        return str(row["precision_plan"])
+    fmt = str(row.get("format_requested") or "")
+    return fmt or f"{int(row['bits_requested'])}b"
 
 
 def _numbers(values: pd.Series) -> np.ndarray:

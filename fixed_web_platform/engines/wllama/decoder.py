@@ -44,7 +44,8 @@ def buffers(log: str) -> dict[str, dict[str, float]]:
     for line in log.splitlines():
         m = BUFFER_LINE.search(line)
         if m:
-            out.setdefault(m.group(1), {})[m.group(2)] = out.get(m.group(1), {}).get(m.group(2), 0.0) + float(m.group(3))
+            kinds = out.setdefault(m.group(1), {})
+            kinds[m.group(2)] = kinds.get(m.group(2), 0.0) + float(m.group(3))
     return out
 
 
@@ -128,7 +129,8 @@ class WllamaDecoder(KindRunner):
         else:
             length = prepared.tokens.eval_ids.shape[1]
             expected = [t + 1 for _ in range(prepared.tokens.eval_ids.shape[0]) for t in range(length)]
-            differ = sum(a != b for a, b in zip(tokens["scored"], expected)) + abs(len(tokens["scored"]) - len(expected))
+            scored = tokens["scored"]
+            differ = sum(a != b for a, b in zip(scored, expected)) + abs(len(scored) - len(expected))
             if tokens["prompt"] != len(prepared.tokens.prompt):
                 problem = (f"llama.cpp made {tokens['prompt']} tokens of the prompt text, not the "
                            f"{len(prepared.tokens.prompt)} the other engines get")
