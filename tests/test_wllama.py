@@ -161,3 +161,15 @@ def test_prompts_llama_cpp_tokenized_to_other_lengths_make_the_row_invalid(smoll
     other = _reply(CPU_LOG, scored=(1, 2, 4, 1, 2, 3))
     assert "1 of the 6 scored prefixes" in read_reply(run, _job(run), other).problem
     assert "buffer lines" in read_reply(run, _job(run), _reply("")).problem
+
+
+def test_a_pair_seen_to_hang_is_refused_when_planned_unless_asked(smollm2: DecoderWorkload, monkeypatch) -> None:  # noqa: ANN001
+    def plan():  # noqa: ANN202
+        return build_plan([BrowserName.FIREFOX, BrowserName.CHROME], [Platform.WEBGPU], [smollm2], [8],
+                          engines=[EngineName.WLLAMA])
+
+    firefox, chrome = plan()
+    assert firefox.refused.startswith("not attempted") and "WLLAMA_TRY_HANGS" in firefox.refused
+    assert chrome.refused == ""
+    monkeypatch.setenv("WLLAMA_TRY_HANGS", "1")
+    assert [r.refused for r in plan()] == ["", ""]

@@ -11,13 +11,14 @@ differs from the harness's makes the row invalid (the texts would not be the sam
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections import Counter
 from typing import Any
 
 from ...harness.protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
-from ...vocabulary import Outcome, Platform
+from ...vocabulary import BrowserName, Outcome, Platform
 from ...workloads.decoder import DecoderWorkload
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import GGUF_DIR, GGUF_URL, NO_FORMAT, SHIPPED, WLLAMA_ASSETS_URL, WLLAMA_DIR, WllamaEngine, gguf_files
@@ -33,6 +34,12 @@ SmolLM2-135M at F32, 540 MB, takes about 10 s here; its WebGPU start-up hangs in
 BUFFER_LINE = re.compile(r"(\S+)\s+(model|KV|compute|output) buffer size\s*=\s*([0-9.]+) MiB")
 """llama.cpp's own log lines saying which backend holds which buffer ('CPU model buffer size = 92.10 MiB')."""
 CPU_BUFFERS = ("CPU", "CPU_Mapped", "CPU_REPACK")
+HANGS = {(BrowserName.FIREFOX, Platform.WEBGPU): (
+    "not attempted: wllama 3.8.1's WebGPU start-up in Firefox never returned here (2026-11-25: no reply "
+    "in 600 s, the page's own 120 s limit never fired); its Firefox WebGPU path is a compat build from a "
+    "CDN. Set WLLAMA_TRY_HANGS=1 to attempt it")}
+"""Browser x platform pairs where the page was seen to hang, refused when the plan is built so a
+sweep does not lose its time limit to each (``WLLAMA_TRY_HANGS=1`` attempts them)."""
 COMPUTE_DTYPE = {"F32": "f32", "F16": "f16", "Q8_0": "i8dot", "Q4_0": "i8dot", "Q4_1": "i8dot"}
 """What llama.cpp's CPU backend computes each format's matmuls in: f32; f16; for quantized
 weights, integer dot products with the activations quantized to 8 bits (its vec_dot_q*_q8)."""
@@ -57,6 +64,9 @@ class WllamaDecoder(KindRunner):
         if why:
             return why
         workload = run.workload
+        hang = HANGS.get((run.browser, engine.platform))
+        if hang and os.environ.get("WLLAMA_TRY_HANGS") != "1":
+            return hang
         if not run.weight_format:
             return NO_FORMAT.get(run.bits, f"wllama has no llama.cpp format planned for {run.bits}-bit weights")
         if not isinstance(workload, DecoderWorkload):
