@@ -51,17 +51,36 @@ def _entry_lines(job: dict[str, Any]) -> list[str]:
     return [line.strip() for run in _runs(job) for line in run.splitlines() if ENTRY in line]
 
 
+DECODER_OUT = "results/nightly/decoder"
+"""The decoder sweep's folder (its own test below); the matmul and encoder sweeps are the others."""
+
+
 def _sweep_step(job: dict[str, Any], model: bool = False) -> dict[str, Any]:
     steps = [s for s in job["steps"] if "--bits" in s.get("run", "") and ENTRY in s.get("run", "")
-             and ("--model" in s["run"]) == model]
+             and ("--model" in s["run"]) == model and DECODER_OUT not in s["run"]]
     assert len(steps) == 1, "expected exactly one matmul sweep step and one model sweep step"
     return steps[0]
 
 
 def _sweep_line(job: dict[str, Any], model: bool = False) -> str:
-    lines = [line for line in _entry_lines(job) if "--bits" in line and ("--model" in line) == model]
+    lines = [line for line in _entry_lines(job) if "--bits" in line and ("--model" in line) == model
+             and DECODER_OUT not in line]
     assert len(lines) == 1, lines
     return lines[0]
+
+
+@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
+                                                                     ["webgpu", "webnn", "wasm"])))
+def test_the_decoder_sweep_plans_in_every_cell_and_keeps_its_exit_code(job: dict[str, Any], browser: str,
+                                                                       platform: str) -> None:
+    [line] = [line for line in _entry_lines(job) if DECODER_OUT in line and "--bits" in line]
+    words = shlex.split(line.replace("${{ matrix.browser }}", browser).replace("${{ matrix.platform }}", platform))
+    args = cli.build_parser().parse_args(words[words.index(ENTRY) + 1:])
+    plan, _ = cli.plan_from_args(args)
+    assert plan and {r.workload.kind for r in plan} == {"decoder"} and {r.platform for r in plan} == {platform}
+    step = next(s for s in job["steps"] if DECODER_OUT in s.get("run", "") and "--bits" in s["run"])
+    assert "set +e" in step["run"] and "GITHUB_OUTPUT" in step["run"]
+    assert f"steps.{step['id']}.outputs." in str(job["steps"][-1].get("env", ""))
 
 
 def test_workflow_is_valid_against_github_schema() -> None:
