@@ -130,10 +130,6 @@ class PreparedGguf:
                 "generated_text": np.array(self.tokens.decode(outputs[GENERATED]))}
 
 
-def _next_logprob(logp: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    return np.take_along_axis(logp[:, :-1, :], ids[:, 1:, None].astype(np.int64), axis=-1)[..., 0]
-
-
 @functools.lru_cache(maxsize=4)
 def prepare_gguf(workload: DecoderWorkload, weight_format: str, gguf: Path) -> PreparedGguf:
     """References for one GGUF file (cached per file: both platforms of a format share it)."""
@@ -142,9 +138,9 @@ def prepare_gguf(workload: DecoderWorkload, weight_format: str, gguf: Path) -> P
     ref_logits, generated_fp32 = fp32_references(loaded, workload)
     fp32_logp = accuracy.log_softmax(ref_logits)
     held = source.load(source.resolve(str(gguf), False))
-    ref_deq = np.stack([accuracy.log_softmax(reference.forward(held.config, held.weights, row)[0])
-                        for row in tokens.eval_ids])
+    ref_deq = np.stack([reference.forward(held.config, held.weights, row)[0] for row in tokens.eval_ids])
     stored, as_f32 = gguf_files.weight_bytes(gguf)
     return PreparedGguf(workload, weight_format, gguf, tokens, fp32_logp,
-                        _next_logprob(fp32_logp, tokens.eval_ids), _next_logprob(ref_deq, tokens.eval_ids),
+                        accuracy.next_token_logprob(ref_logits, tokens.eval_ids)[:, :-1],
+                        accuracy.next_token_logprob(ref_deq, tokens.eval_ids)[:, :-1],
                         generated_fp32, stored, as_f32)
