@@ -12,6 +12,7 @@ from .ort import OrtWasm, OrtWebGpu, OrtWebNN
 from .ort.encoder import OrtEncoder
 from .ort.matmul import OrtMatmul
 from .webnn import WebnnEngine
+from .webnn.decoder import WebnnDecoder
 from .webnn.encoder import WebnnEncoder
 from .webnn.matmul import WebnnMatmul
 from .wgsl import WgslEngine
@@ -40,6 +41,7 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (HARNESS, WEBGPU, "decoder"): WgslDecoder(),
     (HARNESS, WEBNN, "matmul"): WebnnMatmul(),
     (HARNESS, WEBNN, "encoder"): WebnnEncoder(),
+    (HARNESS, WEBNN, "decoder"): WebnnDecoder(),
     (ORT, WEBGPU, "matmul"): OrtMatmul(),
     (ORT, WEBGPU, "encoder"): OrtEncoder(),
     (ORT, WEBNN, "matmul"): OrtMatmul(),

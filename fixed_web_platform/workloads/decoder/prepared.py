@@ -164,12 +164,14 @@ def fp32_references(model: source.LoadedModel, workload: DecoderWorkload) -> tup
 
 
 @functools.lru_cache(maxsize=4)
-def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int) -> PreparedDecoder:
-    """Everything a decoder run needs in Python (cached: engines of one configuration share it)."""
+def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int,
+                    unsigned: bool = False) -> PreparedDecoder:
+    """Everything a decoder run needs in Python (cached: engines of one configuration share it).
+    ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values)."""
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
-    held = hold_model(loaded, plan)
+    held = hold_model(loaded, plan, unsigned)
     tokens = workload.tokens()
     ref_float, generated_fp32 = fp32_references(loaded, workload)
     weights = held.exec_weights()

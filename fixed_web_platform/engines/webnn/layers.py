@@ -1,0 +1,179 @@
+"""How the harness's WebNN model graphs (encoder.py, decoder.py) hold their linear layers: the data
+types per layer, decided from the context's opSupportLimits() and the precision mode
+(precision/webnn_precision.py), and what the page says each layer held.
+
+Each distinct layer bits gets one plan (``choose_weight_plan``): standard mode runs 4/2-bit layers
+as 8-bit and says so; experimental mode asks for int4/int2 and the browser's own error is the
+answer. Every quantized layer of a graph has one signedness. The bytes are then prepared at the
+bits each layer EXECUTES (``executed_rules``: one exact-name rule per layer), so the float64
+reference is the model the graph really holds; what each layer was asked for stays in the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...harness.protocol import PageDataError, PageReply
+from ...models import rules as precision_rules
+from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan, listed
+from ...run_spec import RunSpec
+from ...vocabulary import Outcome
+from ..base import LayerExecuted, Refusal
+
+GRAPH_FORMS = ("pretransposed", "pretransposed_gemm", "transpose", "gemm", "blockrows", "blockrows_gemm")
+DEFAULT_GRAPH_FORM = "pretransposed_gemm"
+GRAPH_FORM_ENV = "FWP_WEBNN_GRAPH_FORM"
+
+
+def graph_form() -> str:
+    form = os.environ.get(GRAPH_FORM_ENV, "").strip() or DEFAULT_GRAPH_FORM
+    if form not in GRAPH_FORMS:
+        raise ValueError(f"{GRAPH_FORM_ENV}={form!r} is not one of {', '.join(GRAPH_FORMS)}")
+    return form
+
+
+
+def _lists(limits: dict[str, Any], dtype: str) -> bool:
+    return (dtype in listed(limits, "dequantizeLinear", "input")
+            and dtype in listed(limits, "dequantizeLinear", "zeroPoint"))
+
+
+def _with_signedness(plan: WeightPlan, unsigned: bool, limits: dict[str, Any], why: str) -> WeightPlan:
+    base = plan.weight_dtype.removeprefix("u")
+    dtype = f"u{base}" if unsigned else base
+    if dtype == plan.weight_dtype:
+        return plan
+    note = "; ".join(filter(None, [plan.note, why]))
+    return dataclasses.replace(plan, weight_dtype=dtype, zero_point_dtype=dtype, note=note,
+                               asks_unlisted=plan.asks_unlisted or not _lists(limits, dtype))
+
+
+def unify_signedness(plans: dict[int, WeightPlan], limits: dict[str, Any]) -> dict[int, WeightPlan]:
+    """One signedness for every quantized layer (the page holds one kind of zero point per
+    model): the one the context lists for every layer's width, signed if both or neither."""
+    integer = {b: p for b, p in plans.items() if p.weight_dtype not in ("float32", "float16")}
+    if len({p.unsigned for p in integer.values()}) < 2:
+        return plans
+    widths = [p.weight_dtype.removeprefix("u") for p in integer.values()]
+    signed_ok = all(_lists(limits, w) for w in widths)
+    unsigned_ok = all(_lists(limits, "u" + w) for w in widths)
+    unsigned = unsigned_ok and not signed_ok
+    kind = "unsigned" if unsigned else "signed"
+    why = f"every quantized layer stored as {kind} integers (one signedness per model graph)"
+    return plans | {b: _with_signedness(p, unsigned, limits, why) for b, p in integer.items()}
+
+
+def layer_options(plan: WeightPlan, block_size: int) -> dict[str, Any]:
+    return {"weight_dtype": plan.weight_dtype, "scale_dtype": plan.scale_dtype,
+            "zero_point_dtype": plan.zero_point_dtype, "matmul_dtype": plan.matmul_dtype,
+            "block_size": block_size if plan.bits_executed <= 8 else 0}
+
+
+def fallback_note(asked: list[precision_rules.LayerPrecision], layers: list[LayerExecuted],
+                   plans: dict[int, dict[str, Any]]) -> str:
+    """'24 layers ran as 8-bit (int4 is not a spec-guaranteed WebNN type; ...)', per asked bits."""
+    parts = []
+    for bits in sorted({a.bits for a in asked}, reverse=True):
+        ran = Counter(layer.bits_executed for a, layer in zip(asked, layers) if a.bits == bits)
+        for got, count in sorted(ran.items(), key=lambda kv: -(kv[0] or 0)):
+            if got == bits:
+                continue
+            why = str((plans.get(str(bits)) or {}).get("note") or "")
+            label = f"{got}-bit" if got is not None else "an unknown type"
+            parts.append(f"{count} {bits}-bit layer{'s' if count != 1 else ''} ran as {label}"
+                         + (f" ({why})" if why else ""))
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class LayerPlans:
+    """The data types of every linear layer of one graph, and the rules that hold its bytes."""
+
+    asked: tuple[precision_rules.LayerPrecision, ...]
+    plans: dict[int, WeightPlan]
+    """Per asked bits."""
+    executed_rules: tuple[precision_rules.PrecisionRule, ...] | None
+    """One exact-name rule per layer at the bits it executes; None when every layer runs as asked."""
+
+    @property
+    def per_layer(self) -> list[WeightPlan]:
+        return [self.plans[a.bits] for a in self.asked]
+
+    @property
+    def unsigned(self) -> bool:
+        return any(p.unsigned for p in self.plans.values() if p.weight_dtype not in ("float32", "float16"))
+
+    @property
+    def asks_unlisted(self) -> bool:
+        return any(p.asks_unlisted for p in self.plans.values())
+
+    def notes(self) -> list[str]:
+        """Why the job differs from the literal request: types asked unlisted, one signedness."""
+        unlisted = [p.note for p in self.plans.values() if p.asks_unlisted and p.note]
+        signedness = [n for p in self.plans.values() for n in p.note.split("; ") if "one signedness" in n]
+        return list(dict.fromkeys(unlisted + signedness))
+
+    def details(self) -> dict[str, Any]:
+        return {str(b): {"bits_executed": p.bits_executed, "weight_dtype": p.weight_dtype,
+                         "matmul_dtype": p.matmul_dtype, "note": p.note} for b, p in self.plans.items()}
+
+
+def plan_layers(asked: Sequence[precision_rules.LayerPrecision], run: RunSpec,
+                limits: dict[str, Any]) -> LayerPlans | Refusal:
+    """Each layer's data types for ``run`` in this context, or the refusal of the first bits
+    this mode cannot attempt."""
+    plans = {b: choose_weight_plan(b, run.precision_mode, limits) for b in sorted({p.bits for p in asked})}
+    refused = [(b, p) for b, p in plans.items() if p.unsupported]
+    if refused:
+        b, p = refused[0]
+        count = sum(1 for a in asked if a.bits == b)
+        return Refusal(Outcome.UNSUPPORTED, f"{count} {b}-bit layer(s): {p.unsupported}",
+                       {"op_support_limits": limits})
+    plans = unify_signedness(plans, limits)
+    executed = [plans[a.bits].bits_executed for a in asked]
+    exact = None
+    if any(e != a.bits for e, a in zip(executed, asked)):
+        exact = tuple(precision_rules.PrecisionRule(match=a.layer.name, bits=e, block_size=a.block_size)
+                      for a, e in zip(asked, executed))
+    return LayerPlans(tuple(asked), plans, exact)
+
+
+def read_layers(linears: Sequence[dict[str, Any]], wanted: Sequence[dict[str, Any]], page: PageReply,
+                held_bytes: Sequence[int], act_dtypes: Sequence[str] | None = None
+                ) -> tuple[list[LayerExecuted], str]:
+    """What each linear layer held, from the page's reply (the dataType of its stored weight
+    operand), and a problem when a layer held another type than the job asked for."""
+    if len(page.layers) != len(linears):
+        raise PageDataError(f"the reply has {len(page.layers)} layers, the job has {len(linears)}")
+    if not page.weight_operand_dtype:
+        raise PageDataError("the reply has no weight_operand_dtype (the first layer's weight operand)")
+    if page.layers[0].weight_dtype != page.weight_operand_dtype:
+        raise PageDataError("weight_operand_dtype disagrees with the first layer's weight_dtype")
+    act_dtypes = act_dtypes or [""] * len(linears)
+    layers: list[LayerExecuted] = []
+    wrong: list[str] = []
+    for linear, plan, reply, held, act_dtype in zip(linears, wanted, page.layers, held_bytes, act_dtypes):
+        if reply.name != linear["name"]:
+            raise PageDataError(f"layer {reply.name!r} is where the job has {linear['name']!r}")
+        weight_bytes = reply.weight_bytes if reply.weight_bytes is not None else held
+        layers.append(LayerExecuted(reply.name, OPERAND_BITS.get(reply.weight_dtype), reply.weight_dtype,
+                                    weight_bytes, None, reply.act_dtype))
+        if reply.weight_dtype != plan["weight_dtype"]:
+            wrong.append(f"{reply.name} held {reply.weight_dtype or '?'}, not {plan['weight_dtype']}")
+        if reply.act_dtype != act_dtype:
+            wrong.append(f"{reply.name} quantized its input to {reply.act_dtype or 'nothing'}, "
+                         f"not {act_dtype or 'nothing'}")
+    problem = f"{len(wrong)} layer(s) held other types than asked: {wrong[0]}" if wrong else ""
+    return layers, problem
+
+
+def run_bits(asked: Sequence[precision_rules.LayerPrecision], layers: Sequence[LayerExecuted]) -> int | None:
+    """The bits most layers set by --bits executed at (all layers when rules set every one)."""
+    by_flag = [layer.bits_executed for a, layer in zip(asked, layers) if a.rule == "--bits"]
+    pool = by_flag or [layer.bits_executed for layer in layers]
+    return Counter(pool).most_common(1)[0][0] if pool else None
