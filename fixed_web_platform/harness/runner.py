@@ -325,7 +325,7 @@ def layer_rows(run: RunSpec, job: EngineJob, executed: Executed | None) -> list[
     and what ran where the engine could tell."""
     ran = {layer.name: layer for layer in executed.layers} if executed is not None else {}
     rows = []
-    for p in job.prepared.layers:
+    for p in job.layer_plan:
         done = ran.get(p.layer.name)
         rows.append(LayerRow(
             run_id=run.run_id, layer=p.layer.name, kind=p.layer.kind, k=p.layer.k, n=p.layer.n,

@@ -116,6 +116,7 @@ class WebnnDecoder(KindRunner):
             note="; ".join(layer_plans.notes()),
             refusal_is_unsupported=layer_plans.asks_unlisted,
             details={"op_support_limits": limits, "graph_form": form, "weight_plans": layer_plans.details()},
+            layers_asked=layer_plans.asked if layer_plans.executed_rules is not None else (),
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

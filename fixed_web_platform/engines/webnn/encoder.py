@@ -92,6 +92,7 @@ class WebnnEncoder(KindRunner):
             note="; ".join(dict.fromkeys(notes)),
             refusal_is_unsupported=layer_plans.asks_unlisted or bool(act_plan and act_plan.asks_unlisted),
             details=details | {"graph_form": form, "weight_plans": layer_plans.details()},
+            layers_asked=layer_plans.asked if layer_plans.executed_rules is not None else (),
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
