@@ -3,41 +3,13 @@
 // (readTensor is the sync point), and returns the output read back once.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-
-const ELEMENT_BYTES = {float32: 4, float16: 2, int8: 1, uint8: 1, int32: 4, uint32: 4};
-
-function byteLength(dataType, elements) {
-  if (dataType === 'int4' || dataType === 'uint4') return Math.ceil(elements / 2);
-  if (dataType === 'int2' || dataType === 'uint2') return Math.ceil(elements / 4);
-  return elements * ELEMENT_BYTES[dataType];
-}
-
-function typedView(dataType, buffer, elements) {
-  const bytes = buffer.slice(0, byteLength(dataType, elements));
-  switch (dataType) {
-    case 'float32': return new Float32Array(bytes);
-    case 'float16': return typeof Float16Array === 'function' ?
-      new Float16Array(bytes) : new Uint16Array(bytes);
-    case 'int8': return new Int8Array(bytes);
-    case 'int32': return new Int32Array(bytes);
-    default: return new Uint8Array(bytes); // uint8 and sub-byte types, packed low bits first
-  }
-}
-
-function errorText(e) { return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`; }
+import {errorText, openContext, typedView} from './webnn_graph.js';
 
 export async function run(spec, client) {
-  if (!('ml' in navigator)) {
-    return {status: 'unsupported', reason: 'navigator.ml is missing: this browser has no WebNN'};
-  }
   const nn = spec.options;
   const {m, k, n} = spec.options;
-  let context;
-  try {
-    context = await navigator.ml.createContext({deviceType: nn.device_type});
-  } catch (e) {
-    return {status: 'unsupported', reason: `createContext(${nn.device_type}) rejected: ${errorText(e)}`};
-  }
+  const {context, reply} = await openContext(nn);
+  if (reply) return reply;
   let stage = 'tensor fetch';
   try {
     const tensors = {};

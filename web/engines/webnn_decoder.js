@@ -15,7 +15,7 @@
 // Returns raw samples and facts; decides nothing about them.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {errorText, FORMS, linearLayers, typedView} from './webnn_graph.js';
+import {errorText, linearLayers, modelOptionsProblem, openContext, typedView} from './webnn_graph.js';
 
 const MASKED = -1e30;
 const LINEARS_PER_LAYER = 7;  // q, k, v, o, gate, up, down  // an additive attention mask's value for a position a row may not see
@@ -23,26 +23,17 @@ const LINEARS_PER_LAYER = 7;  // q, k, v, o, gate, up, down  // an additive atte
 function product(shape) { return shape.reduce((a, b) => a * b, 1); }
 
 export async function run(spec, client) {
-  if (!('ml' in navigator)) {
-    return {status: 'unsupported', reason: 'navigator.ml is missing: this browser has no WebNN'};
-  }
   const nn = spec.options;
-  const cfg = nn.model;
+  const problem = modelOptionsProblem(nn);
+  if (problem) return problem;
   const form = nn.graph_form || 'pretransposed_gemm';
-  if (!FORMS.includes(form)) return {status: 'failed', stage: 'setup', reason: `unknown graph_form ${form}`};
+  const cfg = nn.model;
   const linears = nn.linears;
   const plans = nn.webnn_layers;
-  if (!Array.isArray(plans) || plans.length !== linears.length) {
-    return {status: 'failed', stage: 'setup', reason: 'options.webnn_layers does not match options.linears'};
-  }
   const H = cfg.hidden, D = cfg.head_dim, half = D / 2, heads = cfg.heads, KVH = cfg.kv_heads;
   const G = heads / KVH, V = cfg.vocab, C = nn.context, P = nn.prompt.rows, E = nn.score.rows;
-  let context;
-  try {
-    context = await navigator.ml.createContext({deviceType: nn.device_type});
-  } catch (e) {
-    return {status: 'unsupported', reason: `createContext(${nn.device_type}) rejected: ${errorText(e)}`};
-  }
+  const {context, reply} = await openContext(nn);
+  if (reply) return reply;
   let stage = 'tensor fetch';
   try {
     const tensors = {};

@@ -82,6 +82,30 @@ export function transposed(dataType, buffer, rows, cols) {
   return out;
 }
 
+// How every WebNN page opens: the browser's WebNN and a context of the job's device type, or the
+// reply that says why not ({context} or {reply}).
+export async function openContext(nn) {
+  if (!('ml' in navigator)) {
+    return {reply: {status: 'unsupported', reason: 'navigator.ml is missing: this browser has no WebNN'}};
+  }
+  try {
+    return {context: await navigator.ml.createContext({deviceType: nn.device_type})};
+  } catch (e) {
+    return {reply: {status: 'unsupported', reason: `createContext(${nn.device_type}) rejected: ${errorText(e)}`}};
+  }
+}
+
+// The options every model page checks before it opens a context: the graph form and one data
+// type plan per linear layer (a reply to return, or null).
+export function modelOptionsProblem(nn) {
+  const form = nn.graph_form || 'pretransposed_gemm';
+  if (!FORMS.includes(form)) return {status: 'failed', stage: 'setup', reason: `unknown graph_form ${form}`};
+  if (!Array.isArray(nn.webnn_layers) || !Array.isArray(nn.linears) || nn.webnn_layers.length !== nn.linears.length) {
+    return {status: 'failed', stage: 'setup', reason: 'options.webnn_layers does not match options.linears'};
+  }
+  return null;
+}
+
 export function errorText(e) { return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`; }
 
 // The linear layers of one graph: `linear(x, index)` builds layer `index` of `linears` (the job's

@@ -7,29 +7,20 @@
 // Graph forms of a linear layer (options.graph_form) and int8 activations: see webnn_graph.js.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {errorText, FORMS, linearLayers, typedView} from './webnn_graph.js';
+import {errorText, linearLayers, modelOptionsProblem, openContext, typedView} from './webnn_graph.js';
 
 export async function run(spec, client) {
-  if (!('ml' in navigator)) {
-    return {status: 'unsupported', reason: 'navigator.ml is missing: this browser has no WebNN'};
-  }
   const nn = spec.options;
-  const cfg = nn.model;
+  const problem = modelOptionsProblem(nn);
+  if (problem) return problem;
   const form = nn.graph_form || 'pretransposed_gemm';
-  if (!FORMS.includes(form)) return {status: 'failed', stage: 'setup', reason: `unknown graph_form ${form}`};
+  const cfg = nn.model;
   const linears = nn.linears;
   const plans = nn.webnn_layers;
-  if (!Array.isArray(plans) || plans.length !== linears.length) {
-    return {status: 'failed', stage: 'setup', reason: 'options.webnn_layers does not match options.linears'};
-  }
   const B = cfg.batch, S = cfg.seq, H = cfg.hidden, heads = cfg.heads, d = H / heads, T = B * S;
   const passes = cfg.passes;
-  let context;
-  try {
-    context = await navigator.ml.createContext({deviceType: nn.device_type});
-  } catch (e) {
-    return {status: 'unsupported', reason: `createContext(${nn.device_type}) rejected: ${errorText(e)}`};
-  }
+  const {context, reply} = await openContext(nn);
+  if (reply) return reply;
   let stage = 'tensor fetch';
   try {
     const tensors = {};

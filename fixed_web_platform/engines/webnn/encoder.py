@@ -2,12 +2,11 @@
 
 One MLGraph runs the whole forward pass: dequantizeLinear -> matmul for every quantized linear
 layer, WebNN ops (gather, layerNormalization, gelu, softmax, matmul, reduceSum, reduceL2) for the
-rest. Each layer's data types are decided here exactly as for the matmul sweep
-(precision/webnn_precision.choose_weight_plan, per distinct layer bits): standard mode runs 4/2-bit
-layers as 8-bit and says so; experimental mode asks for int4/int2 and the browser's own error is
-the answer. The bytes are prepared at the bits each layer EXECUTES (a workload variant with one
-exact-name rule per layer), so the float64 reference is the model the graph really holds; what
-each layer was asked for stays in the report.
+rest. Each layer's data types are decided as for the matmul sweep, per distinct layer bits
+(layers.py, shared with the decoder): standard mode runs 4/2-bit layers as 8-bit and says so;
+experimental mode asks for int4/int2 and the browser's own error is the answer. The bytes are
+prepared at the bits each layer EXECUTES, so the float64 reference is the model the graph really
+holds; what each layer was asked for stays in the report (layers.csv).
 
 What ran is read from the page's facts: the dataType of each layer's stored weight operand.
 
