@@ -32,7 +32,7 @@ from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import context_limits
-from .layers import fallback_note, graph_form, layer_options, plan_layers, read_layers, run_bits
+from .layers import executed, graph_form, layer_options, plan_layers
 
 RUNNER = "webnn_decoder"
 """The page module (web/engines/webnn_decoder.js)."""
@@ -59,11 +59,6 @@ def segments(plan: Sequence[precision_rules.LayerPrecision], layers: int) -> lis
         held += per_layer[i]
     out.append([0, end])
     return out[::-1]
-
-
-def _summary(values: list[str]) -> str:
-    distinct = sorted(set(values))
-    return distinct[0] if len(distinct) == 1 else "mixed:" + "+".join(distinct)
 
 
 class WebnnDecoder(KindRunner):
@@ -106,27 +101,15 @@ class WebnnDecoder(KindRunner):
             "score": {"tensor": "eval_ids", "texts": texts, "rows": eval_len},
             "suppress": eos[0] if eos else -1,
         }
-        held = [layer.held for layer in prepared.held.layers]
-        first = layer_plans.per_layer[0]
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
             tensors=tensors, prepared=prepared,
-            weight_format=_summary([h.weight_format for h in held]),
-            weight_dtype=first.weight_dtype, scale_dtype=first.scale_dtype, zero_point_dtype=first.zero_point_dtype,
             note="; ".join(layer_plans.notes()),
             refusal_is_unsupported=layer_plans.asks_unlisted,
             details={"op_support_limits": limits, "graph_form": form, "weight_plans": layer_plans.details()},
-            layers_asked=layer_plans.asked if layer_plans.executed_rules is not None else (),
+            **layer_plans.job_fields(prepared.held.layers),
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        prepared, workload = job.prepared, run.workload
-        assert isinstance(prepared, PreparedDecoder) and isinstance(workload, DecoderWorkload)
-        linears = job.spec.options.get("linears") or []
-        wanted = job.spec.options.get("webnn_layers") or []
-        asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.block_size)
-        layers, problem = read_layers(linears, wanted, page, [h.held.weight_bytes for h in prepared.held.layers])
-        f16 = any(p.get("matmul_dtype") == "float16" for p in wanted)
-        note = fallback_note(asked, layers, job.details.get("weight_plans") or {})
-        return Executed(run_bits(asked, layers), "f16" if f16 else "f32", engine.platform.value, problem, note,
-                        tuple(layers))
+        assert isinstance(job.prepared, PreparedDecoder)
+        return executed(job, page, job.prepared.held.layers, engine.platform.value)

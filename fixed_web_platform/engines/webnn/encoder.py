@@ -35,7 +35,7 @@ from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import context_limits
-from .layers import fallback_note, graph_form, layer_options, plan_layers, read_layers, run_bits
+from .layers import executed, graph_form, layer_options, plan_layers
 
 RUNNER = "webnn_model"
 """The page module (web/engines/webnn_model.js)."""
@@ -77,8 +77,6 @@ class WebnnEncoder(KindRunner):
                           if act_plan else None),
         }
         tensors = prepared.tensors()
-        formats = sorted({layer.held.weight_format for layer in prepared.held.layers})
-        first = per_layer[0]
         # The browser's own error answers a request for a type it does not list; the reason names it.
         notes = layer_plans.notes()
         if act_plan is not None and act_plan.note:
@@ -86,29 +84,22 @@ class WebnnEncoder(KindRunner):
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, prepared.options() | options),
             tensors=tensors, prepared=prepared,
-            weight_format=formats[0] if len(formats) == 1 else "mixed:" + "+".join(formats),
-            weight_dtype=first.weight_dtype, scale_dtype=first.scale_dtype, zero_point_dtype=first.zero_point_dtype,
             note="; ".join(dict.fromkeys(notes)),
             refusal_is_unsupported=layer_plans.asks_unlisted or bool(act_plan and act_plan.asks_unlisted),
             details=details | {"graph_form": form, "weight_plans": layer_plans.details()},
-            layers_asked=layer_plans.asked if layer_plans.executed_rules is not None else (),
+            **layer_plans.job_fields(prepared.held.layers),
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        prepared, workload = job.prepared, run.workload
-        assert isinstance(prepared, PreparedModel) and isinstance(workload, EncoderWorkload)
+        prepared = job.prepared
+        assert isinstance(prepared, PreparedModel)
         linears = job.spec.options.get("linears") or []
-        wanted = job.spec.options.get("webnn_layers") or []
         act_plan = job.spec.options.get("webnn_act")
-        asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.block_size)
         act_dtypes = [act_plan["dtype"] if act_plan and linear.get("act") else "" for linear in linears]
-        layers, problem = read_layers(linears, wanted, page, [h.held.weight_bytes for h in prepared.held.layers],
-                                      act_dtypes)
-        bits = run_bits(asked, layers)
-        f16 = any(p.get("matmul_dtype") == "float16" for p in wanted)
-        note = fallback_note(asked, layers, job.details.get("weight_plans") or {})
+        ran = executed(job, page, prepared.held.layers, engine.platform.value, act_dtypes)
         int8_inputs = sum(1 for linear in linears if linear.get("act"))
         if act_plan and int8_inputs < len(linears):
-            note = "; ".join(filter(None, [note, f"int8 activations in {int8_inputs} of {len(linears)} linear "
-                                                 "layers (the 8- and 4-bit ones; the others kept float inputs)"]))
-        return Executed(bits, "f16" if f16 else "f32", engine.platform.value, problem, note, tuple(layers))
+            ran = dataclasses.replace(ran, note="; ".join(filter(None, [
+                ran.note, f"int8 activations in {int8_inputs} of {len(linears)} linear layers (the 8- and 4-bit "
+                          "ones; the others kept float inputs)"])))
+        return ran

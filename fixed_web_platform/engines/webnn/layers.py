@@ -23,7 +23,7 @@ from ...models import rules as precision_rules
 from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan, listed
 from ...run_spec import RunSpec
 from ...vocabulary import Outcome
-from ..base import LayerExecuted, Refusal
+from ..base import EngineJob, Executed, LayerExecuted, Refusal
 
 GRAPH_FORMS = ("pretransposed", "pretransposed_gemm", "transpose", "gemm", "blockrows", "blockrows_gemm")
 DEFAULT_GRAPH_FORM = "pretransposed_gemm"
@@ -118,6 +118,16 @@ class LayerPlans:
         signedness = [n for p in self.plans.values() for n in p.note.split("; ") if "one signedness" in n]
         return list(dict.fromkeys(unlisted + signedness))
 
+    def job_fields(self, held: Sequence[Any]) -> dict[str, Any]:
+        """The EngineJob fields every WebNN model job fills alike from its plans and held layers
+        (``held``: models.quantized.HeldLayer)."""
+        first = self.per_layer[0]
+        formats = sorted({layer.held.weight_format for layer in held})
+        return {"weight_format": formats[0] if len(formats) == 1 else "mixed:" + "+".join(formats),
+                "weight_dtype": first.weight_dtype, "scale_dtype": first.scale_dtype,
+                "zero_point_dtype": first.zero_point_dtype,
+                "layers_asked": self.asked if self.executed_rules is not None else ()}
+
     def details(self) -> dict[str, Any]:
         return {str(b): {"bits_executed": p.bits_executed, "weight_dtype": p.weight_dtype,
                          "matmul_dtype": p.matmul_dtype, "note": p.note} for b, p in self.plans.items()}
@@ -170,6 +180,19 @@ def read_layers(linears: Sequence[dict[str, Any]], wanted: Sequence[dict[str, An
                          f"not {act_dtype or 'nothing'}")
     problem = f"{len(wrong)} layer(s) held other types than asked: {wrong[0]}" if wrong else ""
     return layers, problem
+
+
+def executed(job: EngineJob, page: PageReply, held: Sequence[Any], platform: str,
+             act_dtypes: Sequence[str] | None = None) -> Executed:
+    """What a WebNN model graph ran, from the reply: each layer's type, the bits most layers ran
+    at, the note on layers run at other bits than asked."""
+    linears = job.spec.options.get("linears") or []
+    wanted = job.spec.options.get("webnn_layers") or []
+    asked = job.layer_plan
+    layers, problem = read_layers(linears, wanted, page, [h.held.weight_bytes for h in held], act_dtypes)
+    f16 = any(p.get("matmul_dtype") == "float16" for p in wanted)
+    note = fallback_note(asked, layers, job.details.get("weight_plans") or {})
+    return Executed(run_bits(asked, layers), "f16" if f16 else "f32", platform, problem, note, tuple(layers))
 
 
 def run_bits(asked: Sequence[precision_rules.LayerPrecision], layers: Sequence[LayerExecuted]) -> int | None:
