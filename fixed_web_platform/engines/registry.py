@@ -9,6 +9,7 @@ from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
 from .base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from .ort import OrtWasm, OrtWebGpu, OrtWebNN
+from .ort.decoder import OrtDecoder
 from .ort.encoder import OrtEncoder
 from .ort.matmul import OrtMatmul
 from .webnn import WebnnEngine
@@ -44,10 +45,13 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (HARNESS, WEBNN, "decoder"): WebnnDecoder(),
     (ORT, WEBGPU, "matmul"): OrtMatmul(),
     (ORT, WEBGPU, "encoder"): OrtEncoder(),
+    (ORT, WEBGPU, "decoder"): OrtDecoder(),
     (ORT, WEBNN, "matmul"): OrtMatmul(),
     (ORT, WEBNN, "encoder"): OrtEncoder(),
+    (ORT, WEBNN, "decoder"): OrtDecoder(),
     (ORT, WASM, "matmul"): OrtMatmul(),
     (ORT, WASM, "encoder"): OrtEncoder(),
+    (ORT, WASM, "decoder"): OrtDecoder(),
     (WLLAMA, WASM, "decoder"): WllamaDecoder(),
     (WLLAMA, WEBGPU, "decoder"): WllamaDecoder(),
 }

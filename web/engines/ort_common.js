@@ -9,6 +9,45 @@ export const EP_PLATFORM = {
 
 export function errorText(e) { return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`; }
 
+// Where whole-model runners' layers ran (ort_model.js, ort_decoder.js), from ORT's placement log.
+const MAX_LISTED = 40;
+
+// The provider that ran a layer's node: the node named `layer` (or `layer/...`, the name ORT
+// gives a fusion of it; its Casts excepted) in ORT's placement log.
+export function layerProvider(placed, layer, fallbackProvider) {
+  if (!placed) return fallbackProvider;  // the strict session was accepted: every node is on it
+  const eps = Object.keys(placed);
+  for (const [ep, nodes] of Object.entries(placed)) {
+    for (const entry of nodes) {
+      const m = entry.match(/^(\S+) \((.*)\)$/);
+      if (!m || m[1] === 'Cast') continue;
+      if (m[2] === layer || m[2].startsWith(`${layer}/`)) return EP_PLATFORM[ep] ?? ep;
+    }
+  }
+  if (eps.length === 1) return EP_PLATFORM[eps[0]] ?? eps[0];  // "All nodes placed on [EP]"
+  return '?';
+}
+
+export function placementSummary(placed, provider) {
+  if (!placed) return '';
+  return Object.entries(placed).map(([ep, nodes]) => {
+    if (!nodes.length) return `${ep}: all`;
+    if (EP_PLATFORM[ep] === provider) return `${ep}: ${nodes.length} nodes`;
+    const shown = nodes.slice(0, MAX_LISTED).join(', ');
+    return `${ep}: ${nodes.length} nodes (${shown}${nodes.length > MAX_LISTED ? ', ...' : ''})`;
+  }).join('; ');
+}
+
+export function mostCommon(values, prefer) {
+  const counts = new Map();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best = prefer;
+  for (const [v, c] of counts) {
+    if (c > (counts.get(best) ?? 0)) best = v;
+  }
+  return best;
+}
+
 // ORT writes its log and its WebGPU profile through console.log/console.error, bound once when
 // its wasm module starts, so the tap is installed when this module loads (before ORT is imported).
 class ConsoleTap {
@@ -85,22 +124,28 @@ function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+// `opts.ml_context`: an MLContext the sessions share (their MLTensors pass from one to another).
 function providerOption(opts) {
-  if (opts.provider === 'webnn') return {name: 'webnn', deviceType: opts.device_type};
+  if (opts.provider === 'webnn') {
+    return opts.ml_context ? {name: 'webnn', context: opts.ml_context} : {name: 'webnn', deviceType: opts.device_type};
+  }
   return opts.provider;
 }
 
 // `dims`: free dimension name -> size (ORT's WebNN provider takes no node with a dynamic
 // dimension). On WebGPU the outputs stay on the GPU during the timed runs, so a run is timed
 // from submit to queue completion, as the harness's own kernels are; they are read back once at
-// the end. Profiling gives the WebGPU provider's kernel timestamps.
+// the end. Profiling gives the WebGPU provider's kernel timestamps. A runner may name where each
+// output stays (`opts.output_location`, ORT's preferredOutputLocation) and turn profiling off
+// (`opts.profile === false`).
 export async function createSession(ort, model, opts, dims, {fallback, verbose}) {
   const options = {executionProviders: [providerOption(opts)], graphOptimizationLevel: 'all',
                    freeDimensionOverrides: dims, logSeverityLevel: verbose ? 0 : 2};
   if (opts.provider === 'webgpu') {
     options.preferredOutputLocation = 'gpu-buffer';
-    options.enableProfiling = true;
+    options.enableProfiling = opts.profile !== false;
   }
+  if (opts.output_location) options.preferredOutputLocation = opts.output_location;
   if (!fallback) options.extra = {session: {disable_cpu_ep_fallback: '1'}};
   return ort.InferenceSession.create(model, options);
 }

@@ -8,45 +8,8 @@
 // then, if refused, one with the fallback whose verbose log says where each layer's node ran.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {EP_PLATFORM, errorText, loadOrt, makeSession, preflight, tap, webgpuProfile} from './ort_common.js';
-
-const MAX_LISTED = 40;
-
-// The provider that ran a layer's node: the node named `layer` (or `layer/...`, the name ORT
-// gives a fusion of it; its Casts excepted) in ORT's placement log.
-function layerProvider(placed, layer, fallbackProvider) {
-  if (!placed) return fallbackProvider;  // the strict session was accepted: every node is on it
-  const eps = Object.keys(placed);
-  for (const [ep, nodes] of Object.entries(placed)) {
-    for (const entry of nodes) {
-      const m = entry.match(/^(\S+) \((.*)\)$/);
-      if (!m || m[1] === 'Cast') continue;
-      if (m[2] === layer || m[2].startsWith(`${layer}/`)) return EP_PLATFORM[ep] ?? ep;
-    }
-  }
-  if (eps.length === 1) return EP_PLATFORM[eps[0]] ?? eps[0];  // "All nodes placed on [EP]"
-  return '?';
-}
-
-function placementSummary(placed, provider) {
-  if (!placed) return '';
-  return Object.entries(placed).map(([ep, nodes]) => {
-    if (!nodes.length) return `${ep}: all`;
-    if (EP_PLATFORM[ep] === provider) return `${ep}: ${nodes.length} nodes`;
-    const shown = nodes.slice(0, MAX_LISTED).join(', ');
-    return `${ep}: ${nodes.length} nodes (${shown}${nodes.length > MAX_LISTED ? ', ...' : ''})`;
-  }).join('; ');
-}
-
-function mostCommon(values, prefer) {
-  const counts = new Map();
-  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  let best = prefer;
-  for (const [v, c] of counts) {
-    if (c > (counts.get(best) ?? 0)) best = v;
-  }
-  return best;
-}
+import {errorText, layerProvider, loadOrt, makeSession, mostCommon, placementSummary, preflight, tap,
+  webgpuProfile} from './ort_common.js';
 
 function inputType(session, name, fallback) {
   const meta = Array.isArray(session.inputMetadata) ?

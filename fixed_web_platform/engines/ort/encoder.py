@@ -7,11 +7,9 @@ placement log says where each layer's node ran, reported per layer as
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 
-from ...harness.protocol import PageDataError, PageReply
+from ...harness.protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
-from ...vocabulary import Platform
 from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model
 from ..base import (
@@ -20,10 +18,9 @@ from ..base import (
     EngineJob,
     Executed,
     KindRunner,
-    LayerExecuted,
     Refusal,
 )
-from . import OrtWebEngine, onnx_encoder
+from . import OrtWebEngine, onnx_encoder, placement
 
 
 class OrtEncoder(KindRunner):
@@ -69,43 +66,4 @@ class OrtEncoder(KindRunner):
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        """Where each layer's node ran, from ORT's placement log as the page parsed it
-        (``layers[i].weight_dtype`` = '<node weights>@<provider>'); the bits are the job's."""
-        providers = {p.value for p in Platform} | {"?"}
-        wanted = job.spec.options.get("ort_layers") or []
-        if len(page.layers) != len(wanted):
-            raise PageDataError(f"the reply has {len(page.layers)} layers, the job has {len(wanted)}")
-        layers: list[LayerExecuted] = []
-        ran_on: list[str] = []
-        for want, reply in zip(wanted, page.layers):
-            if reply.name != want["name"]:
-                raise PageDataError(f"layer {reply.name!r:.80} is where the job has {want['name']!r}")
-            dtype, _, provider = reply.weight_dtype.partition("@")
-            if dtype != want["weight_dtype"] or provider not in providers:
-                raise PageDataError(f"layer {reply.name}: weight_dtype {reply.weight_dtype!r:.40} is not "
-                                    f"'{want['weight_dtype']}@<provider>'")
-            ran_on.append(provider)
-            layers.append(LayerExecuted(reply.name, int(want["bits"]), reply.weight_dtype,
-                                        int(want["weight_bytes"]), reply.gpu_ms))
-        counts = Counter(ran_on)
-        most = max(counts, key=lambda p: (counts[p], p == engine.platform.value))
-        if page.executed_on != most:
-            raise PageDataError(f"executed_on {page.executed_on!r:.40} is not where most layers ran ({most})")
-        elsewhere = len(ran_on) - counts[engine.platform.value]
-        notes = []
-        if elsewhere:
-            where = ", ".join(f"{c} on {p if p != '?' else 'an unknown provider'}"
-                              for p, c in counts.items() if p != engine.platform.value)
-            notes.append(f"{elsewhere} of {len(ran_on)} linear layers did not run on {engine.platform}: {where}")
-        if page.fallback:
-            notes.append(f"{engine.platform} refused a session without CPU fallback: {page.fallback[:300]}")
-        if page.placement and (elsewhere or page.fallback):
-            notes.append(f"ORT's placement: {page.placement[:400]}")
-        plan = job.prepared.layers
-        by_flag = [layer.bits_executed for p, layer in zip(plan, layers) if p.rule == "--bits"]
-        pool = by_flag or [layer.bits_executed for layer in layers]
-        bits = Counter(pool).most_common(1)[0][0] if pool else None
-        compute = "f16" if any(layer.bits_executed == 16 for layer in layers) else "f32"
-        return Executed(bits, compute, most, note="; ".join(notes), layers=tuple(layers))
-
-
+        return placement.executed(engine, job, page)

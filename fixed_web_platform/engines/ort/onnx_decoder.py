@@ -1,0 +1,227 @@
+"""Decoder LLMs for ONNX Runtime Web: transformers' LlamaForCausalLM with the run's weights,
+exported with its KV cache by ``torch.onnx.export`` (dynamo, opset 18), then rewritten per run so
+every linear layer holds THE SAME values the harness's own kernels get (onnx_linears.py).
+
+Why torch.onnx.export (docs/research/ort_decoder_export.md): Hugging Face's optimum-onnx, which
+makes transformers.js's decoder files, requires transformers < 4.58 and fails to import with the
+pinned 5.23; onnxruntime-genai's model builder works but needs its own environment (it pulls
+another onnxruntime and an undeclared onnx-ir), quantizes with its own rounding and fuses q, k and
+v into one projection, so the harness's per-layer bytes would have to be spliced into its fused
+nodes. torch.onnx.export is the exporter both of them are built on, and it runs here as is.
+
+The graph has a fixed-length KV cache (static shapes, as ORT's WebNN provider needs them and as
+onnxruntime-genai's ``past_present_share_buffer`` runs a cache), one graph for every pass:
+
+- inputs ``input_ids`` int32 [1, sequence], ``position_ids`` int32 [1, sequence],
+  ``attention_mask`` int32 [1, past + sequence], ``logit_rows`` int32 [rows] (the rows whose
+  logits are wanted: the last for a generation step, every row for scoring), and per layer
+  ``past.N.key`` / ``past.N.value`` float32 [1, kv_heads, past, head_dim];
+- outputs ``logits`` float32 [1, rows, vocab], ``next_id`` int32 [1, 1] (the greedy id of the last
+  row, end of sequence suppressed in the graph) and ``present.N.key`` / ``present.N.value``, the
+  cache with the new rows appended and the oldest ``sequence`` rows dropped (same shape as past).
+
+The cache is kept right-aligned: after p tokens its last p rows hold them, the rest is masked by
+``attention_mask`` (zeros), and ``position_ids`` carry the positions, so keys are rotated at
+their true positions (transformers caches keys after RoPE). A prefill is a pass of the prompt's
+rows over an all-masked cache, a decode step a pass of one row; the page fixes the free
+dimensions per pass (``DIMS``). Exports are cached by content (onnx_export.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import onnx_export
+from .onnx_linears import LayerNode, replace_linears, require_unsigned
+from .onnx_matmul import IR_VERSION
+
+OPSET = 18
+EXPORT_FORMAT = 1
+"""Bumped when the exported graph changes for the same inputs (wrapper, names, options)."""
+INPUTS = ("input_ids", "position_ids", "attention_mask", "logit_rows")
+LOGITS = "logits"
+NEXT_ID = "next_id"
+DIMS = {"sequence": "rows a pass feeds", "total": "past + sequence", "rows": "rows whose logits come back",
+        "past": "positions the KV cache holds"}
+"""The graph's free dimensions (ORT's freeDimensionOverrides names)."""
+
+
+def past_names(layers: int) -> list[str]:
+    return [f"past.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+
+
+def present_names(layers: int) -> list[str]:
+    return [f"present.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+
+
+def _head(suppress: int) -> dict[str, Any]:
+    return {"tag": "decoder", "format": EXPORT_FORMAT, "opset": OPSET, "suppress": suppress}
+
+
+# ---------------------------------------------------------------------------------------------
+# export (float32), cached
+
+
+def _static_cache_module(model: Any, suppress: int) -> Any:
+    """The model with the fixed-length cache as flat inputs and outputs (see module doc)."""
+    import torch
+    from transformers import DynamicCache
+
+    net = model.module()
+    layers = model.config.layers
+
+    class StaticCacheDecoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = net
+            bias = torch.zeros(model.config.vocab)
+            if suppress >= 0:
+                bias[suppress] = float("-inf")
+            self.register_buffer("suppress", bias)
+
+        def forward(self, input_ids: Any, position_ids: Any, attention_mask: Any, logit_rows: Any,
+                    past: tuple[Any, ...]) -> tuple[Any, ...]:
+            cache = DynamicCache(config=self.m.config)
+            for i in range(layers):
+                cache.update(past[2 * i], past[2 * i + 1], i)
+            rows = input_ids.shape[1]
+            out = self.m.model(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
+                               past_key_values=cache, use_cache=True)
+            # the head on the rows asked for only (a Gather: int32 indices, unlike logits_to_keep's GatherND)
+            logits = self.m.lm_head(out.last_hidden_state.index_select(1, logit_rows))
+            next_id = torch.argmax(logits[:, -1, :] + self.suppress, dim=-1, keepdim=True).to(torch.int32)
+            present = [t[:, :, rows:, :] for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
+            return (logits, next_id, *present)
+
+    return StaticCacheDecoder().eval()
+
+
+def _example(cfg: Any, rows: int, past: int, p: int) -> tuple[Any, ...]:
+    import torch
+
+    ids = torch.arange(rows, dtype=torch.int32)[None] % cfg.vocab
+    positions = torch.arange(p, p + rows, dtype=torch.int32)[None]
+    mask = torch.cat([torch.zeros(1, past - p, dtype=torch.int32), torch.ones(1, p + rows, dtype=torch.int32)], 1)
+    logit_rows = torch.arange(1, rows, dtype=torch.int32)
+    cache = tuple(torch.zeros(1, cfg.kv_heads, past, cfg.head_dim) for _ in range(2 * cfg.layers))
+    return ids, positions, mask, logit_rows, cache
+
+
+def _name_dims(proto: Any, layers: int) -> None:
+    """Give the exporter's symbolic dimensions (s12, s70, ...) the names in ``DIMS``."""
+    by_input = {"input_ids": [None, "sequence"], "position_ids": [None, "sequence"],
+                "attention_mask": [None, "total"], "logit_rows": ["rows"], LOGITS: [None, "rows", None]}
+    for name in past_names(layers) + present_names(layers):
+        by_input[name] = [None, None, "past", None]
+    renamed: dict[str, str] = {}
+    for vi in list(proto.graph.input) + list(proto.graph.output):
+        for dim, want in zip(vi.type.tensor_type.shape.dim, by_input.get(vi.name, [])):
+            if want and dim.dim_param:
+                if renamed.setdefault(dim.dim_param, want) != want:
+                    raise ValueError(f"ONNX export: dimension {dim.dim_param} is both {renamed[dim.dim_param]} "
+                                     f"and {want}")
+    for vi in list(proto.graph.input) + list(proto.graph.output) + list(proto.graph.value_info):
+        for dim in vi.type.tensor_type.shape.dim:
+            if dim.dim_param in renamed:
+                dim.dim_param = renamed[dim.dim_param]
+    missing = set(DIMS) - set(renamed.values())
+    if missing:
+        raise ValueError(f"ONNX export: no free dimension for {sorted(missing)} (the exporter fixed them)")
+
+
+def _export(model: Any, suppress: int) -> bytes:
+    import torch
+
+    cfg = model.config
+    net = _static_cache_module(model, suppress)
+    free = torch.export.Dim.DYNAMIC  # named Dims cannot express total = past + sequence
+    shapes = ({1: free}, {1: free}, {1: free}, {0: free}, tuple({2: free} for _ in range(2 * cfg.layers)))
+    with onnx_export.quiet():
+        program = torch.onnx.export(net, _example(cfg, rows=3, past=6, p=2), dynamo=True, opset_version=OPSET,
+                                    input_names=[*INPUTS, *past_names(cfg.layers)],
+                                    output_names=[LOGITS, NEXT_ID, *present_names(cfg.layers)],
+                                    dynamic_shapes=shapes, optimize=True, verbose=False)
+    proto = program.model_proto
+    _name_dims(proto, cfg.layers)
+    proto.ir_version = IR_VERSION
+    return proto.SerializeToString()
+
+
+def cache_path(model: Any, suppress: int, cache_dir: Path | None = None) -> Path:
+    return onnx_export.cache_path(model, _head(suppress), cache_dir)
+
+
+@functools.lru_cache(maxsize=2)
+def export_fp32(model: Any, suppress: int, cache_dir: Path | None = None) -> bytes:
+    """The float32 static-cache export of a loaded decoder (models/source.LoadedModel), with
+    ``suppress`` (an end-of-sequence id, -1 for none) never chosen by ``next_id``; cached."""
+    return onnx_export.cached_export(model, _head(suppress), lambda: _export(model, suppress), cache_dir)
+
+
+# ---------------------------------------------------------------------------------------------
+# the run's weights in the graph
+
+
+@dataclass(frozen=True)
+class DecoderModel:
+    data: bytes
+    layers: tuple[LayerNode, ...]
+    weight_bytes: int
+    """Bytes of every initializer: what a session holds of the model."""
+
+
+def _digest(a: np.ndarray) -> tuple[tuple[int, ...], str]:
+    a = np.ascontiguousarray(a, dtype="<f4")
+    return a.shape, hashlib.sha256(a.data).hexdigest()
+
+
+def find_weight_matmuls(graph: Any, held: Any) -> dict[str, int]:
+    """Layer name -> index of its weight MatMul: the MatMul whose second input is an initializer
+    equal to the layer's W^T. Layers with equal weights (the exporter keeps one initializer for
+    them) take those MatMuls in graph order, which is forward order."""
+    from onnx import numpy_helper
+
+    inits = {t.name: t for t in graph.initializer}
+    by_value: dict[tuple[tuple[int, ...], str], list[int]] = {}
+    shapes = {(hl.precision.layer.k, hl.precision.layer.n) for hl in held.layers}
+    for i, node in enumerate(graph.node):
+        if node.op_type == "MatMul" and node.input[1] in inits and tuple(inits[node.input[1]].dims) in shapes:
+            by_value.setdefault(_digest(numpy_helper.to_array(inits[node.input[1]])), []).append(i)
+    found: dict[str, int] = {}
+    for hl in held.layers:
+        nodes = by_value.get(_digest(held.model.weights[f"{hl.name}.weight"].T))
+        if not nodes:
+            raise ValueError(f"ONNX graph: no MatMul holds {hl.name}'s weight")
+        found[hl.name] = nodes.pop(0)
+    return found
+
+
+def rewrite(fp32: bytes, held: Any) -> DecoderModel:
+    """The float32 export with every linear layer in the form ``held`` (models/quantized.HeldModel,
+    unsigned bytes) holds it."""
+    import onnx
+    from onnx import numpy_helper
+
+    require_unsigned(held)
+    proto = onnx.load_from_string(fp32)
+    layers = replace_linears(proto, find_weight_matmuls(proto.graph, held), held)
+    weight_bytes = sum(numpy_helper.to_array(t).nbytes for t in proto.graph.initializer)
+    return DecoderModel(proto.SerializeToString(), layers, weight_bytes)
+
+
+def suppressed(prepared: Any) -> int:
+    """The end-of-sequence id generation never picks (-1: the tokenizer has none)."""
+    eos = prepared.tokens.eos
+    return int(eos[0]) if eos else -1
+
+
+@functools.lru_cache(maxsize=2)
+def decoder_model(prepared: Any) -> DecoderModel:
+    """The run's ONNX decoder for a workloads.decoder.prepared.PreparedDecoder (prepared unsigned)."""
+    return rewrite(export_fp32(prepared.held.model, suppressed(prepared)), prepared.held)

@@ -1,0 +1,106 @@
+"""Exporting a model's PyTorch module to ONNX once per content: what the whole-model ONNX
+builders (onnx_encoder.py, onnx_decoder.py) share.
+
+Exports are cached by content hash (what the graph is exported from: the builder's own tag and
+format number, the opset, the weights, the config, the torch and transformers versions) in the
+git-ignored ``.cache/onnx/`` at the project root, written atomically, so a sweep exports a
+model once; a cache file that does not parse is exported anew. ``quiet`` keeps the exporter's
+chatter ("torchvision is not installed", progress lines) out of the run's output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...paths import PROJECT_ROOT
+from .onnx_matmul import IR_VERSION
+
+CACHE_DIR = PROJECT_ROOT / ".cache" / "onnx"
+"""Exported float32 models, by content hash (git-ignored)."""
+
+
+def _versions() -> dict[str, str]:
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def export_key(model: Any, head: Mapping[str, Any]) -> str:
+    """Content hash of what determines an exported graph: ``head`` (the builder's tag, format and
+    opset), the weights, the config and the exporter's versions."""
+    h = hashlib.sha256()
+    doc = {**head, "ir_version": IR_VERSION, "config": model.config.to_json(), **_versions()}
+    h.update(json.dumps(doc, sort_keys=True).encode())
+    for name in sorted(model.weights):
+        a = np.ascontiguousarray(model.weights[name], dtype="<f4")
+        h.update(f"\n{name}:{a.shape}\n".encode())
+        h.update(a.data)
+    return h.hexdigest()
+
+
+def cache_path(model: Any, head: Mapping[str, Any], cache_dir: Path | None = None) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model.resolved.name)[:60]
+    tag = str(head.get("tag", "model"))
+    return (cache_dir or CACHE_DIR) / f"{safe}-{tag}-{export_key(model, head)[:24]}.onnx"
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def cached_export(model: Any, head: Mapping[str, Any], export: Callable[[], bytes],
+                  cache_dir: Path | None = None) -> bytes:
+    """The cached export of ``model`` under ``head``, or ``export()`` written to the cache."""
+    import onnx
+
+    path = cache_path(model, head, cache_dir)
+    if path.is_file():
+        data = path.read_bytes()
+        try:
+            onnx.load_from_string(data)
+            return data
+        except Exception:  # noqa: BLE001 - a damaged cache entry: export again
+            pass
+    data = export()
+    write_atomically(path, data)
+    return data
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No gradients, and the exporter's chatter and warnings kept out of the run's output."""
+    import torch
+
+    chatter = io.StringIO()
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with torch.no_grad(), contextlib.redirect_stdout(chatter), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)

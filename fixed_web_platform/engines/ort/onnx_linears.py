@@ -1,0 +1,140 @@
+"""The run's linear layers in an exported ONNX graph: each layer's float32 weight MatMul (found by
+the builder that exported the graph: onnx_encoder.py, onnx_decoder.py) is replaced by the form
+the run holds it in, built from the harness's bytes for that layer (prepared with
+``unsigned=True``):
+
+- 8/4/2 bits: one ``com.microsoft`` ``MatMulNBits`` node (the harness's packed values, scales and
+  zero points turned into MatMulNBits initializers by onnx_matmul.py's helpers);
+- 16 bits: Cast to float16, a float16 MatMul with the harness's float16 weights, Cast back;
+- 32 bits: the exported float32 MatMul.
+
+The weight-bearing node is named after its layer (``encoder.layer.0.attention.self.query``,
+``model.layers.0.self_attn.q_proj``) so ORT's placement log says where each layer ran.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .onnx_matmul import IR_VERSION, MS_DOMAIN, _pack_rows, _unpack_rows
+
+
+@dataclass(frozen=True)
+class LayerNode:
+    """One linear layer's weight-bearing node in the rewritten graph."""
+
+    name: str
+    """The layer's name; also the node's name in the graph (and in ORT's placement log)."""
+    op: str
+    """'MatMulNBits' or 'MatMul'."""
+    weight_dtype: str
+    """'MatMulNBits8'/'MatMulNBits4'/'MatMulNBits2', 'float16' or 'float32'."""
+    weight_bytes: int
+    """Bytes of the node's weight initializers (packed weights + scales + zero points)."""
+    bits: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "op": self.op, "weight_dtype": self.weight_dtype,
+                "weight_bytes": self.weight_bytes, "bits": self.bits}
+
+
+def nbits_initializers(held: Any, k: int, n: int, bits: int, block_size: int) -> tuple[np.ndarray, ...]:
+    """MatMulNBits' B [n, blocks, blob], scales [n * blocks], zero points [n * ceil(blocks * bits / 8)]
+    from the harness's unsigned packed bytes (as onnx_matmul.py does for one node)."""
+    t = held.tensors
+    blocks = k // block_size
+    blob = block_size * bits // 8
+    b = np.frombuffer(t["w"], dtype=np.uint8)[: n * blocks * blob].reshape(n, blocks, blob).copy()
+    sc = np.frombuffer(t["scales"], dtype="<f4")[: n * blocks].copy()
+    zp = _pack_rows(_unpack_rows(t["zero_points"], bits, n, blocks), bits).reshape(-1)
+    return b, sc, zp
+
+
+def require_unsigned(held: Any) -> None:
+    """MatMulNBits holds unsigned values and zero points: the harness's bytes prepared unsigned."""
+    if not held.unsigned:
+        raise ValueError("ONNX models need the harness's unsigned bytes (prepared with unsigned=True)")
+
+
+def replace_linears(proto: Any, found: dict[str, int], held: Any) -> tuple[LayerNode, ...]:
+    """Rewrite ``proto`` (an onnx ModelProto, in place) so each layer of ``held`` (a
+    models/quantized.HeldModel with unsigned bytes) is in its run's form; ``found``: layer name
+    -> index of its float32 weight MatMul in ``proto.graph.node`` (second input: an initializer
+    holding W^T, checked here). Returns the layers' nodes in the held model's order."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    require_unsigned(held)
+    graph = proto.graph
+    plan = {layer.name: layer for layer in held.layers}
+    inits = {t.name: t for t in graph.initializer}
+    weights = held.model.weights
+    replacement: dict[int, list[Any]] = {}
+    new_inits: list[Any] = []
+    dropped: set[str] = set()
+    facts: list[LayerNode] = []
+    uses_ms = False
+    for name, index in found.items():
+        hl = plan[name]
+        layer, bits, block = hl.precision.layer, hl.precision.bits, hl.precision.block_size
+        k, n = layer.k, layer.n
+        node = graph.node[index]
+        a, out, w_name = node.input[0], node.output[0], node.input[1]
+        if w_name not in inits or not np.array_equal(numpy_helper.to_array(inits[w_name]),
+                                                     weights[f"{name}.weight"].T):
+            raise ValueError(f"ONNX graph: the MatMul found for {name} does not hold its weight")
+        if bits == 32:
+            node.name = name
+            facts.append(LayerNode(name, "MatMul", "float32", k * n * 4, bits))
+            continue
+        dropped.add(w_name)
+        if bits == 16:
+            w16 = np.frombuffer(hl.held.tensors["w"], dtype="<f2")[: n * k].reshape(n, k).T.copy()
+            w16_name = f"{name}.weight_t.float16"
+            new_inits.append(numpy_helper.from_array(w16, w16_name))
+            replacement[index] = [
+                helper.make_node("Cast", [a], [f"{name}/input.float16"], to=TensorProto.FLOAT16,
+                                 name=f"{name}/cast_in"),
+                helper.make_node("MatMul", [f"{name}/input.float16", w16_name], [f"{name}/output.float16"],
+                                 name=name),
+                helper.make_node("Cast", [f"{name}/output.float16"], [out], to=TensorProto.FLOAT,
+                                 name=f"{name}/cast_out"),
+            ]
+            facts.append(LayerNode(name, "MatMul", "float16", w16.nbytes, bits))
+        elif bits in (8, 4, 2):
+            if k % block:
+                raise ValueError(f"layer {name}: K={k} is not a multiple of the block {block}")
+            b, sc, zp = nbits_initializers(hl.held, k, n, bits, block)
+            names = [f"{name}.weight.q{bits}", f"{name}.weight.scales", f"{name}.weight.zero_points"]
+            new_inits += [numpy_helper.from_array(arr, nm) for arr, nm in zip((b, sc, zp), names)]
+            replacement[index] = [helper.make_node("MatMulNBits", [a, *names], [out], domain=MS_DOMAIN,
+                                                   K=k, N=n, bits=bits, block_size=block, name=name)]
+            facts.append(LayerNode(name, "MatMulNBits", f"MatMulNBits{bits}", b.nbytes + sc.nbytes + zp.nbytes,
+                                   bits))
+            uses_ms = True
+        else:
+            raise ValueError(f"layer {name}: bits {bits} has no ONNX form here")
+    nodes = []
+    for i, node in enumerate(graph.node):
+        nodes.extend(replacement.get(i, [node]))
+    del graph.node[:]
+    graph.node.extend(nodes)
+    still_used = {x for node in graph.node for x in node.input}
+    kept = [t for t in graph.initializer if t.name not in dropped or t.name in still_used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept + new_inits)
+    if uses_ms and not any(o.domain == MS_DOMAIN for o in proto.opset_import):
+        proto.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
+    proto.ir_version = IR_VERSION
+    order = {hl.name: i for i, hl in enumerate(held.layers)}
+    facts.sort(key=lambda f: order[f.name])
+    return tuple(facts)
+
+
+def summary(layers: tuple[LayerNode, ...]) -> str:
+    """'36 x MatMulNBits4' / '24 x MatMulNBits8, 12 x MatMulNBits4'."""
+    counts = Counter(f.weight_dtype for f in layers)
+    return ", ".join(f"{c} x {d}" for d, c in counts.items())
