@@ -7,8 +7,7 @@
 // "matmul" by engines/ort/onnx_matmul.py) ran. Whole models: ort_model.js; shared pieces: ort_common.js.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {EP_PLATFORM, errorText, loadOrt, makeSession, placementText, preflight, tap,
-        webgpuProfile} from './ort_common.js';
+import {EP_PLATFORM, loadOrt, makeSession, ortFailure, placementText, preflight, webgpuProfile} from './ort_common.js';
 
 function weightNodeProvider(placed) {
   for (const [ep, nodes] of Object.entries(placed)) {
@@ -87,9 +86,7 @@ export async function run(spec, client) {
       output,
     };
   } catch (e) {
-    tap.stop();
-    return {status: stage === 'session' ? 'unsupported' : 'failed', stage,
-            reason: `ONNX Runtime Web ${stage}: ${errorText(e)}`};
+    return ortFailure(stage, e);
   } finally {
     if (session) await session.release().catch(() => {});
   }

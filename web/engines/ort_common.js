@@ -226,3 +226,26 @@ export async function webgpuProfile(session, calls, timedCalls, nodeKey = null) 
   if (gpuMs && !gpuMs.every((v) => v > 0)) gpuMs = null;
   return {gpuMs, note, byKey: gpuMs ? byKey : new Map()};
 }
+
+// What every whole-model ORT reply says of the run: where most layers ran, the provider's refusal
+// of a strict session and ORT's placement, its version and wasm threads in effect.
+export function ortFacts(ort, opts, layers, {fallback, placed}) {
+  const versions = ort.env.versions || {};
+  return {
+    status: 'ok',
+    executed_on: mostCommon(layers.map((l) => l.weight_dtype.split('@')[1]), opts.provider),
+    fallback,
+    placement: placementSummary(placed, opts.provider),
+    engine_version: String(versions.web || versions.common || ''),
+    threads: Number(ort.env.wasm.numThreads),
+    shader: `onnxruntime-web ${opts.provider}`,
+  };
+}
+
+// The reply of a runner that stopped at `stage`: a session ORT would not make is the provider's
+// refusal (unsupported), anything later a failure.
+export function ortFailure(stage, e) {
+  tap.stop();
+  return {status: stage === 'session' ? 'unsupported' : 'failed', stage,
+          reason: `ONNX Runtime Web ${stage}: ${errorText(e)}`};
+}

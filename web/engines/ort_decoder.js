@@ -13,9 +13,8 @@
 // disabled first, then, if refused, one with the fallback whose log says where each layer ran.
 // Returns raw samples and facts; decides nothing about them.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
-import {errorText, layerProvider, loadOrt, makeSession, mostCommon, placementSummary, preflight, tap}
-  from './ort_common.js';
+import {timeGenerations} from '../generation.js';
+import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight} from './ort_common.js';
 
 const WHERE = {webgpu: 'gpu-buffer', webnn: 'ml-tensor', wasm: 'cpu'};
 // Runs log warnings only: a session made with the fallback logs verbosely (its placement), and a
@@ -106,34 +105,13 @@ export async function run(spec, client) {
       return {id, cache: presentNames.map((name) => out[name])};
     };
 
-    const generations = [];
-    let firstForwardMs = null;
-    let generated = [];
-    const generate = async (timedIndex) => {
-      const ids = [];
-      const t0 = performance.now();
-      let {id, cache} = await step('prefill', prompt, 0, null);
-      ids.push(id);
-      const tFirst = performance.now();
-      const tokenMs = [];
-      let last = tFirst;
-      for (let i = 1; i < N; i++) {
-        ({id, cache} = await step('decode', [id], P + i - 1, cache));
-        ids.push(id);
-        const now = performance.now();
-        tokenMs.push(now - last);
-        last = now;
-      }
-      release(cache);
-      if (firstForwardMs === null) firstForwardMs = tFirst - t0;
-      if (timedIndex !== null) {
-        generations.push({ttft_ms: tFirst - t0, token_ms: tokenMs});
-        generated = ids;
-      }
-      return last - t0;
-    };
+    let cache = null;
     stage = 'run';
-    const {coldMs, wallMs} = await timeIterations(spec, generate);
+    const {coldMs, wallMs, generations, firstForwardMs, generated} = await timeGenerations(spec, N, {
+      prefill: async () => { let id; ({id, cache} = await step('prefill', prompt, 0, null)); return id; },
+      decode: async (i, previous) => { let id; ({id, cache} = await step('decode', [previous], P + i - 1, cache)); return id; },
+      after: () => { release(cache); cache = null; },
+    });
 
     // Teacher-forced scoring: each evaluation row from position 0, every position's logits.
     stage = 'score';
@@ -153,15 +131,8 @@ export async function run(spec, client) {
       name: l.name, weight_dtype: `${l.weight_dtype}@${layerProvider(placed, l.name, opts.provider)}`,
       weight_bytes: l.weight_bytes, gpu_ms: null}));
     const copies = new Set(sessions.values()).size;
-    const versions = ort.env.versions || {};
     return {
-      status: 'ok',
-      executed_on: mostCommon(layers.map((l) => l.weight_dtype.split('@')[1]), opts.provider),
-      fallback,
-      placement: placementSummary(placed, opts.provider),
-      engine_version: String(versions.web || versions.common || ''),
-      threads: Number(ort.env.wasm.numThreads),
-      shader: `onnxruntime-web ${opts.provider}`,
+      ...ortFacts(ort, opts, layers, {fallback, placed}),
       compute_dtype: half ? 'f16' : 'f32',
       timestamp_query: false,
       gpu_note: `per-token wall clock (each new id read back); ${copies} session(s), each holding the model's ` +
@@ -180,9 +151,7 @@ export async function run(spec, client) {
       output,
     };
   } catch (e) {
-    tap.stop();
-    return {status: stage === 'session' ? 'unsupported' : 'failed', stage,
-            reason: `ONNX Runtime Web ${stage}: ${errorText(e)}`};
+    return ortFailure(stage, e);
   } finally {
     for (const session of new Set(sessions.values())) await session.release().catch(() => {});
     for (const destroy of disposable) { try { destroy(); } catch { /* already gone */ } }

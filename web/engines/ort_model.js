@@ -8,8 +8,7 @@
 // then, if refused, one with the fallback whose verbose log says where each layer's node ran.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {errorText, layerProvider, loadOrt, makeSession, mostCommon, placementSummary, preflight, tap,
-  webgpuProfile} from './ort_common.js';
+import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight, webgpuProfile} from './ort_common.js';
 
 function inputType(session, name, fallback) {
   const meta = Array.isArray(session.inputMetadata) ?
@@ -106,15 +105,8 @@ export async function run(spec, client) {
       return {name: l.name, weight_dtype: `${l.weight_dtype}@${ran}`, weight_bytes: l.weight_bytes,
               gpu_ms: layerMs.get(l.name) ?? null};
     });
-    const versions = ort.env.versions || {};
     return {
-      status: 'ok',
-      executed_on: mostCommon(layers.map((l) => l.weight_dtype.split('@')[1]), opts.provider),
-      fallback,
-      placement: placementSummary(placed, opts.provider),
-      engine_version: String(versions.web || versions.common || ''),
-      threads: Number(ort.env.wasm.numThreads),
-      shader: `onnxruntime-web ${opts.provider}`,
+      ...ortFacts(ort, opts, layers, {fallback, placed}),
       compute_dtype: half ? 'f16' : 'f32',
       timestamp_query: gpuMs !== null,
       gpu_note: gpuNote,
@@ -128,9 +120,7 @@ export async function run(spec, client) {
       output: output.buffer,
     };
   } catch (e) {
-    tap.stop();
-    return {status: stage === 'session' ? 'unsupported' : 'failed', stage,
-            reason: `ONNX Runtime Web ${stage}: ${errorText(e)}`};
+    return ortFailure(stage, e);
   } finally {
     if (session) await session.release().catch(() => {});
   }

@@ -14,7 +14,7 @@
 // per-token timestamps) but never writes it. The forward is architectures/llama/reference.py.
 // Returns raw samples and facts; decides nothing about them.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeGenerations} from '../generation.js';
 import {errorText, linearLayers, modelOptionsProblem, openContext, typedView} from './webnn_graph.js';
 
 const MASKED = -1e30;
@@ -209,18 +209,13 @@ export async function run(spec, client) {
     };
     const readId = async (tensor) => new Int32Array(await context.readTensor(tensor))[0];
 
-    const generations = [];
-    let firstForwardMs = null;
-    let generated = [];
-    const generate = async (timedIndex) => {
-      const ids = [];
-      const t0 = performance.now();
-      dispatchPass('prefill', {first: {ids: promptIds}, last: {id: idTensors[0]}, cacheOut: 0});
-      ids.push(await readId(idTensors[0]));
-      const tFirst = performance.now();
-      const tokenMs = [];
-      let last = tFirst;
-      for (let i = 1; i < nn.new_tokens; i++) {
+    stage = 'dispatch';
+    const {coldMs, wallMs, generations, firstForwardMs, generated} = await timeGenerations(spec, nn.new_tokens, {
+      prefill: async () => {
+        dispatchPass('prefill', {first: {ids: promptIds}, last: {id: idTensors[0]}, cacheOut: 0});
+        return readId(idTensors[0]);
+      },
+      decode: async (i) => {
         const p = P + i - 1;  // the position of the id the last step wrote
         const from = (i - 1) % 2, to = i % 2;
         maskData.fill(MASKED);
@@ -232,20 +227,9 @@ export async function run(spec, client) {
         context.writeTensor(slot, slotData);
         dispatchPass('decode', {first: {ids: idTensors[from]}, every: {position, mask, slot}, last: {id: idTensors[to]},
                                 cacheIn: from, cacheOut: to});
-        ids.push(await readId(idTensors[to]));
-        const now = performance.now();
-        tokenMs.push(now - last);
-        last = now;
-      }
-      if (firstForwardMs === null) firstForwardMs = tFirst - t0;
-      if (timedIndex !== null) {
-        generations.push({ttft_ms: tFirst - t0, token_ms: tokenMs});
-        generated = ids;
-      }
-      return last - t0;
-    };
-    stage = 'dispatch';
-    const {coldMs, wallMs} = await timeIterations(spec, generate);
+        return readId(idTensors[to]);
+      },
+    });
 
     // Teacher-forced scoring: each evaluation row from position 0, every position's logits.
     stage = 'score';

@@ -8,7 +8,7 @@
 // and posts their logits and the last generation's ids. Returns raw samples and facts; decides
 // nothing about them.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeGenerations} from '../generation.js';
 import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
 
 const DEFAULT_MAX_STORAGE_BINDING = 134217728;
@@ -195,33 +195,19 @@ export async function run(spec, client) {
       idRead.unmap();
       return id;
     };
-    const generations = [];
-    let firstForwardMs = null;
-    const generate = async (timedIndex) => {
-      device.queue.writeBuffer(buffers.pos, 0, zero);
-      device.queue.writeBuffer(buffers.count, 0, zero);
-      const encoder = device.createCommandEncoder();
-      encoder.copyBufferToBuffer(buffers[opts.prompt.tensor], 0, buffers.ids, 0, opts.prompt.rows * 4);
-      device.queue.submit([encoder.finish()]);
-      await device.queue.onSubmittedWorkDone();
-      const t0 = performance.now();
-      await step('prefill');
-      const tFirst = performance.now();
-      const tokenMs = [];
-      let last = tFirst;
-      for (let i = 1; i < opts.new_tokens; i++) {
-        await step('decode');
-        const now = performance.now();
-        tokenMs.push(now - last);
-        last = now;
-      }
-      if (firstForwardMs === null) firstForwardMs = tFirst - t0;
-      if (timedIndex !== null) generations.push({ttft_ms: tFirst - t0, token_ms: tokenMs});
-      return last - t0;
-    };
-
     stage = 'dispatch';
-    const {coldMs, wallMs} = await timeIterations(spec, generate);
+    const {coldMs, wallMs, generations, firstForwardMs} = await timeGenerations(spec, opts.new_tokens, {
+      before: async () => {
+        device.queue.writeBuffer(buffers.pos, 0, zero);
+        device.queue.writeBuffer(buffers.count, 0, zero);
+        const encoder = device.createCommandEncoder();
+        encoder.copyBufferToBuffer(buffers[opts.prompt.tensor], 0, buffers.ids, 0, opts.prompt.rows * 4);
+        device.queue.submit([encoder.finish()]);
+        await device.queue.onSubmittedWorkDone();
+      },
+      prefill: () => step('prefill'),
+      decode: () => step('decode'),
+    });
 
     // Teacher-forced scoring: each evaluation row from position 0, every position's logits.
     stage = 'score';
