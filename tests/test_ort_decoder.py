@@ -113,3 +113,36 @@ def test_signed_bytes_are_refused(workload) -> None:  # noqa: ANN001
     prepared = prepare_decoder(workload, 4, 32, 0, unsigned=False)
     with pytest.raises(ValueError, match="unsigned"):
         onnx_decoder.rewrite(b"", prepared.held)
+
+
+def _job(workload: DecoderWorkload, bits: int, platform: str):  # noqa: ANN202
+    import asyncio
+
+    from fixed_web_platform.engines.registry import build_job
+    from fixed_web_platform.plan import RunSpec, TimingConfig
+    from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform, PrecisionMode
+
+    run = RunSpec(0, BrowserName.CHROME, Platform(platform), workload, bits, 32, 0, PrecisionMode.STANDARD, 0,
+                  engine=EngineName.ORT)
+    return asyncio.run(build_job(run, TimingConfig(), None))
+
+
+def test_the_job_fixes_dimensions_on_webnn_only(workload) -> None:  # noqa: ANN001
+    for platform, static in (("webnn", True), ("webgpu", False), ("wasm", False)):
+        job = _job(workload, 8, platform)
+        spec = job.spec.to_json()
+        assert spec["runner"] == "ort_decoder" and spec["options"]["static_shapes"] is static
+        assert set(spec["bindings"]) == {"eval_ids", "prompt_ids", "onnx_model"}
+        assert spec["options"]["context"] == max(6 + 5, 12)
+        assert len(spec["options"]["ort_layers"]) == 2 * 7 + 1
+        assert job.weight_format == "MatMulNBits8" and job.zero_point_dtype == "uint8"
+
+
+def test_a_model_too_large_for_one_onnx_file_is_refused_before_any_export() -> None:
+    from fixed_web_platform.engines.base import Refusal
+    from fixed_web_platform.vocabulary import Outcome
+
+    big = DecoderWorkload.create("tinyllama-1.1b", prompt_len=4, new_tokens=2, eval_len=8, random_weights=True)
+    refusal = _job(big, 4, "wasm")
+    assert isinstance(refusal, Refusal) and refusal.outcome == Outcome.UNSUPPORTED
+    assert "GiB" in refusal.reason and "one ONNX file" in refusal.reason

@@ -11,7 +11,7 @@ import asyncio
 
 from ...harness.protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
-from ...vocabulary import Platform
+from ...vocabulary import Outcome, Platform
 from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
@@ -20,6 +20,9 @@ from .onnx_linears import summary
 
 RUNNER = "ort_decoder"
 """The page module (web/engines/ort_decoder.js)."""
+MAX_MODEL_BYTES = 2**31 - 2**26
+"""One ONNX file (protobuf) holds less than 2 GiB; the export keeps every float32 weight in it
+(an untied head copy included), with some room for the graph."""
 
 
 class OrtDecoder(KindRunner):
@@ -30,6 +33,12 @@ class OrtDecoder(KindRunner):
         assert isinstance(engine, OrtWebEngine)
         workload = run.workload
         assert isinstance(workload, DecoderWorkload)
+        cfg = workload.config()
+        fp32_bytes = 4 * (cfg.parameters + (cfg.vocab * cfg.hidden if cfg.tied else 0))
+        if fp32_bytes > MAX_MODEL_BYTES:
+            return Refusal(Outcome.UNSUPPORTED, f"the float32 export of {workload.name} would hold "
+                           f"{fp32_bytes / 2**30:.1f} GiB of weights; one ONNX file holds under 2 GiB "
+                           "(external data files are not built here)")
 
         def build() -> tuple[PreparedDecoder, onnx_decoder.DecoderModel]:
             # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1)
