@@ -47,7 +47,8 @@ def tiny(tmp_path_factory) -> DecoderWorkload:  # noqa: ANN001
 def chrome_tiny(tiny, tmp_path_factory):  # noqa: ANN001, ANN201
     out = tmp_path_factory.mktemp("decoder-chrome")
     rows = _sweep(BrowserName.CHROME, [tiny], (32, 8, 4, 2), out,
-                  platforms=(Platform.WEBGPU, Platform.WEBNN, Platform.WASM), engines=(EngineName.HARNESS, EngineName.ORT))
+                  platforms=(Platform.WEBGPU, Platform.WEBNN, Platform.WASM),
+                  engines=(EngineName.HARNESS, EngineName.ORT))
     return out, rows
 
 

@@ -35,7 +35,8 @@ class OrtMatmul(KindRunner):
             "model": "model",
             "input": "x",
         }
-        node = "MatMul" if prepared.bits >= 16 else f"MatMulNBits(bits={prepared.bits}, block_size={prepared.block_size})"
+        node = ("MatMul" if prepared.bits >= 16
+                else f"MatMulNBits(bits={prepared.bits}, block_size={prepared.block_size})")
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options, prepared.bits),
             tensors=tensors, prepared=prepared,
