@@ -8,6 +8,7 @@ Where each layer's node ran comes from ORT's placement log (placement.py).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from ...harness.protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
@@ -23,6 +24,12 @@ RUNNER = "ort_decoder"
 MAX_MODEL_BYTES = 2**31 - 2**26
 """One ONNX file (protobuf) holds less than 2 GiB; the export keeps every float32 weight in it
 (an untied head copy included), with some room for the graph."""
+
+
+def _named(values: Iterable[str]) -> str:
+    """'MatMulNBits4', or 'mixed:MatMulNBits4+MatMulNBits8' when the layers differ."""
+    kinds = sorted(set(values))
+    return kinds[0] if len(kinds) == 1 else "mixed:" + "+".join(kinds)
 
 
 class OrtDecoder(KindRunner):
@@ -61,15 +68,13 @@ class OrtDecoder(KindRunner):
             "weight_bytes": model.weight_bytes,
             "ort_layers": [layer.to_json() for layer in model.layers],
         }
-        kinds = sorted({layer.weight_dtype for layer in model.layers})
         held = [layer.held for layer in prepared.held.layers]
         quantized = [h for h in held if h.block_size]
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
             tensors=tensors, prepared=prepared,
-            weight_format=kinds[0] if len(kinds) == 1 else "mixed:" + "+".join(kinds),
-            weight_dtype=held[0].weight_dtype if len({h.weight_dtype for h in held}) == 1 else
-            "mixed:" + "+".join(sorted({h.weight_dtype for h in held})),
+            weight_format=_named(layer.weight_dtype for layer in model.layers),
+            weight_dtype=_named(h.weight_dtype for h in held),
             scale_dtype="float32" if quantized else "",
             zero_point_dtype=quantized[0].weight_dtype if quantized else "",
             details={"onnx_layers": summary(model.layers), "model_bytes": len(model.data),

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,12 +207,13 @@ def rewrite(fp32: bytes, held: Any) -> DecoderModel:
     """The float32 export with every linear layer in the form ``held`` (models/quantized.HeldModel,
     unsigned bytes) holds it."""
     import onnx
-    from onnx import numpy_helper
+    from onnx import helper
 
     require_unsigned(held)
     proto = onnx.load_from_string(fp32)
     layers = replace_linears(proto, find_weight_matmuls(proto.graph, held), held)
-    weight_bytes = sum(numpy_helper.to_array(t).nbytes for t in proto.graph.initializer)
+    weight_bytes = sum(helper.tensor_dtype_to_np_dtype(t.data_type).itemsize * math.prod(t.dims)
+                       for t in proto.graph.initializer)
     return DecoderModel(proto.SerializeToString(), layers, weight_bytes)
 
 
