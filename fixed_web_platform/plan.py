@@ -13,11 +13,13 @@ the vocabulary, so the CLI, the Python API and ``--resume`` share one path.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from .engines.registry import engine_for, engines_for_platform, planned_refusal
+from .engines.webnn.forms import QDQ_FORM, check_form
 from .precision.observers import OBSERVERS
 from .results.writer import write_atomically
 from .run_spec import RunSpec, TimingConfig
@@ -25,12 +27,14 @@ from .vocabulary import (
     ACT8_WEIGHT_BITS,
     ACT_BITS,
     DEFAULT_BLOCK_SIZE,
+    DEFAULT_GRANULARITY,
     SCHEMA_VERSION,
     WEBNN_DEVICES,
     BrowserName,
     EngineName,
     Platform,
     PrecisionMode,
+    block_for,
     parse_bits,
 )
 from .workloads import Workload
@@ -52,12 +56,17 @@ def build_plan(
     webnn_device: str = "cpu",
     act_bits: Sequence[int] = (32,),
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
+    granularity: str | Sequence[str] = DEFAULT_GRANULARITY,
+    graph_form: str | Sequence[str] = "",
 ) -> list[RunSpec]:
     """Validate everything up front (bad bits, shapes, block sizes, engine/platform pairs no
     engine can run fail before any launch). ``act_bits`` 8 adds int8-activation runs for the
     8- and 4-bit weights (W8A8, W4A8), one per ``observer`` (a name or several), side by side.
     A run whose workload kind (or activation precision) its engine does not run is planned as
-    refused (``RunSpec.refused``): its row says why, and no browser starts for it."""
+    refused (``RunSpec.refused``): its row says why, and no browser starts for it.
+    ``granularity`` (one or several of vocabulary.GRANULARITIES) groups the 8/4/2-bit weights;
+    ``graph_form`` (one or several; '' the engine's default) multiplies the runs of engines that
+    build several forms (the harness's WebNN graphs: engines/webnn/forms.py)."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, got {repetitions}")
     if webnn_device not in WEBNN_DEVICES:
@@ -78,9 +87,18 @@ def build_plan(
         if unknown_observers or not observers:
             raise ValueError(f"observer {unknown_observers[0] if unknown_observers else 'none'!r} is "
                              f"not one of {', '.join(OBSERVERS)}")
+    granularities = list(dict.fromkeys([granularity] if isinstance(granularity, str) else granularity))
+    forms = tuple(dict.fromkeys([graph_form] if isinstance(graph_form, str) else graph_form))
+    for g in granularities:
+        block_for(g, block_size)  # the one check of a granularity's name
+    for form in forms:
+        check_form(form)
+    if QDQ_FORM in forms and 8 not in act_bits:
+        raise ValueError(f"graph form {QDQ_FORM} quantizes each layer's input and output to int8: add --act-bits 8")
     for workload in workloads:
         for b in bits:
-            workload.validate(b, block_size)
+            for g in granularities:
+                workload.validate(b, block_for(g, block_size))
     pairs = [(e, p) for e in dict.fromkeys(engines) for p in dict.fromkeys(platforms)
              if engine_for(e, p) is not None]
     for platform in dict.fromkeys(platforms):
@@ -94,15 +112,19 @@ def build_plan(
                 for b in dict.fromkeys(bits):
                     activations = [(a, o) for a in act_bits for o in (observers if a != 32 else [""])
                                    if a == 32 or b in ACT8_WEIGHT_BITS]  # int8: 8/4-bit weights only
-                    for acts, obs in activations:
+                    groupings = granularities if b <= 8 else [DEFAULT_GRANULARITY]
+                    for (acts, obs), group in itertools.product(activations, groupings):
                         for engine, platform in pairs:
-                            formats = engine_for(engine, platform).weight_formats(workload, b)  # type: ignore[union-attr]
-                            for fmt in formats:
+                            runner = engine_for(engine, platform)
+                            assert runner is not None
+                            for fmt, form in itertools.product(runner.weight_formats(workload, b),
+                                                               runner.graph_forms(forms, acts)):
                                 run = RunSpec(
                                     run_id=len(runs), browser=browser, engine=engine, platform=platform,
                                     workload=workload, bits=b, block_size=block_size, repetition=rep,
                                     precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
-                                    act_bits=acts, observer=obs, weight_format=fmt,
+                                    act_bits=acts, observer=obs, weight_format=fmt, granularity=group,
+                                    graph_form=form,
                                 )
                                 runs.append(dataclasses.replace(run, refused=planned_refusal(run)))
     return runs

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .vocabulary import BrowserName, EngineName, Platform, PrecisionMode, parse_bits
+from .vocabulary import DEFAULT_GRANULARITY, BrowserName, EngineName, Platform, PrecisionMode, block_for, parse_bits
 from .workloads import Workload, workload_from_json
 
 MAX_ITERATIONS_LIMIT = 2048
@@ -80,15 +80,27 @@ class RunSpec:
     weight_format: str = ""
     """The weight format asked for, for engines that hold several at one bit width (wllama: a
     GGUF type such as Q4_0, or 'shipped' for the model's own file); '' where the bits name it."""
+    granularity: str = DEFAULT_GRANULARITY
+    """How 8/4/2-bit weights are grouped: 'block' (block_size along K) or 'per-channel'."""
+    graph_form: str = ""
+    """The graph form asked for, for engines that build one computation several ways (the
+    harness's WebNN graphs: engines/webnn/forms.py); '' for the engine's default."""
     refused: str = ""
     """Why this run will not be attempted, decided when the plan was built (no module runs its
     engine, platform and workload kind, or its activation precision); '' for a run to attempt."""
 
     @property
+    def weight_block(self) -> int:
+        """The block the weights are prepared with: block_size, or PER_CHANNEL_BLOCK."""
+        return block_for(self.granularity, self.block_size)
+
+    @property
     def label(self) -> str:
         acts = f" a{self.act_bits} {self.observer}" if self.act_bits != 32 else ""
         fmt = f" {self.weight_format}" if self.weight_format else ""
-        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{fmt}{acts} "
+        group = " per-channel" if self.granularity == "per-channel" and self.bits <= 8 else ""
+        form = f" [{self.graph_form}]" if self.graph_form else ""
+        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{fmt}{group}{acts}{form} "
                 f"{self.workload.label} rep{self.repetition}")
 
     def to_json(self) -> dict[str, Any]:

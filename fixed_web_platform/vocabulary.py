@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import os
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -23,7 +23,9 @@ v8: rows are a core plus their workload kind's columns: a ``kind`` column (matmu
     plan files' 'model' kind is now 'encoder'); m, k, n blank on rows that are not matmuls; a
     run's ``refused`` reason in plan.json. Older folders read as before (kind derived).
 v9: ``format_requested`` (an engine's named weight format, e.g. wllama's GGUF types; blank where
-    the bits name the format); engine ``wllama``."""
+    the bits name the format); engine ``wllama``.
+v10: ``granularity`` (block or per-channel weights; older folders read as block at 8/4/2 bits) and
+    ``graph_form`` (the WebNN graph form built, or asked for); both in a configuration's identity."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""
@@ -111,6 +113,23 @@ SUPPORTED_BITS = (32, 16, 8, 4, 2)
 """32 is the float32 baseline; 16 is float16 weights; 8/4/2 are packed integer weights."""
 DEFAULT_BITS = SUPPORTED_BITS
 DEFAULT_BLOCK_SIZE = 32
+
+GRANULARITIES = ("block", "per-channel")
+"""How 8/4/2-bit weights are grouped: ``block`` (asymmetric, one scale and zero point per
+--block-size values along K, the default) or ``per-channel`` (symmetric: one scale per output
+channel, the block is all of K, zero point 0, as TFLite's int8 spec and PyTorch's
+per_channel_symmetric have it; the form WebNN's TFLite backend fuses into integer kernels)."""
+DEFAULT_GRANULARITY = "block"
+PER_CHANNEL_BLOCK = 0
+"""The block size that stands for per-channel in a layer plan or a prepare call (resolved to the
+layer's K where the bytes are made: precision/held.py)."""
+
+
+def block_for(granularity: str, block_size: int) -> int:
+    """The block a run's weights are prepared with: ``block_size``, or PER_CHANNEL_BLOCK."""
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity {granularity!r} is not one of {', '.join(GRANULARITIES)}")
+    return PER_CHANNEL_BLOCK if granularity == "per-channel" else block_size
 
 
 def parse_bits(value: object) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import sweep, workloads
+from ..engines.webnn.forms import GRAPH_FORMS
 from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
 from ..harness.server import LOOPBACK
@@ -26,6 +27,8 @@ from ..vocabulary import (
     ACT_BITS,
     DEFAULT_BITS,
     DEFAULT_BLOCK_SIZE,
+    DEFAULT_GRANULARITY,
+    GRANULARITIES,
     WEBNN_DEVICES,
     BrowserName,
     EngineName,
@@ -99,6 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the --shape workloads, not the built-in ones")
     p.add_argument("--block-size", type=positive_arg, default=DEFAULT_BLOCK_SIZE,
                    help="quantization block along K for 8/4/2-bit weights (default 32)")
+    p.add_argument("--granularity", nargs="+", choices=list(GRANULARITIES), default=[DEFAULT_GRANULARITY],
+                   help="how 8/4/2-bit weights share scales: block (--block-size values along K, "
+                        "asymmetric; default) and/or per-channel (one symmetric scale per output "
+                        "channel), one run each, side by side")
+    p.add_argument("--graph-form", nargs="+", choices=["default", *GRAPH_FORMS], default=["default"],
+                   help="the harness's WebNN graphs: how each linear layer is written, one run each "
+                        "(default: gemm_qdq for int8 activations with per-channel 8-bit weights, the "
+                        "form the browser fuses into int8 kernels; gemm for per-channel weight-only; "
+                        "else transpose for matmuls, pretransposed_gemm for models). gemm beside "
+                        "gemm_qdq is the unfused control")
     p.add_argument("--repetitions", type=positive_arg, default=1,
                    help="runs of each configuration (each a fresh page)")
     p.add_argument("--warmup", type=non_negative_arg, default=None,
@@ -278,6 +291,8 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         webnn_device=args.webnn_device,
         act_bits=args.act_bits,
         observer=args.observer,
+        granularity=args.granularity,
+        graph_form=["" if f == "default" else f for f in args.graph_form],
     )
     defaults = MODEL_TIMING if args.model is not None else TimingConfig()
 

@@ -53,6 +53,8 @@ class EngineJob:
     browser's answer ('unsupported'), not a failure."""
     details: dict[str, Any] = field(default_factory=dict)
     """Engine facts for samples.jsonl (e.g. the opSupportLimits a choice was made from)."""
+    graph_form: str = ""
+    """The graph form the page builds (the harness's WebNN graphs), for the row; '' for one form."""
     layers_asked: tuple[Any, ...] = ()
     """Whole models whose bytes are held at other bits than asked (WebNN's standard mode): the
     layer plan as asked (models.rules.LayerPrecision), for layers.csv; empty when it is
@@ -111,6 +113,11 @@ class Engine(ABC):
     def assets(self) -> dict[str, Path]:
         """URL prefix -> local folder the server must serve for this engine's page runners."""
         return {}
+
+    def graph_forms(self, asked: tuple[str, ...], act_bits: int) -> tuple[str, ...]:
+        """Of the graph forms asked for (``RunSpec.graph_form``, '' the default), those this engine
+        builds with ``act_bits`` activations, one run each; ('',) for an engine of one form."""
+        return ("",)
 
     def weight_formats(self, workload: Workload, bits: int) -> tuple[str, ...]:
         """The named weight formats this engine runs at ``bits`` for ``workload``, one run each

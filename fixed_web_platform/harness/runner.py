@@ -286,6 +286,7 @@ class BrowserRunner:
             weight_dtype=job.weight_dtype,
             scale_dtype=job.scale_dtype,
             zero_point_dtype=job.zero_point_dtype,
+            graph_form=job.graph_form or run.graph_form,
             session_run=self._session_runs,
             ran_on=ran_on_text(session),
             proc_memory_source=(f"unavailable: {session.no_process}" if session.pid is None

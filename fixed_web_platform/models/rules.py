@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..architectures import LinearLayer
-from ..vocabulary import parse_bits
+from ..vocabulary import PER_CHANNEL_BLOCK, parse_bits
 
 MIXED_PRECISION_RULES = Path(__file__).parent / "data" / "mixed_precision.json"
 
@@ -36,7 +36,8 @@ class PrecisionRule:
         return fnmatch.fnmatchcase(name, self.match)
 
     def to_json(self) -> dict[str, Any]:
-        return {"match": self.match, "bits": self.bits, "block_size": self.block_size}
+        block = "per-channel" if self.block_size == PER_CHANNEL_BLOCK else self.block_size
+        return {"match": self.match, "bits": self.bits, "block_size": block}
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,18 @@ class LayerPrecision:
     layer: LinearLayer
     bits: int
     block_size: int
+    """As asked: a block size, or PER_CHANNEL_BLOCK (see ``block``)."""
     rule: str
     """The rule's pattern that chose it, or '--bits'."""
+
+    @property
+    def per_channel(self) -> bool:
+        return self.block_size == PER_CHANNEL_BLOCK
+
+    @property
+    def block(self) -> int:
+        """The block along K the layer's bytes hold: K itself per channel."""
+        return self.layer.k if self.per_channel else self.block_size
 
 
 def _rule(doc: Any, where: str, i: int) -> PrecisionRule:
@@ -69,8 +80,10 @@ def _rule(doc: Any, where: str, i: int) -> PrecisionRule:
     except ValueError as exc:
         raise ValueError(f"{where}: rule {i + 1}: {exc}") from None
     block = doc.get("block_size", 32)
-    if isinstance(block, bool) or not isinstance(block, int) or block <= 0:
-        raise ValueError(f"{where}: rule {i + 1}: block_size must be a positive integer")
+    if block == "per-channel":
+        block = PER_CHANNEL_BLOCK
+    elif isinstance(block, bool) or not isinstance(block, int) or block <= 0:
+        raise ValueError(f"{where}: rule {i + 1}: block_size must be a positive integer or \"per-channel\"")
     return PrecisionRule(pattern, bits, block)
 
 
@@ -132,11 +145,11 @@ def check_packing(plan: Sequence[LayerPrecision]) -> None:
     block is not whole 32-bit words of its bits."""
     for p in plan:
         if p.bits <= 8:
-            if p.layer.k % p.block_size:
+            if p.layer.k % p.block:
                 raise ValueError(f"layer {p.layer.name}: K={p.layer.k} is not a multiple of the "
-                                 f"block size {p.block_size}")
-            if p.block_size % (32 // p.bits):
-                raise ValueError(f"block size {p.block_size} must be a multiple of {32 // p.bits} "
+                                 f"block size {p.block}")
+            if p.block % (32 // p.bits):
+                raise ValueError(f"block size {p.block} must be a multiple of {32 // p.bits} "
                                  f"for {p.bits}-bit weights packed into 32-bit words")
 
 

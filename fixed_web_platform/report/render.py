@@ -42,7 +42,7 @@ from .sensitivity import sensitivity_section
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
 TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "kind",
                 "workload", "outcome", "reason", "timing_source", "browser_version", "adapter", *KIND_TEXT_COLUMNS,
-                "outputs_file")
+                "outputs_file", "granularity", "graph_form")
 BASELINE_KEY = ("sweep", *setting_columns())
 """One benchmarked setting; the 16- and 32-bit rows under the same key (uniform precision plans
 only) are the speed-up baselines."""
@@ -314,8 +314,8 @@ def summary_table(rows: pd.DataFrame,
             rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
         records.append(rec)
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
-               "device_type", "kind", "workload", "shape", "m", "k", "n", "block_size", "bits_requested", "format_requested",
-               "bits_executed", "act_bits", "observer", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source", "latency_ms_median",
+               "device_type", "kind", "workload", "shape", "m", "k", "n", "granularity", "block_size", "bits_requested",
+               "format_requested", "bits_executed", "act_bits", "observer", "graph_form", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",

@@ -15,9 +15,13 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def bits_label(r: ResultRow) -> str:
     """'8', '8 a8 minmax' for int8 activations calibrated by that observer, '4 Q4_0' for an
-    engine's named weight format."""
+    engine's named weight format, '8 per-channel' for per-channel weights, '[gemm_qdq]' for the
+    WebNN graph form built."""
     fmt = f" {r.format_requested}" if r.format_requested else ""
-    return str(r.bits_requested) + fmt + (f" a{r.act_bits} {r.observer}" if r.act_bits != 32 else "")
+    group = " per-channel" if r.granularity == "per-channel" else ""
+    form = f" [{r.graph_form}]" if r.graph_form else ""
+    return (str(r.bits_requested) + fmt + group + (f" a{r.act_bits} {r.observer}" if r.act_bits != 32 else "")
+            + form)
 
 
 def format_model_table(rows: Sequence[ResultRow]) -> str:

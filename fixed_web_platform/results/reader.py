@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from ..engines.webnn.forms import MATMUL_FORM, MODEL_FORM
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, TimingSource
 from ..workloads import DEFAULT_KIND, KINDS, kind_columns, kind_named
 from .rows import LayerRow, identity_columns
@@ -130,6 +132,9 @@ def load(directory: str | Path) -> ResultSet:
             rows[column] = float("nan")
     if "act_bits" not in rows:  # folders before activation precision: float activations
         rows["act_bits"] = 32
+    if "granularity" not in rows:  # folders before per-channel weights: blockwise at 8/4/2 bits
+        bits = pd.to_numeric(rows["bits_requested"], errors="coerce")
+        rows["granularity"] = np.where(bits <= 8, "block", "")
     for column in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
                    "observer", "calibration", "format_requested"):
         if column not in rows:
@@ -138,6 +143,10 @@ def load(directory: str | Path) -> ResultSet:
     for column in text:
         rows[column] = rows[column].astype(object).where(rows[column].notna(), "").astype(str)
     _own_kind_columns(rows, csv_path)
+    if "graph_form" not in rows:  # folders before graph forms: the harness's WebNN graphs had their default
+        webnn = (rows["engine"] == EngineName.HARNESS.value) & (rows["platform"] == "webnn")
+        default = np.where(rows["kind"] == "matmul", MATMUL_FORM, MODEL_FORM)
+        rows["graph_form"] = np.where(webnn, default, "")
     samples: dict[int, dict[str, Any]] = {}
     samples_path = directory / "samples.jsonl"
     if samples_path.is_file():

@@ -22,7 +22,8 @@ from ..workloads import KINDS, kind_columns, kind_named
 
 CORE_SETTING = ("browser", "engine", "platform", "precision_mode", "device_type", "kind", "workload")
 """The core columns that say what ran where (each kind adds what its work is: ``setting_columns``)."""
-CORE_PRECISION = ("bits_requested", "format_requested", "block_size", "act_bits", "observer")
+CORE_PRECISION = ("bits_requested", "format_requested", "granularity", "block_size", "act_bits", "observer",
+                  "graph_form")
 """The core columns that say which precision was asked for (kinds may add: a model's plan)."""
 
 
@@ -141,6 +142,12 @@ class ResultRow:
     format_requested: str = ""
     """The engine's named weight format asked for (wllama: a GGUF type, or 'shipped': the model's
     own file); blank where the bits name the format."""
+    granularity: str = ""
+    """How the 8/4/2-bit weights are grouped: 'block' (block_size values along K share a scale and
+    zero point) or 'per-channel' (one symmetric scale per output channel); blank at 32/16 bits."""
+    graph_form: str = ""
+    """The graph form built (the harness's WebNN graphs: engines/webnn/forms.py), or the one asked
+    for when no graph was built; blank for engines with one form."""
     calibration: str = ""
     """What the observer saw: 'synthetic' (matmul sweep), 'builtin-calibration' or the
     --calibration file (models); '' at 32."""
@@ -216,12 +223,14 @@ class ResultRow:
             scale_dtype="",
             zero_point_dtype="",
             compute_dtype="",
-            block_size=run.block_size if run.bits <= 8 else 0,
+            block_size=run.block_size if run.bits <= 8 and run.granularity == "block" else 0,
             outcome=outcome,
             reason=reason,
             act_bits=run.act_bits,
             observer=run.observer,
             format_requested=run.weight_format,
+            granularity=run.granularity if run.bits <= 8 else "",
+            graph_form=run.graph_form,
             calibration=run.workload.calibration_label if run.act_bits != 32 else "",
             kind_fields=run.workload.row_fields(run.bits, run.block_size),
         )

@@ -20,7 +20,8 @@ import psutil
 from ..models.rules import LayerPrecision
 from ..precision import quant
 from ..precision.held import hold_weights
-from ..precision.observers import make_observer
+from ..precision.observers import fake_quantize, make_observer
+from ..vocabulary import PER_CHANNEL_BLOCK
 from .base import Column, TensorSpec, WorkloadKind, integer_text
 
 OUTPUT = "out"
@@ -127,6 +128,10 @@ class PreparedWorkload:
     act_zero_point: int = 0
     """int8 activations: x = (q - zero_point) * scale, per tensor, calibrated (0 at 32 bits)."""
     observer: str = ""
+    out_scale: float = 0.0
+    out_zero_point: int = 0
+    """int8 outputs (the WebNN form whose output goes through quantizeLinear -> dequantizeLinear):
+    out = (q - zero_point) * scale, per tensor, calibrated like x; 0 when the output stays float."""
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
@@ -140,10 +145,18 @@ class PreparedWorkload:
     """A lone matmul has no layer plan."""
 
     def tolerance(self, compute_dtype: str) -> float:
-        return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+        own = KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+        if not self.out_scale:
+            return own
+        rms = float(np.sqrt(np.mean(self.ref_dequantized ** 2))) or 1.0
+        return own + self.out_scale / rms
 
-    tolerance_basis: ClassVar[str] = ""
-    """Why the tolerance is what it is, where it is not the arithmetic's own (none here)."""
+    @property
+    def tolerance_basis(self) -> str:
+        """Why the tolerance is what it is, where it is not the arithmetic's own: an int8 output
+        may round to the next step where the browser's integer kernel requantizes differently."""
+        return ("one int8 output step on every element (the integer kernel requantizes with its own "
+                "rounding)") if self.out_scale else ""
 
     def kernel_problem(self, judged: np.ndarray) -> str:
         """A fault beyond the tolerance check (none for a matmul: its references are exact)."""
@@ -171,6 +184,7 @@ def validate_shape(workload: MatmulWorkload, bits: int, block_size: int) -> None
     if min(workload.m, workload.k, workload.n) <= 0:
         raise ValueError(f"shape {workload.shape}: every dimension must be a positive integer")
     if bits in (8, 4, 2):
+        block_size = workload.k if block_size == PER_CHANNEL_BLOCK else block_size
         if workload.k % block_size:
             raise ValueError(
                 f"shape {workload.shape}: K={workload.k} is not a multiple of the block size "
@@ -195,31 +209,58 @@ def _float_tensors(workload: MatmulWorkload, seed: int) -> tuple[np.ndarray, np.
     return x, w
 
 
+def float_input(workload: MatmulWorkload, seed: int) -> np.ndarray:
+    """The timed x as float32, for pages that quantize it themselves (WebNN's quantizeLinear)."""
+    return _float_tensors(workload, seed)[0]
+
+
 CALIBRATION_BATCHES = 8
 """Synthetic calibration set of the matmul sweep's int8 activations: this many draws of x from
 the distribution the timed x comes from (other seeds), seen by the observer before x is."""
 
 
-def calibrate_activations(workload: MatmulWorkload, seed: int, observer: str) -> tuple[float, int]:
-    """(scale, zero point) of int8 activations, per tensor, from the synthetic calibration set."""
+def _calibration_draws(workload: MatmulWorkload, seed: int) -> list[np.ndarray]:
+    return [np.random.default_rng(_seed_for(workload, seed) + 1 + i).standard_normal(
+        (workload.m, workload.k)).astype(np.float32) for i in range(CALIBRATION_BATCHES)]
+
+
+def _qparams(observer: str, values: list[np.ndarray]) -> tuple[float, int]:
     obs = make_observer(observer)
-    for i in range(CALIBRATION_BATCHES):
-        rng = np.random.default_rng(_seed_for(workload, seed) + 1 + i)
-        obs.observe(rng.standard_normal((workload.m, workload.k)).astype(np.float32))
+    for v in values:
+        obs.observe(v)
     scale, zero_point = obs.qparams(8)
     return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
+
+
+def calibrate_activations(workload: MatmulWorkload, seed: int, observer: str) -> tuple[float, int]:
+    """(scale, zero point) of int8 activations, per tensor, from the synthetic calibration set."""
+    return _qparams(observer, _calibration_draws(workload, seed))
+
+
+def calibrate_outputs(workload: MatmulWorkload, seed: int, observer: str, w_exec: np.ndarray,
+                      act: tuple[float, int]) -> tuple[float, int]:
+    """(scale, zero point) of int8 outputs: the observer sees the calibration draws through the
+    int8 inputs and the held weights, as it sees x."""
+    scale, zero_point = np.float32(act[0]), np.int64(act[1])
+    outs = []
+    for x in _calibration_draws(workload, seed):
+        xq = quant.dequantize_linear(quant.quantize_linear(x, scale, zero_point, "int8"), scale, zero_point)
+        outs.append((xq.astype(np.float64) @ w_exec.astype(np.float64).T).astype(np.float32))
+    return _qparams(observer, outs)
 
 
 @functools.lru_cache(maxsize=4)
 def prepare(
     workload: MatmulWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
-    act_bits: int = 32, observer: str = "",
+    act_bits: int = 32, observer: str = "", out_int8: bool = False,
 ) -> PreparedWorkload:
     """Bytes and references for one configuration. ``unsigned`` stores 8/4-bit weights as
     uint8/uint4 (the same values shifted by 2^(bits-1), zero points too) for WebNN contexts
     that list only unsigned types; the WebGPU kernel reads the signed form. ``act_bits`` 8:
     x is held as int8 (four to a u32 word, first in the lowest bits) with the scale and zero
-    point ``observer`` calibrated; ref_float stays the all-float result."""
+    point ``observer`` calibrated; ref_float stays the all-float result. ``out_int8`` (with
+    ``act_bits`` 8): the output goes through int8 too, with its own calibrated parameters, and
+    ref_dequantized with it."""
     validate_shape(workload, bits, block_size)
     x, w = _float_tensors(workload, seed)
     x64 = x.astype(np.float64)
@@ -237,6 +278,13 @@ def prepare(
         tensors["x"] = quant.pack_u32_words(qx, 8).tobytes()
         act = {"act_bits": 8, "act_scale": scale, "act_zero_point": zero_point, "observer": observer}
     ref_dequantized = x64 @ held.w_exec.astype(np.float64).T
+    if out_int8:
+        if act_bits != 8:
+            raise ValueError("int8 outputs go with int8 activations")
+        out_scale, out_zero_point = calibrate_outputs(workload, seed, observer, held.w_exec,
+                                                      (act["act_scale"], act["act_zero_point"]))
+        ref_dequantized = fake_quantize(ref_dequantized, np.float32(out_scale), np.int64(out_zero_point), 8)
+        act |= {"out_scale": out_scale, "out_zero_point": out_zero_point}
     return PreparedWorkload(
         workload=workload,
         bits=bits,

@@ -1,50 +1,38 @@
-// WebNN runner: builds out = x @ transpose(dequantize(W)) with the data types Python chose,
-// times build apart from compute, then warm-ups and timed dispatch + readTensor iterations
-// (readTensor is the sync point), and returns the output read back once.
+// WebNN runner of the matmul kind: out = x @ W^T as one linear layer of webnn_graph.js (the graph
+// forms, int8 activations and the output's quantizeLinear -> dequantizeLinear are the models'
+// own), with the data types and form Python chose (engines/webnn/matmul.py). Times the build
+// apart from compute, then warm-ups and timed dispatch + readTensor iterations (readTensor is the
+// sync point), and returns the output read back once.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {errorText, openContext, typedView} from './webnn_graph.js';
+import {FORMS, errorText, linearLayers, openContext} from './webnn_graph.js';
+
+const LAYER = 'matmul';
 
 export async function run(spec, client) {
   const nn = spec.options;
-  const {m, k, n} = spec.options;
+  const {m, k, n} = nn;
+  const form = nn.graph_form || 'transpose';
+  if (!FORMS.includes(form)) return {status: 'failed', stage: 'setup', reason: `unknown graph_form ${form}`};
   const {context, reply} = await openContext(nn);
   if (reply) return reply;
   let stage = 'tensor fetch';
   try {
     const tensors = {};
     for (const name of spec.bindings) tensors[name] = await client.tensor(name);
+    for (const part of ['w', 'scales', 'zero_points']) {
+      if (tensors[part]) tensors[`${LAYER}.${part}`] = tensors[part];
+    }
     stage = 'graph building';
     const tBuild = performance.now();
     const builder = new MLGraphBuilder(context);
     const x = builder.input('x', {dataType: 'float32', shape: [m, k]});
-    let weight;
-    let stored;  // the operand holding the weights as stored: its dataType is what runs
-    if (nn.weight_dtype === 'float32' || nn.weight_dtype === 'float16') {
-      weight = builder.constant({dataType: nn.weight_dtype, shape: [n, k]},
-                                typedView(nn.weight_dtype, tensors.w, n * k));
-      stored = weight;
-    } else {
-      const blocks = k / nn.block_size;
-      const q = builder.constant({dataType: nn.weight_dtype, shape: [n, k]},
-                                 typedView(nn.weight_dtype, tensors.w, n * k));
-      const scale = builder.constant({dataType: nn.scale_dtype, shape: [n, blocks]},
-                                     typedView(nn.scale_dtype, tensors.scales, n * blocks));
-      const zeroPoint = builder.constant({dataType: nn.zero_point_dtype, shape: [n, blocks]},
-                                         typedView(nn.zero_point_dtype, tensors.zero_points, n * blocks));
-      weight = builder.dequantizeLinear(q, scale, zeroPoint);
-      stored = q;
-    }
-    let lhs = x;
-    if (nn.matmul_dtype !== nn.weight_dtype && (nn.weight_dtype === 'float16')) {
-      weight = builder.cast(weight, nn.matmul_dtype);
-    }
-    if (nn.matmul_dtype === 'float16') {
-      lhs = builder.cast(x, 'float16');
-      if (nn.weight_dtype !== 'float16') weight = builder.cast(weight, 'float16');
-    }
-    let out = builder.matmul(lhs, builder.transpose(weight));
-    if (nn.matmul_dtype !== 'float32') out = builder.cast(out, 'float32');
+    const linears = [{name: LAYER, k, n, act: nn.act || null, out: nn.out || null}];
+    const plans = [{weight_dtype: nn.weight_dtype, scale_dtype: nn.scale_dtype,
+                    zero_point_dtype: nn.zero_point_dtype, matmul_dtype: nn.matmul_dtype,
+                    block_size: nn.block_size}];
+    const {linear, layerFacts} = linearLayers(builder, tensors, {linears, plans, form, act: nn.webnn_act});
+    const out = linear(x, 0);
     stage = 'build';
     const graph = await builder.build({out});
     const buildMs = performance.now() - tBuild;
@@ -66,7 +54,8 @@ export async function run(spec, client) {
       status: 'ok',
       shader: '',
       compute_dtype: nn.matmul_dtype === 'float16' ? 'f16' : 'f32',
-      weight_operand_dtype: String(stored.dataType),
+      weight_operand_dtype: layerFacts[0].weight_dtype,
+      layers: layerFacts,
       timestamp_query: false,
       compile_ms: buildMs,
       cold_ms: coldMs,

@@ -13,6 +13,11 @@
 //                   same bytes and values: per-axis, not blockwise), dequantizeLinear, reshape to
 //                   [N, K], then matmul(x, transpose(W)) + b
 //   'blockrows_gemm'  the same weight, gemm(x, W, {bTranspose: true, c: b})
+//   'gemm_qdq'      the 'gemm' form with int8 activations in front and a calibrated
+//                   quantizeLinear -> dequantizeLinear on gemm's output (the layer's `out` scale
+//                   and zero point), the bias added after it: the dequantizeLinear -> gemm ->
+//                   quantizeLinear pattern Chromium's TFLite backend fuses into an int8
+//                   FULLY_CONNECTED (engines/webnn/forms.py has the conditions)
 // (float layers: the blockrows forms are the transpose and gemm forms)
 // W is dequantizeLinear(q, scale, zeroPoint) for 8/4/2-bit layers, a constant otherwise; b is the
 // tensor `<name>.bias` when the job sent one.
@@ -23,7 +28,8 @@
 
 const ELEMENT_BYTES = {float32: 4, float16: 2, int8: 1, uint8: 1, int32: 4, uint32: 4};
 const SUB_BYTE_BITS = {int4: 4, uint4: 4, int2: 2, uint2: 2};
-export const FORMS = ['transpose', 'gemm', 'pretransposed', 'pretransposed_gemm', 'blockrows', 'blockrows_gemm'];
+export const FORMS = ['transpose', 'gemm', 'pretransposed', 'pretransposed_gemm', 'blockrows', 'blockrows_gemm',
+                      'gemm_qdq'];
 
 export function byteLength(dataType, elements) {
   const sub = SUB_BYTE_BITS[dataType];
@@ -119,16 +125,19 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
   };
   const layerFacts = [];
   const int8Inputs = new Map();  // x operand -> [scale/zero point, its pair]: Q, K and V share one
+  const qdq = (x, params) => {  // x through int8 and back with one [1, 1] scale and zero point
+    const s = builder.constant({dataType: 'float32', shape: [1, 1]}, new Float32Array([params.scale]));
+    const zValue = params.zero_point + act.zero_point_offset;
+    const zData = act.dtype === 'uint8' ? new Uint8Array([zValue]) : new Int8Array([zValue]);
+    const z = builder.constant({dataType: act.dtype, shape: [1, 1]}, zData);
+    const q = builder.quantizeLinear(x, s, z);
+    return [builder.dequantizeLinear(q, s, z), String(q.dataType)];
+  };
   const int8Input = (x, L) => {
     const key = `${L.act.scale}/${L.act.zero_point}`;
     const hit = int8Inputs.get(x);
     if (hit && hit[0] === key) return hit[1];
-    const s = builder.constant({dataType: 'float32', shape: [1, 1]}, new Float32Array([L.act.scale]));
-    const zValue = L.act.zero_point + act.zero_point_offset;
-    const zData = act.dtype === 'uint8' ? new Uint8Array([zValue]) : new Int8Array([zValue]);
-    const z = builder.constant({dataType: act.dtype, shape: [1, 1]}, zData);
-    const q = builder.quantizeLinear(x, s, z);
-    const pair = [builder.dequantizeLinear(q, s, z), String(q.dataType)];
+    const pair = qdq(x, L.act);
     int8Inputs.set(x, [key, pair]);
     return pair;
   };
@@ -145,7 +154,10 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     const wBuffer = tensors[`${name}.w`];
     const transposeHere = form.startsWith('pretransposed');
     const blockRows = form.startsWith('blockrows');
-    const useGemm = form.endsWith('gemm');
+    const useGemm = form.endsWith('gemm') || form === 'gemm_qdq';
+    if (L.out && !(useGemm && L.act && p.matmul_dtype === 'float32')) {
+      throw new Error(`layer ${name}: output quantization needs the gemm form, int8 inputs and float32 arithmetic`);
+    }
     let weight;
     let stored;
     let bytes = 0;
@@ -193,7 +205,11 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
       weight = builder.cast(weight, 'float32');
     }
     let out;
-    if (useGemm) {
+    if (L.out) {  // the fusable pattern: no c (a float bias would need int32 and a/b scales)
+      out = builder.gemm(lhs, weight, {bTranspose: !transposeHere});
+      [out] = qdq(out, L.out);
+      if (bias) out = builder.add(out, bias);
+    } else if (useGemm) {
       // c in gemm has the arithmetic's type: a float16 gemm adds its float32 bias after the cast
       const inGemm = bias && p.matmul_dtype !== 'float16';
       out = builder.gemm(lhs, weight, inGemm ? {bTranspose: !transposeHere, c: bias} : {bTranspose: !transposeHere});

@@ -49,7 +49,7 @@ class OrtDecoder(KindRunner):
 
         def build() -> tuple[PreparedDecoder, onnx_decoder.DecoderModel]:
             # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1)
-            prepared = prepare_decoder(workload, run.bits, run.block_size, run.seed, unsigned=True)
+            prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed, unsigned=True)
             return prepared, onnx_decoder.decoder_model(prepared)
 
         prepared, model = await asyncio.to_thread(build)  # an export takes seconds to a minute

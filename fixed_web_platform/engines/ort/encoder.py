@@ -36,7 +36,7 @@ class OrtEncoder(KindRunner):
 
         def build() -> tuple[PreparedModel, onnx_encoder.EncoderModel]:
             # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1)
-            prepared = prepare_model(workload, run.bits, run.block_size, run.seed, unsigned=True)
+            prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=True)
             return prepared, onnx_encoder.encoder_model(prepared)
 
         prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds

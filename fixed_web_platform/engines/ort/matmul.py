@@ -23,7 +23,7 @@ class OrtMatmul(KindRunner):
         # shifted by 2^(bits-1), zero points too, so the dequantized weights are identical.
         w = run.workload
         assert isinstance(w, MatmulWorkload)
-        prepared = prepare(w, run.bits, run.block_size, run.seed, unsigned=True)
+        prepared = prepare(w, run.bits, run.weight_block, run.seed, unsigned=True)
         t = prepared.tensors
         model = matmul_model(k=w.k, n=w.n, bits=prepared.bits,
                              block_size=prepared.block_size, w=t["w"], scales=t.get("scales"),

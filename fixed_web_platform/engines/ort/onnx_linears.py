@@ -79,7 +79,7 @@ def replace_linears(proto: Any, found: dict[str, int], held: Any) -> tuple[Layer
     uses_ms = False
     for name, index in found.items():
         hl = plan[name]
-        layer, bits, block = hl.precision.layer, hl.precision.bits, hl.precision.block_size
+        layer, bits, block = hl.precision.layer, hl.precision.bits, hl.precision.block
         k, n = layer.k, layer.n
         node = graph.node[index]
         a, out, w_name = node.input[0], node.output[0], node.input[1]

@@ -16,6 +16,12 @@ class WebnnEngine(Engine):
     platform = Platform.WEBNN
     refusal_stages = ("graph building", "build")
 
+    def graph_forms(self, asked: tuple[str, ...], act_bits: int) -> tuple[str, ...]:
+        """Every form asked for, but the int8-output form only with int8 activations."""
+        from .forms import QDQ_FORM
+
+        return tuple(f for f in asked if f != QDQ_FORM or act_bits == 8)
+
 
 async def context_limits(run: RunSpec, browser: BrowserFacts) -> dict[str, Any] | Refusal:
     """The opSupportLimits() of the run's WebNN context, or the browser's refusal to make one."""

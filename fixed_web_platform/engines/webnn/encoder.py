@@ -16,9 +16,9 @@ dequantizeLinear in int8 (uint8 with the zero point shifted by 128 where the con
 that; precision/webnn_precision.choose_activation_plan). The page reports the dataType of each
 quantized input, and the float64 reference quantizes the same inputs the same way.
 
-Graph form (how x @ W^T is written; layers.py and web/engines/webnn_graph.js): ``FWP_WEBNN_GRAPH_FORM`` =
-``pretransposed_gemm`` (default: W^T re-packed in the page, then gemm), ``pretransposed``,
-``transpose`` (a transpose op in the graph) or ``gemm`` (bTranspose).
+Graph form (how x @ W^T is written): forms.py. ``pretransposed_gemm`` by default; int8 activations
+with per-channel 8-bit weights build ``gemm_qdq``, the form the browser runs as int8 kernels: each
+such layer's output gets a calibrated quantizeLinear -> dequantizeLinear too.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import context_limits
-from .layers import executed, graph_form, layer_options, plan_layers
+from .forms import MODEL_FORM, choose_form
+from .layers import executed, layer_options, plan_layers
 
 RUNNER = "webnn_model"
 """The page module (web/engines/webnn_model.js)."""
@@ -53,9 +54,12 @@ class WebnnEncoder(KindRunner):
         if isinstance(limits, Refusal):
             return limits
         details: dict[str, Any] = {"op_support_limits": limits}
+        form, form_problem = choose_form(run, MODEL_FORM)
+        if form_problem:
+            return Refusal(Outcome.UNSUPPORTED, form_problem, details)
         workload = run.workload
         assert isinstance(workload, EncoderWorkload)
-        asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.block_size)
+        asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.weight_block)
         layer_plans = plan_layers(asked, run, limits)
         if isinstance(layer_plans, Refusal):
             return layer_plans
@@ -64,14 +68,13 @@ class WebnnEncoder(KindRunner):
             return Refusal(Outcome.UNSUPPORTED, f"int8 activations: {act_plan.unsupported}", details)
         if layer_plans.executed_rules is not None:
             workload = dataclasses.replace(workload, rules=layer_plans.executed_rules)
-        prepared = prepare_model(workload, run.bits, run.block_size, run.seed, layer_plans.unsigned,
+        prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, layer_plans.unsigned,
                                  act_bits=run.act_bits, observer=run.observer)
         per_layer = layer_plans.per_layer
-        form = graph_form()
         options = {
             "device_type": run.webnn_device,
             "graph_form": form,
-            "webnn_layers": [layer_options(lp, held.precision.block_size)
+            "webnn_layers": [layer_options(lp, held.precision.block)
                              for lp, held in zip(per_layer, prepared.held.layers)],
             "webnn_act": ({"dtype": act_plan.dtype, "zero_point_offset": act_plan.zero_point_offset}
                           if act_plan else None),
@@ -86,8 +89,8 @@ class WebnnEncoder(KindRunner):
             tensors=tensors, prepared=prepared,
             note="; ".join(dict.fromkeys(notes)),
             refusal_is_unsupported=layer_plans.asks_unlisted or bool(act_plan and act_plan.asks_unlisted),
-            details=details | {"graph_form": form, "weight_plans": layer_plans.details()},
-            **layer_plans.job_fields(prepared.held.layers),
+            details=details | {"weight_plans": layer_plans.details()},
+            graph_form=form, **layer_plans.job_fields(prepared.held.layers),
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

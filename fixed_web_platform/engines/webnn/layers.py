@@ -12,7 +12,6 @@ reference is the model the graph really holds; what each layer was asked for sta
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,19 +23,6 @@ from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight
 from ...run_spec import RunSpec
 from ...vocabulary import Outcome
 from ..base import EngineJob, Executed, LayerExecuted, Refusal
-
-GRAPH_FORMS = ("pretransposed", "pretransposed_gemm", "transpose", "gemm", "blockrows", "blockrows_gemm")
-DEFAULT_GRAPH_FORM = "pretransposed_gemm"
-GRAPH_FORM_ENV = "FWP_WEBNN_GRAPH_FORM"
-
-
-def graph_form() -> str:
-    form = os.environ.get(GRAPH_FORM_ENV, "").strip() or DEFAULT_GRAPH_FORM
-    if form not in GRAPH_FORMS:
-        raise ValueError(f"{GRAPH_FORM_ENV}={form!r} is not one of {', '.join(GRAPH_FORMS)}")
-    return form
-
-
 
 def _lists(limits: dict[str, Any], dtype: str) -> bool:
     return (dtype in listed(limits, "dequantizeLinear", "input")

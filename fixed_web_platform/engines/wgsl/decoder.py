@@ -70,8 +70,8 @@ def _unsupported(prepared: PreparedDecoder) -> str:
     for p in prepared.plan:
         if p.layer.k % 4:
             return f"{p.layer.name}: K = {p.layer.k} is not a multiple of 4 (the linear kernels read vec4s)"
-        if p.bits <= 8 and (p.block_size <= 0 or p.layer.k % p.block_size or p.block_size % (32 // p.bits)):
-            return (f"{p.layer.name}: block size {p.block_size} does not divide K = {p.layer.k} into whole "
+        if p.bits <= 8 and (p.block <= 0 or p.layer.k % p.block or p.block % (32 // p.bits)):
+            return (f"{p.layer.name}: block size {p.block} does not divide K = {p.layer.k} into whole "
                     f"{32 // p.bits}-value words (the packed kernel's layout)")
     return ""
 
@@ -95,7 +95,7 @@ class _Forward:
         bindings += [None] * (BIAS_BINDING - len(bindings)) + [bias]
         constants: dict[str, Any] = {"M": rows, "K": k, "N": n}
         if p.bits <= 8 and not dequantize_first:
-            constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block_size}
+            constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block}
         self.kernels.add((p.bits, rows))
         step: dict[str, Any] = {"op": "linear", "linear": index, "name": name, "bits": p.bits,
                                 "kernel": kernel_key(p.bits, rows), "weights": weights[0], "bindings": bindings,
@@ -103,7 +103,7 @@ class _Forward:
         if dequantize_first:
             step["prologue"] = {"op": "dequantize", "program": dequantize_program(p.bits),
                                 "bindings": [*weights, wgsl.DEQUANTIZED],
-                                **wgsl.dequantize_dispatch(k, n, p.bits, p.block_size)}
+                                **wgsl.dequantize_dispatch(k, n, p.bits, p.block)}
             step["prologue"]["workgroups"].append(1)
         return step
 
@@ -216,7 +216,7 @@ class WgslDecoder(KindRunner):
                   browser: BrowserFacts) -> EngineJob | Refusal:
         workload = run.workload
         assert isinstance(workload, DecoderWorkload)
-        prepared = prepare_decoder(workload, run.bits, run.block_size, run.seed)
+        prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed)
         why = _unsupported(prepared)
         if why:
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL decoder cannot run this model: {why}")

@@ -84,8 +84,8 @@ def _unsupported_shape(prepared: PreparedModel) -> str:
             return f"{layer.name}: K = {layer.k} is not a multiple of 4 (the linear kernels read vec4s)"
         if p.bits <= 8:
             per_word = 32 // p.bits
-            if p.block_size <= 0 or layer.k % p.block_size or p.block_size % per_word:
-                return (f"{layer.name}: block size {p.block_size} does not divide K = {layer.k} "
+            if p.block <= 0 or layer.k % p.block or p.block % per_word:
+                return (f"{layer.name}: block size {p.block} does not divide K = {layer.k} "
                         f"into whole {per_word}-value words (the packed kernel's layout)")
     return ""
 
@@ -137,7 +137,7 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
         bindings += [None] * (BIAS_BINDING - len(bindings)) + [f"{name}.bias"]
         constants = {"M": rows, "K": k, "N": n} | ({"GELU": 1} if gelu else {})
         if p.bits <= 8 and not dequantize_first:
-            constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block_size}
+            constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block}
         if act is not None:
             constants |= {"X_SCALE": act.scale, "X_ZERO": act.zero_point}
         kernel = kernel_key(p.bits, 8 if act else 32)
@@ -147,7 +147,7 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
         if dequantize_first:
             step["prologue"] = {"op": "dequantize", "program": dequantize_program(p.bits),
                                 "bindings": [*weights, wgsl.DEQUANTIZED],
-                                **wgsl.dequantize_dispatch(k, n, p.bits, p.block_size)}
+                                **wgsl.dequantize_dispatch(k, n, p.bits, p.block)}
             step["prologue"]["workgroups"].append(1)
         return [*before, step]
 
@@ -222,7 +222,7 @@ class WgslEncoder(KindRunner):
                   browser: BrowserFacts) -> EngineJob | Refusal:
         workload = run.workload
         assert isinstance(workload, EncoderWorkload)
-        prepared = prepare_model(workload, run.bits, run.block_size, run.seed,
+        prepared = prepare_model(workload, run.bits, run.weight_block, run.seed,
                                  act_bits=run.act_bits, observer=run.observer)
         why = _unsupported_shape(prepared)
         if why:

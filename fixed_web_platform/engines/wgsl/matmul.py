@@ -66,7 +66,7 @@ class WgslMatmul(KindRunner):
                   browser: BrowserFacts) -> EngineJob:
         w = run.workload
         assert isinstance(w, MatmulWorkload)
-        prepared = prepare(w, run.bits, run.block_size, run.seed, act_bits=run.act_bits, observer=run.observer)
+        prepared = prepare(w, run.bits, run.weight_block, run.seed, act_bits=run.act_bits, observer=run.observer)
         names = list(prepared.tensors)  # x first, then the weight tensors
         tiling = tiling_for(w.m, w.n)
         layout = [names[0], OUTPUT_BINDING, *names[1:]]

@@ -139,7 +139,7 @@ class PreparedModel:
                                               "seq": int(b.input_ids.shape[2]), "passes": b.passes},
             "inputs": list(INPUT_TENSORS),
             "linears": [{"name": p.layer.name, "kind": p.layer.kind, "k": p.layer.k, "n": p.layer.n,
-                         "bits": p.bits, "block_size": p.block_size if p.bits <= 8 else 0,
+                         "bits": p.bits, "block_size": p.block if p.bits <= 8 else 0,
                          "act": act.to_json() if act else None}
                         for p, act in zip(self.plan, self.act_quant or [None] * len(self.plan))],
             "output_rows": self.output_shape[0],
