@@ -18,8 +18,12 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-ActQuant = dict[str, tuple[float, int]]
+ActQuant = dict[str, tuple]
 """Layer name -> (scale, zero point) of its int8 input; layers not named keep float inputs."""
+OUTPUT_QUANT = ":output"
+"""An ActQuant key ``<layer>:output`` -> (scale, zero point, output channels kept in float)
+quantizes that layer's x @ W^T (before its bias) to int8 too: the WebNN form whose output goes
+through quantizeLinear -> dequantizeLinear (models/calibration.OutputQuant)."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,15 @@ from ..vocabulary import ACT8_WEIGHT_BITS
 from .inputs import read_texts, tokenize
 from .rules import LayerPrecision
 from .source import LoadedModel, tokenizer
+
+OUT_INT8_MIN_SQNR_DB = 25.0
+"""A layer's output goes through int8 (WebNN's fused form) only where the calibration says int8
+holds it this well: signal-to-quantization-noise ratio at least this many dB. Measured on
+all-MiniLM-L6-v2: the FFN down-projections (output.dense, outliers of +-100) sit at 20-23 dB and
+alone take the mean cosine from 0.994 to 0.949; every other layer is at 28-40 dB. Without their
+1-8 largest output channels (computed in float apart) they reach 37-39 dB."""
+MAX_FLOAT_CHANNELS = 16
+"""At most this many output channels of a layer are kept out of its int8 output."""
 
 CALIBRATION_SET = Path(__file__).parent / "data" / "calibration_sentences.txt"
 CALIBRATION_NAME = "builtin-calibration"
@@ -81,22 +91,130 @@ def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_l
         return hook
 
     handles = [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
-    try:
-        with torch.no_grad():
-            for p in range(batches.passes):
-                mask = batches.attention_mask[p].astype(bool)
-                texts_here = np.arange(p * batch_size, (p + 1) * batch_size) < batches.count
-                real_tokens.append(mask & texts_here[:, None])  # the last batch's filler is not seen twice
-                seen.clear()
-                net(input_ids=torch.from_numpy(batches.input_ids[p].astype(np.int64)),
-                    attention_mask=torch.from_numpy(batches.attention_mask[p].astype(np.int64)),
-                    token_type_ids=torch.from_numpy(batches.token_type_ids[p].astype(np.int64)))
-    finally:
-        for handle in handles:
-            handle.remove()
+    _forward_all(net, batches, batch_size, real_tokens, handles, seen.clear)
     out = {}
     for name, obs in observers.items():
         if name not in shares:
             scale, zero_point = obs.qparams(8)
             out[name] = ActivationQuant(float(np.float32(scale.reshape(-1)[0])), int(zero_point.reshape(-1)[0]))
     return {name: out[shares.get(name, name)] for name in layers}
+
+
+def _forward_all(net, batches, batch_size: int, real_tokens: list[np.ndarray], handles: list, before=None) -> None:
+    """Every calibration batch through the float model with the hooks ``handles``, then remove
+    them; ``real_tokens`` gets each batch's [B, S] mask of real tokens before it runs."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            for p in range(batches.passes):
+                mask = batches.attention_mask[p].astype(bool)
+                texts_here = np.arange(p * batch_size, (p + 1) * batch_size) < batches.count
+                real_tokens.append(mask & texts_here[:, None])  # the last batch's filler is not seen twice
+                if before:
+                    before()
+                net(input_ids=torch.from_numpy(batches.input_ids[p].astype(np.int64)),
+                    attention_mask=torch.from_numpy(batches.attention_mask[p].astype(np.int64)),
+                    token_type_ids=torch.from_numpy(batches.token_type_ids[p].astype(np.int64)))
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@dataclass(frozen=True)
+class OutputQuant:
+    """x @ W^T of one linear layer through int8 (WebNN's fused form), per tensor, except its
+    ``float_channels``: the few output channels whose outliers int8 cannot hold beside the rest
+    (BERT's FFN down-projections), computed apart in float and put back in place."""
+
+    scale: float
+    zero_point: int
+    float_channels: tuple[int, ...]
+    sqnr_db: float
+    """The calibrated signal-to-quantization-noise ratio of the int8 channels."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scale": self.scale, "zero_point": self.zero_point, "float_channels": list(self.float_channels)}
+
+    def act_quant(self) -> tuple[float, int, tuple[int, ...]]:
+        """Its entry in architectures.ActQuant (key ``<layer>:output``)."""
+        return self.scale, self.zero_point, self.float_channels
+
+
+def _output_batches(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,
+                    layers: tuple[str, ...], see) -> None:
+    """Every calibration batch through the float model; ``see(name, y)`` gets each named layer's
+    x @ W^T (output minus bias) at the real tokens, [tokens, N] float64."""
+    net = model.module()
+    modules = model.architecture.linear_modules(net)
+    missing = [name for name in layers if name not in modules]
+    if missing:
+        raise ValueError(f"layer {missing[0]} is not a module of the model")
+    batches = tokenize(tokenizer(model.resolved), texts, batch_size, seq_len)
+    real_tokens: list[np.ndarray] = []
+
+    def watch(name: str):
+        def hook(module, _args, output):
+            y = output.detach().double().numpy()
+            if getattr(module, "bias", None) is not None:
+                y = y - module.bias.detach().double().numpy()
+            see(name, y[real_tokens[-1]])
+        return hook
+
+    handles = [modules[name].register_forward_hook(watch(name)) for name in layers]
+    _forward_all(net, batches, batch_size, real_tokens, handles)
+
+
+def _sqnr_db(rms: float, scale: float) -> float:
+    return float(20 * np.log10(max(rms, 1e-30) * np.sqrt(12) / scale))
+
+
+@functools.lru_cache(maxsize=8)
+def calibrate_outputs(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int, observer: str,
+                      layers: tuple[str, ...]) -> dict[str, OutputQuant | None]:
+    """Int8 parameters of each named layer's x @ W^T over ``texts`` at the real tokens, or None
+    where int8 cannot hold it. Two passes: per-channel ranges pick the fewest outlier channels
+    (0, 1, 2, 4, ... up to MAX_FLOAT_CHANNELS, largest |value| first) that leave the rest at
+    OUT_INT8_MIN_SQNR_DB or better (its range from min/max, its noise step / sqrt(12)); then
+    ``observer`` sees the rest and gives the scale and zero point."""
+    stats = {name: [None, None, None, 0] for name in layers}  # per channel: min, max, sum of squares; rows
+
+    def gather(name: str, y: np.ndarray) -> None:
+        st = stats[name]
+        lo, hi, sq = y.min(axis=0), y.max(axis=0), (y ** 2).sum(axis=0)
+        st[0] = lo if st[0] is None else np.minimum(st[0], lo)
+        st[1] = hi if st[1] is None else np.maximum(st[1], hi)
+        st[2] = sq if st[2] is None else st[2] + sq
+        st[3] += y.shape[0]
+
+    _output_batches(model, texts, batch_size, seq_len, layers, gather)
+    chosen: dict[str, tuple[int, ...] | None] = {}
+    for name, (lo, hi, sq, rows) in stats.items():
+        order = np.argsort(-np.maximum(np.abs(lo), np.abs(hi)), kind="stable")
+        chosen[name] = None
+        for k in (0, 1, 2, 4, 8, 16):
+            if k > MAX_FLOAT_CHANNELS or k >= len(order):
+                break
+            rest = np.ones(len(order), dtype=bool)
+            rest[order[:k]] = False
+            scale = (max(hi[rest].max(), 0) - min(lo[rest].min(), 0)) / 255
+            if scale > 0 and _sqnr_db(np.sqrt(sq[rest].sum() / (rows * rest.sum())), scale) >= OUT_INT8_MIN_SQNR_DB:
+                chosen[name] = tuple(sorted(int(c) for c in order[:k]))
+                break
+    observers = {name: make_observer(observer) for name, ch in chosen.items() if ch is not None}
+    squares = {name: np.zeros(2) for name in observers}
+
+    def observe(name: str, y: np.ndarray) -> None:
+        if name in observers:
+            rest = np.delete(y, chosen[name], axis=1)
+            observers[name].observe(rest)
+            squares[name] += (float(np.sum(rest ** 2)), rest.size)
+
+    _output_batches(model, texts, batch_size, seq_len, tuple(observers), observe)
+    out: dict[str, OutputQuant | None] = {name: None for name in layers}
+    for name, obs in observers.items():
+        scale, zero_point = obs.qparams(8)
+        s32 = float(np.float32(scale.reshape(-1)[0]))
+        rms = float(np.sqrt(squares[name][0] / max(squares[name][1], 1)))
+        out[name] = OutputQuant(s32, int(zero_point.reshape(-1)[0]), chosen[name] or (), _sqnr_db(rms, s32))
+    return out

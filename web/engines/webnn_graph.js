@@ -205,7 +205,14 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
       weight = builder.cast(weight, 'float32');
     }
     let out;
-    if (L.out) {  // the fusable pattern: no c (a float bias would need int32 and a/b scales)
+    const floatChannels = (L.out && L.out.float_channels) || [];
+    if (L.out && floatChannels.length) {  // outlier output channels apart: see splitRows
+      const [main, outliers, order] = splitRows(builder, L, p, tensors, floatChannels);
+      const [fused] = qdq(builder.gemm(lhs, main, {bTranspose: true}), L.out);
+      const apart = builder.gemm(lhs, outliers, {bTranspose: true});
+      out = builder.gather(builder.concat([fused, apart], 1), order, {axis: 1});
+      if (bias) out = builder.add(out, bias);
+    } else if (L.out) {  // the fusable pattern: no c (a float bias would need int32 and a/b scales)
       out = builder.gemm(lhs, weight, {bTranspose: !transposeHere});
       [out] = qdq(out, L.out);
       if (bias) out = builder.add(out, bias);
@@ -223,4 +230,33 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     return out;
   };
   return {linear, layerFacts};
+}
+
+// A per-channel int8 layer whose output keeps some channels in float (options' out.float_channels,
+// outliers int8 cannot hold beside the rest): its weight rows split into two constants, the
+// int8-output rows and the float ones, each dequantizeLinear'd (per-channel scales [rows, 1]);
+// `order` puts [int8 rows, float rows] back in channel order (a gather on axis 1).
+function splitRows(builder, L, p, tensors, floatChannels) {
+  if (p.weight_dtype !== 'int8' || p.block_size !== L.k) {
+    throw new Error(`layer ${L.name}: float output channels need per-channel int8 weights`);
+  }
+  const {k, n, name} = L;
+  const q = typedView('int8', tensors[`${name}.w`], n * k);
+  const scales = typedView('float32', tensors[`${name}.scales`], n);
+  const zeros = typedView('int8', tensors[`${name}.zero_points`], n);
+  const apart = new Set(floatChannels);
+  const rows = [[], []];
+  for (let r = 0; r < n; r++) rows[apart.has(r) ? 1 : 0].push(r);
+  const part = (list) => {
+    const qs = new Int8Array(list.length * k), ss = new Float32Array(list.length), zs = new Int8Array(list.length);
+    list.forEach((r, i) => { qs.set(q.subarray(r * k, (r + 1) * k), i * k); ss[i] = scales[r]; zs[i] = zeros[r]; });
+    return builder.dequantizeLinear(
+      builder.constant({dataType: 'int8', shape: [list.length, k]}, qs),
+      builder.constant({dataType: 'float32', shape: [list.length, 1]}, ss),
+      builder.constant({dataType: 'int8', shape: [list.length, 1]}, zs));
+  };
+  const position = new Int32Array(n);
+  [...rows[0], ...rows[1]].forEach((r, i) => { position[r] = i; });
+  const order = builder.constant({dataType: 'int32', shape: [n]}, position);
+  return [part(rows[0]), part(rows[1]), order];
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erf
 
-from ..base import ActQuant
+from ..base import OUTPUT_QUANT, ActQuant
 from .config import BertConfig
 
 MASKED = -1e30
@@ -56,7 +56,14 @@ def hidden_states(cfg: BertConfig, weights: dict[str, np.ndarray], input_ids: np
     def linear(name: str, v: np.ndarray) -> np.ndarray:
         if act_quant and name in act_quant:
             v = fake_quantize_int8(v, *act_quant[name])
-        return v @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+        y = v @ w[f"{name}.weight"].T
+        if act_quant and name + OUTPUT_QUANT in act_quant:
+            scale, zero_point, *rest = act_quant[name + OUTPUT_QUANT]
+            kept = list(rest[0]) if rest else []  # output channels kept in float
+            quantized = fake_quantize_int8(y, scale, zero_point)
+            quantized[..., kept] = y[..., kept]
+            y = quantized
+        return y + w[f"{name}.bias"]
 
     for i in range(cfg.layers):
         p = f"encoder.layer.{i}."

@@ -27,6 +27,7 @@ import dataclasses
 from typing import Any
 
 from ...harness.protocol import PageReply
+from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
 from ...models import rules as precision_rules
 from ...precision.webnn_precision import choose_activation_plan
 from ...run_spec import RunSpec, TimingConfig
@@ -35,7 +36,7 @@ from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import context_limits
-from .forms import MODEL_FORM, choose_form
+from .forms import MODEL_FORM, QDQ_FORM, choose_form
 from .layers import executed, layer_options, plan_layers
 
 RUNNER = "webnn_model"
@@ -69,7 +70,7 @@ class WebnnEncoder(KindRunner):
         if layer_plans.executed_rules is not None:
             workload = dataclasses.replace(workload, rules=layer_plans.executed_rules)
         prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, layer_plans.unsigned,
-                                 act_bits=run.act_bits, observer=run.observer)
+                                 act_bits=run.act_bits, observer=run.observer, out_int8=form == QDQ_FORM)
         per_layer = layer_plans.per_layer
         options = {
             "device_type": run.webnn_device,
@@ -105,4 +106,11 @@ class WebnnEncoder(KindRunner):
             ran = dataclasses.replace(ran, note="; ".join(filter(None, [
                 ran.note, f"int8 activations in {int8_inputs} of {len(linears)} linear layers (the 8- and 4-bit "
                           "ones; the others kept float inputs)"])))
+        if job.graph_form == QDQ_FORM:
+            outs = [linear["out"] for linear in linears if linear.get("out")]
+            split = sum(1 for out in outs if out.get("float_channels"))
+            ran = dataclasses.replace(ran, note="; ".join(filter(None, [
+                ran.note, f"int8 outputs (the fused form) in {len(outs)} of {len(linears)} linear layers, "
+                          f"{split} of them with 1-{MAX_FLOAT_CHANNELS} outlier output channels computed in float "
+                          f"apart (calibrated signal-to-noise at least {OUT_INT8_MIN_SQNR_DB:g} dB)"])))
         return ran

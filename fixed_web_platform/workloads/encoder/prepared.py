@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...architectures import ActQuant
+from ...architectures.base import OUTPUT_QUANT
 from ...models import calibration, rules, source
 from ...models.inputs import Batches, tokenize
 from ...models.quantized import HeldModel, hold_model
@@ -90,6 +91,9 @@ class PreparedModel:
     largest of INT8_FLIP_SEEDS): the kernel tolerance."""
     ref_float_acts: np.ndarray | None = None
     """int8 activations: the float64 reference with the same weights and float activations."""
+    out_quant: tuple[calibration.OutputQuant | None, ...] = ()
+    """int8 outputs (WebNN's fused form): each plan layer's x @ W^T scale and zero point (None:
+    float output)."""
 
     @property
     def config(self) -> EncoderConfig:
@@ -140,8 +144,9 @@ class PreparedModel:
             "inputs": list(INPUT_TENSORS),
             "linears": [{"name": p.layer.name, "kind": p.layer.kind, "k": p.layer.k, "n": p.layer.n,
                          "bits": p.bits, "block_size": p.block if p.bits <= 8 else 0,
-                         "act": act.to_json() if act else None}
-                        for p, act in zip(self.plan, self.act_quant or [None] * len(self.plan))],
+                         "act": act.to_json() if act else None, "out": out.to_json() if out else None}
+                        for p, act, out in zip(self.plan, self.act_quant or [None] * len(self.plan),
+                                               self.out_quant or [None] * len(self.plan))],
             "output_rows": self.output_shape[0],
         }
 
@@ -215,9 +220,10 @@ def pytorch_reference(model: source.LoadedModel, ids: np.ndarray, mask: np.ndarr
 
 @functools.lru_cache(maxsize=4)
 def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
-                  act_bits: int = 32, observer: str = "") -> PreparedModel:
+                  act_bits: int = 32, observer: str = "", out_int8: bool = False) -> PreparedModel:
     """Everything a model run needs in Python (cached: engines of one configuration share it).
-    ``act_bits`` 8: the inputs of the 8- and 4-bit layers are int8, calibrated by ``observer``."""
+    ``act_bits`` 8: the inputs of the 8- and 4-bit layers are int8, calibrated by ``observer``;
+    ``out_int8`` too: the 8-bit layers' x @ W^T as well (WebNN's fused form)."""
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
@@ -231,7 +237,15 @@ def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: i
         params = calibration.calibrate(loaded, texts, workload.batch_size, workload.seq_len, observer,
                                        calibration.quantized_inputs(plan))
         act_quant = tuple(params.get(p.layer.name) for p in plan)
+    out_quant: tuple[calibration.OutputQuant | None, ...] = ()
+    if out_int8:
+        if act_bits != 8:
+            raise ValueError("int8 outputs go with int8 activations")
+        eight = tuple(p.layer.name for p, a in zip(plan, act_quant) if a and p.bits == 8)
+        outs = calibration.calibrate_outputs(loaded, texts, workload.batch_size, workload.seq_len, observer, eight)
+        out_quant = tuple(outs.get(p.layer.name) for p in plan)
     by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
+    by_name |= {p.layer.name + OUTPUT_QUANT: o.act_quant() for p, o in zip(plan, out_quant) if o}
     weights = held.exec_weights()
     ref_deq = embed(loaded, weights, ids, mask, tt, by_name or None)
     floor, float_acts = 0.0, None
@@ -239,7 +253,7 @@ def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: i
         floor = _flip_floor(loaded, weights, (ids, mask, tt), by_name, ref_deq)
         float_acts = embed(loaded, weights, ids, mask, tt)
     return PreparedModel(workload, bits, block_size, held, plan, batches, ref_float, ref_deq,
-                         act_bits, observer if act_bits == 8 else "", act_quant, floor, float_acts)
+                         act_bits, observer if act_bits == 8 else "", act_quant, floor, float_acts, out_quant)
 
 
 def _flip_floor(model: source.LoadedModel, weights: dict[str, np.ndarray],
