@@ -67,14 +67,7 @@ def quantized_inputs(plan: tuple[LayerPrecision, ...]) -> tuple[str, ...]:
 def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int, observer: str,
               layers: tuple[str, ...]) -> dict[str, ActivationQuant]:
     """Scale and zero point of each named layer's input, from ``observer`` over ``texts``."""
-    import torch
-
-    net = model.module()
-    modules = model.architecture.linear_modules(net)
-    missing = [name for name in layers if name not in modules]
-    if missing:
-        raise ValueError(f"layer {missing[0]} is not a module of the model")
-    batches = tokenize(tokenizer(model.resolved), texts, batch_size, seq_len)
+    net, modules, batches = _calibration_setup(model, texts, batch_size, seq_len, layers)
     observers = {name: make_observer(observer) for name in layers}
     shares = {}  # layer -> the layer whose input it receives (Q, K and V: one tensor, one observer)
     real_tokens: list[np.ndarray] = []  # the current batch's [B, S] mask of real tokens
@@ -98,6 +91,18 @@ def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_l
             scale, zero_point = obs.qparams(8)
             out[name] = ActivationQuant(float(np.float32(scale.reshape(-1)[0])), int(zero_point.reshape(-1)[0]))
     return {name: out[shares.get(name, name)] for name in layers}
+
+
+def _calibration_setup(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,
+                       layers: tuple[str, ...]):  # noqa: ANN202 - (torch module, its linear modules, Batches)
+    """The float model, its linear modules by name (ValueError for a name it lacks) and the
+    calibration texts as batches of the run's shape."""
+    net = model.module()
+    modules = model.architecture.linear_modules(net)
+    missing = [name for name in layers if name not in modules]
+    if missing:
+        raise ValueError(f"layer {missing[0]} is not a module of the model")
+    return net, modules, tokenize(tokenizer(model.resolved), texts, batch_size, seq_len)
 
 
 def _forward_all(net, batches, batch_size: int, real_tokens: list[np.ndarray], handles: list, before=None) -> None:
@@ -145,12 +150,7 @@ def _output_batches(model: LoadedModel, texts: tuple[str, ...], batch_size: int,
                     layers: tuple[str, ...], see) -> None:
     """Every calibration batch through the float model; ``see(name, y)`` gets each named layer's
     x @ W^T (output minus bias) at the real tokens, [tokens, N] float64."""
-    net = model.module()
-    modules = model.architecture.linear_modules(net)
-    missing = [name for name in layers if name not in modules]
-    if missing:
-        raise ValueError(f"layer {missing[0]} is not a module of the model")
-    batches = tokenize(tokenizer(model.resolved), texts, batch_size, seq_len)
+    net, modules, batches = _calibration_setup(model, texts, batch_size, seq_len, layers)
     real_tokens: list[np.ndarray] = []
 
     def watch(name: str):

@@ -184,7 +184,11 @@ def validate_shape(workload: MatmulWorkload, bits: int, block_size: int) -> None
     if min(workload.m, workload.k, workload.n) <= 0:
         raise ValueError(f"shape {workload.shape}: every dimension must be a positive integer")
     if bits in (8, 4, 2):
-        block_size = workload.k if block_size == PER_CHANNEL_BLOCK else block_size
+        if block_size == PER_CHANNEL_BLOCK:
+            if workload.k % (32 // bits):
+                raise ValueError(f"shape {workload.shape}: per-channel {bits}-bit weights need K={workload.k} "
+                                 f"to be a multiple of {32 // bits} (packed into 32-bit words)")
+            return
         if workload.k % block_size:
             raise ValueError(
                 f"shape {workload.shape}: K={workload.k} is not a multiple of the block size "

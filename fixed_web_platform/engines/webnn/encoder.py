@@ -27,8 +27,8 @@ import dataclasses
 from typing import Any
 
 from ...harness.protocol import PageReply
-from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
 from ...models import rules as precision_rules
+from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
 from ...precision.webnn_precision import choose_activation_plan
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome

@@ -24,6 +24,7 @@ from ...run_spec import RunSpec
 from ...vocabulary import Outcome
 from ..base import EngineJob, Executed, LayerExecuted, Refusal
 
+
 def _lists(limits: dict[str, Any], dtype: str) -> bool:
     return (dtype in listed(limits, "dequantizeLinear", "input")
             and dtype in listed(limits, "dequantizeLinear", "zeroPoint"))
