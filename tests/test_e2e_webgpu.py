@@ -210,7 +210,7 @@ def test_a_crashed_renderer_is_a_crash_row_not_a_timeout(tmp_path):
 def test_int8_activations_run_on_the_dp4a_kernel(browser, tmp_path):
     """W8A8 and W4A8 through dot4I8Packed (both browsers list packed_4x8_integer_dot_product):
     exact integer dot products, so the kernel error is float32 rounding of the rescale; the
-    activations cost accuracy on top of the weights'; WebNN says it has no such path yet."""
+    activations cost accuracy on top of the weights'; WebNN runs them through quantizeLinear."""
     require_browser(browser)
     platforms = [Platform.WEBGPU, Platform.WEBNN] if browser is BrowserName.CHROME else [Platform.WEBGPU]
     shapes = list(EDGE_SHAPES)  # 1x32x1 (one block), 37x64x65 (clamped tiles)
@@ -228,6 +228,8 @@ def test_int8_activations_run_on_the_dp4a_kernel(browser, tmp_path):
             weight_only = by[(shape.name, "webgpu", bits, 32)]
             if shape.m * shape.n > 100:  # one output (1x32x1) may cancel errors by chance
                 assert row.rel_error_vs_float >= weight_only.rel_error_vs_float * 0.99, where
-    if browser is BrowserName.CHROME:
-        refused = by[(shapes[0].name, "webnn", 8, 8)]
-        assert refused.outcome == Outcome.UNSUPPORTED and "8-bit activations" in refused.reason
+    if browser is BrowserName.CHROME:  # WebNN's quantizeLinear -> dequantizeLinear on x, beside
+        for shape in shapes:
+            webnn = by[(shape.name, "webnn", 8, 8)]
+            assert webnn.outcome == Outcome.OK, webnn.reason
+            assert webnn.rel_error_vs_dequantized <= webnn.kernel_tolerance, shape.name
