@@ -14,6 +14,7 @@ recorded sweeps.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,3 +95,62 @@ def tally(pairs: Sequence[tuple[ResultSet, ResultSet]], *, factor: float = 1.0,
             configurations += 1
             counts[entry.verdict.value] = counts.get(entry.verdict.value, 0) + 1
     return Tally(pairs=len(pairs), configurations=configurations, counts=counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Judged against a history (analysis/history.py)
+
+
+@dataclass(frozen=True)
+class HistoryTally:
+    """Verdicts over configurations judged against their history, night after night."""
+
+    judgements: int
+    """Configuration-nights judged (same code: each a chance of a false alarm)."""
+    counts: dict[str, int]
+    """Verdicts of those judgements (no step planted)."""
+    caught: dict[float, int]
+    """Planted factor -> configuration-nights whose step was called a regression on its night or
+    the next."""
+    planted: int
+    """Steps planted per factor (one per configuration and step night)."""
+    whole_sweep: bool = False
+
+    def count(self, verdict: Verdict) -> int:
+        return self.counts.get(verdict.value, 0)
+
+    def rate(self, factor: float) -> float:
+        return self.caught.get(factor, 0) / self.planted if self.planted else math.nan
+
+
+def history_tally(sweeps: Sequence[Any], factors: Sequence[float] = (), *, first: int | None = None,
+                  whole_sweep: bool = False, **options: Any) -> HistoryTally:
+    """Night by night over ``sweeps`` (SweepFigures, oldest first): judge every configuration of
+    night t against nights before it (same code: false alarms), and plant a step of each factor
+    at night t in one configuration (``whole_sweep``: in every one) and count it caught when
+    night t or t+1 calls it a regression. ``first``: the first night judged (default: the first
+    with HISTORY_MIN nights before it)."""
+    from .history import HISTORY_MIN, judge_history
+
+    start = HISTORY_MIN if first is None else first
+    counts: dict[str, int] = {}
+    caught = {f: 0 for f in factors}
+    judgements = planted = 0
+    configs = list(sweeps[-1].rounds)
+    for t in range(start, len(sweeps)):
+        for entry in judge_history(sweeps[:t + 1], **options):
+            judgements += 1
+            counts[entry.verdict.value] = counts.get(entry.verdict.value, 0) + 1
+        for config in configs:
+            if config not in sweeps[t].rounds:
+                continue
+            planted += 1
+            for f in factors:
+                target = None if whole_sweep else config
+                stepped = [*sweeps[:t], *(s.shifted(target, f) for s in sweeps[t:t + 2])]
+                for end in range(t + 1, min(t + 2, len(sweeps)) + 1):
+                    entry = judge_history(stepped[:end], configs=[config], **options)[0]
+                    if entry.verdict is Verdict.REGRESSION:
+                        caught[f] += 1
+                        break
+    return HistoryTally(judgements, counts, caught, planted, whole_sweep)

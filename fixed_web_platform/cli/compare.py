@@ -1,5 +1,8 @@
-"""`compare BASELINE CURRENT [--alpha 0.001] [--min-effect 0.10] [--force] [--output FILE.md]`:
-the comparison's table, and exit 0 (no regression), 1 (regression) or 2 (bad input)."""
+"""`compare BASELINE CURRENT` or `compare OLDEST ... NEWER CURRENT` (folders of sweeps expand to
+the sweeps inside them) `[--alpha 0.001] [--min-effect 0.10] [--force] [--output FILE.md]`: the
+comparison's table, and exit 0 (no regression), 1 (regression) or 2 (bad input). With more than
+two sweeps the newest is judged against the history of the earlier ones (analysis/history.py), and
+--output also writes the history's plots and page beside the table (report/history.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ from ..analysis.compare import (
     compare,
     pct,
 )
+from ..analysis.history import expand_sweeps, history_compare
 from ..errors import OneLineArgumentParser, UsageError
+from ..report.history import draw_history_plots, format_history
 from ..report.markdown import cell, markdown_lines
 from ..results.reader import ResultSchemaError, ResultSet, load
 
@@ -81,10 +86,13 @@ def _float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineArgumentParser(
         prog="run_real_webgpu_webnn.py compare",
-        description="Compare two result folders; exit 1 when CURRENT regressed against BASELINE.",
+        description="Compare result folders; exit 1 when the newest regressed (against BASELINE, or "
+                    "against the history of every earlier sweep given).",
     )
-    p.add_argument("baseline", metavar="BASELINE", type=Path, help="results folder to compare against")
-    p.add_argument("current", metavar="CURRENT", type=Path, help="results folder to judge")
+    p.add_argument("sweeps", metavar="SWEEP", type=Path, nargs="+",
+                   help="results folders, oldest first; the last is judged. Two: BASELINE CURRENT. More: "
+                        "the newest against the history of the earlier ones (a folder of sweeps stands "
+                        "for the sweeps inside it, oldest first)")
     p.add_argument("--alpha", type=_float, default=DEFAULT_ALPHA,
                    help="a change is called when the central 1-ALPHA interval of the median ratio "
                         f"excludes 1 (default {DEFAULT_ALPHA}, a 99.9%% interval)")
@@ -113,8 +121,13 @@ def _load(path: Path, side: str) -> ResultSet:
 
 def _compare_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    baseline = _load(args.baseline, "baseline")
-    current = _load(args.current, "current")
+    paths = expand_sweeps(args.sweeps)
+    if len(paths) < 2:
+        raise UsageError(f"give at least two results folders (baseline and current); got {len(paths)}")
+    if len(paths) > 2:
+        return _history_command(args, paths)
+    baseline = _load(paths[0], "baseline")
+    current = _load(paths[1], "current")
     try:
         comparison = compare(baseline, current, alpha=args.alpha, min_effect=args.min_effect,
                              force=args.force)
@@ -123,14 +136,40 @@ def _compare_command(argv: Sequence[str]) -> int:
     except (ResultSchemaError, ValueError) as exc:  # bad --alpha / --min-effect too
         raise UsageError(str(exc)) from None
     text = format_comparison(comparison)
-    if args.output is not None:
-        try:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(text)
-        except OSError as exc:
-            raise UsageError(f"--output {args.output}: {exc.strerror or exc}") from None
+    _write(args.output, text)
     print(text, end="")
     return 1 if comparison.has_regression else 0
+
+
+def _write(output: Path | None, text: str) -> None:
+    if output is None:
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"--output {output}: {exc.strerror or exc}") from None
+
+
+def _history_command(args: argparse.Namespace, paths: list[Path]) -> int:
+    sets = [_load(p, "sweep") for p in paths]
+    try:
+        judged = history_compare(sets, alpha=args.alpha, min_effect=args.min_effect, force=args.force)
+    except MetadataMismatch as exc:
+        raise UsageError(f"{exc}; use --force to compare anyway") from None
+    except (ResultSchemaError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    plots: list[str] = []
+    if args.output is not None:
+        try:
+            plots = draw_history_plots(judged, args.output.parent / f"{args.output.stem}-plots")
+        except OSError as exc:
+            raise UsageError(f"--output {args.output}: {exc.strerror or exc}") from None
+        plots = [str(Path(p).relative_to(args.output.parent)) for p in plots]
+    text = format_history(judged, plots)
+    _write(args.output, text)
+    print(text, end="")
+    return 1 if judged.has_regression else 0
 
 
 def compare_command(argv: Sequence[str] | None = None) -> int:

@@ -127,18 +127,18 @@ def load(directory: str | Path) -> ResultSet:
         rows["engine"] = EngineName.HARNESS.value
     if "executed_on" not in rows:
         rows["executed_on"] = rows["platform"].where(rows["outcome"] == "ok", "")
-    for column in (*KIND_INTEGER_COLUMNS, *KIND_FLOAT_COLUMNS):  # folders before a kind's columns
-        if column not in rows:
-            rows[column] = float("nan")
+    absent = [c for c in (*KIND_INTEGER_COLUMNS, *KIND_FLOAT_COLUMNS) if c not in rows]
+    if absent:  # folders before a kind's columns (added at once: one column at a time fragments the frame)
+        rows = pd.concat([rows, pd.DataFrame(float("nan"), index=rows.index, columns=absent)], axis=1)
     if "act_bits" not in rows:  # folders before activation precision: float activations
         rows["act_bits"] = 32
     if "granularity" not in rows:  # folders before per-channel weights: blockwise at 8/4/2 bits
         bits = pd.to_numeric(rows["bits_requested"], errors="coerce")
         rows["granularity"] = np.where(bits <= 8, "block", "")
-    for column in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
-                   "observer", "calibration", "format_requested"):
-        if column not in rows:
-            rows[column] = ""
+    absent = [c for c in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
+                          "observer", "calibration", "format_requested") if c not in rows]
+    if absent:
+        rows = pd.concat([rows, pd.DataFrame("", index=rows.index, columns=absent)], axis=1)
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]
     for column in text:
         rows[column] = rows[column].astype(object).where(rows[column].notna(), "").astype(str)

@@ -1,0 +1,572 @@
+"""Judge the newest sweep against the history of earlier ones (oldest first), not one baseline.
+
+A night's figure for a configuration is the mean, over the sweep's rounds (``--repetitions``:
+each round a fresh browser session), of the logarithm of that round's median latency. Two views
+of the same measurements:
+
+- ``absolute``: the configuration's own latency, night after night. It sees every change,
+  including those that move a whole browser session alike, and all the machine's drift with it
+  (on this 2-core machine whole sweeps of the same code ran up to 1.9x slower while something
+  else loaded the CPU: README, "Regressions against history").
+- ``session`` (drift-free): in each round, the configuration's latency over the median latency
+  of the OTHER configurations measured in the same browser session (at least SESSION_PEERS of
+  them). Whatever moves the whole session cancels: machine load, clock, a browser-wide slow-down.
+  It cannot see a change that moves half or more of the session's configurations alike.
+
+Which view decides: the session view wherever the configuration has one (it shared its browser
+sessions with at least SESSION_PEERS others, in the newest sweep and HISTORY_MIN earlier ones);
+the absolute view otherwise. When the absolute view alone would call a change, the entry says so
+("the whole session moved") without calling it: on this machine that is what a loaded CPU looks
+like.
+
+How a view judges the newest night (``judge_series``): the history before the step is the
+series' last stretch with no change point (ruptures' PELT on the earlier nights), at most
+MAX_HISTORY nights and at least HISTORY_MIN. The newest night alone (k=1), or the newest two
+(k=2: a step the night before that persists, both nights beyond the minimum effect on the same
+side), is compared with that history's mean by a t prediction interval whose spread is the
+night-to-night spread: ``(mean(after) - mean(before)) / (s * sqrt(1/k + 1/n))`` with s the larger
+of the configuration's own standard deviation and the one pooled over the configurations of the
+same browser, engine and platform (their degrees of freedom: one noise level per machine and
+setting, estimated from many series). Each k is tested at alpha/2; a change is called when p is
+below that AND the change passes the minimum effect. So a step is caught on its night or the
+night after.
+
+Change points over the whole series (for the report's history plots and the summary's "what
+changed when") are ruptures' PELT with an l2 cost and a penalty of PENALTY * s^2 * log(n).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..results.reader import CONFIG_KEY, ResultSet, page_samples
+from ..vocabulary import Outcome
+from .compare import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+    Comparison,
+    MetadataMismatch,
+    Verdict,
+    _config_value,
+    compare,
+    metadata_differences,
+)
+
+HISTORY_MIN = 5
+"""Nights of history (after the last change point) before a view judges the newest."""
+MAX_HISTORY = 30
+"""Nights of history a view looks back at most (the nightly workflow keeps as many)."""
+SESSION_PEERS = 2
+"""Other configurations a browser session must hold for the session (drift-free) view."""
+SD_FLOOR = 0.01
+"""Smallest night-to-night standard deviation (of log latency) a view assumes: 1%."""
+PENALTY = 4.0
+"""PELT's penalty per change point, in units of s^2 * log(n)."""
+STEP_NIGHTS = (1, 2)
+"""A step is looked for on the newest night and on the night before it (persisting)."""
+
+
+class View(enum.StrEnum):
+    ABSOLUTE = "absolute"
+    SESSION = "session"
+
+    @property
+    def meaning(self) -> str:
+        return {View.ABSOLUTE: "its own latency",
+                View.SESSION: "its latency over the median of the other configurations in the same browser "
+                              "session"}[self]
+
+
+Config = tuple[Any, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# One sweep: each configuration's log median per browser session
+
+
+@dataclass(frozen=True)
+class SweepFigures:
+    """What a sweep contributes to histories: per configuration, per browser session (browser,
+    round), the log of that run's median latency (several runs of one session: their mean)."""
+
+    name: str
+    created: str
+    rounds: Mapping[Config, Mapping[tuple[str, int], float]]
+    _views: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Views already computed (the figures never change)."""
+
+    def view(self, view: View) -> dict[Config, list[float]]:
+        """Per configuration, its values in this view, one per browser session."""
+        if view not in self._views:
+            self._views[view] = self._view(view)
+        return self._views[view]
+
+    def _view(self, view: View) -> dict[Config, list[float]]:
+        if view is View.ABSOLUTE:
+            return {c: list(by.values()) for c, by in self.rounds.items()}
+        sessions: dict[tuple[str, int], dict[Config, float]] = {}
+        for c, by in self.rounds.items():
+            for s, v in by.items():
+                sessions.setdefault(s, {})[c] = v
+        out: dict[Config, list[float]] = {}
+        for s, members in sessions.items():
+            for c, v in members.items():
+                others = [w for o, w in members.items() if o != c]
+                if len(others) >= SESSION_PEERS:
+                    out.setdefault(c, []).append(v - float(np.median(others)))
+        return out
+
+    def session_index(self) -> dict[str, list[float]]:
+        """Per browser, the median of its configurations' log figures in each of its sessions:
+        how fast the machine and browser ran that session as a whole."""
+        if "index" in self._views:
+            return self._views["index"]
+        sessions: dict[tuple[str, int], list[float]] = {}
+        for by in self.rounds.values():
+            for s, v in by.items():
+                sessions.setdefault(s, []).append(v)
+        out: dict[str, list[float]] = {}
+        for (browser, _), values in sorted(sessions.items()):
+            if len(values) > SESSION_PEERS:
+                out.setdefault(browser, []).append(float(np.median(values)))
+        self._views["index"] = out
+        return out
+
+    def shifted(self, config: Config | None, factor: float) -> SweepFigures:
+        """The sweep as if ``config``'s raw samples (every configuration's when None) had been
+        multiplied by ``factor``: medians scale with the samples, so logs shift by log(factor)."""
+        d = math.log(factor)
+        return SweepFigures(self.name, self.created, {
+            c: ({s: v + d for s, v in by.items()} if config is None or c == config else by)
+            for c, by in self.rounds.items()})
+
+
+def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
+    """The ok runs of a results folder, as SweepFigures (runs without samples left out)."""
+    where = rs.directory / "results.csv"
+    logs: dict[Config, dict[tuple[str, int], list[float]]] = {}
+    for record in rs.rows.to_dict("records"):
+        if str(record.get("outcome")) != Outcome.OK.value:
+            continue
+        raw = rs.samples.get(int(record["run_id"]))
+        if raw is None:
+            continue
+        samples = [s for page in page_samples(dict(raw)) for s in page]
+        median = float(np.median(samples)) if samples else 0.0
+        if not median > 0:
+            continue
+        config = tuple(_config_value(k, record[k], where) for k in CONFIG_KEY)
+        repetition = record.get("repetition")
+        rnd = int(repetition) if repetition is not None and not (
+            isinstance(repetition, float) and math.isnan(repetition)) else 0
+        session = (str(record["browser"]), rnd)
+        logs.setdefault(config, {}).setdefault(session, []).append(math.log(median))
+    rounds = {c: {s: float(np.mean(v)) for s, v in by.items()} for c, by in logs.items()}
+    created = str((rs.environment or {}).get("created_utc") or "")
+    return SweepFigures(name or rs.directory.name, created, rounds)
+
+
+# ---------------------------------------------------------------------------------------------
+# Series and their judgement
+
+
+@dataclass(frozen=True)
+class Night:
+    """One sweep's figure of one configuration in one view."""
+
+    sweep: str
+    created: str
+    value: float
+    """Mean over the sweep's browser sessions of the log figure."""
+    low: float
+    high: float
+    """95% t interval of that mean over the sessions (NaN with one session)."""
+    units: int
+
+
+@functools.cache
+def _t975(df: int) -> float:
+    from scipy import stats as scipy_stats
+
+    return float(scipy_stats.t.ppf(0.975, df))
+
+
+def night(sweep: SweepFigures, values: Sequence[float]) -> Night:
+    a = np.asarray(values, dtype=np.float64)
+    mean = float(a.mean())
+    if a.size >= 2:
+        half = _t975(a.size - 1) * float(a.std(ddof=1)) / math.sqrt(a.size)
+        low, high = mean - half, mean + half
+    else:
+        low = high = math.nan
+    return Night(sweep.name, sweep.created, mean, low, high, int(a.size))
+
+
+@dataclass(frozen=True)
+class Step:
+    """A change point in a series: from night ``index`` on, the level moved by ``effect``."""
+
+    index: int
+    sweep: str
+    created: str
+    effect: float
+
+
+@dataclass(frozen=True)
+class ViewJudgement:
+    view: View
+    verdict: Verdict
+    """REGRESSION, IMPROVEMENT, UNCHANGED, or INSUFFICIENT (too little history)."""
+    effect: float = math.nan
+    """exp(mean(after) - mean(before)) - 1 of the test that decided (positive: slower)."""
+    nights_after: int = 0
+    """1: the newest night stepped; 2: the step came the night before and persists."""
+    since: str = ""
+    """The sweep from which the step is seen."""
+    limit: float = math.nan
+    """The prediction limit of the newest night(s) as a change (+- this is not called)."""
+    p: float = math.nan
+    history_nights: int = 0
+    pooled_series: int = 0
+    """Series whose night-to-night spread was pooled (this one included)."""
+    note: str = ""
+
+    @property
+    def called(self) -> bool:
+        return self.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+
+
+def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFECT,
+                  alpha: float = DEFAULT_ALPHA) -> list[int]:
+    """Indices where a new level starts: ruptures' PELT (l2 cost, at least 2 nights a segment,
+    penalty PENALTY * s^2 * log n with s the series' standard deviation), keeping the points where
+    the level moved by more than ``min_effect`` and Welch's t between the segments on either side
+    gives p < ``alpha`` (so noise is never drawn as a step)."""
+    import ruptures
+    from scipy import stats as scipy_stats
+
+    a = np.asarray(values, dtype=np.float64)
+    if a.size < 4:
+        return []
+    sd = max(float(a.std(ddof=1)), SD_FLOOR)
+    ends = ruptures.Pelt(model="l2", min_size=2, jump=1).fit(a.reshape(-1, 1)).predict(
+        pen=PENALTY * sd * sd * math.log(a.size))
+    bounds = [0, *ends]
+    kept = []
+    for i in range(1, len(bounds) - 1):
+        before, after = a[bounds[i - 1]:bounds[i]], a[bounds[i]:bounds[i + 1]]
+        if abs(float(after.mean() - before.mean())) <= math.log1p(min_effect):
+            continue
+        if float(scipy_stats.ttest_ind(after, before, equal_var=False).pvalue) < alpha:
+            kept.append(int(bounds[i]))
+    return kept
+
+
+def steps(series: Sequence[Night], min_effect: float = DEFAULT_MIN_EFFECT,
+          alpha: float = DEFAULT_ALPHA) -> list[Step]:
+    """The change points of a whole series, each with the move from the level before to after."""
+    values = [n.value for n in series]
+    points = change_points(values, min_effect, alpha)
+    bounds = [0, *points, len(values)]
+    out = []
+    for i, cp in enumerate(points):
+        before = values[bounds[i]:cp]
+        after = values[cp:bounds[i + 2]]
+        out.append(Step(cp, series[cp].sweep, series[cp].created, math.expm1(np.mean(after) - np.mean(before))))
+    return out
+
+
+def _history(values: Sequence[float], min_effect: float, alpha: float) -> list[float]:
+    """The earlier nights a step is judged against: the last stretch with no change point, at
+    most MAX_HISTORY nights."""
+    recent = list(values[-MAX_HISTORY:])
+    points = change_points(recent, min_effect, alpha)
+    return recent[points[-1]:] if points else recent
+
+
+def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[Night]] = (), *,
+                 alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT) -> ViewJudgement:
+    """Judge the last night of ``series`` against the earlier ones (see the module doc).
+    ``peers``: the series of the configurations sharing this one's browser, engine and platform,
+    ending on the same sweep, whose night-to-night spread is pooled with this one's."""
+    from scipy import stats as scipy_stats
+
+    values = [n.value for n in series]
+    floor = math.log1p(min_effect)
+    tried: list[ViewJudgement] = []
+    for k in STEP_NIGHTS:
+        if len(values) <= k:
+            break
+        before = _history(values[:-k], min_effect, alpha)
+        after = values[-k:]
+        if len(before) < HISTORY_MIN:
+            continue
+        mean = float(np.mean(before))
+        shifts = [a - mean for a in after]
+        if k > 1 and not (all(s > floor for s in shifts) or all(s < -floor for s in shifts)):
+            continue  # not a step that persists: the newest night alone (k=1) says what it is
+        own = float(np.std(before, ddof=1))
+        variances, df = [own ** 2], len(before) - 1
+        for peer in peers:
+            pv = [n.value for n in peer][:-k][-len(before):]
+            if len(pv) >= 2:
+                variances.append(float(np.var(pv, ddof=1)))
+                df += len(pv) - 1
+        sd = max(own, math.sqrt(float(np.mean(variances))), SD_FLOOR)
+        se = sd * math.sqrt(1 / k + 1 / len(before))
+        diff = float(np.mean(after)) - mean
+        p = float(2 * scipy_stats.t.sf(abs(diff) / se, df))
+        limit = math.expm1(float(scipy_stats.t.ppf(1 - alpha / (2 * len(STEP_NIGHTS)), df)) * se)
+        effect = math.expm1(diff)
+        called = p < alpha / len(STEP_NIGHTS) and abs(effect) > min_effect
+        verdict = (Verdict.REGRESSION if effect > 0 else Verdict.IMPROVEMENT) if called else Verdict.UNCHANGED
+        since = series[-k].sweep
+        tried.append(ViewJudgement(view, verdict, effect, k, since, limit, p, len(before), len(variances)))
+    if not tried:
+        return ViewJudgement(view, Verdict.INSUFFICIENT, history_nights=max(len(values) - 1, 0),
+                             note=f"{max(len(values) - 1, 0)} earlier night(s) in this view; a history needs "
+                                  f"{HISTORY_MIN} (after its last change point)")
+    calls = [j for j in tried if j.called]
+    return min(calls, key=lambda j: j.p) if calls else tried[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Every configuration of the newest sweep
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    config: Config
+    verdict: Verdict
+    decided_by: View | None
+    judgements: tuple[ViewJudgement, ...]
+    series: Mapping[View, tuple[Night, ...]] = field(default_factory=dict)
+    steps: Mapping[View, tuple[Step, ...]] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def config_dict(self) -> dict[str, Any]:
+        return dict(zip(CONFIG_KEY, self.config, strict=True))
+
+    def judgement(self, view: View) -> ViewJudgement | None:
+        return next((j for j in self.judgements if j.view is view), None)
+
+    @property
+    def decision(self) -> ViewJudgement | None:
+        return None if self.decided_by is None else self.judgement(self.decided_by)
+
+
+def _group(config: Config) -> tuple[Any, ...]:
+    c = dict(zip(CONFIG_KEY, config, strict=True))
+    return (c.get("browser"), c.get("engine"), c.get("platform"))
+
+
+def series_by_view(sweeps: Sequence[SweepFigures]) -> dict[View, dict[Config, list[Night]]]:
+    """Per view, per configuration of the newest sweep, its nights in order (sweeps where it has
+    no value in that view left out)."""
+    out: dict[View, dict[Config, list[Night]]] = {}
+    current = sweeps[-1]
+    for view in View:
+        per = [(s, s.view(view)) for s in sweeps[-(MAX_HISTORY + 1):]]
+        newest = per[-1][1]
+        out[view] = {c: [night(s, values[c]) for s, values in per if c in values] for c in current.rounds
+                     if c in newest}
+    return out
+
+
+def judge_history(sweeps: Sequence[SweepFigures], *, alpha: float = DEFAULT_ALPHA,
+                  min_effect: float = DEFAULT_MIN_EFFECT, configs: Sequence[Config] | None = None
+                  ) -> list[HistoryEntry]:
+    """Judge each configuration of the newest sweep (or only ``configs``) against its history."""
+    if not (0 < alpha < 1):
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    if not sweeps:
+        raise ValueError("no sweeps to judge")
+    by_view = series_by_view(sweeps)
+    moved = _sessions_moved(sweeps, alpha, min_effect)
+    entries = []
+    for config in (configs if configs is not None else list(sweeps[-1].rounds)):
+        judgements: list[ViewJudgement] = []
+        series: dict[View, tuple[Night, ...]] = {}
+        found: dict[View, tuple[Step, ...]] = {}
+        for view in View:
+            mine = by_view[view].get(config)
+            if not mine or mine[-1].sweep != sweeps[-1].name:
+                continue
+            peers = [s for c, s in by_view[view].items()
+                     if c != config and _group(c) == _group(config) and s[-1].sweep == sweeps[-1].name]
+            series[view] = tuple(mine)
+            found[view] = tuple(steps(mine, min_effect, alpha))
+            judgements.append(judge_series(view, mine, peers, alpha=alpha, min_effect=min_effect))
+        entries.append(_decide(config, judgements, series, found, moved.get(str(config[CONFIG_KEY.index("browser")]))))
+    return entries
+
+
+def _sessions_moved(sweeps: Sequence[SweepFigures], alpha: float, min_effect: float) -> dict[str, ViewJudgement]:
+    """Per browser whose sessions as a whole (their median configuration) moved beyond their
+    history on the newest night(s), that judgement."""
+    newest = sweeps[-1].session_index()
+    out = {}
+    for browser in newest:
+        series = [night(s, idx[browser]) for s in sweeps[-(MAX_HISTORY + 1):]
+                  if browser in (idx := s.session_index())]
+        j = judge_series(View.ABSOLUTE, series, alpha=alpha, min_effect=min_effect)
+        if j.called:
+            out[browser] = j
+    return out
+
+
+def _decide(config: Config, judgements: list[ViewJudgement], series: dict[View, tuple[Night, ...]],
+            found: dict[View, tuple[Step, ...]], moved: ViewJudgement | None = None) -> HistoryEntry:
+    by = {j.view: j for j in judgements}
+    session, absolute = by.get(View.SESSION), by.get(View.ABSOLUTE)
+    if session is not None:
+        decider = session
+    elif absolute is not None:
+        decider = absolute
+    else:
+        return HistoryEntry(config, Verdict.SKIPPED, None, tuple(judgements), series, found,
+                            "no ok run with samples in the newest sweep")
+    notes = [describe(decider)]
+    if moved is not None:
+        notes.append(f"the browser's sessions as a whole ran {moved.effect:+.1%} against their history "
+                     f"({'the newest night' if moved.nights_after == 1 else 'the last two nights'}): machine load "
+                     "or a change common to every configuration, which the drift-free view cannot see")
+    if decider is session and absolute is not None and absolute.called and not session.called:
+        notes.append(f"its own latency moved {absolute.effect:+.1%} ({absolute.verdict.value} in the absolute "
+                     "view) with the whole browser session: machine drift or a change common to the session, "
+                     "not called")
+    elif decider is session and absolute is not None and absolute.verdict is not Verdict.INSUFFICIENT:
+        notes.append(f"absolute {absolute.effect:+.1%}")
+    return HistoryEntry(config, decider.verdict, decider.view, tuple(judgements), series, found,
+                        "; ".join(n for n in notes if n))
+
+
+def describe(j: ViewJudgement) -> str:
+    """One line of evidence for a view's judgement."""
+    if j.verdict is Verdict.INSUFFICIENT:
+        return f"{j.view.value} view: {j.note}"
+    when = "on the newest night" if j.nights_after == 1 else f"since {j.since} (two nights)"
+    head = f"{j.view.value} view {j.effect:+.1%} {when}"
+    evidence = (f"against {j.history_nights} nights of history (limit +-{j.limit:.1%}, p={j.p:.1g}, "
+                f"spread pooled over {j.pooled_series} series)")
+    return f"{head} {evidence}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Which earlier sweeps can be a history of the newest
+
+
+def matching_history(sets: Sequence[ResultSet], force: bool = False) -> tuple[list[ResultSet], list[str]]:
+    """The earlier sweeps whose set-up (browser versions, what ran each browser) matches the
+    newest one's, oldest first with the newest last; and a line per sweep left out and why."""
+    *earlier, current = sets
+    kept, left = [], []
+    for rs in earlier:
+        diffs = metadata_differences(rs.environment, current.environment)
+        if diffs and not force:
+            left.append(f"{rs.directory}: {'; '.join(diffs)}")
+        else:
+            kept.append(rs)
+    return [*kept, current], left
+
+
+# ---------------------------------------------------------------------------------------------
+# compare OLDEST ... NEWER CURRENT
+
+
+LATENCY_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.INSUFFICIENT})
+"""Pairwise verdicts the history's latency judgement replaces (failures, accuracy, added... stay)."""
+
+
+@dataclass(frozen=True)
+class HistoryComparison:
+    """The newest sweep judged against the earlier ones: ``comparison`` is the pairwise one
+    against the newest matching earlier sweep (failures, fixes, accuracy, added and removed
+    configurations) with its latency verdicts replaced by the history's."""
+
+    comparison: Comparison
+    history: tuple[HistoryEntry, ...]
+    sweeps: tuple[str, ...]
+    """The sweeps judged as one history, oldest first; the last is the one judged."""
+    left_out: tuple[str, ...] = ()
+    """Earlier sweeps not used, each with why (a different set-up)."""
+    moved: Mapping[str, ViewJudgement] = field(default_factory=dict)
+    """Per browser whose sessions as a whole moved beyond their history on the newest night(s)."""
+
+    @property
+    def has_regression(self) -> bool:
+        return self.comparison.has_regression
+
+    def entry(self, config: Config) -> HistoryEntry | None:
+        return next((h for h in self.history if h.config == config), None)
+
+
+def history_compare(sets: Sequence[ResultSet], *, alpha: float = DEFAULT_ALPHA,
+                    min_effect: float = DEFAULT_MIN_EFFECT, force: bool = False) -> HistoryComparison:
+    """Judge the last of ``sets`` (oldest first) against the earlier ones of the same set-up.
+    Raises MetadataMismatch when no earlier sweep matches (unless ``force``)."""
+    if len(sets) < 2:
+        raise ValueError("a history needs at least one earlier sweep")
+    kept, left = matching_history(sets, force)
+    if len(kept) < 2:
+        raise MetadataMismatch([f"no earlier sweep has the newest one's set-up ({'; '.join(left)})"])
+    names = _unique_names([rs.directory for rs in kept])
+    figures = [sweep_figures(rs, name) for rs, name in zip(kept, names, strict=True)]
+    history = judge_history(figures, alpha=alpha, min_effect=min_effect)
+    moved = _sessions_moved(figures, alpha, min_effect)
+    pairwise = compare(kept[-2], kept[-1], alpha=alpha, min_effect=min_effect, force=True)
+    by_config = {h.config: h for h in history}
+    entries = []
+    for e in pairwise.entries:
+        h = by_config.get(e.config)
+        if h is None or e.verdict not in LATENCY_VERDICTS:
+            entries.append(e)
+            continue
+        effect = h.decision.effect if h.decision is not None else e.effect
+        entries.append(dataclasses.replace(e, verdict=h.verdict, effect=effect, interval=None, note=h.note))
+    order = {v: i for i, v in enumerate(Verdict)}
+    entries.sort(key=lambda e: order[e.verdict])
+    comparison = dataclasses.replace(pairwise, entries=tuple(entries),
+                                     metadata_differences=tuple(metadata_differences(
+                                         kept[0].environment, kept[-1].environment)) if force else ())
+    return HistoryComparison(comparison, tuple(history), tuple(names), tuple(left), moved)
+
+
+def _unique_names(directories: Sequence[Any]) -> list[str]:
+    """Short names for sweep folders: the folder's name, with its parent's where names repeat."""
+    names = [d.name for d in directories]
+    if len(set(names)) == len(names):
+        return names
+    return [f"{d.parent.name}/{d.name}" if names.count(d.name) > 1 else d.name for d in directories]
+
+
+def expand_sweeps(paths: Sequence[Any]) -> list[Any]:
+    """Result folders from the arguments, in order: a folder holding results.csv is one sweep; a
+    folder without one stands for the sweeps inside it (each sub-folder holding results.csv),
+    ordered by when they were made (environment.json's created_utc), then by name."""
+    import json
+    from pathlib import Path
+
+    out = []
+    for p in map(Path, paths):
+        if (p / "results.csv").is_file() or not p.is_dir():
+            out.append(p)
+            continue
+        inner = [d for d in p.iterdir() if (d / "results.csv").is_file()]
+
+        def created(d: Path) -> str:
+            try:
+                return str(json.loads((d / "environment.json").read_text()).get("created_utc") or "")
+            except (OSError, ValueError):
+                return ""
+        out.extend(sorted(inner, key=lambda d: (created(d), d.name)) or [p])
+    return out

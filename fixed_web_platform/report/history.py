@@ -1,0 +1,164 @@
+"""The history of a nightly, as a person reads it: what changed, when, by how much and with what
+evidence (analysis/history.py judged it), a table of every configuration, and one plot per
+configuration (its median and 95% interval per night in both views, the history's prediction
+limits, change points marked).
+
+Written by `compare OLDEST ... CURRENT --output FILE.md`: FILE.md, and the plots in
+FILE-plots/ beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from ..analysis.compare import Entry, Verdict
+from ..analysis.history import HISTORY_MIN, HistoryComparison, HistoryEntry, Night, View, describe
+from .markdown import markdown_lines
+
+
+def _label(entry: Entry | HistoryEntry) -> str:
+    if isinstance(entry, HistoryEntry):
+        entry = Entry(config=entry.config, verdict=entry.verdict)
+    return entry.label
+
+
+def _when(j_since: str, nights_after: int) -> str:
+    return "on the newest night" if nights_after == 1 else f"since {j_since}"
+
+
+def what_changed(judged: HistoryComparison) -> list[str]:
+    """One sentence per configuration whose verdict is a change, a failure or a fix; and one per
+    browser whose sessions as a whole moved."""
+    lines = []
+    for e in judged.comparison.entries:
+        if e.verdict in (Verdict.UNCHANGED, Verdict.STILL_FAILING, Verdict.SKIPPED):
+            continue
+        h = judged.entry(e.config)
+        d = h.decision if h is not None and e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else None
+        if d is not None:
+            lines.append(f"**{e.verdict.value}**: {e.label}: {d.effect:+.1%} {_when(d.since, d.nights_after)} "
+                         f"({describe(d)})")
+        else:
+            lines.append(f"**{e.verdict.value}**: {e.label}: {e.note or '-'}")
+    for browser, j in judged.moved.items():
+        lines.append(f"**whole session**: {browser}'s configurations as a whole ran {j.effect:+.1%} "
+                     f"{_when(j.since, j.nights_after)} against their history (limit +-{j.limit:.1%}): machine "
+                     "load or a change common to all of them; not called a regression (see README, "
+                     "\"Regressions against history\")")
+    for h in judged.history:
+        for view, found in h.steps.items():
+            for step in found:
+                if step.index < len(h.series[view]) - 2:  # the newest two nights are judged above
+                    lines.append(f"earlier step ({view.value} view): {_label(h)}: {step.effect:+.1%} from "
+                                 f"{step.sweep}")
+    return lines
+
+
+def _pct(x: float) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:+.1%}"
+
+
+def format_history(judged: HistoryComparison, plots: Sequence[str] = ()) -> str:
+    c = judged.comparison
+    lines = [f"Newest sweep `{judged.sweeps[-1]}` judged against the {len(judged.sweeps) - 1} earlier "
+             f"sweep(s) of its set-up (oldest `{judged.sweeps[0]}`)", ""]
+    for left in judged.left_out:
+        lines.append(f"> left out of the history (another set-up): {left}")
+    if judged.left_out:
+        lines.append("")
+    changed = what_changed(judged)
+    lines += ["## What changed", ""]
+    lines += [f"- {line}" for line in changed] or ["- nothing: every configuration is within its history"]
+    lines += ["", "## Every configuration", ""]
+    head = ["configuration", "verdict", "decided by", "change", "since", "limit", "absolute", "newest ms",
+            "history nights", "note"]
+    body = []
+    for e in c.entries:
+        h = judged.entry(e.config)
+        d = h.decision if h is not None else None
+        a = h.judgement(View.ABSOLUTE) if h is not None else None
+        newest = h.series.get(View.ABSOLUTE, ())[-1:] if h is not None else ()
+        body.append([
+            e.label, e.verdict.value, d.view.value if d is not None else "-",
+            _pct(d.effect) if d is not None else _pct(e.effect if e.effect is not None else math.nan),
+            (d.since if d is not None and d.called else "-"),
+            f"+-{d.limit:.1%}" if d is not None and math.isfinite(d.limit) else "-",
+            _pct(a.effect) if a is not None else "-",
+            f"{math.exp(newest[0].value):.3f}" if newest else "-",
+            str(d.history_nights) if d is not None else "-",
+            e.note or "-",
+        ])
+    lines += markdown_lines(head, body)
+    status = "REGRESSION" if judged.has_regression else "no regression"
+    counts = ", ".join(f"{n} {v.value}" for v, n in c.counts.items()) or "no configurations"
+    lines += ["", f"**Summary:** {counts} — {status} (history judge: a step on the newest night, or the night "
+              f"before and still there, beyond the {1 - c.alpha:.1%} prediction limit of the nights since the "
+              f"last change point, at least {HISTORY_MIN} of them, and beyond the minimum effect "
+              f"{c.min_effect:.0%}; the drift-free session view decides where it exists)"]
+    if plots:
+        lines += ["", "## History plots", ""]
+        lines += [f"![{Path(p).stem}]({p})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:120]
+
+
+def _panel(ax, series: Sequence[Night], h: HistoryEntry, view: View, scale: float) -> None:  # noqa: ANN001
+    x = list(range(len(series)))
+    y = [math.exp(n.value) * scale for n in series]
+    lo = [math.exp(n.low) * scale if math.isfinite(n.low) else yy for n, yy in zip(series, y, strict=True)]
+    hi = [math.exp(n.high) * scale if math.isfinite(n.high) else yy for n, yy in zip(series, y, strict=True)]
+    ax.errorbar(x, y, yerr=[[a - b for a, b in zip(y, lo, strict=True)], [b - a for a, b in zip(y, hi, strict=True)]],
+                fmt="o", color="#1f77b4", ms=4, capsize=2, lw=1, label="night: median, 95% interval")
+    j = h.judgement(view)
+    if j is not None and j.history_nights and math.isfinite(j.limit):
+        k = j.nights_after
+        start = max(len(series) - k - j.history_nights, 0)
+        base = sum(n.value for n in series[start:len(series) - k]) / max(len(series) - k - start, 1)
+        centre = math.exp(base) * scale
+        ax.axhspan(centre / (1 + j.limit), centre * (1 + j.limit), xmin=0, xmax=1, color="#999999", alpha=0.15,
+                   label=f"history's {('newest night' if k == 1 else 'two-night')} prediction limit")
+        ax.hlines(centre, start, len(series) - 1, colors="#666666", linestyles=":", lw=1)
+        if j.called:
+            ax.plot(x[-k:], y[-k:], "o", color="#d62728", ms=7, label=f"{j.verdict.value} {j.effect:+.0%}")
+    for step in h.steps.get(view, ()):
+        ax.axvline(step.index - 0.5, color="#ff7f0e", ls="--", lw=1)
+        ax.annotate(f"step {step.effect:+.0%}", (step.index - 0.5, 1), xycoords=("data", "axes fraction"),
+                    xytext=(2, -10), textcoords="offset points", fontsize=7, color="#ff7f0e")
+    every = max(1, math.ceil(len(series) / 10))
+    ax.set_xticks(x[::every])
+    ax.set_xticklabels([n.sweep[-16:] for n in series][::every], rotation=35, ha="right", fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+
+
+def draw_history_plots(judged: HistoryComparison, out_dir: Path) -> list[Path]:
+    """One PNG per configuration of the newest sweep with a history: its nights in each view."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for h in judged.history:
+        views = [v for v in View if len(h.series.get(v, ())) >= 2]
+        if not views:
+            continue
+        fig = Figure(figsize=(5.4 * len(views), 3.6), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(1, len(views), squeeze=False)[0]
+        for ax, view in zip(axes, views, strict=True):
+            _panel(ax, h.series[view], h, view, 1.0)
+            ax.set_ylabel("ms" if view is View.ABSOLUTE else "x the session's median configuration")
+            title = "absolute" if view is View.ABSOLUTE else "drift-free (in-session ratio)"
+            decided = " - decides" if h.decided_by is view else ""
+            ax.set_title(f"{title}{decided}", fontsize=9)
+        fig.suptitle(_label(h), fontsize=9)
+        path = out_dir / f"{_slug(_label(h))}.png"
+        fig.savefig(path, dpi=90)
+        files.append(path)
+    return files
