@@ -1,5 +1,19 @@
 """Does compare cry wolf? False alarms between back-to-back sweeps of the same code, and the
-smallest planted slowdown still caught, per --repetitions.
+smallest planted slowdown still caught, per --repetitions; with --history, the same for the
+history judge (compare OLDEST ... CURRENT) night after night over a series of sweeps.
+
+    # a history: sweeps of the same code one after another, with the nightly's settings
+    for i in $(seq -w 0 22); do
+      .venv/bin/python run_real_webgpu_webnn.py --platform webgpu --browser chrome \
+          --bits 32 16 8 4 2 --repetitions 5 --output-dir /tmp/history/n$i
+    done
+    .venv/bin/python benchmarks/false_alarms.py --history /tmp/history/n*
+
+With --history, every night from the 6th on is judged against the nights before it (both in the
+order recorded and reversed: a second same-code history from the same measurements), then a step
+of each --factor is planted in one configuration at a time on that night and the next (the
+configuration's raw samples multiplied) and counted caught when that night or the next calls it a
+regression; "whole sweep" plants it in every configuration at once.
 
     # 10 pairs of back-to-back sweeps, e.g. (see README, "Comparing sweeps"):
     for i in 01 02 ...; do for s in a b; do
@@ -28,7 +42,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fixed_web_platform.analysis.compare import Verdict  # noqa: E402
-from fixed_web_platform.analysis.false_alarms import tally  # noqa: E402
+from fixed_web_platform.analysis.false_alarms import history_tally, tally  # noqa: E402
+from fixed_web_platform.analysis.history import sweep_figures  # noqa: E402
 from fixed_web_platform.report.markdown import markdown_lines  # noqa: E402
 from fixed_web_platform.results.reader import headline_key, load  # noqa: E402
 
@@ -70,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="planted slowdowns (1.0 = the false-alarm row)")
     p.add_argument("--save-fixture", type=Path, default=None, metavar="FILE.tar.gz",
                    help="also pack the folders, trimmed, as a test fixture")
+    p.add_argument("--history", action="store_true",
+                   help="the folders are one history, oldest first: judge it night after night")
     args = p.parse_args(argv)
+    if args.history:
+        return history_main(args)
     if len(args.folders) % 2:
         p.error("give an even number of folders: the baselines, then their currents")
     half = len(args.folders) // 2
@@ -87,6 +106,27 @@ def main(argv: list[str] | None = None) -> int:
                          f"{t.count(Verdict.UNCHANGED)}", f"{t.count(Verdict.IMPROVEMENT)}",
                          f"{t.configurations}"])
     print(f"{len(pairs)} pairs of sweeps\n")
+    print("\n".join(markdown_lines(head, body)))
+    if args.save_fixture is not None:
+        save_fixture(args.folders, args.save_fixture)
+        print(f"\nfixture: {args.save_fixture}")
+    return 0
+
+
+def history_main(args: argparse.Namespace) -> int:
+    sweeps = [sweep_figures(load(f)) for f in args.folders]
+    factors = [f for f in args.factor if f != 1.0]
+    head = ["order", "planted in", "judgements", "regression", "improvement", "insufficient",
+            *(f"{f:g}x caught" for f in factors)]
+    body = []
+    for order, series in (("as recorded", sweeps), ("reversed", sweeps[::-1])):
+        for whole in (False, True):
+            t = history_tally(series, factors, whole_sweep=whole)
+            body.append([order, "every configuration" if whole else "one configuration", str(t.judgements),
+                         str(t.count(Verdict.REGRESSION)), str(t.count(Verdict.IMPROVEMENT)),
+                         str(t.count(Verdict.INSUFFICIENT)),
+                         *(f"{t.caught[f]} of {t.planted} ({t.rate(f):.0%})" for f in factors)])
+    print(f"{len(sweeps)} sweeps, {len(sweeps[-1].rounds)} configurations in the newest\n")
     print("\n".join(markdown_lines(head, body)))
     if args.save_fixture is not None:
         save_fixture(args.folders, args.save_fixture)

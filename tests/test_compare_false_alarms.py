@@ -18,7 +18,8 @@ from fixed_web_platform.analysis.compare import (
     Verdict,
     compare,
 )
-from fixed_web_platform.analysis.false_alarms import slowed, tally
+from fixed_web_platform.analysis.false_alarms import HistoryTally, history_tally, slowed, tally
+from fixed_web_platform.analysis.history import sweep_figures
 from fixed_web_platform.results.reader import (
     CONFIG_KEY,
     ResultSet,
@@ -95,3 +96,48 @@ def test_a_planted_slowdown_carries_its_interval_and_units(pairs) -> None:  # no
     for e in entries:
         assert e.interval is not None and e.interval.low > 1 and e.interval.level == 0.999
         assert (e.pages_baseline, e.pages_current) == (5, 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# The history judge (compare OLDEST ... CURRENT) on the same sweeps, night after night: the 20
+# sweeps in the order recorded, and reversed (a second same-code history from the same
+# measurements). README, "Regressions against history".
+
+
+@pytest.fixture(scope="module")
+def history_tallies(pairs) -> dict[str, HistoryTally]:  # noqa: ANN001
+    series = [sweep_figures(rs) for pair in pairs for rs in pair]  # pair01_a, pair01_b, pair02_a, ...
+    return {"as recorded": history_tally(series, (1.2, 1.5, 2.0)),
+            "reversed": history_tally(series[::-1], (1.2, 1.5, 2.0))}
+
+
+def test_a_same_code_history_raises_no_alarm(history_tallies) -> None:  # noqa: ANN001
+    judged = sum(t.judgements for t in history_tallies.values())
+    assert judged >= 120  # 180: 15 nights x 6 configurations, in both orders
+    for t in history_tallies.values():
+        assert t.count(Verdict.REGRESSION) == 0
+        assert t.count(Verdict.IMPROVEMENT) == 0
+
+
+def test_the_history_catches_planted_steps_within_two_nights(history_tallies) -> None:  # noqa: ANN001
+    planted = sum(t.planted for t in history_tallies.values())
+    caught = {f: sum(t.caught[f] for t in history_tallies.values()) for f in (1.2, 1.5, 2.0)}
+    assert caught[1.5] >= 0.90 * planted
+    assert caught[2.0] >= 0.99 * planted
+    assert caught[1.2] >= 0.30 * planted  # 70 of 180 here: not a target, a floor against decay
+
+
+def test_the_history_catches_more_than_one_baseline(pairs, history_tallies) -> None:  # noqa: ANN001
+    """The same 1.5x step, judged against the previous sweep alone, is caught in under half."""
+    both = [*pairs, *((b, a) for a, b in pairs)]
+    pairwise = tally(both, repetitions=RECOMMENDED_REPEAT, factor=1.5)
+    rate = pairwise.count(Verdict.REGRESSION) / pairwise.configurations
+    history = sum(t.caught[1.5] for t in history_tallies.values()) / sum(t.planted for t in history_tallies.values())
+    assert rate < 0.5 < 0.9 <= history
+
+
+def test_a_step_of_every_configuration_is_left_to_the_absolute_view_and_not_called(pairs) -> None:  # noqa: ANN001
+    """What the drift-free view cannot see: the whole session slower alike (README says so)."""
+    series = [sweep_figures(rs) for pair in pairs for rs in pair]
+    t = history_tally(series[:12], (2.0,), whole_sweep=True)
+    assert t.planted > 0 and t.caught[2.0] == 0

@@ -180,32 +180,45 @@ def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, 
     assert {r.engine for r in plan} == ({"ort"} if platform == "wasm" else {"harness", "ort"})
 
 
-def test_report_and_compare_run(job: dict[str, Any]) -> None:
+def test_report_runs_and_each_night_is_judged_against_the_history(job: dict[str, Any]) -> None:
     lines = _entry_lines(job)
     report = [shlex.split(line) for line in lines if f"{ENTRY} report " in line]
-    compare = [shlex.split(line) for line in lines if f"{ENTRY} compare " in line]
     assert report and report[0][report[0].index("report") + 1:][:2] == ["results/nightly", "results/nightly/model"]
     assert "--screenshot" in report[0]  # the report as a user sees it, kept with the artifact
-    assert compare
-    args = compare[0][compare[0].index("compare") + 1:]
-    assert args[:2] == ["previous", "results/nightly"]
-    compare_step = next(s for s in job["steps"] if f"{ENTRY} compare " in s.get("run", ""))
-    assert "previous/results.csv" in compare_step["run"], "compare must wait for a previous night"
+    history = [shlex.split(line.split("||")[0]) for line in lines if f"{ENTRY} history " in line]
+    assert [h[h.index("history") + 1:][:2] for h in history] == [
+        ["history/matmul", "results/nightly"], ["history/model", "results/nightly/model"]]
+    for h in history:  # the history's page lands beside the report, uploaded with the results
+        assert h[h.index("--output") + 1].startswith("results/nightly/report/")
+    from fixed_web_platform.cli.compare import build_history_parser
+
+    for h in history:  # what the workflow passes, the command accepts
+        build_history_parser().parse_args(h[h.index("history") + 1:])
+    step = next(s for s in job["steps"] if f"{ENTRY} history " in s.get("run", ""))
+    assert "exit $status" in step["run"], "a regression (exit 1) must fail the job"
 
 
-def test_previous_night_is_downloaded(job: dict[str, Any]) -> None:
+def test_the_history_is_downloaded_and_uploaded_again(job: dict[str, Any]) -> None:
     steps = [s for s in job["steps"] if s.get("uses", "").startswith("dawidd6/action-download-artifact@")]
     assert len(steps) == 1
     step = steps[0]
-    assert step.get("continue-on-error") is True
+    assert step.get("continue-on-error") is True  # the first night has none
     assert step["with"]["workflow"] == "nightly.yml"
-    assert step["with"]["name"] == "results-${{ matrix.browser }}-${{ matrix.platform }}"
-    assert step["with"]["path"] == "previous"
-    assert step["with"]["if_no_artifact_found"] == "warn"
+    assert step["with"]["workflow_conclusion"] == "completed"  # a night that failed still adds to it
+    assert step["with"]["name"] == "history-${{ matrix.browser }}-${{ matrix.platform }}"
+    assert step["with"]["path"] == "history"
+    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")
+               and s["with"]["name"].startswith("history-")]
+    assert len(uploads) == 1 and uploads[0].get("if") == "always()"
+    assert uploads[0]["with"]["path"] == "history"
+    names = [s.get("name") for s in job["steps"]]
+    assert names.index("Download the history") < names.index("Judge tonight against the history") \
+        < names.index("Upload the history")
 
 
 def test_results_are_uploaded_always(job: dict[str, Any]) -> None:
-    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")
+               and s["with"]["name"].startswith("results-")]
     assert len(uploads) == 1
     upload = uploads[0]
     assert upload["uses"] == "actions/upload-artifact@v4"

@@ -138,7 +138,7 @@ def history_tally(sweeps: Sequence[Any], factors: Sequence[float] = (), *, first
     judgements = planted = 0
     configs = list(sweeps[-1].rounds)
     for t in range(start, len(sweeps)):
-        for entry in judge_history(sweeps[:t + 1], **options):
+        for entry in judge_history(sweeps[:t + 1], with_steps=False, **options):
             judgements += 1
             counts[entry.verdict.value] = counts.get(entry.verdict.value, 0) + 1
         for config in configs:
@@ -149,7 +149,7 @@ def history_tally(sweeps: Sequence[Any], factors: Sequence[float] = (), *, first
                 target = None if whole_sweep else config
                 stepped = [*sweeps[:t], *(s.shifted(target, f) for s in sweeps[t:t + 2])]
                 for end in range(t + 1, min(t + 2, len(sweeps)) + 1):
-                    entry = judge_history(stepped[:end], configs=[config], **options)[0]
+                    entry = judge_history(stepped[:end], configs=[config], with_steps=False, **options)[0]
                     if entry.verdict is Verdict.REGRESSION:
                         caught[f] += 1
                         break

@@ -41,6 +41,7 @@ import dataclasses
 import enum
 import functools
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,44 +101,38 @@ class SweepFigures:
     name: str
     created: str
     rounds: Mapping[Config, Mapping[tuple[str, int], float]]
-    _views: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-    """Views already computed (the figures never change)."""
 
-    def view(self, view: View) -> dict[Config, list[float]]:
-        """Per configuration, its values in this view, one per browser session."""
-        if view not in self._views:
-            self._views[view] = self._view(view)
-        return self._views[view]
-
-    def _view(self, view: View) -> dict[Config, list[float]]:
+    def view(self, view: View, levels: Mapping[Config, float] | None = None) -> dict[Config, list[float]]:
+        """Per configuration, its values in this view, one per browser session. The session view
+        needs ``levels``: each configuration's usual log figure (``levels()`` over the sweeps
+        judged together)."""
         if view is View.ABSOLUTE:
             return {c: list(by.values()) for c, by in self.rounds.items()}
+        assert levels is not None, "the session view needs the configurations' levels"
+        out: dict[Config, list[float]] = {}
+        for members in self._sessions().values():
+            deviations = {c: v - levels[c] for c, v in members.items() if c in levels}
+            for c, v in members.items():
+                others = [d for o, d in deviations.items() if o != c]
+                if len(others) >= SESSION_PEERS:
+                    out.setdefault(c, []).append(v - statistics.median(others))
+        return out
+
+    def _sessions(self) -> dict[tuple[str, int], dict[Config, float]]:
         sessions: dict[tuple[str, int], dict[Config, float]] = {}
         for c, by in self.rounds.items():
             for s, v in by.items():
                 sessions.setdefault(s, {})[c] = v
-        out: dict[Config, list[float]] = {}
-        for s, members in sessions.items():
-            for c, v in members.items():
-                others = [w for o, w in members.items() if o != c]
-                if len(others) >= SESSION_PEERS:
-                    out.setdefault(c, []).append(v - float(np.median(others)))
-        return out
+        return sessions
 
-    def session_index(self) -> dict[str, list[float]]:
-        """Per browser, the median of its configurations' log figures in each of its sessions:
-        how fast the machine and browser ran that session as a whole."""
-        if "index" in self._views:
-            return self._views["index"]
-        sessions: dict[tuple[str, int], list[float]] = {}
-        for by in self.rounds.values():
-            for s, v in by.items():
-                sessions.setdefault(s, []).append(v)
+    def session_index(self, levels: Mapping[Config, float]) -> dict[str, list[float]]:
+        """Per browser, in each of its sessions, the median of its configurations' log figures
+        above their usual levels: how much slower than usual the session ran as a whole."""
         out: dict[str, list[float]] = {}
-        for (browser, _), values in sorted(sessions.items()):
-            if len(values) > SESSION_PEERS:
-                out.setdefault(browser, []).append(float(np.median(values)))
-        self._views["index"] = out
+        for (browser, _), members in sorted(self._sessions().items()):
+            deviations = [v - levels[c] for c, v in members.items() if c in levels]
+            if len(deviations) > SESSION_PEERS:
+                out.setdefault(browser, []).append(statistics.median(deviations))
         return out
 
     def shifted(self, config: Config | None, factor: float) -> SweepFigures:
@@ -200,14 +195,13 @@ def _t975(df: int) -> float:
 
 
 def night(sweep: SweepFigures, values: Sequence[float]) -> Night:
-    a = np.asarray(values, dtype=np.float64)
-    mean = float(a.mean())
-    if a.size >= 2:
-        half = _t975(a.size - 1) * float(a.std(ddof=1)) / math.sqrt(a.size)
+    mean = statistics.fmean(values)
+    if len(values) >= 2:
+        half = _t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
         low, high = mean - half, mean + half
     else:
         low = high = math.nan
-    return Night(sweep.name, sweep.created, mean, low, high, int(a.size))
+    return Night(sweep.name, sweep.created, mean, low, high, len(values))
 
 
 @dataclass(frozen=True)
@@ -246,6 +240,12 @@ class ViewJudgement:
 
 def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFECT,
                   alpha: float = DEFAULT_ALPHA) -> list[int]:
+    """Indices where a new level starts (see _change_points)."""
+    return list(_change_points(tuple(float(v) for v in values), min_effect, alpha))
+
+
+@functools.lru_cache(maxsize=8192)
+def _change_points(values: tuple[float, ...], min_effect: float, alpha: float) -> tuple[int, ...]:
     """Indices where a new level starts: ruptures' PELT (l2 cost, at least 2 nights a segment,
     penalty PENALTY * s^2 * log n with s the series' standard deviation), keeping the points where
     the level moved by more than ``min_effect`` and Welch's t between the segments on either side
@@ -255,7 +255,7 @@ def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFEC
 
     a = np.asarray(values, dtype=np.float64)
     if a.size < 4:
-        return []
+        return ()
     sd = max(float(a.std(ddof=1)), SD_FLOOR)
     ends = ruptures.Pelt(model="l2", min_size=2, jump=1).fit(a.reshape(-1, 1)).predict(
         pen=PENALTY * sd * sd * math.log(a.size))
@@ -267,7 +267,7 @@ def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFEC
             continue
         if float(scipy_stats.ttest_ind(after, before, equal_var=False).pvalue) < alpha:
             kept.append(int(bounds[i]))
-    return kept
+    return tuple(kept)
 
 
 def steps(series: Sequence[Night], min_effect: float = DEFAULT_MIN_EFFECT,
@@ -318,7 +318,7 @@ def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[N
         for peer in peers:
             pv = [n.value for n in peer][:-k][-len(before):]
             if len(pv) >= 2:
-                variances.append(float(np.var(pv, ddof=1)))
+                variances.append(statistics.variance(pv))
                 df += len(pv) - 1
         sd = max(own, math.sqrt(float(np.mean(variances))), SD_FLOOR)
         se = sd * math.sqrt(1 / k + 1 / len(before))
@@ -369,13 +369,25 @@ def _group(config: Config) -> tuple[Any, ...]:
     return (c.get("browser"), c.get("engine"), c.get("platform"))
 
 
+def levels(sweeps: Sequence[SweepFigures]) -> dict[Config, float]:
+    """Each configuration's usual log figure over the sweeps: the median of all its sessions'
+    (a step in the newest night or two barely moves it)."""
+    values: dict[Config, list[float]] = {}
+    for s in sweeps:
+        for c, by in s.rounds.items():
+            values.setdefault(c, []).extend(by.values())
+    return {c: statistics.median(v) for c, v in values.items()}
+
+
 def series_by_view(sweeps: Sequence[SweepFigures]) -> dict[View, dict[Config, list[Night]]]:
     """Per view, per configuration of the newest sweep, its nights in order (sweeps where it has
     no value in that view left out)."""
     out: dict[View, dict[Config, list[Night]]] = {}
     current = sweeps[-1]
+    window = sweeps[-(MAX_HISTORY + 1):]
+    usual = levels(window)
     for view in View:
-        per = [(s, s.view(view)) for s in sweeps[-(MAX_HISTORY + 1):]]
+        per = [(s, s.view(view, usual)) for s in window]
         newest = per[-1][1]
         out[view] = {c: [night(s, values[c]) for s, values in per if c in values] for c in current.rounds
                      if c in newest}
@@ -383,15 +395,16 @@ def series_by_view(sweeps: Sequence[SweepFigures]) -> dict[View, dict[Config, li
 
 
 def judge_history(sweeps: Sequence[SweepFigures], *, alpha: float = DEFAULT_ALPHA,
-                  min_effect: float = DEFAULT_MIN_EFFECT, configs: Sequence[Config] | None = None
-                  ) -> list[HistoryEntry]:
-    """Judge each configuration of the newest sweep (or only ``configs``) against its history."""
+                  min_effect: float = DEFAULT_MIN_EFFECT, configs: Sequence[Config] | None = None,
+                  with_steps: bool = True) -> list[HistoryEntry]:
+    """Judge each configuration of the newest sweep (or only ``configs``) against its history;
+    ``with_steps``: also find the change points of each whole series (what the plots mark)."""
     if not (0 < alpha < 1):
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     if not sweeps:
         raise ValueError("no sweeps to judge")
     by_view = series_by_view(sweeps)
-    moved = _sessions_moved(sweeps, alpha, min_effect)
+    moved = _sessions_moved(sweeps, alpha, min_effect) if with_steps else {}
     entries = []
     for config in (configs if configs is not None else list(sweeps[-1].rounds)):
         judgements: list[ViewJudgement] = []
@@ -404,7 +417,7 @@ def judge_history(sweeps: Sequence[SweepFigures], *, alpha: float = DEFAULT_ALPH
             peers = [s for c, s in by_view[view].items()
                      if c != config and _group(c) == _group(config) and s[-1].sweep == sweeps[-1].name]
             series[view] = tuple(mine)
-            found[view] = tuple(steps(mine, min_effect, alpha))
+            found[view] = tuple(steps(mine, min_effect, alpha)) if with_steps else ()
             judgements.append(judge_series(view, mine, peers, alpha=alpha, min_effect=min_effect))
         entries.append(_decide(config, judgements, series, found, moved.get(str(config[CONFIG_KEY.index("browser")]))))
     return entries
@@ -413,11 +426,12 @@ def judge_history(sweeps: Sequence[SweepFigures], *, alpha: float = DEFAULT_ALPH
 def _sessions_moved(sweeps: Sequence[SweepFigures], alpha: float, min_effect: float) -> dict[str, ViewJudgement]:
     """Per browser whose sessions as a whole (their median configuration) moved beyond their
     history on the newest night(s), that judgement."""
-    newest = sweeps[-1].session_index()
+    window = sweeps[-(MAX_HISTORY + 1):]
+    usual = levels(window)
+    newest = window[-1].session_index(usual)
     out = {}
     for browser in newest:
-        series = [night(s, idx[browser]) for s in sweeps[-(MAX_HISTORY + 1):]
-                  if browser in (idx := s.session_index())]
+        series = [night(s, idx[browser]) for s in window if browser in (idx := s.session_index(usual))]
         j = judge_series(View.ABSOLUTE, series, alpha=alpha, min_effect=min_effect)
         if j.called:
             out[browser] = j
@@ -524,6 +538,7 @@ def history_compare(sets: Sequence[ResultSet], *, alpha: float = DEFAULT_ALPHA,
     history = judge_history(figures, alpha=alpha, min_effect=min_effect)
     moved = _sessions_moved(figures, alpha, min_effect)
     pairwise = compare(kept[-2], kept[-1], alpha=alpha, min_effect=min_effect, force=True)
+    judged_against = names[-2]
     by_config = {h.config: h for h in history}
     entries = []
     for e in pairwise.entries:
@@ -531,7 +546,14 @@ def history_compare(sets: Sequence[ResultSet], *, alpha: float = DEFAULT_ALPHA,
         if h is None or e.verdict not in LATENCY_VERDICTS:
             entries.append(e)
             continue
-        effect = h.decision.effect if h.decision is not None else e.effect
+        d = h.decision
+        if h.verdict is Verdict.INSUFFICIENT and d is not None and not d.history_nights >= HISTORY_MIN:
+            # a history too short to judge: the previous sweep alone judges, as a pair
+            entries.append(dataclasses.replace(e, note="; ".join(filter(None, [
+                f"{d.history_nights} earlier night(s), fewer than the {HISTORY_MIN} a history needs: judged "
+                f"against {judged_against} alone", e.note]))))
+            continue
+        effect = d.effect if d is not None else e.effect
         entries.append(dataclasses.replace(e, verdict=h.verdict, effect=effect, interval=None, note=h.note))
     order = {v: i for i, v in enumerate(Verdict)}
     entries.sort(key=lambda e: order[e.verdict])
@@ -570,3 +592,35 @@ def expand_sweeps(paths: Sequence[Any]) -> list[Any]:
                 return ""
         out.extend(sorted(inner, key=lambda d: (created(d), d.name)) or [p])
     return out
+
+
+def add_to_history(history_dir: Any, sweep: ResultSet, keep: int = MAX_HISTORY + 1) -> Any:
+    """Copy what a history needs of ``sweep`` (results.csv, samples.jsonl, environment.json) into
+    a new folder of ``history_dir`` named after when the sweep was made, and remove the oldest
+    folders beyond ``keep``. Returns the new folder."""
+    import re
+    import shutil
+    from pathlib import Path
+
+    if keep < 2:
+        raise ValueError(f"a history keeps at least 2 sweeps, not {keep}")
+    root = Path(history_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    created = str((sweep.environment or {}).get("created_utc") or "")
+    stem = re.sub(r"[^0-9A-Za-z]+", "", created)[:15] or "sweep"
+    target, n = root / stem, 1
+    while target.exists():
+        n += 1
+        target = root / f"{stem}-{n}"
+    tmp = root / f".{target.name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    for name in ("results.csv", "samples.jsonl", "environment.json"):
+        source = Path(sweep.directory) / name
+        if source.is_file():
+            shutil.copy2(source, tmp / name)
+    tmp.rename(target)
+    sweeps = expand_sweeps([root])
+    for old in sweeps[:-keep] if len(sweeps) > keep else []:
+        shutil.rmtree(old, ignore_errors=True)
+    return target

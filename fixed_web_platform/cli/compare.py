@@ -22,7 +22,7 @@ from ..analysis.compare import (
     compare,
     pct,
 )
-from ..analysis.history import expand_sweeps, history_compare
+from ..analysis.history import MAX_HISTORY, add_to_history, expand_sweeps, history_compare
 from ..errors import OneLineArgumentParser, UsageError
 from ..report.history import draw_history_plots, format_history
 from ..report.markdown import cell, markdown_lines
@@ -152,7 +152,10 @@ def _write(output: Path | None, text: str) -> None:
 
 
 def _history_command(args: argparse.Namespace, paths: list[Path]) -> int:
-    sets = [_load(p, "sweep") for p in paths]
+    return _judge_history([_load(p, "sweep") for p in paths], args)
+
+
+def _judge_history(sets: list[ResultSet], args: argparse.Namespace) -> int:
     try:
         judged = history_compare(sets, alpha=args.alpha, min_effect=args.min_effect, force=args.force)
     except MetadataMismatch as exc:
@@ -182,3 +185,59 @@ def compare_command(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
 
+
+
+def build_history_parser() -> argparse.ArgumentParser:
+    p = OneLineArgumentParser(
+        prog="run_real_webgpu_webnn.py history",
+        description="Add a sweep to a history folder (the nightly's), keep the newest --keep, and judge "
+                    "the sweep against the earlier ones; exit 1 on a regression.",
+    )
+    p.add_argument("history", metavar="HISTORY_DIR", type=Path, help="folder of earlier sweeps (made if absent)")
+    p.add_argument("sweep", metavar="SWEEP", type=Path, help="the results folder to add and judge")
+    p.add_argument("--keep", type=int, default=MAX_HISTORY + 1,
+                   help=f"sweeps the history keeps, the newest (default {MAX_HISTORY + 1})")
+    for action in build_parser()._actions:
+        if action.option_strings and action.dest not in ("help",):
+            p._add_action(action)
+    return p
+
+
+def _history_main(argv: Sequence[str]) -> int:
+    args = build_history_parser().parse_args(list(argv))
+    sweep = _load(args.sweep, "sweep")
+    if args.history.exists() and not args.history.is_dir():
+        raise UsageError(f"history {args.history}: not a folder")
+    try:
+        added = add_to_history(args.history, sweep, args.keep)
+    except ValueError as exc:
+        raise UsageError(f"--keep: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"history {args.history}: {exc.strerror or exc}") from None
+    paths = expand_sweeps([args.history])
+    print(f"history: {added} added; {len(paths)} sweep(s) in {args.history}")
+    if len(paths) < 2:
+        print("history: the first sweep of this history; nothing to judge it against yet")
+        return 0
+    sets = [_load(p, "sweep") for p in paths]
+    if len(sets) == 2:
+        try:
+            comparison = compare(sets[0], sets[1], alpha=args.alpha, min_effect=args.min_effect, force=args.force)
+        except MetadataMismatch as exc:
+            raise UsageError(f"{exc}; use --force to compare anyway") from None
+        text = format_comparison(comparison)
+        _write(args.output, text)
+        print(text, end="")
+        return 1 if comparison.has_regression else 0
+    return _judge_history(sets, args)
+
+
+def history_command(argv: Sequence[str] | None = None) -> int:
+    """`history HISTORY_DIR SWEEP ...`: 0 no regression, 1 regression, 2 bad input (one error line)."""
+    try:
+        return _history_main(sys.argv[1:] if argv is None else argv)
+    except UsageError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0

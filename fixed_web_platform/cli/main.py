@@ -1,4 +1,4 @@
-"""Command line entry: one module per subcommand (run, capabilities, report, compare,
+"""Command line entry: one module per subcommand (run, capabilities, report, compare, history,
 sensitivity).
 Bad input anywhere is one line on stderr and exit status 2."""
 
@@ -44,6 +44,10 @@ def _dispatch(argv: list[str]) -> int:
         from .compare import compare_command
 
         return compare_command(argv[1:])
+    if argv[:1] == ["history"]:
+        from .compare import history_command
+
+        return history_command(argv[1:])
     from .run import run_command
 
     return run_command(argv)
