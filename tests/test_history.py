@@ -267,3 +267,22 @@ def test_history_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.Capt
     folder = _history_folders(tmp_path / "n", 1)[0]
     assert history_command([str(tmp_path / "h"), str(folder), "--keep", "1"]) == 2
     assert "--keep" in capsys.readouterr().err
+
+
+def test_the_report_shows_the_history_with_a_plot_per_configuration(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from fixed_web_platform.cli.report import report_command
+
+    folders = _history_folders(tmp_path / "h", 8, slow_last=1.6)
+    out = tmp_path / "report"
+    assert report_command([str(folders[-1]), "--history", str(tmp_path / "h"), "--output-dir", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    assert "History: night07 against 7 earlier sweep(s)" in page
+    assert "regression: chrome/webgpu standard 4-bit block32 a 1x64x64: +6" in page
+    images = [m for m in page.split('src="')[1:] if m.startswith("history-plots-1/")]
+    assert len(images) == 3 and all((out / m.split('"')[0]).stat().st_size > 5000 for m in images)
+    single = tmp_path / "one"
+    _history_folders(single, 1)
+    assert report_command([str(folders[-1]), "--history", str(single), "--output-dir", str(out)]) == 0
+    assert "nothing to judge yet" in capsys.readouterr().out
+    assert report_command([str(folders[-1]), "--history", str(tmp_path / "none"), "--output-dir", str(out)]) == 2

@@ -185,6 +185,10 @@ def test_report_runs_and_each_night_is_judged_against_the_history(job: dict[str,
     report = [shlex.split(line) for line in lines if f"{ENTRY} report " in line]
     assert report and report[0][report[0].index("report") + 1:][:2] == ["results/nightly", "results/nightly/model"]
     assert "--screenshot" in report[0]  # the report as a user sees it, kept with the artifact
+    shown = report[0][report[0].index("--history") + 1:]
+    assert shown[:2] == ["history/matmul", "history/model"]  # the History sections, tonight included
+    names = [s.get("name") for s in job["steps"]]
+    assert names.index("Judge tonight against the history") < names.index("Report")
     history = [shlex.split(line.split("||")[0]) for line in lines if f"{ENTRY} history " in line]
     assert [h[h.index("history") + 1:][:2] for h in history] == [
         ["history/matmul", "results/nightly"], ["history/model", "results/nightly/model"]]

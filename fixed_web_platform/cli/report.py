@@ -10,6 +10,23 @@ from ..report.render import load_sweeps, write_report
 from ..results.reader import ResultSchemaError
 
 
+def _history(folder: Path):  # noqa: ANN202 - a HistoryComparison
+    from ..analysis.compare import MetadataMismatch
+    from ..analysis.history import expand_sweeps, history_compare
+    from ..results.reader import load
+
+    if not folder.is_dir():
+        raise UsageError(f"--history {folder}: no such folder")
+    paths = expand_sweeps([folder])
+    if len(paths) < 2:
+        print(f"report: --history {folder} holds {len(paths)} sweep(s): nothing to judge yet, no History section")
+        return None
+    try:
+        return history_compare([load(p) for p in paths])
+    except MetadataMismatch as exc:
+        raise UsageError(f"--history {folder}: {exc}") from None
+
+
 def report_command(argv: list[str]) -> int:
     """`report DIR [DIR ...] [--output-dir OUT]`: 0 on success, 2 (one error line) on bad input."""
     parser = OneLineArgumentParser(
@@ -20,6 +37,9 @@ def report_command(argv: list[str]) -> int:
                         help="results folder(s) written by a sweep")
     parser.add_argument("--output-dir", type=Path, default=None,
                         help="where to write the report (default: <first results folder>/report)")
+    parser.add_argument("--history", type=Path, nargs="+", default=[], metavar="HISTORY_DIR",
+                        help="a folder of sweeps, oldest first (the nightly's history): its newest judged "
+                             "against the earlier ones in a History section with one plot per configuration")
     parser.add_argument("--screenshot", action="store_true",
                         help="open report.html in headless Chromium at 1280 px, check it (no "
                              "sideways scrolling, every plot loaded) and save screenshot.png")
@@ -35,9 +55,14 @@ def report_command(argv: list[str]) -> int:
     except (ResultSchemaError, OSError, ValueError, KeyError) as exc:
         print(f"error: {first_line(exc)}", file=sys.stderr)
         return 2
+    try:
+        histories = [h for h in map(_history, args.history) if h is not None]
+    except (UsageError, ResultSchemaError, OSError, ValueError, KeyError) as exc:
+        print(f"error: {first_line(exc)}", file=sys.stderr)
+        return 2
     out_dir = args.output_dir if args.output_dir is not None else args.results[0] / "report"
     try:
-        files = write_report(sweeps, out_dir)
+        files = write_report(sweeps, out_dir, histories)
     except OSError as exc:
         print(f"error: cannot write the report to {out_dir}: {first_line(exc)}", file=sys.stderr)
         return 2

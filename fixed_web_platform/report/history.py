@@ -76,10 +76,32 @@ def format_history(judged: HistoryComparison, plots: Sequence[str] = ()) -> str:
     lines += ["## What changed", ""]
     lines += [f"- {line}" for line in changed] or ["- nothing: every configuration is within its history"]
     lines += ["", "## Every configuration", ""]
+    head, body = configuration_table(judged)
+    lines += markdown_lines(head, body)
+    lines += ["", summary_line(judged)]
+    if plots:
+        lines += ["", "## History plots", ""]
+        lines += [f"![{Path(p).stem}]({p})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(judged: HistoryComparison) -> str:
+    c = judged.comparison
+    status = "REGRESSION" if judged.has_regression else "no regression"
+    counts = ", ".join(f"{n} {v.value}" for v, n in c.counts.items()) or "no configurations"
+    return (f"**Summary:** {counts} — {status} (history judge: a step on the newest night, or the night "
+            f"before and still there, beyond the {1 - c.alpha:.1%} prediction limit of the nights since the "
+            f"last change point, at least {HISTORY_MIN} of them, and beyond the minimum effect "
+            f"{c.min_effect:.0%}; the drift-free session view decides where it exists)")
+
+
+def configuration_table(judged: HistoryComparison) -> tuple[list[str], list[list[str]]]:
+    """Every configuration of the newest sweep: its verdict, which view decided, the change and
+    its evidence."""
     head = ["configuration", "verdict", "decided by", "change", "since", "limit", "absolute", "newest ms",
             "history nights", "note"]
     body = []
-    for e in c.entries:
+    for e in judged.comparison.entries:
         h = judged.entry(e.config)
         d = h.decision if h is not None else None
         a = h.judgement(View.ABSOLUTE) if h is not None else None
@@ -94,17 +116,32 @@ def format_history(judged: HistoryComparison, plots: Sequence[str] = ()) -> str:
             str(d.history_nights) if d is not None else "-",
             e.note or "-",
         ])
-    lines += markdown_lines(head, body)
-    status = "REGRESSION" if judged.has_regression else "no regression"
-    counts = ", ".join(f"{n} {v.value}" for v, n in c.counts.items()) or "no configurations"
-    lines += ["", f"**Summary:** {counts} — {status} (history judge: a step on the newest night, or the night "
-              f"before and still there, beyond the {1 - c.alpha:.1%} prediction limit of the nights since the "
-              f"last change point, at least {HISTORY_MIN} of them, and beyond the minimum effect "
-              f"{c.min_effect:.0%}; the drift-free session view decides where it exists)"]
-    if plots:
-        lines += ["", "## History plots", ""]
-        lines += [f"![{Path(p).stem}]({p})" for p in plots]
-    return "\n".join(lines) + "\n"
+    return head, body
+
+
+def history_section(judged: HistoryComparison, plots_dir: Path) -> tuple[list[str], list[str], list[Path]]:
+    """The report's History section of one history: (Markdown lines, HTML parts, plots drawn)."""
+    import html
+
+    import pandas as pd
+
+    from .markdown import html_table
+
+    drawn = draw_history_plots(judged, plots_dir)
+    rel = [f"{plots_dir.name}/{p.name}" for p in drawn]
+    title = f"History: {judged.sweeps[-1]} against {len(judged.sweeps) - 1} earlier sweep(s)"
+    changed = what_changed(judged) or ["nothing: every configuration is within its history"]
+    head, body = configuration_table(judged)
+    md = [f"## {title}", "", *(f"- {line}" for line in changed), "", *markdown_lines(head, body), "",
+          summary_line(judged), ""]
+    md += [f"![{Path(p).stem}]({p})" for p in rel] + [""]
+    e = html.escape
+    strip = lambda text: text.replace("**", "")  # noqa: E731 - the Markdown emphasis, for HTML
+    parts = [f"<h2 id=\"history\">{e(title)}</h2>", "<ul>", *(f"<li>{e(strip(line))}</li>" for line in changed),
+             "</ul>", html_table(pd.DataFrame(body, columns=head)),
+             f"<p class=\"note\">{e(strip(summary_line(judged)))}</p>"]
+    parts += [f"<img src=\"{e(p)}\" alt=\"{e(Path(p).stem)}\">" for p in rel]
+    return md, parts, drawn
 
 
 def _slug(text: str) -> str:

@@ -34,6 +34,7 @@ from ..results.rows import LayerRow, identity_columns, setting_columns
 from ..workloads import DEFAULT_KIND, kind_columns, kind_named
 from .activations import activation_section
 from .glance import glance_html, glance_markdown
+from .history import history_section
 from .markdown import fmt_bytes, html_table, markdown_table, number
 from .plots import MEMORY_COLUMNS
 from .sections import SECTIONS
@@ -619,7 +620,9 @@ def _outcome_counts(rows: pd.DataFrame) -> str:
     return ", ".join(f"{count} {outcome}" for outcome, count in counts.items())
 
 
-def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
+def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -> ReportFiles:
+    """``histories``: HistoryComparison (analysis/history.py) of each history to show, each in a
+    History section with its plots."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = sweeps.rows
@@ -696,6 +699,12 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
     md += sensitivity_md
     activations_md, activations_html = activation_section(summary)
     md += activations_md
+    history_html: list[str] = []
+    for i, judged in enumerate(histories):
+        history_md, history_parts, drawn = history_section(judged, out_dir / f"history-plots-{i + 1}")
+        md += history_md
+        history_html += history_parts
+        all_plots += drawn
     md += ["## Plots", ""]
     if plot_note:
         md += [plot_note, ""]
@@ -743,6 +752,7 @@ def write_report(sweeps: Sweeps, out_dir: Path) -> ReportFiles:
         *kind_html,
         *sensitivity_html,
         *activations_html,
+        *history_html,
         "<h2>Plots</h2>",
     ]
     if plot_note:
