@@ -122,6 +122,11 @@ def _load(path: Path, side: str) -> ResultSet:
 def _compare_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     paths = expand_sweeps(args.sweeps)
+    seen: dict[Path, Path] = {}
+    for p in paths:
+        if p.resolve() in seen:
+            raise UsageError(f"{p}: the same sweep given twice (a folder of sweeps stands for the sweeps in it)")
+        seen[p.resolve()] = p
     if len(paths) < 2:
         raise UsageError(f"give at least two results folders (baseline and current); got {len(paths)}")
     if len(paths) > 2:
