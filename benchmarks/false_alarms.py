@@ -105,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
                          f"{t.count(Verdict.REGRESSION)}", f"{t.count(Verdict.INSUFFICIENT)}",
                          f"{t.count(Verdict.UNCHANGED)}", f"{t.count(Verdict.IMPROVEMENT)}",
                          f"{t.configurations}"])
-    print(f"{len(pairs)} pairs of sweeps\n")
+    return _print(f"{len(pairs)} pairs of sweeps", head, body, args)
+
+
+def _print(title: str, head: list[str], body: list[list[str]], args: argparse.Namespace) -> int:
+    print(f"{title}\n")
     print("\n".join(markdown_lines(head, body)))
     if args.save_fixture is not None:
         save_fixture(args.folders, args.save_fixture)
@@ -126,12 +130,7 @@ def history_main(args: argparse.Namespace) -> int:
                          str(t.count(Verdict.REGRESSION)), str(t.count(Verdict.IMPROVEMENT)),
                          str(t.count(Verdict.INSUFFICIENT)),
                          *(f"{t.caught[f]} of {t.planted} ({t.rate(f):.0%})" for f in factors)])
-    print(f"{len(sweeps)} sweeps, {len(sweeps[-1].rounds)} configurations in the newest\n")
-    print("\n".join(markdown_lines(head, body)))
-    if args.save_fixture is not None:
-        save_fixture(args.folders, args.save_fixture)
-        print(f"\nfixture: {args.save_fixture}")
-    return 0
+    return _print(f"{len(sweeps)} sweeps, {len(sweeps[-1].rounds)} configurations in the newest", head, body, args)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..analysis.compare import (
@@ -130,9 +130,11 @@ def _compare_command(argv: Sequence[str]) -> int:
     if len(paths) < 2:
         raise UsageError(f"give at least two results folders (baseline and current); got {len(paths)}")
     if len(paths) > 2:
-        return _history_command(args, paths)
-    baseline = _load(paths[0], "baseline")
-    current = _load(paths[1], "current")
+        return _judge_history([_load(p, "sweep") for p in paths], args)
+    return _judge_pair(_load(paths[0], "baseline"), _load(paths[1], "current"), args)
+
+
+def _judge_pair(baseline: ResultSet, current: ResultSet, args: argparse.Namespace) -> int:
     try:
         comparison = compare(baseline, current, alpha=args.alpha, min_effect=args.min_effect,
                              force=args.force)
@@ -156,10 +158,6 @@ def _write(output: Path | None, text: str) -> None:
         raise UsageError(f"--output {output}: {exc.strerror or exc}") from None
 
 
-def _history_command(args: argparse.Namespace, paths: list[Path]) -> int:
-    return _judge_history([_load(p, "sweep") for p in paths], args)
-
-
 def _judge_history(sets: list[ResultSet], args: argparse.Namespace) -> int:
     try:
         judged = history_compare(sets, alpha=args.alpha, min_effect=args.min_effect, force=args.force)
@@ -180,15 +178,20 @@ def _judge_history(sets: list[ResultSet], args: argparse.Namespace) -> int:
     return 1 if judged.has_regression else 0
 
 
-def compare_command(argv: Sequence[str] | None = None) -> int:
-    """`compare BASELINE CURRENT ...`: 0 no regression, 1 regression, 2 bad input (one error line)."""
+def _one_line_errors(command: Callable[[Sequence[str]], int], argv: Sequence[str] | None) -> int:
+    """Run a subcommand: bad input is one error line and exit 2."""
     try:
-        return _compare_command(sys.argv[1:] if argv is None else argv)
+        return command(sys.argv[1:] if argv is None else argv)
     except UsageError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
+
+
+def compare_command(argv: Sequence[str] | None = None) -> int:
+    """`compare BASELINE CURRENT ...`: 0 no regression, 1 regression, 2 bad input (one error line)."""
+    return _one_line_errors(_compare_command, argv)
 
 
 
@@ -225,24 +228,9 @@ def _history_main(argv: Sequence[str]) -> int:
         print("history: the first sweep of this history; nothing to judge it against yet")
         return 0
     sets = [_load(p, "sweep") for p in paths]
-    if len(sets) == 2:
-        try:
-            comparison = compare(sets[0], sets[1], alpha=args.alpha, min_effect=args.min_effect, force=args.force)
-        except MetadataMismatch as exc:
-            raise UsageError(f"{exc}; use --force to compare anyway") from None
-        text = format_comparison(comparison)
-        _write(args.output, text)
-        print(text, end="")
-        return 1 if comparison.has_regression else 0
-    return _judge_history(sets, args)
+    return _judge_pair(*sets, args) if len(sets) == 2 else _judge_history(sets, args)
 
 
 def history_command(argv: Sequence[str] | None = None) -> int:
     """`history HISTORY_DIR SWEEP ...`: 0 no regression, 1 regression, 2 bad input (one error line)."""
-    try:
-        return _history_main(sys.argv[1:] if argv is None else argv)
-    except UsageError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
+    return _one_line_errors(_history_main, argv)
