@@ -112,8 +112,8 @@ def history_tallies(pairs) -> dict[str, HistoryTally]:  # noqa: ANN001
 
 
 def test_a_same_code_history_raises_no_alarm(history_tallies) -> None:  # noqa: ANN001
-    judged = sum(t.judgements for t in history_tallies.values())
-    assert judged >= 120  # 180: 15 nights x 6 configurations, in both orders
+    judged = sum(t.count(Verdict.UNCHANGED) for t in history_tallies.values())
+    assert judged >= 120  # 179 of 180: 15 nights x 6 configurations, in both orders
     for t in history_tallies.values():
         assert t.count(Verdict.REGRESSION) == 0
         assert t.count(Verdict.IMPROVEMENT) == 0
@@ -124,7 +124,7 @@ def test_the_history_catches_planted_steps_within_two_nights(history_tallies) ->
     caught = {f: sum(t.caught[f] for t in history_tallies.values()) for f in (1.2, 1.5, 2.0)}
     assert caught[1.5] >= 0.90 * planted
     assert caught[2.0] >= 0.99 * planted
-    assert caught[1.2] >= 0.30 * planted  # 70 of 180 here: not a target, a floor against decay
+    assert caught[1.2] >= 0.30 * planted  # 78 of 180 here: not a target, a floor against decay
 
 
 def test_the_history_catches_more_than_one_baseline(pairs, history_tallies) -> None:  # noqa: ANN001
@@ -134,10 +134,3 @@ def test_the_history_catches_more_than_one_baseline(pairs, history_tallies) -> N
     rate = pairwise.count(Verdict.REGRESSION) / pairwise.configurations
     history = sum(t.caught[1.5] for t in history_tallies.values()) / sum(t.planted for t in history_tallies.values())
     assert rate < 0.5 < 0.9 <= history
-
-
-def test_a_step_of_every_configuration_is_left_to_the_absolute_view_and_not_called(pairs) -> None:  # noqa: ANN001
-    """What the drift-free view cannot see: the whole session slower alike (README says so)."""
-    series = [sweep_figures(rs) for pair in pairs for rs in pair]
-    t = history_tally(series[:12], (2.0,), whole_sweep=True)
-    assert t.planted > 0 and t.caught[2.0] == 0

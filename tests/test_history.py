@@ -27,7 +27,9 @@ from fixed_web_platform.analysis.history import (
     sweep_figures,
 )
 from fixed_web_platform.cli.compare import compare_command, history_command
+from fixed_web_platform.report.history import format_history
 from fixed_web_platform.results.reader import CONFIG_KEY, load
+from fixed_web_platform.vocabulary import Outcome
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 
@@ -76,8 +78,22 @@ def test_a_faster_night_is_an_improvement_not_a_regression() -> None:
 
 def test_too_short_a_history_is_insufficient() -> None:
     j = judge_series(View.SESSION, _nights([0.0] * (HISTORY_MIN - 1) + [math.log(3.0)]))
+    assert j.verdict is Verdict.INSUFFICIENT and j.history_nights == HISTORY_MIN - 1
+
+
+def test_a_history_cut_short_by_a_change_point_is_insufficient_with_its_length() -> None:
+    quiet = _noise(10, 0.02, seed=4)
+    stepped = [math.log(1.5) + x for x in _noise(3, 0.02, seed=5)]
+    j = judge_series(View.SESSION, _nights([*quiet, *stepped, math.log(3.0)]))
     assert j.verdict is Verdict.INSUFFICIENT
-    assert f"needs {HISTORY_MIN}" in j.note
+    assert j.history_nights == 3 and "3 since its last change point" in j.note
+
+
+def test_a_step_is_found_in_a_short_series() -> None:
+    for n in (6, 8, 10):
+        half = n // 2
+        values = [*_noise(half, 0.02, seed=n), *(math.log(2.0) + x for x in _noise(n - half, 0.02, seed=n + 1))]
+        assert change_points(values) == [half], n
 
 
 def test_below_the_minimum_effect_is_unchanged_however_significant() -> None:
@@ -228,6 +244,21 @@ def test_a_short_history_falls_back_to_the_previous_sweep(tmp_path: Path) -> Non
     judged = history_compare([load(f) for f in folders])
     called = [e for e in judged.comparison.entries if e.verdict is Verdict.REGRESSION]
     assert len(called) == 1 and "judged against night01 alone" in called[0].note
+    text = format_history(judged)
+    assert "nan" not in text
+    assert "| regression | previous sweep | +" in text
+
+
+def test_a_fixed_configuration_that_regressed_against_its_history_is_a_regression(tmp_path: Path) -> None:
+    folders = _history_folders(tmp_path / "h", 8)
+    crashed = [r if r.workload.name != "a" else Run(bits=4, workload=r.workload, repetition=r.repetition,
+                                                     outcome=Outcome.CRASH) for r in _night_runs(8)]
+    folders.append(write_folder(tmp_path / "h" / "night08", crashed))
+    folders.append(write_folder(tmp_path / "h" / "night09", _night_runs(9, slow=1.6)))
+    judged = history_compare([load(f) for f in folders])
+    (entry,) = [e for e in judged.comparison.entries if e.config[CONFIG_KEY.index("workload")] == "a"]
+    assert entry.verdict is Verdict.REGRESSION
+    assert "against night08 alone: fixed" in entry.note
 
 
 def test_sweeps_of_another_set_up_are_left_out_of_the_history(tmp_path: Path) -> None:
@@ -259,6 +290,34 @@ def test_history_adds_keeps_and_judges(tmp_path: Path, capsys: pytest.CaptureFix
     kept = expand_sweeps([history])
     assert len(kept) == 7 and kept[-1].name.startswith("20261108")
     assert sorted(p.name for p in kept[-1].iterdir()) == ["environment.json", "results.csv", "samples.jsonl"]
+
+
+def test_history_takes_a_sweep_without_a_date_as_the_newest(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    folders = _history_folders(tmp_path / "nights", 7, slow_last=1.6)
+    env = json.loads((folders[-1] / "environment.json").read_text())
+    del env["created_utc"]
+    (folders[-1] / "environment.json").write_text(json.dumps(env))
+    history = tmp_path / "history"
+    codes = [history_command([str(history), str(f)]) for f in folders]
+    assert codes == [0] * 6 + [1]
+    out = capsys.readouterr().out
+    newest = expand_sweeps([history])[-1]
+    assert f"Newest sweep `{newest.name}`" in out and newest.name.startswith("20")
+
+
+def test_history_refuses_a_sweep_it_holds_and_starts_anew_on_a_new_browser(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folders = _history_folders(tmp_path / "nights", 6)
+    history = tmp_path / "history"
+    for f in folders:
+        history_command([str(history), str(f)])
+    capsys.readouterr()
+    assert history_command([str(history), str(folders[-1])]) == 2
+    assert "already in the history" in capsys.readouterr().err
+    upgraded = write_folder(tmp_path / "upgraded", _night_runs(50, slow=3.0), versions={"chrome": "154.0.0.0"})
+    assert history_command([str(history), str(upgraded)]) == 0
+    assert "it starts a new history" in capsys.readouterr().out
 
 
 def test_history_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -132,6 +132,8 @@ def history_tally(sweeps: Sequence[Any], factors: Sequence[float] = (), *, first
     with HISTORY_MIN nights before it)."""
     from .history import HISTORY_MIN, judge_history
 
+    if not sweeps:
+        raise ValueError("no sweeps to tally")
     start = HISTORY_MIN if first is None else first
     counts: dict[str, int] = {}
     caught = {f: 0 for f in factors}

@@ -8,31 +8,38 @@ of the same measurements:
   including those that move a whole browser session alike, and all the machine's drift with it
   (on this 2-core machine whole sweeps of the same code ran up to 1.9x slower while something
   else loaded the CPU: README, "Regressions against history").
-- ``session`` (drift-free): in each round, the configuration's latency over the median latency
-  of the OTHER configurations measured in the same browser session (at least SESSION_PEERS of
-  them). Whatever moves the whole session cancels: machine load, clock, a browser-wide slow-down.
-  It cannot see a change that moves half or more of the session's configurations alike.
+- ``session`` (drift-free): in each round, the configuration's latency with the session's drift
+  taken out: the drift is the median, over the OTHER configurations measured in the same browser
+  session (at least SESSION_PEERS of them), of how far each ran from its own usual level
+  (``levels``). Whatever moves the whole session cancels: machine load, clock, a browser-wide
+  slow-down. It cannot see a change that moves half or more of the session's configurations alike.
 
-Which view decides: the session view wherever the configuration has one (it shared its browser
-sessions with at least SESSION_PEERS others, in the newest sweep and HISTORY_MIN earlier ones);
-the absolute view otherwise. When the absolute view alone would call a change, the entry says so
-("the whole session moved") without calling it: on this machine that is what a loaded CPU looks
-like.
+Which view decides: the session view wherever the configuration has one with a history (it
+shared its browser sessions with at least SESSION_PEERS others, in the newest sweep and
+HISTORY_MIN earlier ones); the absolute view where it has no session view at all. A view without
+enough history leaves the configuration to the pairwise judge against the previous sweep
+(history_compare). When the absolute view alone would call a change, the entry says so ("the
+whole session moved") without calling it: on this machine that is what a loaded CPU looks like.
 
 How a view judges the newest night (``judge_series``): the history before the step is the
 series' last stretch with no change point (ruptures' PELT on the earlier nights), at most
 MAX_HISTORY nights and at least HISTORY_MIN. The newest night alone (k=1), or the newest two
 (k=2: a step the night before that persists, both nights beyond the minimum effect on the same
 side), is compared with that history's mean by a t prediction interval whose spread is the
-night-to-night spread: ``(mean(after) - mean(before)) / (s * sqrt(1/k + 1/n))`` with s the larger
-of the configuration's own standard deviation and the one pooled over the configurations of the
-same browser, engine and platform (their degrees of freedom: one noise level per machine and
-setting, estimated from many series). Each k is tested at alpha/2; a change is called when p is
-below that AND the change passes the minimum effect. So a step is caught on its night or the
-night after.
+night-to-night spread: ``(mean(after) - mean(before)) / (s * sqrt(1/k + 1/n))`` with s pooled
+over the configurations of the same browser, engine and platform (variances weighted by their
+degrees of freedom, which the t distribution then has: one noise level per machine and setting,
+estimated from many series), unless the configuration's own spread is significantly larger than
+its peers' (F test at POOL_ALPHA): then its own, with its own degrees of freedom. Each k is tested at
+alpha/2; a change is called when p is below that AND the change passes the minimum effect. So a
+step is caught on its night or the night after. Nights measured with another timing source than
+the newest one's (GPU timestamps, wall clock) are not part of its series.
 
-Change points over the whole series (for the report's history plots and the summary's "what
-changed when") are ruptures' PELT with an l2 cost and a penalty of PENALTY * s^2 * log(n).
+Change points (the history's start, the plots' marks, the summary's "what changed when") are
+ruptures' PELT with an l2 cost and a penalty of PENALTY * s^2 * log(n), s the noise estimated
+from successive differences (a step moves one of them only), each kept only where the level moved
+beyond the minimum effect and beyond chance (the move in units of that noise, at alpha over the
+n - 1 places a cut could be made).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -101,6 +109,8 @@ class SweepFigures:
     name: str
     created: str
     rounds: Mapping[Config, Mapping[tuple[str, int], float]]
+    sources: Mapping[Config, str] = field(default_factory=dict)
+    """Each configuration's timing source ('gpu-timestamp', 'wall-clock'; '' unknown)."""
 
     def view(self, view: View, levels: Mapping[Config, float] | None = None) -> dict[Config, list[float]]:
         """Per configuration, its values in this view, one per browser session. The session view
@@ -141,13 +151,14 @@ class SweepFigures:
         d = math.log(factor)
         return SweepFigures(self.name, self.created, {
             c: ({s: v + d for s, v in by.items()} if config is None or c == config else by)
-            for c, by in self.rounds.items()})
+            for c, by in self.rounds.items()}, self.sources)
 
 
 def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
     """The ok runs of a results folder, as SweepFigures (runs without samples left out)."""
     where = rs.directory / "results.csv"
     logs: dict[Config, dict[tuple[str, int], list[float]]] = {}
+    sources: dict[Config, set[str]] = {}
     for record in rs.rows.to_dict("records"):
         if str(record.get("outcome")) != Outcome.OK.value:
             continue
@@ -164,9 +175,11 @@ def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
             isinstance(repetition, float) and math.isnan(repetition)) else 0
         session = (str(record["browser"]), rnd)
         logs.setdefault(config, {}).setdefault(session, []).append(math.log(median))
+        sources.setdefault(config, set()).add(str(raw.get("timing_source") or record.get("timing_source") or ""))
     rounds = {c: {s: float(np.mean(v)) for s, v in by.items()} for c, by in logs.items()}
     created = str((rs.environment or {}).get("created_utc") or "")
-    return SweepFigures(name or rs.directory.name, created, rounds)
+    return SweepFigures(name or rs.directory.name, created, rounds,
+                        {c: "/".join(sorted(v)) for c, v in sources.items()})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,27 +260,45 @@ def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFEC
 @functools.lru_cache(maxsize=8192)
 def _change_points(values: tuple[float, ...], min_effect: float, alpha: float) -> tuple[int, ...]:
     """Indices where a new level starts: ruptures' PELT (l2 cost, at least 2 nights a segment,
-    penalty PENALTY * s^2 * log n with s the series' standard deviation), keeping the points where
-    the level moved by more than ``min_effect`` and Welch's t between the segments on either side
-    gives p < ``alpha`` (so noise is never drawn as a step)."""
+    penalty PENALTY * s^2 * log n with s the noise from successive differences), keeping the
+    points where the level moved by more than ``min_effect`` and the move between the segments on
+    either side, in units of that noise, is beyond chance at ``alpha`` over the n - 1 places a
+    cut could be made (so noise is never drawn as a step)."""
     import ruptures
     from scipy import stats as scipy_stats
 
     a = np.asarray(values, dtype=np.float64)
     if a.size < 4:
         return ()
-    sd = max(float(a.std(ddof=1)), SD_FLOOR)
+    sd = _noise(a)
     ends = ruptures.Pelt(model="l2", min_size=2, jump=1).fit(a.reshape(-1, 1)).predict(
         pen=PENALTY * sd * sd * math.log(a.size))
     bounds = [0, *ends]
     kept = []
     for i in range(1, len(bounds) - 1):
         before, after = a[bounds[i - 1]:bounds[i]], a[bounds[i]:bounds[i + 1]]
-        if abs(float(after.mean() - before.mean())) <= math.log1p(min_effect):
+        moved = after - float(np.median(before))
+        if not _level_moved(moved, math.log1p(min_effect)):
             continue
-        if float(scipy_stats.ttest_ind(after, before, equal_var=False).pvalue) < alpha:
+        z = abs(float(after.mean() - before.mean())) / (sd * math.sqrt(1 / after.size + 1 / before.size))
+        if 2 * float(scipy_stats.norm.sf(z)) * (a.size - 1) < alpha:  # Bonferroni: n - 1 places to cut
             kept.append(int(bounds[i]))
     return tuple(kept)
+
+
+def _level_moved(moved: np.ndarray, floor: float) -> bool:
+    """Did a segment move beyond ``floor`` as a level, not by one outlier? A short segment (up to
+    3 nights) needs every night beyond it on one side, a longer one its median."""
+    if moved.size <= 3:
+        return bool((moved > floor).all() or (moved < -floor).all())
+    return abs(float(np.median(moved))) > floor
+
+
+def _noise(a: np.ndarray) -> float:
+    """The night-to-night noise of a series from its successive differences (median absolute
+    deviation, scaled to a standard deviation): a step moves one difference, not the estimate."""
+    d = np.diff(a)
+    return max(float(np.median(np.abs(d - np.median(d)))) * 1.4826 / math.sqrt(2), SD_FLOOR)
 
 
 def steps(series: Sequence[Night], min_effect: float = DEFAULT_MIN_EFFECT,
@@ -292,6 +323,19 @@ def _history(values: Sequence[float], min_effect: float, alpha: float) -> list[f
     return recent[points[-1]:] if points else recent
 
 
+POOL_ALPHA = 0.05
+"""A series whose spread is larger than its peers' at this level (F test) is not pooled with them."""
+
+
+def _noisier(variance: float, df: int, peers_variance: float, peers_df: int) -> bool:
+    """Is a series' variance significantly larger than its peers' (one-sided F test)?"""
+    from scipy import stats as scipy_stats
+
+    if peers_variance <= 0:
+        return variance > 0
+    return float(scipy_stats.f.sf(variance / peers_variance, df, peers_df)) < POOL_ALPHA
+
+
 def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[Night]] = (), *,
                  alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT) -> ViewJudgement:
     """Judge the last night of ``series`` against the earlier ones (see the module doc).
@@ -302,25 +346,33 @@ def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[N
     values = [n.value for n in series]
     floor = math.log1p(min_effect)
     tried: list[ViewJudgement] = []
+    usable = 0
     for k in STEP_NIGHTS:
         if len(values) <= k:
             break
         before = _history(values[:-k], min_effect, alpha)
         after = values[-k:]
+        usable = max(usable, len(before))
         if len(before) < HISTORY_MIN:
             continue
         mean = float(np.mean(before))
         shifts = [a - mean for a in after]
         if k > 1 and not (all(s > floor for s in shifts) or all(s < -floor for s in shifts)):
             continue  # not a step that persists: the newest night alone (k=1) says what it is
-        own = float(np.std(before, ddof=1))
-        variances, df = [own ** 2], len(before) - 1
+        own = statistics.stdev(before)
+        own_df = len(before) - 1
+        others, others_df = 0.0, 0
         for peer in peers:
             pv = [n.value for n in peer][:-k][-len(before):]
             if len(pv) >= 2:
-                variances.append(statistics.variance(pv))
-                df += len(pv) - 1
-        sd = max(own, math.sqrt(float(np.mean(variances))), SD_FLOOR)
+                others += statistics.variance(pv) * (len(pv) - 1)
+                others_df += len(pv) - 1
+        if others_df and not _noisier(own ** 2, own_df, others / others_df, others_df):
+            df = own_df + others_df  # one noise level: pooled, weighted by degrees of freedom
+            sd = math.sqrt((own ** 2 * own_df + others) / df)
+        else:  # no peers, or a series noisier than its peers: its own spread and degrees of freedom
+            sd, df = own, own_df
+        sd = max(sd, SD_FLOOR)
         se = sd * math.sqrt(1 / k + 1 / len(before))
         diff = float(np.mean(after)) - mean
         p = float(2 * scipy_stats.t.sf(abs(diff) / se, df))
@@ -329,11 +381,13 @@ def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[N
         called = p < alpha / len(STEP_NIGHTS) and abs(effect) > min_effect
         verdict = (Verdict.REGRESSION if effect > 0 else Verdict.IMPROVEMENT) if called else Verdict.UNCHANGED
         since = series[-k].sweep
-        tried.append(ViewJudgement(view, verdict, effect, k, since, limit, p, len(before), len(variances)))
+        pooled_series = 1 + sum(1 for peer in peers if len(peer) > k + 1) if df > own_df else 1
+        tried.append(ViewJudgement(view, verdict, effect, k, since, limit, p, len(before), pooled_series))
     if not tried:
-        return ViewJudgement(view, Verdict.INSUFFICIENT, history_nights=max(len(values) - 1, 0),
-                             note=f"{max(len(values) - 1, 0)} earlier night(s) in this view; a history needs "
-                                  f"{HISTORY_MIN} (after its last change point)")
+        earlier = max(len(values) - 1, 0)
+        cut = f", {usable} since its last change point" if usable < earlier else ""
+        return ViewJudgement(view, Verdict.INSUFFICIENT, history_nights=usable,
+                             note=f"{earlier} earlier night(s) in this view{cut}; a history needs {HISTORY_MIN}")
     calls = [j for j in tried if j.called]
     return min(calls, key=lambda j: j.p) if calls else tried[0]
 
@@ -389,8 +443,9 @@ def series_by_view(sweeps: Sequence[SweepFigures]) -> dict[View, dict[Config, li
     for view in View:
         per = [(s, s.view(view, usual)) for s in window]
         newest = per[-1][1]
-        out[view] = {c: [night(s, values[c]) for s, values in per if c in values] for c in current.rounds
-                     if c in newest}
+        out[view] = {c: [night(s, values[c]) for s, values in per
+                         if c in values and s.sources.get(c, "") == current.sources.get(c, "")]
+                     for c in current.rounds if c in newest}
     return out
 
 
@@ -442,24 +497,21 @@ def _decide(config: Config, judgements: list[ViewJudgement], series: dict[View, 
             found: dict[View, tuple[Step, ...]], moved: ViewJudgement | None = None) -> HistoryEntry:
     by = {j.view: j for j in judgements}
     session, absolute = by.get(View.SESSION), by.get(View.ABSOLUTE)
-    if session is not None:
-        decider = session
-    elif absolute is not None:
-        decider = absolute
-    else:
+    decider = session if session is not None else absolute
+    if decider is None:
         return HistoryEntry(config, Verdict.SKIPPED, None, tuple(judgements), series, found,
                             "no ok run with samples in the newest sweep")
     notes = [describe(decider)]
-    if moved is not None:
-        notes.append(f"the browser's sessions as a whole ran {moved.effect:+.1%} against their history "
-                     f"({'the newest night' if moved.nights_after == 1 else 'the last two nights'}): machine load "
-                     "or a change common to every configuration, which the drift-free view cannot see")
-    if decider is session and absolute is not None and absolute.called and not session.called:
+    if decider is session and absolute is not None and absolute.called and session.verdict is Verdict.UNCHANGED:
         notes.append(f"its own latency moved {absolute.effect:+.1%} ({absolute.verdict.value} in the absolute "
                      "view) with the whole browser session: machine drift or a change common to the session, "
                      "not called")
     elif decider is session and absolute is not None and absolute.verdict is not Verdict.INSUFFICIENT:
         notes.append(f"absolute {absolute.effect:+.1%}")
+    if moved is not None:
+        notes.append(f"the browser's sessions as a whole ran {moved.effect:+.1%} against their history "
+                     f"({'the newest night' if moved.nights_after == 1 else 'the last two nights'}): machine load "
+                     "or a change common to every configuration, which the drift-free view cannot see")
     return HistoryEntry(config, decider.verdict, decider.view, tuple(judgements), series, found,
                         "; ".join(n for n in notes if n))
 
@@ -499,6 +551,9 @@ def matching_history(sets: Sequence[ResultSet], force: bool = False) -> tuple[li
 
 LATENCY_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.INSUFFICIENT})
 """Pairwise verdicts the history's latency judgement replaces (failures, accuracy, added... stay)."""
+HISTORY_OVERRIDES = frozenset({Verdict.FIXED, Verdict.ADDED})
+"""Pairwise verdicts the history's own call replaces (the previous sweep failed or lacked the
+configuration, the earlier ones did not)."""
 
 
 @dataclass(frozen=True)
@@ -543,18 +598,19 @@ def history_compare(sets: Sequence[ResultSet], *, alpha: float = DEFAULT_ALPHA,
     entries = []
     for e in pairwise.entries:
         h = by_config.get(e.config)
-        if h is None or e.verdict not in LATENCY_VERDICTS:
+        d = h.decision if h is not None else None
+        if h is None or d is None:
             entries.append(e)
-            continue
-        d = h.decision
-        if h.verdict is Verdict.INSUFFICIENT and d is not None and not d.history_nights >= HISTORY_MIN:
+        elif e.verdict in LATENCY_VERDICTS and h.verdict is Verdict.INSUFFICIENT:
             # a history too short to judge: the previous sweep alone judges, as a pair
             entries.append(dataclasses.replace(e, note="; ".join(filter(None, [
-                f"{d.history_nights} earlier night(s), fewer than the {HISTORY_MIN} a history needs: judged "
-                f"against {judged_against} alone", e.note]))))
-            continue
-        effect = d.effect if d is not None else e.effect
-        entries.append(dataclasses.replace(e, verdict=h.verdict, effect=effect, interval=None, note=h.note))
+                f"{d.view.value} view: {d.note}; judged against {judged_against} alone", e.note]))))
+        elif e.verdict in LATENCY_VERDICTS or (e.verdict in HISTORY_OVERRIDES and d.called):
+            was = f"; against {judged_against} alone: {e.verdict.value}" if e.verdict in HISTORY_OVERRIDES else ""
+            entries.append(dataclasses.replace(e, verdict=h.verdict, effect=d.effect, interval=None,
+                                               note=h.note + was))
+        else:
+            entries.append(e)
     order = {v: i for i, v in enumerate(Verdict)}
     entries.sort(key=lambda e: order[e.verdict])
     comparison = dataclasses.replace(pairwise, entries=tuple(entries),
@@ -575,7 +631,6 @@ def expand_sweeps(paths: Sequence[Any]) -> list[Any]:
     """Result folders from the arguments, in order: a folder holding results.csv is one sweep; a
     folder without one stands for the sweeps inside it (each sub-folder holding results.csv),
     ordered by when they were made (environment.json's created_utc), then by name."""
-    import json
     from pathlib import Path
 
     out = []
@@ -583,31 +638,39 @@ def expand_sweeps(paths: Sequence[Any]) -> list[Any]:
         if (p / "results.csv").is_file() or not p.is_dir():
             out.append(p)
             continue
-        inner = [d for d in p.iterdir() if (d / "results.csv").is_file()]
-
-        def created(d: Path) -> str:
-            try:
-                return str(json.loads((d / "environment.json").read_text()).get("created_utc") or "")
-            except (OSError, ValueError):
-                return ""
-        out.extend(sorted(inner, key=lambda d: (created(d), d.name)) or [p])
+        inner = [d for d in p.iterdir() if not d.name.startswith(".") and (d / "results.csv").is_file()]
+        out.extend(sorted(inner, key=lambda d: (created_in(d), d.name)) or [p])
     return out
 
 
 def add_to_history(history_dir: Any, sweep: ResultSet, keep: int = MAX_HISTORY + 1) -> Any:
     """Copy what a history needs of ``sweep`` (results.csv, samples.jsonl, environment.json) into
-    a new folder of ``history_dir`` named after when the sweep was made, and remove the oldest
-    folders beyond ``keep``. Returns the new folder."""
+    a new folder of ``history_dir`` named after when the sweep was made (now, if it does not say),
+    and remove the oldest folders beyond ``keep``. Returns the new folder. Raises ValueError for a
+    sweep the history already holds, or one older than the history's newest (a history only
+    grows at its end)."""
+    import datetime as dt
+    import hashlib
     import re
     import shutil
     from pathlib import Path
 
     if keep < 2:
-        raise ValueError(f"a history keeps at least 2 sweeps, not {keep}")
+        raise ValueError(f"--keep: a history keeps at least 2 sweeps, not {keep}")
     root = Path(history_dir)
     root.mkdir(parents=True, exist_ok=True)
-    created = str((sweep.environment or {}).get("created_utc") or "")
-    stem = re.sub(r"[^0-9A-Za-z]+", "", created)[:15] or "sweep"
+    digest = hashlib.sha256((Path(sweep.directory) / "results.csv").read_bytes()).hexdigest()
+    existing = expand_sweeps([root]) if any(root.iterdir()) else []
+    existing = [d for d in existing if d != root]
+    for d in existing:
+        if hashlib.sha256((d / "results.csv").read_bytes()).hexdigest() == digest:
+            raise ValueError(f"{sweep.directory} is already in the history as {d}")
+    created = str((sweep.environment or {}).get("created_utc") or "") or dt.datetime.now(dt.UTC).isoformat()
+    stem = re.sub(r"[^0-9A-Za-z]+", "", created)[:15]
+    newest = existing[-1].name if existing else ""
+    if newest and stem < newest[:15]:
+        raise ValueError(f"{sweep.directory} was made ({created}) before the history's newest sweep ({newest}); "
+                         "a history only grows at its end")
     target, n = root / stem, 1
     while target.exists():
         n += 1
@@ -619,8 +682,20 @@ def add_to_history(history_dir: Any, sweep: ResultSet, keep: int = MAX_HISTORY +
         source = Path(sweep.directory) / name
         if source.is_file():
             shutil.copy2(source, tmp / name)
+    if not created_in(tmp):  # the folder's name is its time; say it inside too, so the order holds
+        (tmp / "environment.json").write_text(json.dumps({**(sweep.environment or {}), "created_utc": created}))
     tmp.rename(target)
     sweeps = expand_sweeps([root])
     for old in sweeps[:-keep] if len(sweeps) > keep else []:
         shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def created_in(folder: Any) -> str:
+    """environment.json's created_utc of a results folder ('' when it does not say)."""
+    from pathlib import Path
+
+    try:
+        return str(json.loads((Path(folder) / "environment.json").read_text()).get("created_utc") or "")
+    except (OSError, ValueError, AttributeError):
+        return ""

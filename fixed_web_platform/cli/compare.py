@@ -22,7 +22,7 @@ from ..analysis.compare import (
     compare,
     pct,
 )
-from ..analysis.history import MAX_HISTORY, add_to_history, expand_sweeps, history_compare
+from ..analysis.history import MAX_HISTORY, add_to_history, expand_sweeps, history_compare, matching_history
 from ..errors import OneLineArgumentParser, UsageError
 from ..report.history import draw_history_plots, format_history
 from ..report.markdown import cell, markdown_lines
@@ -219,7 +219,7 @@ def _history_main(argv: Sequence[str]) -> int:
     try:
         added = add_to_history(args.history, sweep, args.keep)
     except ValueError as exc:
-        raise UsageError(f"--keep: {exc}") from None
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"history {args.history}: {exc.strerror or exc}") from None
     paths = expand_sweeps([args.history])
@@ -228,7 +228,12 @@ def _history_main(argv: Sequence[str]) -> int:
         print("history: the first sweep of this history; nothing to judge it against yet")
         return 0
     sets = [_load(p, "sweep") for p in paths]
-    return _judge_pair(*sets, args) if len(sets) == 2 else _judge_history(sets, args)
+    kept, left = matching_history(sets, args.force)
+    if len(kept) < 2:  # a new browser version or machine: tonight starts that set-up's history
+        print(f"history: no earlier sweep has this one's set-up ({len(left)} left out: {left[-1]}); "
+              "it starts a new history")
+        return 0
+    return _judge_pair(*kept, args) if len(kept) == 2 else _judge_history(kept, args)
 
 
 def history_command(argv: Sequence[str] | None = None) -> int:

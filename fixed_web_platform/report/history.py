@@ -9,6 +9,7 @@ FILE-plots/ beside it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Sequence
@@ -40,8 +41,8 @@ def what_changed(judged: HistoryComparison) -> list[str]:
         if e.verdict in (Verdict.UNCHANGED, Verdict.STILL_FAILING, Verdict.SKIPPED):
             continue
         h = judged.entry(e.config)
-        d = h.decision if h is not None and e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else None
-        if d is not None:
+        d = h.decision if h is not None else None
+        if d is not None and d.called and e.verdict is d.verdict:
             lines.append(f"**{e.verdict.value}**: {e.label}: {d.effect:+.1%} {_when(d.since, d.nights_after)} "
                          f"({describe(d)})")
         else:
@@ -104,14 +105,16 @@ def configuration_table(judged: HistoryComparison) -> tuple[list[str], list[list
     for e in judged.comparison.entries:
         h = judged.entry(e.config)
         d = h.decision if h is not None else None
+        if d is not None and d.verdict is Verdict.INSUFFICIENT:
+            d = None  # judged as a pair against the previous sweep: its figures are the entry's
         a = h.judgement(View.ABSOLUTE) if h is not None else None
         newest = h.series.get(View.ABSOLUTE, ())[-1:] if h is not None else ()
         body.append([
-            e.label, e.verdict.value, d.view.value if d is not None else "-",
+            e.label, e.verdict.value, d.view.value if d is not None else "previous sweep",
             _pct(d.effect) if d is not None else _pct(e.effect if e.effect is not None else math.nan),
             (d.since if d is not None and d.called else "-"),
             f"+-{d.limit:.1%}" if d is not None and math.isfinite(d.limit) else "-",
-            _pct(a.effect) if a is not None else "-",
+            _pct(a.effect) if a is not None and a.verdict is not Verdict.INSUFFICIENT else "-",
             f"{math.exp(newest[0].value):.3f}" if newest else "-",
             str(d.history_nights) if d is not None else "-",
             e.note or "-",
@@ -144,8 +147,11 @@ def history_section(judged: HistoryComparison, plots_dir: Path) -> tuple[list[st
     return md, parts, drawn
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:120]
+def _file_name(h: HistoryEntry) -> str:
+    """A PNG name per configuration: its label, made unique by a hash of its whole identity."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", _label(h)).strip("-").lower()[:100]
+    digest = hashlib.sha256(repr(h.config).encode()).hexdigest()[:8]
+    return f"{slug}-{digest}.png"
 
 
 def _panel(ax, series: Sequence[Night], h: HistoryEntry, view: View, scale: float) -> None:  # noqa: ANN001
@@ -161,8 +167,9 @@ def _panel(ax, series: Sequence[Night], h: HistoryEntry, view: View, scale: floa
         start = max(len(series) - k - j.history_nights, 0)
         base = sum(n.value for n in series[start:len(series) - k]) / max(len(series) - k - start, 1)
         centre = math.exp(base) * scale
-        ax.axhspan(centre / (1 + j.limit), centre * (1 + j.limit), xmin=0, xmax=1, color="#999999", alpha=0.15,
-                   label=f"history's {('newest night' if k == 1 else 'two-night')} prediction limit")
+        ax.fill_between([start - 0.3, len(series) - 0.7], centre / (1 + j.limit), centre * (1 + j.limit),
+                        color="#999999", alpha=0.15, lw=0,
+                        label=f"history's {('newest night' if k == 1 else 'two-night')} prediction limit")
         ax.hlines(centre, start, len(series) - 1, colors="#666666", linestyles=":", lw=1)
         if j.called:
             ax.plot(x[-k:], y[-k:], "o", color="#d62728", ms=7, label=f"{j.verdict.value} {j.effect:+.0%}")
@@ -190,12 +197,12 @@ def draw_history_plots(judged: HistoryComparison, out_dir: Path) -> list[Path]:
         axes = fig.subplots(1, len(views), squeeze=False)[0]
         for ax, view in zip(axes, views, strict=True):
             _panel(ax, h.series[view], h, view, 1.0)
-            ax.set_ylabel("ms" if view is View.ABSOLUTE else "x the session's median configuration")
+            ax.set_ylabel("ms" if view is View.ABSOLUTE else "ms, the session's drift taken out")
             title = "absolute" if view is View.ABSOLUTE else "drift-free (in-session ratio)"
             decided = " - decides" if h.decided_by is view else ""
             ax.set_title(f"{title}{decided}", fontsize=9)
         fig.suptitle(_label(h), fontsize=9)
-        path = out_dir / f"{_slug(_label(h))}.png"
+        path = out_dir / _file_name(h)
         fig.savefig(path, dpi=90)
         files.append(path)
     return files
