@@ -198,7 +198,7 @@ def draw_history_plots(judged: HistoryComparison, out_dir: Path) -> list[Path]:
         for ax, view in zip(axes, views, strict=True):
             _panel(ax, h.series[view], h, view, 1.0)
             ax.set_ylabel("ms" if view is View.ABSOLUTE else "ms, the session's drift taken out")
-            title = "absolute" if view is View.ABSOLUTE else "drift-free (in-session ratio)"
+            title = "absolute" if view is View.ABSOLUTE else "drift-free (the session's drift taken out)"
             decided = " - decides" if h.decided_by is view else ""
             ax.set_title(f"{title}{decided}", fontsize=9)
         fig.suptitle(_label(h), fontsize=9)
