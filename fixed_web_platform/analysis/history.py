@@ -1,7 +1,8 @@
 """Judge the newest sweep against the history of earlier ones (oldest first), not one baseline.
 
-A night's figure for a configuration is the mean, over the sweep's rounds (``--repetitions``:
-each round a fresh browser session), of the logarithm of that round's median latency. Two views
+A night's figure for a configuration is the median, over the sweep's rounds (``--repetitions``:
+each round a fresh browser session), of the logarithm of that round's median latency (a
+disturbance that hits a round or two does not move it; a change in the code moves every round). Two views
 of the same measurements:
 
 - ``absolute``: the configuration's own latency, night after night. It sees every change,
@@ -26,11 +27,11 @@ series' last stretch with no change point (ruptures' PELT on the earlier nights)
 MAX_HISTORY nights and at least HISTORY_MIN. The newest night alone (k=1), or the newest two
 (k=2: a step the night before that persists, both nights beyond the minimum effect on the same
 side), is compared with that history's mean by a t prediction interval whose spread is the
-night-to-night spread: ``(mean(after) - mean(before)) / (s * sqrt(1/k + 1/n))`` with s pooled
-over the configurations of the same browser, engine and platform (variances weighted by their
-degrees of freedom, which the t distribution then has: one noise level per machine and setting,
-estimated from many series), unless the configuration's own spread is significantly larger than
-its peers' (F test at POOL_ALPHA): then its own, with its own degrees of freedom. Each k is tested at
+night-to-night spread: ``(mean(after) - mean(before)) / (s * sqrt(1/k + 1/n))`` with s the larger
+of the configuration's own spread and the one pooled over the configurations of the same
+browser, engine and platform (variances weighted by their degrees of freedom, which the t
+distribution then has: one noise level per machine and setting, estimated from many series; a
+noisier series keeps its own spread). Each k is tested at
 alpha/2; a change is called when p is below that AND the change passes the minimum effect. So a
 step is caught on its night or the night after. Nights measured with another timing source than
 the newest one's (GPU timestamps, wall clock) are not part of its series.
@@ -57,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from ..results.reader import CONFIG_KEY, ResultSet, page_samples
+from ..results.rows import setting_columns
 from ..vocabulary import Outcome
 from .compare import (
     DEFAULT_ALPHA,
@@ -81,6 +83,10 @@ PENALTY = 4.0
 """PELT's penalty per change point, in units of s^2 * log(n)."""
 STEP_NIGHTS = (1, 2)
 """A step is looked for on the newest night and on the night before it (persisting)."""
+STEP_ALPHA = {1: 0.05, 2: 0.95}
+"""The share of alpha each test spends (together at most alpha): a step on the newest night alone
+must be far beyond the history (one night of one configuration ran 1.4x slower than its session
+here, same code), one seen on two nights in a row less so."""
 
 
 class View(enum.StrEnum):
@@ -124,8 +130,10 @@ class SweepFigures:
             deviations = {c: v - levels[c] for c, v in members.items() if c in levels}
             for c, v in members.items():
                 others = [d for o, d in deviations.items() if o != c]
-                if len(others) >= SESSION_PEERS:
-                    out.setdefault(c, []).append(v - statistics.median(others))
+                alike = [d for o, d in deviations.items() if o != c and _work(o) == _work(c)]
+                reference = alike if len(alike) >= SESSION_PEERS else others
+                if len(reference) >= SESSION_PEERS:
+                    out.setdefault(c, []).append(v - statistics.median(reference))
         return out
 
     def _sessions(self) -> dict[tuple[str, int], dict[Config, float]]:
@@ -152,6 +160,16 @@ class SweepFigures:
         return SweepFigures(self.name, self.created, {
             c: ({s: v + d for s, v in by.items()} if config is None or c == config else by)
             for c, by in self.rounds.items()}, self.sources)
+
+
+_SETTING = [CONFIG_KEY.index(k) for k in setting_columns()]
+
+
+def _work(config: Config) -> tuple[Any, ...]:
+    """The configuration's setting (results/rows.setting_columns: all but the precision asked
+    for): the same work at other precisions drifts alike (a memory-bound GEMV and a compute-bound
+    GEMM answer a loaded machine differently)."""
+    return tuple(config[i] for i in _SETTING)
 
 
 def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
@@ -193,28 +211,19 @@ class Night:
     sweep: str
     created: str
     value: float
-    """Mean over the sweep's browser sessions of the log figure."""
+    """Median over the sweep's browser sessions of the log figure: a disturbance that hits one or
+    two of five rounds does not move it; a change in the code moves every round."""
     low: float
     high: float
-    """95% t interval of that mean over the sessions (NaN with one session)."""
+    """The lowest and highest session's figure (for 5 sessions a 94% interval of the median; NaN
+    with one session)."""
     units: int
 
 
-@functools.cache
-def _t975(df: int) -> float:
-    from scipy import stats as scipy_stats
-
-    return float(scipy_stats.t.ppf(0.975, df))
-
-
 def night(sweep: SweepFigures, values: Sequence[float]) -> Night:
-    mean = statistics.fmean(values)
-    if len(values) >= 2:
-        half = _t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-        low, high = mean - half, mean + half
-    else:
-        low = high = math.nan
-    return Night(sweep.name, sweep.created, mean, low, high, len(values))
+    middle = statistics.median(values)
+    low, high = (min(values), max(values)) if len(values) >= 2 else (math.nan, math.nan)
+    return Night(sweep.name, sweep.created, middle, low, high, len(values))
 
 
 @dataclass(frozen=True)
@@ -274,9 +283,9 @@ def _change_points(values: tuple[float, ...], min_effect: float, alpha: float) -
     ends = ruptures.Pelt(model="l2", min_size=2, jump=1).fit(a.reshape(-1, 1)).predict(
         pen=PENALTY * sd * sd * math.log(a.size))
     bounds = [0, *ends]
-    kept = []
-    for i in range(1, len(bounds) - 1):
-        before, after = a[bounds[i - 1]:bounds[i]], a[bounds[i]:bounds[i + 1]]
+    kept: list[int] = []
+    for i in range(1, len(bounds) - 1):  # each cut against every night since the last one kept
+        before, after = a[(kept[-1] if kept else 0):bounds[i]], a[bounds[i]:bounds[i + 1]]
         moved = after - float(np.median(before))
         if not _level_moved(moved, math.log1p(min_effect)):
             continue
@@ -323,19 +332,6 @@ def _history(values: Sequence[float], min_effect: float, alpha: float) -> list[f
     return recent[points[-1]:] if points else recent
 
 
-POOL_ALPHA = 0.05
-"""A series whose spread is larger than its peers' at this level (F test) is not pooled with them."""
-
-
-def _noisier(variance: float, df: int, peers_variance: float, peers_df: int) -> bool:
-    """Is a series' variance significantly larger than its peers' (one-sided F test)?"""
-    from scipy import stats as scipy_stats
-
-    if peers_variance <= 0:
-        return variance > 0
-    return float(scipy_stats.f.sf(variance / peers_variance, df, peers_df)) < POOL_ALPHA
-
-
 def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[Night]] = (), *,
                  alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT) -> ViewJudgement:
     """Judge the last night of ``series`` against the earlier ones (see the module doc).
@@ -367,21 +363,19 @@ def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[N
             if len(pv) >= 2:
                 others += statistics.variance(pv) * (len(pv) - 1)
                 others_df += len(pv) - 1
-        if others_df and not _noisier(own ** 2, own_df, others / others_df, others_df):
-            df = own_df + others_df  # one noise level: pooled, weighted by degrees of freedom
-            sd = math.sqrt((own ** 2 * own_df + others) / df)
-        else:  # no peers, or a series noisier than its peers: its own spread and degrees of freedom
-            sd, df = own, own_df
+        df = own_df + others_df  # one noise level per machine and setting, from every series of it
+        sd = max(own, math.sqrt((own ** 2 * own_df + others) / df))  # a noisier series keeps its own
         sd = max(sd, SD_FLOOR)
         se = sd * math.sqrt(1 / k + 1 / len(before))
         diff = float(np.mean(after)) - mean
         p = float(2 * scipy_stats.t.sf(abs(diff) / se, df))
-        limit = math.expm1(float(scipy_stats.t.ppf(1 - alpha / (2 * len(STEP_NIGHTS)), df)) * se)
+        level = alpha * STEP_ALPHA[k]
+        limit = math.expm1(float(scipy_stats.t.ppf(1 - level / 2, df)) * se)
         effect = math.expm1(diff)
-        called = p < alpha / len(STEP_NIGHTS) and abs(effect) > min_effect
+        called = p < level and abs(effect) > min_effect
         verdict = (Verdict.REGRESSION if effect > 0 else Verdict.IMPROVEMENT) if called else Verdict.UNCHANGED
         since = series[-k].sweep
-        pooled_series = 1 + sum(1 for peer in peers if len(peer) > k + 1) if df > own_df else 1
+        pooled_series = 1 + sum(1 for peer in peers if len(peer) > k + 1)
         tried.append(ViewJudgement(view, verdict, effect, k, since, limit, p, len(before), pooled_series))
     if not tried:
         earlier = max(len(values) - 1, 0)

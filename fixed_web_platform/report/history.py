@@ -1,6 +1,6 @@
 """The history of a nightly, as a person reads it: what changed, when, by how much and with what
 evidence (analysis/history.py judged it), a table of every configuration, and one plot per
-configuration (its median and 95% interval per night in both views, the history's prediction
+configuration (its median and the range of its rounds per night in both views, the history's prediction
 limits, change points marked).
 
 Written by `compare OLDEST ... CURRENT --output FILE.md`: FILE.md, and the plots in
@@ -160,7 +160,7 @@ def _panel(ax, series: Sequence[Night], h: HistoryEntry, view: View, scale: floa
     lo = [math.exp(n.low) * scale if math.isfinite(n.low) else yy for n, yy in zip(series, y, strict=True)]
     hi = [math.exp(n.high) * scale if math.isfinite(n.high) else yy for n, yy in zip(series, y, strict=True)]
     ax.errorbar(x, y, yerr=[[a - b for a, b in zip(y, lo, strict=True)], [b - a for a, b in zip(y, hi, strict=True)]],
-                fmt="o", color="#1f77b4", ms=4, capsize=2, lw=1, label="night: median, 95% interval")
+                fmt="o", color="#1f77b4", ms=4, capsize=2, lw=1, label="night: median of its rounds, their range")
     j = h.judgement(view)
     if j is not None and j.history_nights and math.isfinite(j.limit):
         k = j.nights_after
