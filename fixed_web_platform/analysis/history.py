@@ -11,8 +11,9 @@ of the same measurements:
   else loaded the CPU: README, "Regressions against history").
 - ``session`` (drift-free): in each round, the configuration's latency with the session's drift
   taken out: the drift is the median, over the OTHER configurations measured in the same browser
-  session (at least SESSION_PEERS of them), of how far each ran from its own usual level
-  (``levels``). Whatever moves the whole session cancels: machine load, clock, a browser-wide
+  session (those of the same setting, i.e. its work at other precisions, when there are at least
+  SESSION_PEERS of them; else all the others, at least SESSION_PEERS), of how far each ran from
+  its own usual level (``levels``). Whatever moves the whole session cancels: machine load, clock, a browser-wide
   slow-down. It cannot see a change that moves half or more of the session's configurations alike.
 
 Which view decides: the session view wherever the configuration has one with a history (it
@@ -31,9 +32,9 @@ night-to-night spread: ``(mean(after) - mean(before)) / (s * sqrt(1/k + 1/n))`` 
 of the configuration's own spread and the one pooled over the configurations of the same
 browser, engine and platform (variances weighted by their degrees of freedom, which the t
 distribution then has: one noise level per machine and setting, estimated from many series; a
-noisier series keeps its own spread). Each k is tested at
-alpha/2; a change is called when p is below that AND the change passes the minimum effect. So a
-step is caught on its night or the night after. Nights measured with another timing source than
+noisier series keeps its own spread). The two tests share alpha (STEP_ALPHA: 5% for the newest
+night alone, 95% for two nights in a row); a change is called when p is below its share AND the
+change passes the minimum effect. So a step is caught on its night or the night after. Nights measured with another timing source than
 the newest one's (GPU timestamps, wall clock) are not part of its series.
 
 Change points (the history's start, the plots' marks, the summary's "what changed when") are
