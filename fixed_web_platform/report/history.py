@@ -54,6 +54,8 @@ def what_changed(judged: HistoryComparison) -> list[str]:
                      "\"Regressions against history\")")
     for h in judged.history:
         for view, found in h.steps.items():
+            if view is not h.decided_by:  # the absolute view's steps on a shared machine: drift, plotted only
+                continue
             for step in found:
                 if step.index < len(h.series[view]) - 2:  # the newest two nights are judged above
                     lines.append(f"earlier step ({view.value} view): {_label(h)}: {step.effect:+.1%} from "
