@@ -58,12 +58,13 @@ from typing import Any
 
 import numpy as np
 
-from ..results.reader import CONFIG_KEY, ResultSet, page_samples
+from ..results.reader import CONFIG_KEY, ResultSet, page_samples, sweep_names
 from ..results.rows import setting_columns
 from ..vocabulary import Outcome
 from .compare import (
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
+    _ORDER,
     Comparison,
     MetadataMismatch,
     Verdict,
@@ -428,13 +429,15 @@ def levels(sweeps: Sequence[SweepFigures]) -> dict[Config, float]:
     return {c: statistics.median(v) for c, v in values.items()}
 
 
-def series_by_view(sweeps: Sequence[SweepFigures]) -> dict[View, dict[Config, list[Night]]]:
+def series_by_view(sweeps: Sequence[SweepFigures], usual: Mapping[Config, float] | None = None
+                   ) -> dict[View, dict[Config, list[Night]]]:
     """Per view, per configuration of the newest sweep, its nights in order (sweeps where it has
-    no value in that view left out)."""
+    no value in that view left out). ``usual``: the configurations' levels over these sweeps
+    (computed when not given)."""
     out: dict[View, dict[Config, list[Night]]] = {}
     current = sweeps[-1]
     window = sweeps[-(MAX_HISTORY + 1):]
-    usual = levels(window)
+    usual = levels(window) if usual is None else usual
     for view in View:
         per = [(s, s.view(view, usual)) for s in window]
         newest = per[-1][1]
@@ -448,13 +451,21 @@ def judge_history(sweeps: Sequence[SweepFigures], *, alpha: float = DEFAULT_ALPH
                   min_effect: float = DEFAULT_MIN_EFFECT, configs: Sequence[Config] | None = None,
                   with_steps: bool = True) -> list[HistoryEntry]:
     """Judge each configuration of the newest sweep (or only ``configs``) against its history;
-    ``with_steps``: also find the change points of each whole series (what the plots mark)."""
+    ``with_steps``: also find the change points of each whole series (what the plots mark) and
+    whether the sessions moved as a whole (the entries' notes)."""
+    return _judge(sweeps, alpha, min_effect, configs, with_steps)[0]
+
+
+def _judge(sweeps: Sequence[SweepFigures], alpha: float, min_effect: float, configs: Sequence[Config] | None,
+           with_steps: bool) -> tuple[list[HistoryEntry], dict[str, ViewJudgement]]:
+    """judge_history's entries, and per browser whose sessions moved as a whole, that judgement."""
     if not (0 < alpha < 1):
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     if not sweeps:
         raise ValueError("no sweeps to judge")
-    by_view = series_by_view(sweeps)
-    moved = _sessions_moved(sweeps, alpha, min_effect) if with_steps else {}
+    usual = levels(sweeps[-(MAX_HISTORY + 1):])
+    by_view = series_by_view(sweeps, usual)
+    moved = _sessions_moved(sweeps, usual, alpha, min_effect) if with_steps else {}
     entries = []
     for config in (configs if configs is not None else list(sweeps[-1].rounds)):
         judgements: list[ViewJudgement] = []
@@ -470,14 +481,14 @@ def judge_history(sweeps: Sequence[SweepFigures], *, alpha: float = DEFAULT_ALPH
             found[view] = tuple(steps(mine, min_effect, alpha)) if with_steps else ()
             judgements.append(judge_series(view, mine, peers, alpha=alpha, min_effect=min_effect))
         entries.append(_decide(config, judgements, series, found, moved.get(str(config[CONFIG_KEY.index("browser")]))))
-    return entries
+    return entries, moved
 
 
-def _sessions_moved(sweeps: Sequence[SweepFigures], alpha: float, min_effect: float) -> dict[str, ViewJudgement]:
+def _sessions_moved(sweeps: Sequence[SweepFigures], usual: Mapping[Config, float], alpha: float,
+                    min_effect: float) -> dict[str, ViewJudgement]:
     """Per browser whose sessions as a whole (their median configuration) moved beyond their
     history on the newest night(s), that judgement."""
     window = sweeps[-(MAX_HISTORY + 1):]
-    usual = levels(window)
     newest = window[-1].session_index(usual)
     out = {}
     for browser in newest:
@@ -583,10 +594,9 @@ def history_compare(sets: Sequence[ResultSet], *, alpha: float = DEFAULT_ALPHA,
     kept, left = matching_history(sets, force)
     if len(kept) < 2:
         raise MetadataMismatch([f"no earlier sweep has the newest one's set-up ({'; '.join(left)})"])
-    names = _unique_names([rs.directory for rs in kept])
+    names = sweep_names([rs.directory for rs in kept])
     figures = [sweep_figures(rs, name) for rs, name in zip(kept, names, strict=True)]
-    history = judge_history(figures, alpha=alpha, min_effect=min_effect)
-    moved = _sessions_moved(figures, alpha, min_effect)
+    history, moved = _judge(figures, alpha, min_effect, None, True)
     pairwise = compare(kept[-2], kept[-1], alpha=alpha, min_effect=min_effect, force=True)
     judged_against = names[-2]
     by_config = {h.config: h for h in history}
@@ -606,20 +616,11 @@ def history_compare(sets: Sequence[ResultSet], *, alpha: float = DEFAULT_ALPHA,
                                                note=h.note + was))
         else:
             entries.append(e)
-    order = {v: i for i, v in enumerate(Verdict)}
-    entries.sort(key=lambda e: order[e.verdict])
+    entries.sort(key=lambda e: _ORDER[e.verdict])
     comparison = dataclasses.replace(pairwise, entries=tuple(entries),
                                      metadata_differences=tuple(metadata_differences(
                                          kept[0].environment, kept[-1].environment)) if force else ())
     return HistoryComparison(comparison, tuple(history), tuple(names), tuple(left), moved)
-
-
-def _unique_names(directories: Sequence[Any]) -> list[str]:
-    """Short names for sweep folders: the folder's name, with its parent's where names repeat."""
-    names = [d.name for d in directories]
-    if len(set(names)) == len(names):
-        return names
-    return [f"{d.parent.name}/{d.name}" if names.count(d.name) > 1 else d.name for d in directories]
 
 
 def expand_sweeps(paths: Sequence[Any]) -> list[Any]:

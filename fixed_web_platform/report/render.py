@@ -82,18 +82,6 @@ class Sweeps:
 # ---------------------------------------------------------------------------------------- loading
 
 
-def _sweep_names(directories: Sequence[Path]) -> list[str]:
-    names: list[str] = []
-    for d in directories:
-        name = d.resolve().name or str(d)
-        if name in names:
-            name = str(d)
-        while name in names:
-            name += "'"
-        names.append(name)
-    return names
-
-
 def load_sweeps(directories: Sequence[str | Path]) -> Sweeps:
     """Load every folder (result_files.load: schema check) and concatenate the rows.
 
@@ -103,7 +91,7 @@ def load_sweeps(directories: Sequence[str | Path]) -> Sweeps:
     dirs = [Path(d) for d in directories]
     if not dirs:
         raise ResultSchemaError("no results folder given")
-    names = _sweep_names(dirs)
+    names = result_files.sweep_names(dirs)
     frames: list[pd.DataFrame] = []
     samples: dict[tuple[str, int], dict[str, Any]] = {}
     environments: dict[str, dict[str, Any]] = {}

@@ -268,6 +268,20 @@ def _load_layers(path: Path) -> pd.DataFrame:
     return layers
 
 
+def sweep_names(directories: list[Path] | tuple[Path, ...]) -> list[str]:
+    """One short name per results folder (its folder name; the path where names repeat), as the
+    report and the history name sweeps."""
+    names: list[str] = []
+    for d in directories:
+        name = Path(d).resolve().name or str(d)
+        if name in names:
+            name = str(d)
+        while name in names:
+            name += "'"
+        names.append(name)
+    return names
+
+
 def headline_key(record: dict[str, Any]) -> str:
     """Which samples list of a samples record the row's headline figures come from."""
     return "gpu_ms" if record.get("timing_source") == TimingSource.GPU_TIMESTAMP else "wall_ms"
