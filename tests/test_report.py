@@ -323,26 +323,64 @@ def test_markdown_table_escapes_cells():
     ]
 
 
+def _glance_row(bits, median, p10, p90, compression, error=0.01, weight_bytes=100):
+    return {"sweep": "s", "kind": "matmul", "browser": "chrome", "engine": "harness", "platform": "webgpu",
+            "precision_mode": "standard", "device_type": "", "workload": "w", "m": 1, "k": 64,
+            "n": 64, "shape": "1x64x64", "bits_requested": bits, "bits_executed": bits,
+            "executed_on": "webgpu", "latency_ms_median": median, "latency_ms_p10": p10,
+            "latency_ms_p90": p90, "compression": compression, "weight_bytes": weight_bytes,
+            "rel_error_vs_float": error, "rel_error_vs_dequantized": 1e-7, "kernel_tolerance": 1e-5,
+            "fallback": ""}
+
+
 def test_at_a_glance_calls_noise_the_same_and_says_it_in_words():
-    from fixed_web_platform.report.glance import glance_rows
+    from fixed_web_platform.report.glance import headline_columns, headline_rows
+    from fixed_web_platform.report.sections import MATMUL_GLANCE
 
-    def row(bits, median, p10, p90, compression):
-        return {"sweep": "s", "browser": "chrome", "engine": "harness", "platform": "webgpu",
-                "precision_mode": "standard", "device_type": "", "workload": "w", "m": 1, "k": 64,
-                "n": 64, "shape": "1x64x64", "bits_requested": bits, "bits_executed": bits,
-                "executed_on": "webgpu", "latency_ms_median": median, "latency_ms_p10": p10,
-                "latency_ms_p90": p90, "compression": compression, "weight_bytes": 100,
-                "rel_error_vs_float": 0.01, "fallback": ""}
+    summary = pd.DataFrame([_glance_row(32, 10.0, 9.9, 10.1, 1.0), _glance_row(16, 10.3, 10.2, 10.4, 2.0),
+                            _glance_row(8, 15.0, 14.0, 16.0, 3.5), _glance_row(4, 10.5, 9.0, 12.0, 6.2),
+                            _glance_row(2, 5.0, 4.9, 5.1, 10.4, error=0.4)])
+    columns = headline_columns(MATMUL_GLANCE)
+    rows, _ = headline_rows(summary, MATMUL_GLANCE)
+    cells = {r[2].text: dict(zip(columns, r)) for r in rows}
+    vs32 = {k: v["vs float32"] for k, v in cells.items()}
+    assert vs32["float32"].text == "baseline"
+    assert (vs32["16-bit"].text, vs32["16-bit"].tone) == ("same (under 10%)", "same")  # 3% apart, no overlap
+    assert (vs32["8-bit"].text, vs32["8-bit"].tone) == ("1.50x slower", "worse")
+    assert (vs32["4-bit"].text, vs32["4-bit"].tone) == ("same within spread", "same")
+    assert (vs32["2-bit"].text, vs32["2-bit"].tone) == ("2.00x faster", "better")
+    assert cells["8-bit"]["median (p10-p90)"].text == "15 ms (14-16)"
+    assert cells["2-bit"]["error vs float"].tone == "worse" and cells["8-bit"]["error vs float"].tone == "better"
+    assert cells["8-bit"]["kernel check"].text == "ok (1e-07)"
 
-    summary = pd.DataFrame([row(32, 10.0, 9.9, 10.1, 1.0), row(16, 10.3, 10.2, 10.4, 2.0),
-                            row(8, 15.0, 14.0, 16.0, 3.5), row(4, 10.5, 9.0, 12.0, 6.2),
-                            row(2, 5.0, 4.9, 5.1, 10.4)])
-    rows, _ = glance_rows(summary)
-    vs32 = {int(r[2].text): r[4] for r in rows}
-    assert vs32[32].text == "baseline"
-    assert (vs32[16].text, vs32[16].tone) == ("same (under 10%)", "same")  # 3% apart, no overlap
-    assert (vs32[8].text, vs32[8].tone) == ("1.50x slower", "worse")
-    assert (vs32[4].text, vs32[4].tone) == ("same within spread", "same")
-    assert (vs32[2].text, vs32[2].tone) == ("2.00x faster", "better")
-    verdict = {int(r[2].text): r[-1].text for r in rows}
-    assert verdict[2] == "2-bit: 10.4x less weight memory, 2.00x faster than float32, rel. error 1e-02"
+
+def test_the_pick_is_the_fastest_within_the_bar_then_the_fewest_bytes():
+    from fixed_web_platform.report.glance import picks
+    from fixed_web_platform.report.sections import MATMUL_GLANCE
+
+    rows = [_glance_row(32, 10.0, 9.9, 10.1, 1.0, error=1e-7, weight_bytes=400),
+            _glance_row(16, 8.0, 7.9, 8.1, 2.0, error=2e-4, weight_bytes=200),
+            _glance_row(8, 8.2, 7.5, 8.6, 3.5, error=5e-3, weight_bytes=110),   # as fast as 16-bit, fewer bytes
+            _glance_row(4, 9.5, 9.4, 9.6, 6.2, error=0.04, weight_bytes=65),    # within the bar, slower
+            _glance_row(2, 4.0, 3.9, 4.1, 10.4, error=0.4, weight_bytes=38)]    # fastest, beyond the bar
+    (pick,) = picks(pd.DataFrame(rows), MATMUL_GLANCE)
+    assert pick.precision == "8-bit"
+    assert pick.costs.startswith("1.22x faster than float32, 3.5x less weight memory, error vs float 5.0e-03")
+    assert "fewest weight bytes within the bar: 4-bit, same (under 10%)" not in pick.costs
+    assert "fewest weight bytes within the bar: 4-bit, " in pick.costs and "6.2x less" in pick.costs
+    nothing = picks(pd.DataFrame([_glance_row(4, 5.0, 4.9, 5.1, 6.2, error=0.3)]), MATMUL_GLANCE)
+    assert nothing[0].precision == "none" and "error vs float ≤ 5.0e-02" in nothing[0].costs
+
+
+def test_the_float32_baseline_is_the_fastest_float32_form():
+    from fixed_web_platform.report.glance import headline_rows
+    from fixed_web_platform.report.sections import MATMUL_GLANCE
+
+    slow, fast = _glance_row(32, 12.0, 11.9, 12.1, 1.0), _glance_row(32, 10.0, 9.9, 10.1, 1.0)
+    slow["graph_form"], fast["graph_form"] = "transpose", "gemm"
+    int8 = _glance_row(8, 8.0, 7.9, 8.1, 3.5)
+    int8["graph_form"] = "gemm_qdq"
+    rows, _ = headline_rows(pd.DataFrame([slow, fast, int8]), MATMUL_GLANCE)
+    by_precision = {r[2].text: r[4].text for r in rows}
+    assert by_precision == {"float32 transpose": "1.20x slower", "float32 gemm": "baseline",
+                            "8-bit gemm_qdq": "1.25x faster"}

@@ -17,7 +17,8 @@ import pytest
 from fixed_web_platform.analysis.compare import Verdict, compare
 from fixed_web_platform.models.rules import PrecisionRule
 from fixed_web_platform.plan import RunSpec
-from fixed_web_platform.report.glance import glance_rows
+from fixed_web_platform.report.glance import headline_columns, headline_rows, picks
+from fixed_web_platform.report.sections import ENCODER_GLANCE
 from fixed_web_platform.report.render import build_report, load_sweeps, summary_table
 from fixed_web_platform.results.reader import load
 from fixed_web_platform.results.rows import LayerRow, ResultRow
@@ -259,19 +260,24 @@ def test_glance_takes_model_rows_as_their_own_settings(built):
     for column in ("model", "weights", "inputs", "precision_plan", "sweep", "device_type", "fallback",
                    "executed_on"):
         summary[column] = summary[column].astype(object).fillna("").astype(str)
-    rows, _ = glance_rows(summary)
+    rows, _ = headline_rows(summary, ENCODER_GLANCE)
     assert len(rows) == len(summary)
-    text = {(r[0].text, r[2].text): r for r in rows}
-    uniform4 = text[("chrome · harness webgpu", "4")]
-    assert uniform4[1].text == f"{MODEL} 8x32 tokens"
-    assert uniform4[4].text == "2.00x faster" and uniform4[4].tone == "better"
-    assert "cosine 0.9812 vs PyTorch fp32" in uniform4[-1].text
-    mixed = text[("chrome · harness webgpu", "4 mixed:8x2,4x4")]
-    assert mixed[-1].text.startswith("4-bit mixed:8x2,4x4: ")
-    assert mixed[4].text == "1.60x faster"
-    assert text[("chrome · harness webgpu", "32")][-1].text.startswith("float32 baseline")
-    ort = text[("chrome · ort wasm", "4")]
-    assert ort[4].text == "-" and ort[5].text == "-"  # no float32 ort row: no baseline borrowed
+    columns = headline_columns(ENCODER_GLANCE)
+    text = {(r[0].text, r[2].text): dict(zip(columns, r)) for r in rows}
+    uniform4 = text[("chrome · harness webgpu", "4-bit")]
+    assert uniform4["workload"].text == f"{MODEL} 8x32 tokens"
+    assert uniform4["vs float32"].text == "2.00x faster" and uniform4["vs float32"].tone == "better"
+    assert uniform4["cosine vs fp32"].text == "0.9812" and uniform4["cosine vs fp32"].tone == "worse"
+    mixed = text[("chrome · harness webgpu", "4-bit mixed:8x2,4x4")]
+    assert mixed["vs float32"].text == "1.60x faster" and mixed["cosine vs fp32"].tone == "better"
+    assert text[("chrome · harness webgpu", "float32")]["vs float32"].text == "baseline"
+    ort = text[("chrome · ort wasm", "4-bit")]
+    assert ort["vs float32"].text == "-"  # no float32 ort row: no baseline borrowed
+    # the pick: 4-bit misses the cosine bar, the mixed plan meets it and is the fastest that does
+    chosen = {p.setting: p for p in picks(summary, ENCODER_GLANCE)}
+    assert chosen["chrome · harness webgpu"].precision == "4-bit mixed:8x2,4x4"
+    assert "cosine vs fp32 0.9931" in chosen["chrome · harness webgpu"].costs
+    assert chosen["chrome · ort wasm"].precision == "none"
 
 
 def test_matmul_only_folder_has_no_model_section(tmp_path):
@@ -287,7 +293,7 @@ def test_matmul_only_folder_has_no_model_section(tmp_path):
     writer.close()
     files = build_report([writer.directory], tmp_path / "out")
     md, page = files.markdown.read_text(), files.html.read_text()
-    assert "Whole models" not in md and 'id="models"' not in page and "<details" not in page
+    assert "Whole models" not in md and 'id="models"' not in page and '<details id="layers"' not in page
     assert not {p.stem for p in files.plots} & MODEL_PLOTS
     assert "| 2x64x32 |" in md
     assert "precision plan" not in md

@@ -42,8 +42,10 @@ def report_command(argv: list[str]) -> int:
                         help="a folder of sweeps, oldest first (the nightly's history): its newest judged "
                              "against the earlier ones in a History section with one plot per configuration")
     parser.add_argument("--screenshot", action="store_true",
-                        help="open report.html in headless Chromium at 1280 px, check it (no "
-                             "sideways scrolling, every plot loaded) and save screenshot.png")
+                        help="open report.html in headless Chromium at 1280 and 390 px, check it (no "
+                             "sideways scrolling, every plot loaded, no headline cell breaking a word) "
+                             "and save screenshot.png, screenshot-390px.png and one PNG per "
+                             "at-a-glance section")
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
@@ -72,16 +74,19 @@ def report_command(argv: list[str]) -> int:
     print(f"plots: {len(files.plots)} in {out_dir / 'plots'}")
     if not args.screenshot:
         return 0
-    from ..report.screenshot import view_report
+    from ..report.screenshot import PHONE_WIDTH, WIDTH, view_report
 
     try:
-        view = view_report(files.html, out_dir / "screenshot.png")
+        views = view_report(files.html, out_dir / "screenshot.png", widths=(WIDTH, PHONE_WIDTH), sections=True)
     except Exception as exc:  # noqa: BLE001 - no browser here: the report itself is written
         print(f"error: cannot open the report in a browser: {first_line(exc)}", file=sys.stderr)
         return 1
-    problems = ([f"the page is {view.scroll_width} px wide in a {view.client_width} px window"]
-                if view.overflows else []) + [f"plot did not load: {src}" for src in view.broken_images]
-    print(f"screenshot: {view.screenshot} ({view.glance_rows} at-a-glance rows)")
+    problems = [problem for view in views for problem in view.problems()]
+    for view in views:
+        print(f"screenshot: {view.screenshot} ({view.width} px, {view.headline_rows} headline rows, "
+              f"{len(view.picks)} picks)")
+        for shot in view.section_shots:
+            print(f"screenshot: {shot}")
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -10,7 +10,6 @@ is the configuration's median with its p10-p90; whether it changed is the at-a-g
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import pandas as pd
@@ -18,7 +17,7 @@ import pandas as pd
 from ..results.reader import CONFIG_KEY
 from ..values import is_blank
 from .glance import latency_change
-from .markdown import html_table, markdown_table, number
+from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
 
 WITHOUT_ACTS = tuple(c for c in CONFIG_KEY if c not in ("act_bits", "observer"))
 """A weight-only configuration and its int8-activation runs share these columns."""
@@ -108,7 +107,7 @@ def activation_section(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
     table = activation_table(summary)
     if table.empty:
         return [], []
-    md = ["## Int8 activations vs weight-only", "", markdown_table(table), "", NOTE, ""]
+    md = ["## Int8 activations vs weight-only", "", markdown_table(table), "", *how_to_read_markdown([NOTE])]
     parts = ['<h2 id="int8-activations">Int8 activations vs weight-only</h2>', html_table(table),
-             f'<p class="note">{html.escape(NOTE)}</p>']
+             how_to_read_html([NOTE])]
     return md, parts

@@ -18,7 +18,7 @@ import pandas as pd
 from ..results.rows import ResultRow
 from ..values import number
 from ..workloads.decoder import DECODER
-from .markdown import html_table, markdown_lines, markdown_table
+from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_lines, markdown_table
 from .models import CONFIG_KEY, _bits_text, _f, _key, _ordered, _outcome_text, _setting_name, _weights_text
 from .plots import _bits_axis, _facets, _model_series, _numbers, _point_label, _save, _suptitle
 from .terminal import _fmt, bits_label
@@ -126,8 +126,8 @@ def decoder_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFr
     for title, table in tables:
         md += [f"### {title}", "", markdown_table(table), ""]
         parts += [f"<h3>{html.escape(title)}</h3>", html_table(table, "data decoders")]
-    md += [NOTES, ""]
-    parts.append(f'<p class="note">{html.escape(NOTES)}</p>')
+    md += how_to_read_markdown([NOTES])
+    parts.append(how_to_read_html([NOTES]))
     for title, name in plots:
         md += [f"### {title}", "", f"![{name.rsplit('.', 1)[0]}](plots/{name})", ""]
         parts += [f"<h3>{html.escape(title)}</h3>",

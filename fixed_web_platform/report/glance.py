@@ -1,21 +1,26 @@
-"""The report's first screen: what each precision costs and buys, in words, per setting.
+"""The report's first screen: per kind of work, which precision to pick on each browser and
+engine and what it costs, and a headline table of the few figures behind that answer.
 
-One row per configuration (browser x engine x platform x workload x bits): latency against the
-float32 and 16-bit rows of the same setting, weight memory against float32, error against the
-float weights, what ran if it was not what was asked, and a verdict sentence. A latency
-difference whose p10-p90 spreads overlap, or under compare's minimum effect (10%), is called
-"same", never a trend. Cells
-carry a class (better / worse / same) for colour, and the words say the same without it.
+Each kind says what its first screen shows in a ``Glance`` (its registry entry in
+report/sections.py): its title, the accuracy figure that matters for it with the bar a pick must
+meet, and any speed figures of its own (a decoder's time to first token and tokens/s).
 
-Whole-model rows are included, as their own settings: the workload cell names the model and its
-batch x sequence tokens, the bits cell its precision plan; a mixed plan is never a baseline; the
-verdict adds the cosine against PyTorch float32. Their full figures are in the report's Whole
-models section.
+- A headline row per configuration: setting, workload, precision asked (and what ran when it
+  differs), median latency with its p10-p90, against the fastest float32 run of the same
+  setting, weight memory, the kind's accuracy figure and the kernel check.
+- A pick per setting (browser x engine x platform x workload): of the precisions whose accuracy
+  meets the kind's bar, the fastest; of those as fast as it within noise, the one with the
+  fewest weight bytes. When fewer bytes within the bar cost speed, the line says so too.
+
+"Faster" and "slower" follow one rule (``latency_change``): a difference whose p10-p90 spreads
+overlap, or under compare's minimum effect (10%), is "same", never a trend. Cells carry a tone
+(better / worse / same) for colour, and the words say the same without it.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,8 +32,57 @@ from .markdown import fmt_bytes, markdown_lines, number
 
 SETTING_KEY = ("sweep", *setting_columns())
 """One setting (results/rows.py: everything but the precision asked for)."""
-COLUMNS = ("setting", "workload", "bits", "median latency", "vs float32", "vs 16-bit",
-           "weight memory", "error vs float", "verdict")
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """The accuracy figure a kind is judged by on the first screen, and the bar a pick meets."""
+
+    column: str
+    label: str
+    spec: str
+    higher_is_better: bool
+    bar: float
+
+    def text(self, value: Any) -> str:
+        v = number(value)
+        return "-" if v is None else format(v, self.spec)
+
+    def meets(self, value: Any) -> bool:
+        v = number(value)
+        if v is None:
+            return False
+        return v >= self.bar if self.higher_is_better else v <= self.bar
+
+    @property
+    def bar_text(self) -> str:
+        return f"{self.label} {'≥' if self.higher_is_better else '≤'} {format(self.bar, self.spec)}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A speed figure of a kind's own in its headline table (column, header, format)."""
+
+    column: str
+    label: str
+    spec: str
+
+
+@dataclass(frozen=True)
+class Glance:
+    """What a workload kind shows on the report's first screen."""
+
+    title: str
+    accuracy: Accuracy
+    figures: tuple[Figure, ...] = ()
+    note: str = ""
+    """What its rows are and why its bar is what it is (under "How to read this")."""
+
+
+DEFAULT_GLANCE = Glance("Other work", Accuracy("rel_error_vs_float", "error vs float", ".1e", False, 0.05))
+"""For a kind without a registry entry of its own."""
+HEADLINE = ("setting", "workload", "precision", "median (p10-p90)", "vs float32")
+TAIL = ("weight memory",)
 
 
 @dataclass(frozen=True)
@@ -38,10 +92,18 @@ class Cell:
     """'better', 'worse', 'same' or '' (no judgement)."""
 
 
+@dataclass(frozen=True)
+class Pick:
+    """The answer for one setting: which precision, and what it costs against float32."""
 
+    setting: str
+    workload: str
+    precision: str
+    costs: str
 
-def _bytes(value: Any) -> str:
-    return fmt_bytes(value) or "-"
+    @property
+    def text(self) -> str:
+        return f"{self.setting}, {self.workload}: {self.precision}: {self.costs}"
 
 
 def latency_change(row: pd.Series, base: pd.Series) -> tuple[float, str] | None:
@@ -76,105 +138,264 @@ def _speed(row: pd.Series, base: pd.Series | None) -> Cell:
     return Cell(f"{ratio:.2f}x faster", "better") if ratio > 1 else Cell(f"{1 / ratio:.2f}x slower", "worse")
 
 
-def _what_ran(row: pd.Series) -> str:
+def _mixed(plan: Any) -> bool:
+    return isinstance(plan, str) and plan.startswith("mixed")
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def setting_name(row: pd.Series, show_sweep: bool) -> str:
+    name = f"{row['browser']} · {row['engine']} {row['platform']}"
+    if row["platform"] == "webnn":
+        extra = " ".join(v for v in (_text(row.get("device_type")), _text(row.get("precision_mode"))) if v)
+        name += f" ({extra})" if extra else ""
+    return f"{row['sweep']}: {name}" if show_sweep else name
+
+
+def what_ran(row: pd.Series) -> str:
+    """'ran as 8-bit', 'ran on wasm': where the row ran other than asked ('' when as asked)."""
     notes = []
     executed = number(row.get("bits_executed"))
     if executed is not None and int(executed) != int(row["bits_requested"]):
         notes.append(f"ran as {int(executed)}-bit")
-    ran_on = str(row.get("executed_on") or "")
+    ran_on = _text(row.get("executed_on"))
     if ran_on and ran_on != row["platform"]:
         notes.append(f"ran on {ran_on}")
     return ", ".join(notes)
 
 
-def glance_rows(summary: pd.DataFrame) -> tuple[list[list[Cell]], list[str]]:
-    """(rows of cells, footnotes): one row per configuration of the summary, in its order."""
+def precision_text(row: pd.Series, forms: int = 1) -> str:
+    """The precision asked for, short: 'float32', '8-bit', '8-bit per-channel W8A8 gemm_qdq',
+    '4-bit mixed:8x24,4x12', 'Q4_0'. ``forms``: how many graph forms the setting has (the form
+    is named only when it tells rows apart)."""
+    bits = int(row["bits_requested"])
+    plan = _text(row.get("precision_plan"))
+    fmt = _text(row.get("format_requested"))
+    text = "float32" if bits == 32 and not _mixed(plan) else f"{bits}-bit"
+    if fmt:
+        text += f" {fmt}"
+    if _mixed(plan):
+        text += f" {plan}"
+    if _text(row.get("granularity")) == "per-channel":
+        text += " per-channel"
+    acts = number(row.get("act_bits"))
+    if acts is not None and int(acts) == 8:
+        text += f" W{bits}A8"
+    form = _text(row.get("graph_form"))
+    if forms > 1 and form:
+        text += f" {form}"
+    return text
+
+
+def _baseline(setting: pd.DataFrame) -> pd.Series | None:
+    """The fastest uniform float32 run of the setting (None without one)."""
+    f32 = setting[(setting["bits_requested"] == 32) & ~setting.get("precision_plan", pd.Series("", index=setting.index))
+                  .map(_mixed)]
+    medians = pd.to_numeric(f32["latency_ms_median"], errors="coerce")
+    if medians.notna().sum() == 0:
+        return None
+    return f32.loc[medians.idxmin()]
+
+
+def _settings(summary: pd.DataFrame) -> list[pd.DataFrame]:
+    key = [c for c in SETTING_KEY if c in summary]
+    return [group for _, group in summary.groupby(key, sort=False, dropna=False)]
+
+
+def _kernel(row: pd.Series) -> Cell:
+    """The kernel check: the engine's error against the float64 reference on the same weights,
+    against its tolerance."""
+    err, tol = number(row.get("rel_error_vs_dequantized")), number(row.get("kernel_tolerance"))
+    if err is None:
+        return Cell("-")
+    if tol is not None and err > tol:
+        return Cell(f"over tolerance ({err:.0e} > {tol:.0e})", "worse")
+    return Cell(f"ok ({err:.0e})")
+
+
+def _median(row: pd.Series) -> str:
+    med = number(row["latency_ms_median"])
+    if med is None:
+        return "-"
+    lo, hi = number(row.get("latency_ms_p10")), number(row.get("latency_ms_p90"))
+    spread = f" ({lo:.3g}-{hi:.3g})" if lo is not None and hi is not None else ""
+    return f"{med:.3g} ms{spread}"
+
+
+def _memory(row: pd.Series) -> Cell:
+    text = fmt_bytes(row.get("weight_bytes")) or "-"
+    compression = number(row.get("compression"))
+    if int(row["bits_requested"]) != 32 and compression and compression > 1:
+        return Cell(f"{text} ({compression:.1f}x less)", "better")
+    return Cell(text)
+
+
+def headline_columns(glance: Glance) -> tuple[str, ...]:
+    return (*HEADLINE, *(f.label for f in glance.figures), *TAIL, glance.accuracy.label, "kernel check")
+
+
+def headline_rows(summary: pd.DataFrame, glance: Glance = DEFAULT_GLANCE
+                  ) -> tuple[list[list[Cell]], list[str]]:
+    """(rows of cells, footnotes): one row per configuration of the summary, in its order;
+    footnotes say why a row ran other than asked."""
     rows: list[list[Cell]] = []
     footnotes: list[str] = []
     if summary.empty:
         return rows, footnotes
     show_sweep = summary["sweep"].nunique() > 1
-    key = [c for c in SETTING_KEY if c in summary]
-    for _, setting in summary.groupby(key, sort=False, dropna=False):
-        by_bits = {int(r["bits_requested"]): r for _, r in setting.iterrows()
-                   if not _mixed(r.get("precision_plan"))}
-        f32, f16 = by_bits.get(32), by_bits.get(16)
+    for setting in _settings(summary):
+        base = _baseline(setting)
+        forms = setting["graph_form"].nunique() if "graph_form" in setting else 1
         for _, row in setting.iterrows():
-            bits = int(row["bits_requested"])
-            name = f"{row['browser']} · {row['engine']} {row['platform']}"
-            if row["platform"] == "webnn":
-                name += f" ({row['device_type']} {row['precision_mode']})"
-            if show_sweep:
-                name = f"{row['sweep']}: {name}"
-            ran = _what_ran(row)
-            plan = str(row.get("precision_plan") or "")
-            bits_text = f"{bits}" + (f" {plan}" if _mixed(plan) else "") + (f" ({ran})" if ran else "")
-            if ran and row.get("fallback"):
-                footnotes.append(f"{name}, {row['workload']}, {bits}-bit: {row['fallback']}")
-                bits_text += f" [{len(footnotes)}]"
-            vs32, vs16 = _speed(row, f32), _speed(row, f16)
-            compression = number(row.get("compression"))
-            memory = _bytes(row.get("weight_bytes"))
-            if bits != 32 and compression:
-                memory += f" ({compression:.1f}x less)"
-            error = number(row.get("rel_error_vs_float"))
-            verdict = _verdict(bits, compression, vs32, error, ran, plan if _mixed(plan) else "")
-            cosine = number(row.get("cosine_mean"))
-            if cosine is not None:
-                verdict += f"; cosine {cosine:.4f} vs PyTorch fp32"
+            name = setting_name(row, show_sweep)
+            precision = precision_text(row, forms)
+            ran = what_ran(row)
+            if ran:
+                precision += f" ({ran})"
+                if _text(row.get("fallback")):
+                    footnotes.append(f"{name}, {row['workload']}, {precision}: {row['fallback']}")
+                    precision += f" [{len(footnotes)}]"
+            accuracy = glance.accuracy
+            value = row.get(accuracy.column)
             rows.append([
-                Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(bits_text),
-                Cell(f"{number(row['latency_ms_median']):.3g} ms" if number(row["latency_ms_median"]) else "-"),
-                vs32, vs16,
-                Cell(memory, "better" if bits != 32 and compression and compression > 1 else ""),
-                Cell(f"{error:.1e}" if error is not None else "-"),
-                Cell(verdict),
+                Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(precision), Cell(_median(row)),
+                _speed(row, base),
+                *(Cell(format(v, f.spec) if (v := number(row.get(f.column))) is not None else "-")
+                  for f in glance.figures),
+                _memory(row),
+                Cell(accuracy.text(value), "" if number(value) is None else ("better" if accuracy.meets(value)
+                                                                            else "worse")),
+                _kernel(row),
             ])
     return rows, footnotes
 
 
-def _mixed(plan: Any) -> bool:
-    return isinstance(plan, str) and plan.startswith("mixed")
-
-
-def _verdict(bits: int, compression: float | None, vs32: Cell, error: float | None, ran: str,
-             plan: str = "") -> str:
-    if bits == 32 and not plan:
-        return "float32 baseline"
+def _costs(row: pd.Series, base: pd.Series | None, accuracy: Accuracy) -> str:
+    """What a precision costs and buys against float32, in words."""
     parts = []
-    if compression:
-        parts.append(f"{compression:.1f}x less weight memory")
-    if vs32.tone == "same":
-        parts.append("as fast as float32 (no difference beyond noise)")
-    elif vs32.tone:
-        parts.append(f"{vs32.text} than float32")
-    if error is not None:
-        parts.append(f"rel. error {error:.0e}")
-    what = f"{bits}-bit {plan}" if plan else f"{bits}-bit"
-    text = f"{what}: " + ", ".join(parts) if parts else what
-    return f"{text} ({ran})" if ran else text
+    if base is None:
+        parts.append("no float32 run of this setting to compare with")
+    elif base.name != row.name:
+        speed = _speed(row, base)
+        parts.append("as fast as float32 (no difference beyond noise)" if speed.tone == "same"
+                     else f"{speed.text} than float32" if speed.tone else "")
+        compression = number(row.get("compression"))
+        if compression and compression > 1:
+            parts.append(f"{compression:.1f}x less weight memory")
+    parts.append(f"{accuracy.label} {accuracy.text(row.get(accuracy.column))}")
+    return ", ".join(p for p in parts if p)
 
 
-def glance_markdown(summary: pd.DataFrame) -> str:
-    rows, footnotes = glance_rows(summary)
-    if not rows:
+def picks(summary: pd.DataFrame, glance: Glance = DEFAULT_GLANCE) -> list[Pick]:
+    """One pick per setting (see the module's doc for the rule)."""
+    out: list[Pick] = []
+    if summary.empty:
+        return out
+    show_sweep = summary["sweep"].nunique() > 1
+    accuracy = glance.accuracy
+    for setting in _settings(summary):
+        first = setting.iloc[0]
+        name, workload = setting_name(first, show_sweep), f"{first['workload']} {first['shape']}"
+        base = _baseline(setting)
+        forms = setting["graph_form"].nunique() if "graph_form" in setting else 1
+        timed = setting[pd.to_numeric(setting["latency_ms_median"], errors="coerce") > 0]
+        within = timed[[accuracy.meets(v) for v in timed.get(accuracy.column, pd.Series(index=timed.index))]]
+        if within.empty:
+            out.append(Pick(name, workload, "none",
+                            f"no precision meets the bar ({accuracy.bar_text})"))
+            continue
+        fastest = within.loc[pd.to_numeric(within["latency_ms_median"]).idxmin()]
+        tied = within[[r.name == fastest.name or bool((c := latency_change(r, fastest)) and c[1])
+                       for _, r in within.iterrows()]]
+
+        def size(frame: pd.DataFrame) -> pd.Series:
+            return frame.loc[pd.to_numeric(frame["weight_bytes"], errors="coerce").fillna(float("inf"))
+                             .sort_values(kind="stable").index[0]]
+
+        chosen = size(tied)
+        label = precision_text(chosen, forms) + (f" ({ran})" if (ran := what_ran(chosen)) else "")
+        costs = _costs(chosen, base, accuracy)
+        smallest = size(within)
+        if smallest.name != chosen.name and number(smallest.get("weight_bytes")) is not None \
+                and number(smallest["weight_bytes"]) < (number(chosen.get("weight_bytes")) or float("inf")):
+            costs += (f"; fewest weight bytes within the bar: {precision_text(smallest, forms)}, "
+                      f"{_costs(smallest, base, accuracy)}")
+        out.append(Pick(name, workload, label, costs))
+    return out
+
+
+def _kinds(summary: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(summary["kind"])) if "kind" in summary and not summary.empty else []
+
+
+def glance_markdown(summary: pd.DataFrame, glances: Mapping[str, Glance]) -> str:
+    if summary.empty:
         return "No ok runs."
-    lines = markdown_lines(COLUMNS, [[c.text for c in r] for r in rows])
-    lines += [""] + [f"[{i}] {text}" for i, text in enumerate(footnotes, 1)]
+    lines: list[str] = []
+    for kind in _kinds(summary):
+        glance = glances.get(kind, DEFAULT_GLANCE)
+        own = summary[summary["kind"] == kind]
+        lines += [f"### {glance.title}", "", f"Which precision to pick ({glance.accuracy.bar_text}):", ""]
+        lines += [f"- {p.setting}, {p.workload}: **{p.precision}**: {p.costs}" for p in picks(own, glance)]
+        rows, footnotes = headline_rows(own, glance)
+        lines += ["", *markdown_lines(headline_columns(glance), [[c.text for c in r] for r in rows])]
+        lines += ([""] + [f"[{i}] {text}" for i, text in enumerate(footnotes, 1)] if footnotes else [])
+        lines.append("")
     return "\n".join(lines).rstrip()
 
 
-def glance_html(summary: pd.DataFrame) -> str:
-    rows, footnotes = glance_rows(summary)
-    if not rows:
+def _words(text: str) -> str:
+    """A headline cell's text with each word unbreakable (a line may break between words, never
+    inside one: not even at a hyphen, as in 'bert-base-ffn-gemv')."""
+    words: list[str] = []
+    for word in text.split():
+        if words and len(words[-1]) == 1 and not words[-1].isalnum():  # '·' stays with the next word
+            words[-1] += f" {word}"
+        else:
+            words.append(word)
+    return " ".join(f'<span class="w">{html.escape(word)}</span>' for word in words)
+
+
+def glance_html(summary: pd.DataFrame, glances: Mapping[str, Glance]) -> str:
+    if summary.empty:
         return "<p>No ok runs.</p>"
     e = html.escape
-    out = ['<div class="scroll"><table class="data glance" id="glance"><thead><tr>',
-           *(f"<th>{e(c)}</th>" for c in COLUMNS), "</tr></thead><tbody>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f'<td class="{c.tone}">{e(c.text)}</td>' if c.tone
-                                    else f"<td>{e(c.text)}</td>" for c in r) + "</tr>")
-    out.append("</tbody></table></div>")
-    if footnotes:
-        out.append('<ol class="footnotes">' + "".join(f"<li>{e(t)}</li>" for t in footnotes) + "</ol>")
+    out: list[str] = []
+    for kind in _kinds(summary):
+        glance = glances.get(kind, DEFAULT_GLANCE)
+        own = summary[summary["kind"] == kind]
+        out += [f'<section class="glance" id="glance-{e(kind)}"><h3>{e(glance.title)}</h3>',
+                f'<p class="bar">Which precision to pick ({e(glance.accuracy.bar_text)}):</p>',
+                '<ul class="picks">']
+        out += [f'<li class="pick">{e(p.setting)}, {e(p.workload)}: <b>{e(p.precision)}</b>: {e(p.costs)}</li>'
+                for p in picks(own, glance)]
+        out.append("</ul>")
+        rows, footnotes = headline_rows(own, glance)
+        out += ['<div class="scroll"><table class="data headline"><thead><tr>',
+                *(f"<th>{_words(c)}</th>" for c in headline_columns(glance)), "</tr></thead><tbody>"]
+        for r in rows:
+            out.append("<tr>" + "".join(f'<td class="{c.tone}">{_words(c.text)}</td>' if c.tone
+                                        else f"<td>{_words(c.text)}</td>" for c in r) + "</tr>")
+        out.append("</tbody></table></div>")
+        if footnotes:
+            out.append('<ol class="footnotes">' + "".join(f"<li>{e(t)}</li>" for t in footnotes) + "</ol>")
+        out.append("</section>")
     return "\n".join(out)
+
+
+def glance_notes(summary: pd.DataFrame, glances: Mapping[str, Glance]) -> list[str]:
+    """What the first screen's rule is, and each present kind's note (for "How to read this")."""
+    notes = [
+        "At a glance: per kind of work, the pick for each setting (browser, engine, platform and "
+        "workload) is, of the precisions whose accuracy meets the kind's bar, the fastest; of those "
+        "as fast as it within noise, the one with the fewest weight bytes. 'vs float32' is against "
+        "the fastest float32 run of the same setting: green is better, red is worse, grey is the "
+        f"same (the p10-p90 spreads of the two runs overlap, or they differ by less than "
+        f"{DEFAULT_MIN_EFFECT:.0%}); the words say the same without colour. The kernel check is the "
+        "engine's relative error against the float64 reference on the same (dequantized) weights, "
+        "within the row's tolerance."]
+    notes += [f"{glances.get(k, DEFAULT_GLANCE).title}: {glances[k].note}" for k in _kinds(summary)
+              if k in glances and glances[k].note]
+    return notes

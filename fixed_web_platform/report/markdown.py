@@ -3,6 +3,7 @@ escaped, line breaks folded), used by every table the harness prints or writes."
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -45,3 +46,21 @@ def html_table(frame: pd.DataFrame, css: str = "data") -> str:
     """A wide table scrolls inside its own box; the page never runs off the window."""
     return ('<div class="scroll">' + frame.to_html(index=False, escape=True, na_rep="", border=0,
                                                    classes=css) + "</div>")
+
+
+HOW_TO_READ = "How to read this"
+
+
+def how_to_read_markdown(paragraphs: Sequence[str], title: str = HOW_TO_READ) -> list[str]:
+    """Method explanations, collapsed (GitHub renders <details> in Markdown)."""
+    lines = ["<details>", f"<summary>{title}</summary>", ""]
+    for paragraph in paragraphs:
+        lines += [paragraph, ""]
+    return [*lines, "</details>", ""]
+
+
+def how_to_read_html(paragraphs: Sequence[str], title: str = HOW_TO_READ) -> str:
+    """Method explanations collapsed under one line: the numbers stay in view, the method one
+    click away."""
+    return (f'<details class="how"><summary>{html.escape(title)}</summary>'
+            + "".join(f'<p class="note">{html.escape(p)}</p>' for p in paragraphs) + "</details>")

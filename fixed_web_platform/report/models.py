@@ -19,7 +19,7 @@ import pandas as pd
 from ..results import reader as result_files
 from ..values import is_blank
 from ..workloads.encoder import ENCODER
-from .markdown import html_table, markdown_table, number
+from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
 from .plots import MODEL_SETTING, model_setting_title
 
 CONFIG_KEY = ("sweep", *result_files.CONFIG_KEY)
@@ -257,7 +257,7 @@ def section_markdown(tables: list[tuple[str, pd.DataFrame]], layers: LayerTables
     md = ["## Whole models", ""]
     for title, table in tables:
         md += [f"### {title}", "", markdown_table(table), ""]
-    md += [MODEL_NOTES, ""]
+    md += how_to_read_markdown([MODEL_NOTES])
     md += _layers_markdown(layers)
     for title, name in plots:
         md += [f"### {title}", "", f"![{name.rsplit('.', 1)[0]}](plots/{name})", ""]
@@ -286,7 +286,7 @@ def section_html(tables: list[tuple[str, pd.DataFrame]], layers: LayerTables,
     parts = ['<h2 id="models">Whole models</h2>']
     for title, table in tables:
         parts += [f"<h3>{e(title)}</h3>", html_table(table, "data models")]
-    parts.append(f'<p class="note">{e(MODEL_NOTES)}</p>')
+    parts.append(how_to_read_html([MODEL_NOTES]))
     if layers.runs.empty:
         parts.append("<p>No layers.csv lines in these folders (no per-layer precision).</p>")
     else:

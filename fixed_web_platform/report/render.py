@@ -33,9 +33,9 @@ from ..results.reader import (
 from ..results.rows import LayerRow, identity_columns, setting_columns
 from ..workloads import DEFAULT_KIND, kind_columns, kind_named
 from .activations import activation_section
-from .glance import glance_html, glance_markdown
+from .glance import glance_html, glance_markdown, glance_notes
 from .history import history_section
-from .markdown import fmt_bytes, html_table, markdown_table, number
+from .markdown import fmt_bytes, how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
 from .plots import MEMORY_COLUMNS
 from .sections import SECTIONS
 from .sensitivity import sensitivity_section
@@ -601,6 +601,39 @@ MEMORY_NOTES = (
 )
 
 
+STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:100%}"
+    "@media (max-width:600px){body{margin:0.6em}}"
+    "div.scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1.5em}"
+    "table.data{border-collapse:collapse;font-size:12px}"
+    # a word is never broken to squeeze a column: a table wider than the page scrolls in its box,
+    # and only a word longer than a cell's widest (a path, a long reason) wraps inside itself
+    "table.data th,table.data td{border:1px solid #ccc;padding:3px 6px;text-align:left;"
+    "vertical-align:top;max-width:24em;overflow-wrap:break-word;hyphens:none}"
+    "table.data th{background:#f0f0f0}table.data tr:nth-child(even) td{background:#fafafa}"
+    "table.data.headline{font-size:13px}table.data.headline th,table.data.headline td{max-width:none;overflow-wrap:normal}"
+    "table.data.headline span.w{white-space:nowrap}"
+    "table.data.detail th,table.data.detail td{white-space:nowrap;max-width:none;overflow-wrap:normal}"
+    "table.data.detail td:last-child{white-space:normal;min-width:16em}"
+    "table.data tr td.better{background:#dff3df}table.data tr td.worse{background:#f8dede}"
+    "table.data tr td.same{background:#eeeeee}"
+    "ul.picks{margin:0.3em 0 0.6em;padding-left:1.3em;max-width:70em}ul.picks li{margin:0.2em 0}"
+    "p.bar{margin:0.2em 0;font-size:14px}section.glance h3{margin:1em 0 0.3em}"
+    "ol.footnotes{font-size:12px;color:#444;max-width:70em}"
+    "img{max-width:100%;height:auto;border:1px solid #ddd;margin:0.5em 0 1.5em}"
+    "p.note{max-width:70em;font-size:13px;color:#444}"
+    "details{margin:0.5em 0 1.5em}details>summary{cursor:pointer;font-weight:600}"
+)
+"""The report page's one style sheet."""
+
+
+def _context_line(sweeps: Sweeps) -> str:
+    """'From 1 sweep, 50 runs: 50 ok.'"""
+    count = len(sweeps.names)
+    rows = sweeps.rows
+    return f"From {count} sweep{'s' if count != 1 else ''}, {len(rows)} runs: {_outcome_counts(rows)}."
+
+
 def _outcome_counts(rows: pd.DataFrame) -> str:
     if rows.empty:
         return "no rows"
@@ -669,17 +702,19 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
              "proc_rss_delta_bytes, js_heap_bytes absent or empty)."
     )
 
+    glances = {kind: part.glance for kind, part in SECTIONS.items()}
+    how_to_read = [*glance_notes(summary, glances), NOTES, MEMORY_NOTES, memory_note]
+
     # Markdown
-    md = ["# Precision benchmark report", "", f"Generated {created}.", "",
-          "## At a glance: what each precision costs and buys", "", glance_markdown(summary), "",
-          "## Sweeps", ""]
+    md = ["# Precision benchmark report", "", f"Generated {created}. {_context_line(sweeps)}", "",
+          "## At a glance: which precision to pick, and what it costs", "", glance_markdown(summary, glances), "",
+          *how_to_read_markdown(how_to_read), "## Sweeps", ""]
     md += [f"- {line}" for line in sweep_lines]
     md += ["", "## Environment", ""]
     md += [f"- {line}" for line in machine_lines(sweeps)]
     md += ["", markdown_table(env) if not env.empty else "(no browsers recorded)", ""]
     md += ["## Summary (ok runs)", ""]
     md += [markdown_table(shown_summary) if not summary.empty else "No ok runs.", ""]
-    md += [NOTES, "", MEMORY_NOTES, "", memory_note, ""]
     md += ["## Runs without a measurement (not ok)", ""]
     md += [markdown_table(shown_not_ok) if not not_ok.empty else "Every run was ok.", ""]
     md += kind_md
@@ -705,36 +740,20 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     e = html.escape
     parts = [
         "<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-        "<meta name=\"viewport\" content=\"width=device-width\">",
-        "<title>Precision benchmark report</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:100%}"
-        "div.scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1.5em}"
-        "table.data{border-collapse:collapse;font-size:12px}"
-        "table.data th,table.data td{border:1px solid #ccc;padding:3px 6px;text-align:left;"
-        "vertical-align:top;max-width:24em;overflow-wrap:anywhere}table.data th{background:#f0f0f0}"
-        "table.data tr:nth-child(even) td{background:#fafafa}"
-        "table.data.glance td.better{background:#dff3df}table.data.glance td.worse{background:#f8dede}"
-        "table.data.glance td.same{background:#eeeeee}table.data.glance{font-size:13px}"
-        "table.data.glance td:nth-child(3){white-space:nowrap}"
-        "ol.footnotes{font-size:12px;color:#444;max-width:70em}"
-        "img{max-width:100%;border:1px solid #ddd;margin:0.5em 0 1.5em}"
-        "p.note{max-width:70em;font-size:13px;color:#444}"
-        "details{margin:0.5em 0 1.5em}details>summary{cursor:pointer;font-weight:600}</style>",
-        "</head><body>", "<h1>Precision benchmark report</h1>", f"<p>Generated {e(created)}.</p>",
-        "<h2 id=\"at-a-glance\">At a glance: what each precision costs and buys</h2>",
-        "<p class=\"note\">Per browser, engine, platform and workload, each precision against the "
-        "float32 and 16-bit runs of the same setting. Green is better, red is worse, grey is the "
-        "same: the p10-p90 spreads of the two runs overlap, or they differ by less than 10%. "
-        "The words say the same without colour."
-        + "".join(SECTIONS[k].glance_note for k in own_sections) + "</p>",
-        glance_html(summary),
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
+        "<title>Precision benchmark report</title>", f"<style>{STYLE}</style>",
+        "</head><body>", "<h1>Precision benchmark report</h1>",
+        f"<p>Generated {e(created)}. {e(_context_line(sweeps))}</p>",
+        "<h2 id=\"at-a-glance\">At a glance: which precision to pick, and what it costs</h2>",
+        glance_html(summary, glances),
+        how_to_read_html(how_to_read),
         "<h2>Sweeps</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in sweep_lines), "</ul>",
         "<h2>Environment</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in machine_lines(sweeps)),
         "</ul>", html_table(env) if not env.empty else "<p>(no browsers recorded)</p>",
         "<h2 id=\"summary\">Summary (ok runs)</h2>",
-        html_table(shown_summary) if not summary.empty else "<p>No ok runs.</p>",
-        f"<p class=\"note\">{e(NOTES)}</p>", f"<p class=\"note\">{e(MEMORY_NOTES)}</p>",
-        f"<p class=\"note\">{e(memory_note)}</p>",
+        "<p class=\"note\">One row per configuration with every column; the table scrolls sideways "
+        "in its own box. The same figures are in summary.csv next to this page.</p>",
+        html_table(shown_summary, "data detail") if not summary.empty else "<p>No ok runs.</p>",
         "<h2 id=\"not-ok\">Runs without a measurement (not ok)</h2>",
         html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
         *kind_html,
@@ -747,7 +766,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         parts.append(f"<p>{e(plot_note)}</p>")
     for title, p in plots:
         parts += [f"<h3>{e(title)}</h3>",
-                  f"<img src=\"plots/{e(p.name)}\" alt=\"{e(p.stem)}\">"]
+                  f"<a href=\"plots/{e(p.name)}\"><img src=\"plots/{e(p.name)}\" alt=\"{e(title)}\"></a>"]
     parts += ["</body></html>", ""]
     html_path = out_dir / "report.html"
     html_path.write_text("\n".join(parts))

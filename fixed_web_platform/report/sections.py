@@ -2,7 +2,8 @@
 summary rows, and a section of its own (or none: its plots then sit under the report's shared
 "Plots" heading). A kind without an entry still has every row in the shared tables.
 
-Adding a kind's part: its plots and section in a module of report/, and one line in ``SECTIONS``.
+Adding a kind's part: its plots and section in a module of report/, its first-screen ``Glance``
+(the accuracy figure it is judged by and the bar a pick meets), and one entry in ``SECTIONS``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..results.rows import ResultRow
 from ..workloads import KINDS
 from .decoders import PLOT_TITLES as DECODER_PLOTS
 from .decoders import decoder_section, draw_decoder_plots, format_decoder_table
+from .glance import DEFAULT_GLANCE, Accuracy, Figure, Glance
 from .models import encoder_section
 from .plots import draw_model_plots, draw_plots
 from .terminal import core_table, format_matmul_table, format_model_table
@@ -37,11 +39,31 @@ class KindReport:
     """The kind's own section, or None (its plots go under the shared "Plots" heading)."""
     title: str = ""
     """The heading of its own section ('Whole models')."""
-    glance_note: str = ""
-    """What the at-a-glance table's note says of this kind's rows (HTML allowed)."""
+    glance: Glance = DEFAULT_GLANCE
+    """What the kind shows on the first screen: its accuracy figure and the bar a pick meets."""
     terminal: Callable[[Sequence[ResultRow]], str] = core_table
     """The table a sweep prints when it ends, for this kind's rows."""
 
+
+MATMUL_GLANCE = Glance(
+    "Matmuls", Accuracy("rel_error_vs_float", "error vs float", ".1e", higher_is_better=False, bar=0.05),
+    note="a lone matmul has no task accuracy of its own, so its bar is a convention: relative RMS "
+         "error at most 5% against the float64 product with the float weights (on Gaussian weights "
+         "8-bit costs about 0.5%, 4-bit about 8%, 2-bit about 40%). Your model's tolerance is the one "
+         "that decides: see the whole-model sections.")
+ENCODER_GLANCE = Glance(
+    "Encoders (whole models)", Accuracy("cosine_mean", "cosine vs fp32", ".4f", higher_is_better=True, bar=0.99),
+    note="each model at its batch x sequence tokens is a setting of its own; a mixed precision plan "
+         "is a precision like any other. The bar is the mean cosine similarity of each text's "
+         "embedding with PyTorch float32's at least 0.99; the Whole models section has the lowest "
+         "cosine, rank correlation and top-1 neighbour agreement too.")
+DECODER_GLANCE = Glance(
+    "Decoder LLMs", Accuracy("next_token_top1", "next-token top-1", ".1%", higher_is_better=True, bar=0.9),
+    (Figure("ttft_ms", "TTFT ms", ",.0f"), Figure("decode_tokens_per_s", "decode tok/s", ",.1f")),
+    note="the median is one whole generation (prompt + new tokens); TTFT is the time to the first "
+         "new token and decode tok/s the generation after it. The bar is the share of evaluation "
+         "positions whose next-token argmax equals PyTorch float32's, at least 90%; the Decoder LLMs "
+         "section has KL, perplexity and leading greedy tokens too.")
 
 SECTIONS: dict[str, KindReport] = {
     "matmul": KindReport(draw_plots, {
@@ -49,20 +71,15 @@ SECTIONS: dict[str, KindReport] = {
         "weight_memory_vs_bits": "Weight memory vs bits",
         "process_memory_vs_bits": "Process memory vs bits",
         "accuracy_vs_latency": "Accuracy vs latency",
-    }, terminal=format_matmul_table),
+    }, terminal=format_matmul_table, glance=MATMUL_GLANCE),
     "encoder": KindReport(draw_model_plots, {
         "model_latency_vs_bits": "Model latency vs bits",
         "model_accuracy_vs_bits": "Model accuracy vs bits",
         "model_accuracy_vs_latency": "Model accuracy vs latency",
         "model_accuracy_vs_weight_bytes": "Model accuracy vs weight memory",
-    }, encoder_section, "Whole models",
-        " Whole models are settings of their own (model, batch x sequence tokens); a mixed "
-        "precision plan is never a baseline; their full figures are in the "
-        "<a href=\"#models\">Whole models</a> section.", format_model_table),
+    }, encoder_section, "Whole models", glance=ENCODER_GLANCE, terminal=format_model_table),
     "decoder": KindReport(draw_decoder_plots, DECODER_PLOTS, decoder_section, "Decoder LLMs",
-                          " Decoder LLMs are settings of their own (model, prompt + new tokens); their "
-                          "tokens/s, time to first token and accuracy are in the "
-                          "<a href=\"#decoders\">Decoder LLMs</a> section.", format_decoder_table),
+                          glance=DECODER_GLANCE, terminal=format_decoder_table),
 }
 
 

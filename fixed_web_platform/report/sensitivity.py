@@ -89,7 +89,7 @@ def sensitivity_section(directories: list[Path], plots_dir: Path) -> tuple[list[
     sensitivity.csv; its plots are drawn again into the report's plots folder. Empty when none."""
     import html
 
-    from .markdown import html_table
+    from .markdown import how_to_read_html, how_to_read_markdown, html_table
 
     md: list[str] = []
     parts: list[str] = []
@@ -109,8 +109,8 @@ def sensitivity_section(directories: list[Path], plots_dir: Path) -> tuple[list[
                 "at the baseline; the drop is against the all-baseline run of the same engine, "
                 "measured in the browser and predicted by the numpy float64 forward with the same "
                 "weights.")
-        md += [f"## {title}", "", note, "", ranked_markdown(table), ""]
-        parts += [f"<h2>{html.escape(title)}</h2>", f"<p class=\"note\">{html.escape(note)}</p>",
+        md += [f"## {title}", "", *how_to_read_markdown([note]), ranked_markdown(table), ""]
+        parts += [f"<h2>{html.escape(title)}</h2>", how_to_read_html([note]),
                   *(part for t, frame in ranked_frames(table)
                     for part in (f"<p><b>{html.escape(t)}</b></p>", html_table(frame)))]
         for png in pngs:
