@@ -26,3 +26,23 @@ def run(coro):  # noqa: ANN001, ANN201 - tiny helper for sync tests
 @pytest.fixture
 def results_dir(tmp_path: Path) -> Path:
     return tmp_path / "results"
+
+
+def report_reads_well(folders: list[Path], out: Path):  # noqa: ANN201 - list[ReportView]
+    """Build the report of these results folders and open it in real Chromium at 1280 and 390 px:
+    no sideways page scroll, every image loads, no headline cell breaks a word, the first pick on
+    the first screen at 1280 px, and one headline row per ok configuration (asserted here)."""
+    import pandas as pd
+
+    from fixed_web_platform.report.render import build_report
+    from fixed_web_platform.report.screenshot import PHONE_WIDTH, WIDTH, view_report
+
+    require_browser(BrowserName.CHROME)
+    files = build_report(folders, out)
+    views = view_report(files.html, out / "screenshot.png", widths=(WIDTH, PHONE_WIDTH), sections=True)
+    summary = pd.read_csv(files.summary_csv)
+    for view in views:
+        assert view.problems() == [], view.problems()
+        assert view.headline_rows == len(summary) and view.picks, (view.headline_rows, len(summary))
+        assert all(shot.stat().st_size > 5_000 for shot in view.section_shots)
+    return views

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import require_browser
+from conftest import report_reads_well, require_browser
 from test_decoder import tiny_hf_config
 
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
@@ -186,3 +186,10 @@ def test_report_has_the_decoder_section_and_plots(chrome_tiny, tmp_path) -> None
     assert "· ort wasm" in section and "ran on wasm" in section  # every engine's rows, and what ran where
     names = {p.name for p in files.plots}
     assert {"decoder_speed_vs_bits.png", "decoder_accuracy_vs_bits.png"} <= names
+
+
+def test_the_report_of_a_decoder_sweep_reads_at_a_laptops_and_a_phones_width(chrome_tiny, tmp_path) -> None:  # noqa: ANN001
+    out, _ = chrome_tiny
+    laptop, _ = report_reads_well([out], tmp_path / "report")
+    assert any("next-token top-1" in pick for pick in laptop.picks)
+    assert [s.name for s in laptop.section_shots] == ["screenshot-glance-decoder.png"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import require_browser
+from conftest import report_reads_well, require_browser
 
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.models import rules
@@ -110,3 +110,10 @@ def test_firefox_runs_webgpu_and_says_it_has_no_webnn(tmp_path: Path) -> None:
     assert gpu.outcome == Outcome.OK, gpu.reason
     assert gpu.cosine_mean >= 0.999 and gpu.rel_error_vs_dequantized <= gpu.kernel_tolerance
     assert nn.outcome == Outcome.UNSUPPORTED and "WebNN" in nn.reason
+
+
+def test_the_report_of_a_minilm_sweep_reads_at_a_laptops_and_a_phones_width(chrome, tmp_path) -> None:  # noqa: ANN001
+    out, _ = chrome
+    laptop, _ = report_reads_well([out, out.parent / "model-chrome-mixed"], tmp_path / "report")
+    assert any("all-MiniLM-L6-v2" in pick and "cosine vs fp32" in pick for pick in laptop.picks)
+    assert [s.name for s in laptop.section_shots] == ["screenshot-glance-encoder.png"]

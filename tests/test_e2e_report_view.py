@@ -32,10 +32,15 @@ def test_report_first_screen_fits_and_every_plot_loads(tmp_path, capsys) -> None
     assert cli.main(["report", str(writer.directory), "--output-dir", str(out), "--screenshot"]) == 0
     printed = capsys.readouterr().out
     summary = pd.read_csv(out / "summary.csv")
-    assert f"({len(summary)} at-a-glance rows)" in printed  # one row per ok configuration
+    settings = len(summary.groupby(["engine", "platform"]))  # the harness's WGSL, ORT on webgpu and wasm
+    for width in (1280, 390):  # one headline row per ok configuration, a pick per setting
+        assert f"({width} px, {len(summary)} headline rows, {settings} picks)" in printed
     assert (out / "screenshot.png").stat().st_size > 10_000
+    assert (out / "screenshot-390px.png").stat().st_size > 10_000
+    assert (out / "screenshot-glance-matmul.png").stat().st_size > 5_000
     html = (out / "report.html").read_text()
-    assert html.index("At a glance") < html.index("<h2>Sweeps</h2>") < html.index("Summary (ok runs)")
+    assert html.index("At a glance") < html.index("How to read this") < html.index("<h2>Sweeps</h2>") \
+        < html.index("Summary (ok runs)")
     # the first-of-session run is marked: process memory is not judged on the warm-up alone
     rows = pd.read_csv(writer.csv_path)
     assert rows["session_run"].min() == 0 and rows["session_run"].max() >= 1
@@ -46,8 +51,13 @@ def test_the_view_check_catches_overflow_and_broken_plots(tmp_path) -> None:
     from fixed_web_platform.report.screenshot import view_report
 
     page = tmp_path / "bad.html"
-    page.write_text('<!DOCTYPE html><html><body><h2>x</h2><div style="width:3000px">wide</div>'
-                    '<img src="plots/missing.png"></body></html>')
-    view = view_report(page, tmp_path / "bad.png")
+    page.write_text('<!DOCTYPE html><html><body><h2>x</h2><div style="width:3000px;height:1000px">wide</div>'
+                    '<img src="plots/missing.png"><ul><li class="pick">below the fold</li></ul>'
+                    '<table class="headline" style="width:60px"><tr><th>bits</th>'
+                    '<td style="overflow-wrap:anywhere">harness</td></tr></table></body></html>')
+    (view,) = view_report(page, tmp_path / "bad.png")
     assert view.overflows and view.scroll_width >= 3000
     assert view.broken_images == ["plots/missing.png"]
+    assert [b["word"] for b in view.broken_words] == ["harness"]  # squeezed into 'ha/rn/es/s'
+    problems = view.problems()
+    assert len(problems) == 4 and "breaks the word 'harness'" in problems[2] and "first screen" in problems[3]

@@ -602,7 +602,7 @@ MEMORY_NOTES = (
 
 
 STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:100%}"
+    "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:100%;overflow-wrap:break-word}"
     "@media (max-width:600px){body{margin:0.6em}}"
     "div.scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1.5em}"
     "table.data{border-collapse:collapse;font-size:12px}"
