@@ -384,3 +384,18 @@ def test_the_float32_baseline_is_the_fastest_float32_form():
     by_precision = {r[2].text: r[4].text for r in rows}
     assert by_precision == {"float32 transpose": "1.20x slower", "float32 gemm": "baseline",
                             "8-bit gemm_qdq": "1.25x faster"}
+
+def test_every_kind_has_a_first_screen_judged_on_one_of_its_own_columns():
+    from fixed_web_platform.report.glance import DEFAULT_GLANCE
+    from fixed_web_platform.report.sections import SECTIONS
+    from fixed_web_platform.results.rows import ResultRow
+    from fixed_web_platform.workloads import KINDS
+
+    columns = set(ResultRow.columns())
+    for kind in KINDS:
+        glance = SECTIONS[kind.name].glance
+        assert glance is not DEFAULT_GLANCE and glance.note, kind.name
+        assert glance.accuracy.column in columns, (kind.name, glance.accuracy.column)
+        assert all(f.column in columns for f in glance.figures), kind.name
+        assert glance.accuracy.meets(1.0 if glance.accuracy.higher_is_better else 0.0)
+        assert not glance.accuracy.meets(0.0 if glance.accuracy.higher_is_better else 1.0)
