@@ -399,3 +399,14 @@ def test_every_kind_has_a_first_screen_judged_on_one_of_its_own_columns():
         assert all(f.column in columns for f in glance.figures), kind.name
         assert glance.accuracy.meets(1.0 if glance.accuracy.higher_is_better else 0.0)
         assert not glance.accuracy.meets(0.0 if glance.accuracy.higher_is_better else 1.0)
+
+
+def test_a_figure_title_fits_a_one_panel_figure():
+    from fixed_web_platform.report.plots import _facets, _suptitle
+
+    fig, _ = _facets(1)
+    _suptitle(fig, "Median latency (ms) vs weight bits requested, per browser/engine/platform "
+                   "[adapter]; bars p10-p90 of the raw samples")
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent()
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width and "\n" in fig._suptitle.get_text()

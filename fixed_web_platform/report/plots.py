@@ -128,8 +128,8 @@ def plot_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | No
         ax.set_ylim(bottom=0)
         ax.set_ylabel("median latency (ms), bars p10-p90")
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Median latency (ms) vs weight bits requested, per browser/engine/platform "
-                 "[adapter]; bars p10-p90 of the raw samples", fontsize=10)
+    _suptitle(fig, "Median latency (ms) vs weight bits requested, per browser/engine/platform "
+                 "[adapter]; bars p10-p90 of the raw samples")
     return _save(fig, path)
 
 
@@ -151,8 +151,8 @@ def plot_error(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None
         ax.set_yscale("log")
         ax.set_ylabel("relative error (log)")
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Relative error of the output vs the float64 result on the original weights "
-                 "(what quantization costs), log scale", fontsize=10)
+    _suptitle(fig, "Relative error of the output vs the float64 result on the original weights "
+                 "(what quantization costs), log scale")
     return _save(fig, path)
 
 
@@ -172,8 +172,8 @@ def plot_weight_memory(table: pd.DataFrame, path: Path, show_sweep: bool) -> Pat
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_ylabel("weight bytes read by the kernel (MiB, log)")
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Weight memory (exact bytes the kernel or graph holds: packed values + scales + "
-                 "zero points) vs weight bits", fontsize=10)
+    _suptitle(fig, "Weight memory (exact bytes the kernel or graph holds: packed values + scales + "
+                 "zero points) vs weight bits")
     return _save(fig, path)
 
 
@@ -202,8 +202,8 @@ def plot_process_memory(table: pd.DataFrame, path: Path, show_sweep: bool) -> Pa
             ax.set_ylim(bottom=0)  # from zero: a few MiB of noise on a few hundred is no trend
             ax.set_ylabel(f"{labels[column]} (MiB), bars = spread over runs")
             ax.set_title(f"{title}: {labels[column]}", fontsize=10)
-    fig.suptitle("Browser process memory vs weight bits (measured, noisy; hollow points: "
-                 "first run of a browser session only, includes warm-up)", fontsize=10)
+    _suptitle(fig, "Browser process memory vs weight bits (measured, noisy; hollow points: "
+                 "first run of a browser session only, includes warm-up)")
     return _save(fig, path)
 
 
@@ -228,8 +228,8 @@ def plot_accuracy_latency(table: pd.DataFrame, path: Path, show_sweep: bool) -> 
         ax.set_ylabel("relative error vs float (log)")
         ax.set_title(title, fontsize=10)
         ax.grid(True, alpha=0.3)
-    fig.suptitle("Relative error vs median latency (ms), one point per bits value; lower left "
-                 "is better", fontsize=10)
+    _suptitle(fig, "Relative error vs median latency (ms), one point per bits value; lower left "
+                 "is better")
     return _save(fig, path)
 
 
@@ -266,7 +266,7 @@ def _suptitle(fig: Figure, text: str) -> None:
     """A figure title wrapped to the figure's width (a one-panel figure is narrow)."""
     import textwrap
 
-    fig.suptitle("\n".join(textwrap.wrap(text, max(40, int(fig.get_figwidth() * 14)))), fontsize=10)
+    fig.suptitle("\n".join(textwrap.wrap(text, max(40, int(fig.get_figwidth() * 12)))), fontsize=10)
 
 
 def _annotate_once(ax, seen: set[tuple[str, float, float]], text: str, x: float, y: float, **kw) -> None:
