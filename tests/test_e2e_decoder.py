@@ -6,6 +6,7 @@ judged against PyTorch fp32 and the float64 decoder."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +27,10 @@ QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=3,
 
 
 def _sweep(browser: BrowserName, workloads, bits, out: Path, platforms=(Platform.WEBGPU,),  # noqa: ANN001, ANN202
-           engines=(EngineName.HARNESS,), mode=PrecisionMode.STANDARD):
+           engines=(EngineName.HARNESS,), mode=PrecisionMode.STANDARD, skip=lambda run: False):
     require_browser(browser)
     plan = build_plan([browser], list(platforms), workloads, bits, engines=list(engines), precision_mode=mode)
+    plan = [dataclasses.replace(run, run_id=i) for i, run in enumerate(run for run in plan if not skip(run))]
     writer = ResultWriter(out)
     rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=QUICK)))
     writer.close()
@@ -46,9 +48,12 @@ def tiny(tmp_path_factory) -> DecoderWorkload:  # noqa: ANN001
 @pytest.fixture(scope="module")
 def chrome_tiny(tiny, tmp_path_factory):  # noqa: ANN001, ANN201
     out = tmp_path_factory.mktemp("decoder-chrome")
+    # ORT's WebGPU decoder at 4 and 2 bits takes 40-200 s a run in SwiftShader (a generation of 5
+    # tokens took 9-15 s): its 32- and 8-bit runs stand for it here, the others run everywhere
     rows = _sweep(BrowserName.CHROME, [tiny], (32, 8, 4, 2), out,
                   platforms=(Platform.WEBGPU, Platform.WEBNN, Platform.WASM),
-                  engines=(EngineName.HARNESS, EngineName.ORT))
+                  engines=(EngineName.HARNESS, EngineName.ORT),
+                  skip=lambda run: run.engine == EngineName.ORT and run.platform == Platform.WEBGPU and run.bits < 8)
     return out, rows
 
 
@@ -72,7 +77,7 @@ def test_tiny_decoder_in_chrome_is_right_at_every_precision(chrome_tiny) -> None
 def test_tiny_decoder_on_onnx_runtime_web_in_chrome(chrome_tiny) -> None:  # noqa: ANN001
     _, rows = chrome_tiny
     for platform in ("webgpu", "webnn", "wasm"):
-        runs = {b: rows[("ort", platform, b)] for b in (32, 8, 4, 2)}
+        runs = {b: rows[("ort", platform, b)] for b in (32, 8, 4, 2) if ("ort", platform, b) in rows}
         for bits, row in runs.items():
             assert row.outcome == Outcome.OK, (platform, bits, row.reason)
             assert row.bits_executed == bits
@@ -85,10 +90,10 @@ def test_tiny_decoder_on_onnx_runtime_web_in_chrome(chrome_tiny) -> None:  # noq
             assert row["ttft_ms"] > 0 and row["decode_tokens_per_s"] > 0
             assert row["kv_cache_on_device"] == ("no" if platform == "wasm" else "yes")
         assert runs[32]["next_token_top1"] == 1.0 and runs[32]["leading_tokens_equal"] == 5
-        kl = [runs[b]["kl_mean"] for b in (32, 8, 4, 2)]
-        assert kl == sorted(kl) and kl[-1] > kl[1]
+        kl = [runs[b]["kl_mean"] for b in sorted(runs, reverse=True)]
+        assert kl == sorted(kl) and kl[-1] > kl[min(1, len(kl) - 2)]
         # the harness's bytes: the same model as the harness's WGSL decoder at every precision
-        for bits in (8, 4, 2):
+        for bits in sorted(set(runs) - {32}):
             assert runs[bits]["kl_mean"] == pytest.approx(rows[("harness", "webgpu", bits)]["kl_mean"],
                                                          rel=1e-2, abs=1e-7), (platform, bits)
     # WebNN: one session per pass, every dimension fixed, and no node left to the CPU
@@ -191,5 +196,6 @@ def test_report_has_the_decoder_section_and_plots(chrome_tiny, tmp_path) -> None
 def test_the_report_of_a_decoder_sweep_reads_at_a_laptops_and_a_phones_width(chrome_tiny, tmp_path) -> None:  # noqa: ANN001
     out, _ = chrome_tiny
     laptop, _ = report_reads_well([out], tmp_path / "report")
-    assert any("next-token top-1" in pick for pick in laptop.picks)
+    assert any(pick.startswith("chrome · harness webgpu, ") and ": none:" not in pick and "next-token top-1" in pick
+               for pick in laptop.picks), laptop.picks
     assert [s.name for s in laptop.section_shots] == ["screenshot-glance-decoder.png"]

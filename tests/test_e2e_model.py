@@ -4,6 +4,7 @@ sequence length, on every engine; rows judged against PyTorch fp32 and the float
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,10 @@ MIXED = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=TEXTS,
 def _sweep(browser: BrowserName, platforms, workloads, bits, engines, out: Path):  # noqa: ANN001, ANN202
     require_browser(browser)
     plan = build_plan([browser], platforms, workloads, bits, engines=engines)
+    # ORT's WebGPU encoder takes 25-45 s a run in SwiftShader: its 32- and 8-bit runs stand for it
+    plan = [dataclasses.replace(run, run_id=i) for i, run in enumerate(
+        run for run in plan if not (run.engine == EngineName.ORT and run.platform == Platform.WEBGPU
+                                    and run.bits < 8))]
     writer = ResultWriter(out)
     rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=QUICK)))
     writer.close()
@@ -115,5 +120,7 @@ def test_firefox_runs_webgpu_and_says_it_has_no_webnn(tmp_path: Path) -> None:
 def test_the_report_of_a_minilm_sweep_reads_at_a_laptops_and_a_phones_width(chrome, tmp_path) -> None:  # noqa: ANN001
     out, _ = chrome
     laptop, _ = report_reads_well([out, out.parent / "model-chrome-mixed"], tmp_path / "report")
-    assert any("all-MiniLM-L6-v2" in pick and "cosine vs fp32" in pick for pick in laptop.picks)
+    # the harness's WebGPU MiniLM at float32 meets the cosine bar: its setting has a pick, not 'none'
+    assert any(pick.startswith("model-chrome0: chrome · harness webgpu, all-MiniLM-L6-v2") and ": none:" not in pick
+               for pick in laptop.picks), laptop.picks
     assert [s.name for s in laptop.section_shots] == ["screenshot-glance-encoder.png"]

@@ -166,10 +166,10 @@ def what_ran(row: pd.Series) -> str:
     return ", ".join(notes)
 
 
-def precision_text(row: pd.Series, forms: int = 1) -> str:
+def precision_text(row: pd.Series, forms: int = 1, observers: int = 1) -> str:
     """The precision asked for, short: 'float32', '8-bit', '8-bit per-channel W8A8 gemm_qdq',
-    '4-bit mixed:8x24,4x12', 'Q4_0'. ``forms``: how many graph forms the setting has (the form
-    is named only when it tells rows apart)."""
+    '4-bit mixed:8x24,4x12', 'Q4_0'. ``forms`` / ``observers``: how many graph forms and
+    activation observers the setting has (each is named only when it tells rows apart)."""
     bits = int(row["bits_requested"])
     plan = _text(row.get("precision_plan"))
     fmt = _text(row.get("format_requested"))
@@ -183,6 +183,8 @@ def precision_text(row: pd.Series, forms: int = 1) -> str:
     acts = number(row.get("act_bits"))
     if acts is not None and int(acts) == 8:
         text += f" W{bits}A8"
+        if observers > 1 and _text(row.get("observer")):
+            text += f" ({_text(row.get('observer'))})"
     form = _text(row.get("graph_form"))
     if forms > 1 and form:
         text += f" {form}"
@@ -190,9 +192,12 @@ def precision_text(row: pd.Series, forms: int = 1) -> str:
 
 
 def _baseline(setting: pd.DataFrame) -> pd.Series | None:
-    """The fastest uniform float32 run of the setting (None without one)."""
+    """The fastest uniform float32 run of the setting that ran as asked (one that ran otherwise
+    only when there is no other; None without one)."""
     f32 = setting[(setting["bits_requested"] == 32) & ~setting.get("precision_plan", pd.Series("", index=setting.index))
                   .map(_mixed)]
+    as_asked = f32[[not what_ran(row) for _, row in f32.iterrows()]]
+    f32 = as_asked if not as_asked.empty else f32
     medians = pd.to_numeric(f32["latency_ms_median"], errors="coerce")
     if medians.notna().sum() == 0:
         return None
@@ -201,7 +206,24 @@ def _baseline(setting: pd.DataFrame) -> pd.Series | None:
 
 def _settings(summary: pd.DataFrame) -> list[pd.DataFrame]:
     key = [c for c in SETTING_KEY if c in summary]
-    return [group for _, group in summary.groupby(key, sort=False, dropna=False)]
+    return [group for _, group in summary.reset_index(drop=True).groupby(key, sort=False, dropna=False)]
+
+
+def _label(setting: pd.DataFrame) -> Any:
+    """row -> its precision text, naming graph forms and observers where the setting has several."""
+    def count(column: str) -> int:
+        return setting[column].map(_text).nunique() if column in setting else 1
+
+    forms = count("graph_form")
+    acts8 = setting[pd.to_numeric(setting.get("act_bits", pd.Series(32, index=setting.index)),
+                                  errors="coerce") == 8]
+    observers = acts8["observer"].map(_text).nunique() if "observer" in acts8 else 1
+
+    def label(row: pd.Series) -> str:
+        text = precision_text(row, forms, observers)
+        ran = what_ran(row)
+        return f"{text} ({ran})" if ran else text
+    return label
 
 
 def _kernel(row: pd.Series) -> Cell:
@@ -215,13 +237,18 @@ def _kernel(row: pd.Series) -> Cell:
     return Cell(f"ok ({err:.0e})")
 
 
+def _ms(value: float) -> str:
+    """Milliseconds with three significant digits, never in scientific notation ('4,602')."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def _median(row: pd.Series) -> str:
     med = number(row["latency_ms_median"])
     if med is None:
         return "-"
     lo, hi = number(row.get("latency_ms_p10")), number(row.get("latency_ms_p90"))
-    spread = f" ({lo:.3g}-{hi:.3g})" if lo is not None and hi is not None else ""
-    return f"{med:.3g} ms{spread}"
+    spread = f" ({_ms(lo)}-{_ms(hi)})" if lo is not None and hi is not None else ""
+    return f"{_ms(med)} ms{spread}"
 
 
 def _memory(row: pd.Series) -> Cell:
@@ -247,13 +274,11 @@ def headline_rows(summary: pd.DataFrame, glance: Glance = DEFAULT_GLANCE
     show_sweep = summary["sweep"].nunique() > 1
     for setting in _settings(summary):
         base = _baseline(setting)
-        forms = setting["graph_form"].nunique() if "graph_form" in setting else 1
+        label = _label(setting)
         for _, row in setting.iterrows():
             name = setting_name(row, show_sweep)
-            precision = precision_text(row, forms)
-            ran = what_ran(row)
-            if ran:
-                precision += f" ({ran})"
+            precision = label(row)
+            if what_ran(row):
                 if _text(row.get("fallback")):
                     footnotes.append(f"{name}, {row['workload']}, {precision}: {row['fallback']}")
                     precision += f" [{len(footnotes)}]"
@@ -281,11 +306,18 @@ def _costs(row: pd.Series, base: pd.Series | None, accuracy: Accuracy) -> str:
         speed = _speed(row, base)
         parts.append("as fast as float32 (no difference beyond noise)" if speed.tone == "same"
                      else f"{speed.text} than float32" if speed.tone else "")
-        compression = number(row.get("compression"))
-        if compression and compression > 1:
-            parts.append(f"{compression:.1f}x less weight memory")
+    compression = number(row.get("compression"))
+    if int(row["bits_requested"]) != 32 and compression and compression > 1:
+        parts.append(f"{compression:.1f}x less weight memory")
     parts.append(f"{accuracy.label} {accuracy.text(row.get(accuracy.column))}")
     return ", ".join(p for p in parts if p)
+
+
+def _fewest_bytes(frame: pd.DataFrame) -> pd.Series:
+    """The row with the fewest weight bytes; the faster of equal (or unknown) ones."""
+    order = pd.DataFrame({"bytes": pd.to_numeric(frame["weight_bytes"], errors="coerce").fillna(float("inf")),
+                          "ms": pd.to_numeric(frame["latency_ms_median"], errors="coerce")}, index=frame.index)
+    return frame.loc[order.sort_values(["bytes", "ms"], kind="stable").index[0]]
 
 
 def picks(summary: pd.DataFrame, glance: Glance = DEFAULT_GLANCE) -> list[Pick]:
@@ -299,35 +331,41 @@ def picks(summary: pd.DataFrame, glance: Glance = DEFAULT_GLANCE) -> list[Pick]:
         first = setting.iloc[0]
         name, workload = setting_name(first, show_sweep), f"{first['workload']} {first['shape']}"
         base = _baseline(setting)
-        forms = setting["graph_form"].nunique() if "graph_form" in setting else 1
+        label = _label(setting)
         timed = setting[pd.to_numeric(setting["latency_ms_median"], errors="coerce") > 0]
-        within = timed[[accuracy.meets(v) for v in timed.get(accuracy.column, pd.Series(index=timed.index))]]
+        if timed.empty:
+            out.append(Pick(name, workload, "none", "no timed run"))
+            continue
+        measured = timed[[number(v) is not None for v in timed.get(accuracy.column, pd.Series(index=timed.index))]]
+        if measured.empty:
+            out.append(Pick(name, workload, "none", f"{accuracy.label} was not measured"))
+            continue
+        within = measured[[accuracy.meets(v) for v in measured[accuracy.column]]]
         if within.empty:
-            out.append(Pick(name, workload, "none",
-                            f"no precision meets the bar ({accuracy.bar_text})"))
+            out.append(Pick(name, workload, "none", f"no precision meets the bar ({accuracy.bar_text})"))
             continue
         fastest = within.loc[pd.to_numeric(within["latency_ms_median"]).idxmin()]
         tied = within[[r.name == fastest.name or bool((c := latency_change(r, fastest)) and c[1])
                        for _, r in within.iterrows()]]
-
-        def size(frame: pd.DataFrame) -> pd.Series:
-            return frame.loc[pd.to_numeric(frame["weight_bytes"], errors="coerce").fillna(float("inf"))
-                             .sort_values(kind="stable").index[0]]
-
-        chosen = size(tied)
-        label = precision_text(chosen, forms) + (f" ({ran})" if (ran := what_ran(chosen)) else "")
+        chosen = _fewest_bytes(tied)
         costs = _costs(chosen, base, accuracy)
-        smallest = size(within)
+        smallest = _fewest_bytes(within)
         if smallest.name != chosen.name and number(smallest.get("weight_bytes")) is not None \
                 and number(smallest["weight_bytes"]) < (number(chosen.get("weight_bytes")) or float("inf")):
-            costs += (f"; fewest weight bytes within the bar: {precision_text(smallest, forms)}, "
-                      f"{_costs(smallest, base, accuracy)}")
-        out.append(Pick(name, workload, label, costs))
+            costs += f"; fewest weight bytes within the bar: {label(smallest)}, {_costs(smallest, base, accuracy)}"
+        out.append(Pick(name, workload, label(chosen), costs))
     return out
 
 
 def _kinds(summary: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(summary["kind"])) if "kind" in summary and not summary.empty else []
+
+
+def _md(text: str) -> str:
+    """Text from rows (a browser's reason among it) as literal Markdown: no emphasis, no HTML."""
+    for char in ("\\", "`", "*", "_", "<", ">", "[", "]"):
+        text = text.replace(char, "\\" + char)
+    return text
 
 
 def glance_markdown(summary: pd.DataFrame, glances: Mapping[str, Glance]) -> str:
@@ -338,10 +376,12 @@ def glance_markdown(summary: pd.DataFrame, glances: Mapping[str, Glance]) -> str
         glance = glances.get(kind, DEFAULT_GLANCE)
         own = summary[summary["kind"] == kind]
         lines += [f"### {glance.title}", "", f"Which precision to pick ({glance.accuracy.bar_text}):", ""]
-        lines += [f"- {p.setting}, {p.workload}: **{p.precision}**: {p.costs}" for p in picks(own, glance)]
+        lines += [f"- {_md(p.setting)}, {_md(p.workload)}: **{_md(p.precision)}**: {_md(p.costs)}"
+                  for p in picks(own, glance)]
         rows, footnotes = headline_rows(own, glance)
         lines += ["", *markdown_lines(headline_columns(glance), [[c.text for c in r] for r in rows])]
-        lines += ([""] + [f"[{i}] {text}" for i, text in enumerate(footnotes, 1)] if footnotes else [])
+        for i, text in enumerate(footnotes, 1):
+            lines += ["", f"[{i}] {_md(text)}"]
         lines.append("")
     return "\n".join(lines).rstrip()
 

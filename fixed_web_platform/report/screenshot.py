@@ -29,7 +29,9 @@ for (const cell of document.querySelectorAll('table.headline th, table.headline 
   const style = getComputedStyle(cell);
   ctx.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
   const room = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-  for (const word of cell.textContent.split(/\\s+/).filter(Boolean)) {
+  // the units a line may not break inside: the report's unbreakable spans, else each word
+  const spans = [...cell.querySelectorAll('span.w')].map((span) => span.textContent);
+  for (const word of (spans.length ? spans : cell.textContent.split(/\\s+/)).filter(Boolean)) {
     const width = ctx.measureText(word).width;
     if (width > room + 0.5) brokenWords.push({word, width: Math.round(width), room: Math.round(room)});
   }
