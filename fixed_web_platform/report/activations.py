@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..results.reader import CONFIG_KEY
 from ..values import is_blank
-from .glance import latency_change
+from .glance import latency_change, median_text
 from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
 
 WITHOUT_ACTS = tuple(c for c in CONFIG_KEY if c not in ("act_bits", "observer"))
@@ -40,12 +40,7 @@ def _latency_change(act: pd.Series, base: pd.Series) -> str:
 
 
 def _ms(row: pd.Series) -> str:
-    m = number(row["latency_ms_median"])
-    if m is None:
-        return ""
-    lo, hi = number(row.get("latency_ms_p10")), number(row.get("latency_ms_p90"))
-    spread = f" ({lo:.4g}-{hi:.4g})" if lo is not None and hi is not None else ""
-    return f"{m:.4g}{spread}"
+    return median_text(row, lambda v: f"{v:.4g}", unit="", blank="")
 
 
 def _f(value: Any, spec: str) -> str:

@@ -242,13 +242,14 @@ def _ms(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
-def _median(row: pd.Series) -> str:
+def median_text(row: pd.Series, fmt: Any = _ms, unit: str = " ms", blank: str = "-") -> str:
+    """A row's median latency with its p10-p90 ('7.75 ms (7.38-10.9)'), each number by ``fmt``."""
     med = number(row["latency_ms_median"])
     if med is None:
-        return "-"
+        return blank
     lo, hi = number(row.get("latency_ms_p10")), number(row.get("latency_ms_p90"))
-    spread = f" ({_ms(lo)}-{_ms(hi)})" if lo is not None and hi is not None else ""
-    return f"{_ms(med)} ms{spread}"
+    spread = f" ({fmt(lo)}-{fmt(hi)})" if lo is not None and hi is not None else ""
+    return f"{fmt(med)}{unit}{spread}"
 
 
 def _memory(row: pd.Series) -> Cell:
@@ -285,7 +286,7 @@ def headline_rows(summary: pd.DataFrame, glance: Glance = DEFAULT_GLANCE
             accuracy = glance.accuracy
             value = row.get(accuracy.column)
             rows.append([
-                Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(precision), Cell(_median(row)),
+                Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(precision), Cell(median_text(row)),
                 _speed(row, base),
                 *(Cell(format(v, f.spec) if (v := number(row.get(f.column))) is not None else "-")
                   for f in glance.figures),

@@ -19,6 +19,8 @@ import pandas as pd
 from ..results import reader as result_files
 from ..values import is_blank
 from ..workloads.encoder import ENCODER
+from .glance import setting_name as _setting_name
+from .glance import what_ran
 from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
 from .plots import MODEL_SETTING, model_setting_title
 
@@ -57,29 +59,14 @@ def _f(value: Any, spec: str, suffix: str = "") -> str:
     return "" if v is None else f"{v:{spec}}{suffix}"
 
 
-def _setting_name(row: pd.Series, show_sweep: bool) -> str:
-    name = f"{row['browser']} · {row['engine']} {row['platform']}"
-    if row["platform"] == "webnn":
-        extra = " ".join(str(v) for v in (row.get("device_type"), row.get("precision_mode")) if v)
-        name += f" ({extra})" if extra else ""
-    return f"{row['sweep']}: {name}" if show_sweep else name
-
-
 def _bits_text(row: pd.Series, ok: pd.Series | None) -> str:
     bits = int(row["bits_requested"])
     plan = str(row.get("precision_plan") or "")
     fmt = str(row.get("format_requested") or "")
     text = f"{bits} ({plan})" if plan else f"{bits}"
     text += f" {fmt}" if fmt else ""
-    notes = []
-    if ok is not None:
-        executed = number(ok.get("bits_executed"))
-        if executed is not None and int(executed) != bits:
-            notes.append(f"ran as {int(executed)}-bit")
-        ran_on = str(ok.get("executed_on") or "")
-        if ran_on and ran_on != row["platform"]:
-            notes.append(f"ran on {ran_on}")
-    return text + (f"; {', '.join(notes)}" if notes else "")
+    ran = what_ran(ok) if ok is not None else ""
+    return text + (f"; {ran}" if ran else "")
 
 
 def _outcome_text(group: pd.DataFrame) -> str:
