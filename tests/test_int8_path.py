@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fixed_web_platform.cli import main as cli
-from fixed_web_platform.engines.webnn.forms import QDQ_FORM, choose_form
+from fixed_web_platform.engines.webnn.forms import QDQ_FORM, SCALE_AFTER_FORM, choose_form
 from fixed_web_platform.models.rules import LayerPrecision, load_rules
 from fixed_web_platform.plan import build_plan
 from fixed_web_platform.precision import quant
@@ -113,13 +113,16 @@ def _run(**kw):  # noqa: ANN003, ANN202
 def test_which_form_a_run_builds(monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.delenv("FWP_WEBNN_GRAPH_FORM", raising=False)
     assert choose_form(_run(act_bits=[8], granularity="per-channel"), "transpose") == (QDQ_FORM, "")
-    assert choose_form(_run(granularity="per-channel"), "transpose") == ("gemm", "")
+    assert choose_form(_run(granularity="per-channel"), "transpose") == (SCALE_AFTER_FORM, "")
     assert choose_form(_run(act_bits=[8]), "transpose") == ("transpose", "")  # blockwise: no fusion
     assert choose_form(_run(bits=32), "pretransposed_gemm") == ("pretransposed_gemm", "")
     assert choose_form(_run(act_bits=[8], granularity="per-channel", graph_form="gemm"), "x") == ("gemm", "")
     monkeypatch.setenv("FWP_WEBNN_GRAPH_FORM", QDQ_FORM)
     form, why = choose_form(_run(bits=32), "transpose")
     assert form == QDQ_FORM and "--act-bits 8" in why
+    monkeypatch.delenv("FWP_WEBNN_GRAPH_FORM")
+    form, why = choose_form(_run(graph_form=SCALE_AFTER_FORM), "transpose")  # blockwise weights
+    assert form == SCALE_AFTER_FORM and "--granularity per-channel" in why
 
 
 def test_fused_reference_carries_the_int8_output_and_its_tolerance_one_step() -> None:

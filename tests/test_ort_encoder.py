@@ -133,3 +133,28 @@ def test_model_job_and_what_ran_per_layer() -> None:
         read_reply(run, job, reply(where, "wasm"))
     with pytest.raises(PageDataError, match="weight_dtype"):
         read_reply(run, job, reply(["gpu"] * 36, "gpu"))
+
+
+def test_int8_qdq_encoder_matches_the_fused_forms_reference(cache_dir) -> None:
+    """With int8 activations every linear layer is the int8 QDQ form with the harness's bytes and
+    calibrated parameters (outlier output channels a float Gemm apart): onnxruntime gives the
+    reference of the harness's fused WebNN form."""
+    from fixed_web_platform.vocabulary import PER_CHANNEL_BLOCK
+
+    prepared = prepare_model(_workload(), 8, PER_CHANNEL_BLOCK, 0, unsigned=False, act_bits=8,
+                             observer="minmax", out_int8=True)
+    encoder = ort_encoder.rewrite(ort_encoder.export_fp32(prepared.held.model, cache_dir), prepared)
+    parsed = onnx.load_from_string(encoder.data)
+    names = [layer.name for layer in prepared.held.layers]
+    by_name = {node.name: node for node in parsed.graph.node}
+    assert all(by_name[name].op_type == "Gemm" for name in names)
+    assert {layer.weight_dtype for layer in encoder.layers} == {"QDQ8"}
+    split = [o for o in prepared.out_quant if o and o.float_channels]
+    assert split and sum(1 for n in parsed.graph.node if n.name.endswith("/float_channels")) == len(split)
+    out = _run(encoder.data, prepared)
+    ref = prepared.ref_dequantized
+    rel = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    # float32 arithmetic flips a few int8 roundings (one step each) that float64 does not; the
+    # quantization itself costs far more (ref_float), and the row's kernel tolerance allows it
+    cost = np.linalg.norm(prepared.ref_float - ref) / np.linalg.norm(ref)
+    assert rel < min(1e-2, prepared.tolerance("f32"), cost / 2), (rel, cost)

@@ -40,3 +40,42 @@ def test_unpackable_input_is_refused() -> None:
         matmul_model(k=32, n=1, bits=3, block_size=32, w=b"")
     with pytest.raises(ValueError, match="multiple of the block"):
         matmul_model(k=40, n=1, bits=4, block_size=32, w=b"\0" * 20, scales=b"", zero_points=b"")
+
+
+def test_int8_qdq_model_is_the_fused_forms_numbers_with_its_own_scales_per_node() -> None:
+    """The int8 QDQ model (ORT's int8 activations) holds the harness's per-channel int8 weights
+    and calibrated input/output parameters: run in onnxruntime it gives the reference of the
+    harness's fused WebNN form, and every Q/DQ node has a scale of its own (see QDQ_WEBNN_OPTIMIZATION)."""
+    from fixed_web_platform.engines.ort.onnx_matmul import qdq_matmul_model
+    from fixed_web_platform.vocabulary import PER_CHANNEL_BLOCK
+    from fixed_web_platform.workloads.matmul import float_input
+
+    w = MatmulWorkload("t", 16, 96, 40)
+    p = prepare(w, 8, PER_CHANNEL_BLOCK, 0, unsigned=False, act_bits=8, observer="minmax", out_int8=True)
+    t = p.tensors
+    model = qdq_matmul_model(k=w.k, n=w.n, w=t["w"], scales=t["scales"], zero_points=t["zero_points"],
+                             act=(p.act_scale, p.act_zero_point), out=(p.out_scale, p.out_zero_point))
+    parsed = onnx.load_from_string(model)
+    onnx.checker.check_model(parsed)
+    ops = [n.op_type for n in parsed.graph.node]
+    assert ops == ["QuantizeLinear", "DequantizeLinear", "DequantizeLinear", "Gemm", "QuantizeLinear",
+                   "DequantizeLinear"]
+    gemm = parsed.graph.node[3]
+    assert gemm.name == "matmul" and onnx.helper.get_attribute_value(gemm.attribute[0]) == 1  # transB
+    activation_scales = [n.input[1] for n in parsed.graph.node if "Linear" in n.op_type and n.input[0] != "qdq/w_int8"]
+    assert len(set(activation_scales)) == 4, activation_scales
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in parsed.graph.initializer}
+    assert inits["qdq/w_int8"].dtype == np.int8 and inits["qdq/w_int8"].shape == (40, 96)
+    assert not inits["qdq/w_zero_point"].any()
+    (y,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(["y"], {"x": float_input(w, 0)})
+    # on the int8 output grid; ORT's CPU rounding may differ from numpy's by one step at a tie
+    steps = np.abs(y.astype(np.float64) - p.ref_dequantized) / p.out_scale
+    assert steps.max() <= 1.0 + 1e-6 and np.mean(steps > 0.5) < 0.01, steps.max()
+
+
+def test_qdq_model_refuses_asymmetric_weights() -> None:
+    from fixed_web_platform.engines.ort.onnx_matmul import qdq_matmul_model
+
+    with pytest.raises(ValueError, match="zero point 0"):
+        qdq_matmul_model(k=4, n=1, w=b"\1\2\3\4", scales=b"\0\0\x80\x3f", zero_points=b"\3",
+                         act=(0.1, 0), out=None)

@@ -139,7 +139,7 @@ function providerOption(opts) {
 // output stays (`opts.output_location`, ORT's preferredOutputLocation) and turn profiling off
 // (`opts.profile === false`).
 export async function createSession(ort, model, opts, dims, {fallback, verbose}) {
-  const options = {executionProviders: [providerOption(opts)], graphOptimizationLevel: 'all',
+  const options = {executionProviders: [providerOption(opts)], graphOptimizationLevel: opts.graph_optimization || 'all',
                    freeDimensionOverrides: dims, logSeverityLevel: verbose ? 0 : 2};
   if (opts.provider === 'webgpu') {
     options.preferredOutputLocation = 'gpu-buffer';

@@ -13,6 +13,10 @@
 //                   same bytes and values: per-axis, not blockwise), dequantizeLinear, reshape to
 //                   [N, K], then matmul(x, transpose(W)) + b
 //   'blockrows_gemm'  the same weight, gemm(x, W, {bTranspose: true, c: b})
+//   'gemm_scale'    per-channel symmetric int8 layers: gemm(x, cast(q, float32), {bTranspose: true})
+//                   times the per-channel scales [N], then + b: the same numbers (W = scale * q, zero
+//                   point 0), but the backend casts the int8 constant instead of dequantizing it
+//                   (cast, subtract, multiply over all of W) on every dispatch; other layers 'gemm'
 //   'gemm_qdq'      the 'gemm' form with int8 activations in front and a calibrated
 //                   quantizeLinear -> dequantizeLinear on gemm's output (the layer's `out` scale
 //                   and zero point), the bias added after it: the dequantizeLinear -> gemm ->
@@ -29,7 +33,7 @@
 const ELEMENT_BYTES = {float32: 4, float16: 2, int8: 1, uint8: 1, int32: 4, uint32: 4};
 const SUB_BYTE_BITS = {int4: 4, uint4: 4, int2: 2, uint2: 2};
 export const FORMS = ['transpose', 'gemm', 'pretransposed', 'pretransposed_gemm', 'blockrows', 'blockrows_gemm',
-                      'gemm_qdq'];
+                      'gemm_scale', 'gemm_qdq'];
 
 export function byteLength(dataType, elements) {
   const sub = SUB_BYTE_BITS[dataType];
@@ -154,14 +158,23 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     const wBuffer = tensors[`${name}.w`];
     const transposeHere = form.startsWith('pretransposed');
     const blockRows = form.startsWith('blockrows');
-    const useGemm = form.endsWith('gemm') || form === 'gemm_qdq';
+    const useGemm = form.endsWith('gemm') || form === 'gemm_qdq' || form === 'gemm_scale';
     if (L.out && !(useGemm && L.act && p.matmul_dtype === 'float32')) {
       throw new Error(`layer ${name}: output quantization needs the gemm form, int8 inputs and float32 arithmetic`);
     }
     let weight;
     let stored;
     let bytes = 0;
-    if (p.weight_dtype === 'float32' || p.weight_dtype === 'float16') {
+    let scaleAfter = null;  // 'gemm_scale': the per-channel scales, applied to gemm's output
+    // other layers of a 'gemm_scale' graph (float, blockwise, other bits) take the 'gemm' form
+    if (form === 'gemm_scale' && p.weight_dtype === 'int8' && p.block_size === k && !L.out) {
+      const zeros = typedView('int8', tensors[`${name}.zero_points`], n);
+      if (zeros.some((z) => z !== 0)) throw new Error(`layer ${name}: graph form gemm_scale needs zero point 0`);
+      stored = builder.constant({dataType: 'int8', shape: [n, k]}, typedView('int8', wBuffer, n * k));
+      weight = builder.cast(stored, 'float32');
+      scaleAfter = builder.constant({dataType: 'float32', shape: [n]}, typedView('float32', tensors[`${name}.scales`], n));
+      bytes = byteLength('int8', n * k) + byteLength('float32', n) + byteLength('int8', n);
+    } else if (p.weight_dtype === 'float32' || p.weight_dtype === 'float16') {
       const buffer = transposeHere ? repack(`${name}.w`, p.weight_dtype, wBuffer, n, k) : wBuffer;
       const shape = transposeHere ? [k, n] : [n, k];
       weight = builder.constant({dataType: p.weight_dtype, shape}, typedView(p.weight_dtype, buffer, n * k));
@@ -206,7 +219,10 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     }
     let out;
     const floatChannels = (L.out && L.out.float_channels) || [];
-    if (L.out && floatChannels.length) {  // outlier output channels apart: see splitRows
+    if (scaleAfter) {
+      out = builder.mul(builder.gemm(lhs, weight, {bTranspose: true}), scaleAfter);
+      if (bias) out = builder.add(out, bias);
+    } else if (L.out && floatChannels.length) {  // outlier output channels apart: see splitRows
       const [main, outliers, order] = splitRows(builder, L, p, tensors, floatChannels);
       const [fused] = qdq(builder.gemm(lhs, main, {bTranspose: true}), L.out);
       const apart = builder.gemm(lhs, outliers, {bTranspose: true});

@@ -36,10 +36,36 @@ class OrtWebEngine(Engine):
     def assets(self) -> dict[str, Path]:
         return {ORT_ASSETS_URL: ORT_WEB_DIR}
 
-    def session_options(self, run: RunSpec) -> dict[str, object]:
-        """What every ORT page needs to load the bundle and open a session on this provider."""
+    def session_options(self, run: RunSpec, graph_optimization: str = "all") -> dict[str, object]:
+        """What every ORT page needs to load the bundle and open a session on this provider
+        (``graph_optimization``: ORT's graphOptimizationLevel)."""
         return {"provider": self.platform.value, "device_type": run.webnn_device, "threads": ORT_THREADS,
-                "assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE}
+                "assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE, "graph_optimization": graph_optimization}
+
+
+QDQ_FORM = "gemm_qdq"
+"""The graph form of ORT's int8 QDQ models (rows' ``graph_form``): the pattern the harness's WebNN
+form of that name builds, written as ONNX QuantizeLinear/DequantizeLinear around a Gemm."""
+
+
+QDQ_WEBNN_OPTIMIZATION = "disabled"
+"""ORT's ``graphOptimizationLevel`` for a lone matmul's int8 QDQ model on the WebNN provider (ORT
+Web's default, 'all', everywhere else). With optimizations on, ORT's ConstantSharing (level 1)
+merges the Q and DQ nodes' equal scalar scales into one initializer; the WebNN provider reshapes
+it for each node, and Chromium folds a constant reshape only when the constant has one user, so
+the scale is no longer a constant and the backend's int8 fusion (engines/webnn/forms.py) does not
+happen: 20.2 against 11.2 ms at 128x768x3072 here (README, "WebNN's integer path"). Every Q and
+DQ node holds its own scale and zero point (onnx_matmul.qdq_linear_nodes) for the same reason.
+A whole exported encoder keeps 'all': without constant folding its shape arithmetic (Range,
+Expand, Slice) falls to the CPU provider and the graph splits (203 against 83 ms for MiniLM)."""
+
+
+def qdq_refusal(run: RunSpec) -> str:
+    """Why ORT cannot build this run's int8 QDQ model ('' when it can or the run has float inputs)."""
+    if run.act_bits == 8 and (run.bits != 8 or run.granularity != "per-channel"):
+        return ("ORT's int8 QDQ models are built with 8-bit per-channel weights (--bits 8 --granularity "
+                f"per-channel), not {run.bits}-bit {run.granularity} ones")
+    return ""
 
 
 class OrtWebGpu(OrtWebEngine):

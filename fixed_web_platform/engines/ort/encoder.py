@@ -2,6 +2,10 @@
 ONNX with every linear layer rewritten to the harness's bytes for it (onnx_encoder.py); ORT's
 placement log says where each layer's node ran, reported per layer as
 ``layers[i].weight_dtype = '<node weights>@<provider>'`` (e.g. 'MatMulNBits4@wasm').
+
+Int8 activations (``--act-bits 8`` with 8-bit per-channel weights): the linear layers in the int8
+QDQ form (onnx_linears.qdq_nodes) with the harness's calibrated input and output parameters, the
+numbers of the harness's WebNN ``gemm_qdq`` form, judged on the same references.
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ from ..base import (
     KindRunner,
     Refusal,
 )
-from . import OrtWebEngine, onnx_encoder, placement
+from . import QDQ_FORM, OrtWebEngine, onnx_encoder, placement, qdq_refusal
 
 
 class OrtEncoder(KindRunner):
     runner = "ort_model"
+    act_bits = (32, 8)
+
+    def refusal(self, engine: Engine, run: RunSpec) -> str:
+        return super().refusal(engine, run) or qdq_refusal(run)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
@@ -34,9 +42,16 @@ class OrtEncoder(KindRunner):
         workload = run.workload
         assert isinstance(workload, EncoderWorkload)
 
+        qdq = run.act_bits == 8
+
         def build() -> tuple[PreparedModel, onnx_encoder.EncoderModel]:
-            # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1)
-            prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=True)
+            # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1); the QDQ
+            # form holds signed per-channel int8 weights, its layers' int8 outputs calibrated
+            if qdq:
+                prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=False,
+                                         act_bits=8, observer=run.observer, out_int8=True)
+            else:
+                prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=True)
             return prepared, onnx_encoder.encoder_model(prepared)
 
         prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds
@@ -53,7 +68,7 @@ class OrtEncoder(KindRunner):
         }
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, prepared.options() | options)
         first = encoder.layers[0]
-        nbits = first.op == "MatMulNBits"
+        nbits = first.op in ("MatMulNBits", "Gemm")
         kinds = sorted({layer.weight_dtype for layer in encoder.layers})
         return EngineJob(
             spec=spec, tensors=tensors, prepared=prepared,
@@ -63,6 +78,7 @@ class OrtEncoder(KindRunner):
             zero_point_dtype=prepared.held.layers[0].held.weight_dtype if nbits else "",
             details={"onnx_layers": onnx_encoder.summary(encoder.layers), "model_bytes": len(encoder.data),
                      "onnx_opset": onnx_encoder.OPSET},
+            graph_form=QDQ_FORM if qdq else "",
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

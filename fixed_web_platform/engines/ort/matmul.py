@@ -1,20 +1,30 @@
 """The matmul kind on ONNX Runtime Web (page: web/engines/ort.js): a one-node ONNX model built
 from THE SAME quantized values the harness kernels get (onnx_matmul.py: MatMulNBits for 8/4/2
-bits with the harness's blocks and zero points, MatMul for 32, a float16 MatMul for 16)."""
+bits with the harness's blocks and zero points, MatMul for 32, a float16 MatMul for 16).
+
+Int8 activations (``--act-bits 8``, with ``--bits 8 --granularity per-channel``): an int8 QDQ
+model instead, the standard QuantizeLinear/DequantizeLinear form onnxruntime's quantization tools
+write, with the harness's calibrated activation and output parameters and its per-channel int8
+weights (onnx_matmul.qdq_matmul_model): the same numbers as the harness's WebNN ``gemm_qdq``
+form, so ORT's providers are judged beside it on the same references."""
 
 from __future__ import annotations
 
 from ...harness.protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
-from ...workloads.matmul import MatmulWorkload, PreparedWorkload, prepare
+from ...workloads.matmul import MatmulWorkload, PreparedWorkload, float_input, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner
-from . import OrtWebEngine
-from .onnx_matmul import matmul_model
+from . import QDQ_FORM, QDQ_WEBNN_OPTIMIZATION, OrtWebEngine, qdq_refusal
+from .onnx_matmul import matmul_model, qdq_matmul_model
 
 
 class OrtMatmul(KindRunner):
     runner = "ort"
+    act_bits = (32, 8)
+
+    def refusal(self, engine: Engine, run: RunSpec) -> str:
+        return super().refusal(engine, run) or qdq_refusal(run)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob:
@@ -23,6 +33,8 @@ class OrtMatmul(KindRunner):
         # shifted by 2^(bits-1), zero points too, so the dequantized weights are identical.
         w = run.workload
         assert isinstance(w, MatmulWorkload)
+        if run.act_bits == 8:
+            return self._qdq_job(engine, run, timing, w)
         prepared = prepare(w, run.bits, run.weight_block, run.seed, unsigned=True)
         t = prepared.tensors
         model = matmul_model(k=w.k, n=w.n, bits=prepared.bits,
@@ -44,6 +56,30 @@ class OrtMatmul(KindRunner):
             scale_dtype="float32" if prepared.block_size else "",
             zero_point_dtype=prepared.weight_dtype if prepared.block_size else "",
             details={"onnx_node": node, "model_bytes": len(model)},
+        )
+
+    def _qdq_job(self, engine: OrtWebEngine, run: RunSpec, timing: TimingConfig, w: MatmulWorkload) -> EngineJob:
+        """The int8 QDQ model: signed per-channel weights, calibrated int8 input and output."""
+        prepared = prepare(w, run.bits, run.weight_block, run.seed, unsigned=False, act_bits=8,
+                           observer=run.observer, out_int8=True)
+        t = prepared.tensors
+        model = qdq_matmul_model(k=w.k, n=w.n, w=t["w"], scales=t["scales"], zero_points=t["zero_points"],
+                                 act=(prepared.act_scale, prepared.act_zero_point),
+                                 out=(prepared.out_scale, prepared.out_zero_point))
+        # The model quantizes x itself (QuantizeLinear): the page feeds it float32.
+        tensors = {"x": float_input(w, run.seed).tobytes(), "model": model}
+        level = QDQ_WEBNN_OPTIMIZATION if engine.platform == Platform.WEBNN else "all"
+        options = {**engine.session_options(run, level), "m": w.m, "k": w.k, "n": w.n, "model": "model", "input": "x"}
+        return EngineJob(
+            spec=self.spec(engine, run, timing, tensors, prepared.outputs, options, prepared.bits),
+            tensors=tensors, prepared=prepared,
+            weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
+            scale_dtype="float32", zero_point_dtype=prepared.weight_dtype,
+            details={"onnx_node": "QDQ Gemm(transB=1), int8 input and output", "model_bytes": len(model),
+                     "graph_optimization": level},
+            note=(f"ORT graph optimizations {level} (so the WebNN backend can fuse the int8 pattern)"
+                  if level != "all" else ""),
+            graph_form=QDQ_FORM,
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

@@ -131,15 +131,25 @@ def _find_weight_matmuls(graph: Any, layers: list[tuple[str, int, int]]) -> dict
     return found
 
 
+def qdq_layers(prepared: Any) -> dict[str, tuple[Any, Any]]:
+    """Layer name -> (input, output) int8 parameters of the layers with int8 activations (an
+    ``act_bits`` 8 preparation): those are written in the int8 QDQ form (onnx_linears.py)."""
+    acts = prepared.act_quant or ()
+    outs = prepared.out_quant or (None,) * len(acts)
+    return {p.layer.name: (a, o) for p, a, o in zip(prepared.plan, acts, outs) if a is not None}
+
+
 def rewrite(fp32: bytes, prepared: Any) -> EncoderModel:
     """The float32 export with every linear layer in the form the run holds it (see module doc)."""
     import onnx
 
-    require_unsigned(prepared.held)
+    qdq = qdq_layers(prepared)
+    if not qdq:
+        require_unsigned(prepared.held)
     proto = onnx.load_from_string(fp32)
     found = _find_weight_matmuls(proto.graph, [(hl.name, hl.precision.layer.k, hl.precision.layer.n)
                                                for hl in prepared.held.layers])
-    layers = replace_linears(proto, found, prepared.held)
+    layers = replace_linears(proto, found, prepared.held, qdq, seq_len=int(prepared.batches.input_ids.shape[2]))
     return EncoderModel(proto.SerializeToString(), layers)
 
 

@@ -6,7 +6,12 @@ the run holds it in, built from the harness's bytes for that layer (prepared wit
 - 8/4/2 bits: one ``com.microsoft`` ``MatMulNBits`` node (the harness's packed values, scales and
   zero points turned into MatMulNBits initializers by onnx_matmul.py's helpers);
 - 16 bits: Cast to float16, a float16 MatMul with the harness's float16 weights, Cast back;
-- 32 bits: the exported float32 MatMul.
+- 32 bits: the exported float32 MatMul;
+- int8 activations (``qdq``: the layer's calibrated input and output parameters, 8-bit
+  per-channel weights prepared signed): the int8 QDQ form of onnx_matmul.qdq_linear_nodes, x
+  flattened to [rows, K] for its Gemm and the result put back to [..., N]; output channels int8
+  cannot hold (``OutputQuant.float_channels``) are a float Gemm apart, gathered back in place,
+  as the harness's WebNN graph does.
 
 The weight-bearing node is named after its layer (``encoder.layer.0.attention.self.query``,
 ``model.layers.0.self_attn.q_proj``) so ORT's placement log says where each layer ran.
@@ -20,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .onnx_matmul import IR_VERSION, MS_DOMAIN, _pack_rows, _unpack_rows
+from .onnx_matmul import IR_VERSION, MS_DOMAIN, _pack_rows, _unpack_rows, per_channel_int8, qdq_linear_nodes
 
 
 @dataclass(frozen=True)
@@ -60,14 +65,68 @@ def require_unsigned(held: Any) -> None:
         raise ValueError("ONNX models need the harness's unsigned bytes (prepared with unsigned=True)")
 
 
-def replace_linears(proto: Any, found: dict[str, int], held: Any) -> tuple[LayerNode, ...]:
+def qdq_nodes(name: str, a: str, out: str, held_layer: Any, k: int, n: int, act: Any, out_quant: Any,
+              seq_len: int) -> tuple[list[Any], list[Any], int]:
+    """Layer ``name``'s int8 QDQ replacement of ``out = a @ W^T`` (a: [batch, seq_len, K]); returns (nodes,
+    initializers, weight bytes). ``act``: calibration.ActivationQuant, ``out_quant``:
+    calibration.OutputQuant (or None: the output stays float)."""
+    from onnx import helper, numpy_helper
+
+    t = held_layer.tensors
+    w8, sc = per_channel_int8(t["w"], t["scales"], t["zero_points"], n, k)
+    p = f"{name}/qdq"
+    inits = [numpy_helper.from_array(np.array([-1, k], dtype=np.int64), f"{p}/rows_k")]
+    nodes = [helper.make_node("Reshape", [a, f"{p}/rows_k"], [f"{p}/x2d"], name=f"{p}/x2d")]
+    floats = tuple(out_quant.float_channels) if out_quant else ()
+    outq = (out_quant.scale, out_quant.zero_point) if out_quant else None
+    actq = (act.scale, act.zero_point)
+    if floats:
+        keep = np.array([c for c in range(n) if c not in set(floats)])
+        apart = np.array(floats)
+        main, more = qdq_linear_nodes(p, f"{p}/x2d", f"{p}/y_int8_channels", name, k=k, n=len(keep),
+                                      w_int8=w8[keep], w_scales=sc[keep], act=actq, out=outq)
+        position = np.empty(n, dtype=np.int64)
+        position[np.concatenate([keep, apart])] = np.arange(n)
+        inits += more + [
+            numpy_helper.from_array(w8[apart], f"{p}/apart/w_int8"),
+            numpy_helper.from_array(sc[apart], f"{p}/apart/w_scale"),
+            numpy_helper.from_array(np.zeros(len(apart), dtype=np.int8), f"{p}/apart/w_zero_point"),
+            numpy_helper.from_array(position, f"{p}/order"),
+        ]
+        nodes += main + [
+            helper.make_node("DequantizeLinear", [f"{p}/apart/w_int8", f"{p}/apart/w_scale", f"{p}/apart/w_zero_point"],
+                             [f"{p}/apart/w_dq"], axis=0, name=f"{p}/apart/w_dq"),
+            helper.make_node("Gemm", [f"{p}/x_dq", f"{p}/apart/w_dq"], [f"{p}/y_float_channels"], transB=1,
+                             name=f"{name}/float_channels"),
+            helper.make_node("Concat", [f"{p}/y_int8_channels", f"{p}/y_float_channels"], [f"{p}/y_split"], axis=1,
+                             name=f"{p}/concat"),
+            helper.make_node("Gather", [f"{p}/y_split", f"{p}/order"], [f"{p}/y2d"], axis=1, name=f"{p}/order"),
+        ]
+    else:
+        main, more = qdq_linear_nodes(p, f"{p}/x2d", f"{p}/y2d", name, k=k, n=n, w_int8=w8, w_scales=sc,
+                                      act=actq, out=outq)
+        nodes += main
+        inits += more
+    # back to [batch, sequence, N] (a constant shape: ORT's WebNN provider takes static shapes)
+    inits.append(numpy_helper.from_array(np.array([-1, seq_len, n], dtype=np.int64), f"{p}/out_shape"))
+    nodes.append(helper.make_node("Reshape", [f"{p}/y2d", f"{p}/out_shape"], [out], name=f"{p}/y"))
+    return nodes, inits, w8.nbytes + sc.nbytes + n
+
+
+def replace_linears(proto: Any, found: dict[str, int], held: Any,
+                    qdq: dict[str, tuple[Any, Any]] | None = None, seq_len: int = 0) -> tuple[LayerNode, ...]:
     """Rewrite ``proto`` (an onnx ModelProto, in place) so each layer of ``held`` (a
-    models/quantized.HeldModel with unsigned bytes) is in its run's form; ``found``: layer name
-    -> index of its float32 weight MatMul in ``proto.graph.node`` (second input: an initializer
-    holding W^T, checked here). Returns the layers' nodes in the held model's order."""
+    models/quantized.HeldModel with unsigned bytes, or signed ones with ``qdq``) is in its run's
+    form; ``found``: layer name -> index of its float32 weight MatMul in ``proto.graph.node``
+    (second input: an initializer holding W^T, checked here); ``qdq``: layer name -> (input
+    ActivationQuant, OutputQuant or None) of the layers in the int8 QDQ form, whose inputs are
+    [batch, ``seq_len``, K]. Returns the
+    layers' nodes in the held model's order."""
     from onnx import TensorProto, helper, numpy_helper
 
-    require_unsigned(held)
+    qdq = qdq or {}
+    if not qdq:
+        require_unsigned(held)
     graph = proto.graph
     plan = {layer.name: layer for layer in held.layers}
     inits = {t.name: t for t in graph.initializer}
@@ -91,7 +150,14 @@ def replace_linears(proto: Any, found: dict[str, int], held: Any) -> tuple[Layer
             facts.append(LayerNode(name, "MatMul", "float32", k * n * 4, bits))
             continue
         dropped.add(w_name)
-        if bits == 16:
+        if name in qdq:
+            if bits != 8 or block != k:
+                raise ValueError(f"layer {name}: the int8 QDQ form needs 8-bit per-channel weights")
+            nodes, more, nbytes = qdq_nodes(name, a, out, hl.held, k, n, *qdq[name], seq_len=seq_len)
+            replacement[index] = nodes
+            new_inits += more
+            facts.append(LayerNode(name, "Gemm", "QDQ8", nbytes, bits))
+        elif bits == 16:
             w16 = np.frombuffer(hl.held.tensors["w"], dtype="<f2")[: n * k].reshape(n, k).T.copy()
             w16_name = f"{name}.weight_t.float16"
             new_inits.append(numpy_helper.from_array(w16, w16_name))

@@ -75,3 +75,68 @@ def matmul_model(*, k: int, n: int, bits: int, block_size: int, w: bytes,
     model = helper.make_model(graph, opset_imports=opsets, producer_name="fixed_web_platform")
     model.ir_version = IR_VERSION
     return model.SerializeToString()
+
+
+def qdq_linear_nodes(prefix: str, x: str, y: str, name: str, *, k: int, n: int, w_int8: np.ndarray,
+                     w_scales: np.ndarray, act: tuple[float, int], out: tuple[float, int] | None,
+                     ) -> tuple[list, list]:
+    """The int8 QDQ form of y = x[rows, K] @ W^T (ONNX's standard QuantizeLinear /
+    DequantizeLinear, as onnxruntime.quantization writes QDQ models): x through int8 with the
+    calibrated per-tensor ``act`` (scale, zero point), W int8 [N, K] per output channel (axis 0,
+    zero point 0), ``Gemm(transB=1)`` named ``name``, and, with ``out``, the output through int8
+    too: the pattern ORT's WebNN provider hands to WebNN as dequantizeLinear -> gemm ->
+    quantizeLinear, which Chromium's TFLite backend fuses (engines/webnn/forms.py). Returns
+    (nodes, initializers)."""
+    if w_int8.shape != (n, k) or w_int8.dtype != np.int8 or w_scales.shape != (n,):
+        raise ValueError(f"QDQ {name}: int8 weights [{n}, {k}] with {n} per-channel scales expected")
+    p = f"{prefix}/"
+    inits: list = []
+
+    def params(node: str, scale: float, zero_point: int) -> list[str]:
+        # every Q and DQ node its own scale and zero point (see the docstring)
+        names = [f"{p}{node}.scale", f"{p}{node}.zero_point"]
+        inits.extend([numpy_helper.from_array(np.array(scale, dtype=np.float32), names[0]),
+                      numpy_helper.from_array(np.array(zero_point, dtype=np.int8), names[1])])
+        return names
+
+    inits += [numpy_helper.from_array(w_int8, p + "w_int8"),
+              numpy_helper.from_array(w_scales.astype(np.float32), p + "w_scale"),
+              numpy_helper.from_array(np.zeros(n, dtype=np.int8), p + "w_zero_point")]
+    gemm_out = y if out is None else p + "y_float"
+    nodes = [
+        helper.make_node("QuantizeLinear", [x, *params("x_q", *act)], [p + "x_q"], name=p + "x_q"),
+        helper.make_node("DequantizeLinear", [p + "x_q", *params("x_dq", *act)], [p + "x_dq"], name=p + "x_dq"),
+        helper.make_node("DequantizeLinear", [p + "w_int8", p + "w_scale", p + "w_zero_point"], [p + "w_dq"],
+                         axis=0, name=p + "w_dq"),
+        helper.make_node("Gemm", [p + "x_dq", p + "w_dq"], [gemm_out], transB=1, name=name),
+    ]
+    if out is not None:
+        nodes += [
+            helper.make_node("QuantizeLinear", [gemm_out, *params("y_q", *out)], [p + "y_q"], name=p + "y_q"),
+            helper.make_node("DequantizeLinear", [p + "y_q", *params("y_dq", *out)], [y], name=p + "y_dq"),
+        ]
+    return nodes, inits
+
+
+def per_channel_int8(w: bytes, scales: bytes, zero_points: bytes, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The harness's signed per-channel 8-bit bytes as (int8 W [N, K], float32 scales [N]); QDQ
+    weights are symmetric (zero point 0), which per-channel weights always are here."""
+    zp = np.frombuffer(zero_points, dtype=np.int8)[:n]
+    if zp.any():
+        raise ValueError("QDQ per-channel weights need zero point 0 (the symmetric per-channel form)")
+    return (np.frombuffer(w, dtype=np.int8)[: n * k].reshape(n, k).copy(),
+            np.frombuffer(scales, dtype="<f4")[:n].copy())
+
+
+def qdq_matmul_model(*, k: int, n: int, w: bytes, scales: bytes, zero_points: bytes,
+                     act: tuple[float, int], out: tuple[float, int] | None) -> bytes:
+    """y[M, N] = x[M, K] @ W^T as an int8 QDQ model (``qdq_linear_nodes``), float32 x and y; the
+    harness's signed per-channel 8-bit weights."""
+    w8, sc = per_channel_int8(w, scales, zero_points, n, k)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["M", k])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M", n])
+    nodes, inits = qdq_linear_nodes("qdq", "x", "y", NODE_NAME, k=k, n=n, w_int8=w8, w_scales=sc, act=act, out=out)
+    graph = helper.make_graph(nodes, "matmul_qdq_int8", [x], [y], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="fixed_web_platform")
+    model.ir_version = IR_VERSION
+    return model.SerializeToString()

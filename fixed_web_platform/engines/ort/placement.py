@@ -30,7 +30,8 @@ def executed(engine: Engine, job: EngineJob, page: PageReply) -> Executed:
                                 f"'{want['weight_dtype']}@<provider>'")
         ran_on.append(provider)
         layers.append(LayerExecuted(reply.name, int(want["bits"]), reply.weight_dtype,
-                                    int(want["weight_bytes"]), reply.gpu_ms))
+                                    int(want["weight_bytes"]), reply.gpu_ms,
+                                    act_dtype="int8" if want["op"] == "Gemm" else ""))
     counts = Counter(ran_on)
     most = max(counts, key=lambda p: (counts[p], p == engine.platform.value))
     if page.executed_on != most:

@@ -24,6 +24,15 @@ the weights on every dispatch. Its conditions, read there, and how this form mee
 
 Weights are symmetric per channel (zero point 0): TFLite's int8 specification requires it of
 per-axis weights, and ``--granularity per-channel`` always makes them so (vocabulary.GRANULARITIES).
+``gemm_scale``: per-channel symmetric weights with float activations (weight-only), written as
+gemm(x, cast(q, float32), bTranspose) * scale. The same numbers as dequantizeLinear -> gemm (W =
+scale * q row by row, zero point 0), but the backend has no weight-only int8 kernel: it emulates
+a constant's dequantizeLinear by CAST, SUB and MUL over all of W on every dispatch
+(``SerializeDequantizeLinear``: DEQUANTIZE only for non-constant inputs, crbug.com/375614289),
+and no float-input FULLY_CONNECTED with an int8 filter is ever emitted, so XNNPACK's
+dynamic-range kernel is out of reach. Casting the int8 constant leaves one pass over W per
+dispatch instead of three, and the scales touch only the [M, N] output.
+
 The control, a form known not to fuse, is ``gemm`` with the same int8 inputs and weights and no
 output quantizeLinear: the backend then dequantizes and runs a float FULLY_CONNECTED.
 """
@@ -35,16 +44,18 @@ import os
 from ...run_spec import RunSpec
 
 LAYOUT_FORMS = ("pretransposed", "pretransposed_gemm", "transpose", "gemm", "blockrows", "blockrows_gemm")
+SCALE_AFTER_FORM = "gemm_scale"
 QDQ_FORM = "gemm_qdq"
-GRAPH_FORMS = (*LAYOUT_FORMS, QDQ_FORM)
+GRAPH_FORMS = (*LAYOUT_FORMS, SCALE_AFTER_FORM, QDQ_FORM)
 GRAPH_FORM_ENV = "FWP_WEBNN_GRAPH_FORM"
 """A default form for every WebNN run of a sweep (--graph-form wins)."""
 MODEL_FORM = "pretransposed_gemm"
 """Whole models' default where no int8 kernel applies (the fastest float form measured: README)."""
 MATMUL_FORM = "transpose"
 """The matmul sweep's default where no int8 kernel applies."""
-PER_CHANNEL_WEIGHT_ONLY_FORM = "gemm"
-"""Per-channel 8-bit weights with float activations: gemm(x, W, {bTranspose: true})."""
+PER_CHANNEL_WEIGHT_ONLY_FORM = SCALE_AFTER_FORM
+"""Per-channel 8-bit weights with float activations: gemm(x, cast(q), {bTranspose: true}) * scale,
+measured faster than gemm(x, dequantizeLinear(q), {bTranspose: true}) here (README)."""
 
 
 def check_form(form: str) -> None:
@@ -61,6 +72,9 @@ def choose_form(run: RunSpec, default: str) -> tuple[str, str]:
     per_channel8 = run.granularity == "per-channel" and run.bits == 8
     form = asked or (QDQ_FORM if per_channel8 and run.act_bits == 8
                      else PER_CHANNEL_WEIGHT_ONLY_FORM if per_channel8 else default)
+    if form == SCALE_AFTER_FORM and not per_channel8:
+        return form, (f"graph form {SCALE_AFTER_FORM} applies per-channel scales after gemm: it needs --bits 8 "
+                      "--granularity per-channel")
     if form == QDQ_FORM and run.act_bits != 8:
         return form, (f"graph form {QDQ_FORM} quantizes a layer's input and output to int8: it needs "
                       "--act-bits 8")
