@@ -85,15 +85,15 @@ def qdq_linear_nodes(prefix: str, x: str, y: str, name: str, *, k: int, n: int, 
     calibrated per-tensor ``act`` (scale, zero point), W int8 [N, K] per output channel (axis 0,
     zero point 0), ``Gemm(transB=1)`` named ``name``, and, with ``out``, the output through int8
     too: the pattern ORT's WebNN provider hands to WebNN as dequantizeLinear -> gemm ->
-    quantizeLinear, which Chromium's TFLite backend fuses (engines/webnn/forms.py). Returns
-    (nodes, initializers)."""
+    quantizeLinear, which Chromium's TFLite backend fuses (engines/webnn/forms.py). Every Q and DQ
+    node holds its own scale and zero point: the backend fuses only when each is a constant with
+    a single user (engines/ort.QDQ_WEBNN_OPTIMIZATION). Returns (nodes, initializers)."""
     if w_int8.shape != (n, k) or w_int8.dtype != np.int8 or w_scales.shape != (n,):
         raise ValueError(f"QDQ {name}: int8 weights [{n}, {k}] with {n} per-channel scales expected")
     p = f"{prefix}/"
     inits: list = []
 
     def params(node: str, scale: float, zero_point: int) -> list[str]:
-        # every Q and DQ node its own scale and zero point (see the docstring)
         names = [f"{p}{node}.scale", f"{p}{node}.zero_point"]
         inits.extend([numpy_helper.from_array(np.array(scale, dtype=np.float32), names[0]),
                       numpy_helper.from_array(np.array(zero_point, dtype=np.int8), names[1])])
