@@ -136,11 +136,12 @@ def test_webnn_activation_types_follow_the_context() -> None:
     assert tried.dtype == "int8" and tried.asks_unlisted and not tried.unsupported
 
 
-def test_ort_refuses_int8_activations_for_models_before_any_page() -> None:
+def test_ort_refuses_blockwise_int8_activations_for_models_before_any_page() -> None:
     (run,) = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [8], engines=[EngineName.ORT],
                         act_bits=[8])
     refusal = asyncio.run(build_job(run, TimingConfig(), None))
-    assert refusal.outcome == Outcome.UNSUPPORTED and "activations" in refusal.reason
+    assert refusal.outcome == Outcome.UNSUPPORTED and "int8 activations" in refusal.reason
+    assert "--granularity per-channel" in refusal.reason
 
 
 def test_rows_name_the_calibration_set() -> None:

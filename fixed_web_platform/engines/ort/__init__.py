@@ -63,8 +63,8 @@ Expand, Slice) falls to the CPU provider and the graph splits (203 against 83 ms
 def qdq_refusal(run: RunSpec) -> str:
     """Why ORT cannot build this run's int8 QDQ model ('' when it can or the run has float inputs)."""
     if run.act_bits == 8 and (run.bits != 8 or run.granularity != "per-channel"):
-        return ("ORT's int8 QDQ models are built with 8-bit per-channel weights (--bits 8 --granularity "
-                f"per-channel), not {run.bits}-bit {run.granularity} ones")
+        return ("int8 activations on ORT are its int8 QDQ models, built with 8-bit per-channel weights "
+                f"(--bits 8 --granularity per-channel), not {run.bits}-bit {run.granularity} ones")
     return ""
 
 
