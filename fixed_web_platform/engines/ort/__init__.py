@@ -15,6 +15,7 @@ from ...paths import ENGINES_DIR
 from ...run_spec import RunSpec
 from ...vocabulary import EngineName, Platform
 from ..base import Engine
+from ..webnn.forms import QDQ_FORM  # noqa: F401 - ORT's int8 QDQ models are rows of this graph form
 
 ORT_WEB_VERSION = "1.30.0"
 ORT_WEB_DIR = ENGINES_DIR / f"onnxruntime-web-{ORT_WEB_VERSION}"
@@ -41,11 +42,6 @@ class OrtWebEngine(Engine):
         (``graph_optimization``: ORT's graphOptimizationLevel)."""
         return {"provider": self.platform.value, "device_type": run.webnn_device, "threads": ORT_THREADS,
                 "assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE, "graph_optimization": graph_optimization}
-
-
-QDQ_FORM = "gemm_qdq"
-"""The graph form of ORT's int8 QDQ models (rows' ``graph_form``): the pattern the harness's WebNN
-form of that name builds, written as ONNX QuantizeLinear/DequantizeLinear around a Gemm."""
 
 
 QDQ_WEBNN_OPTIMIZATION = "disabled"

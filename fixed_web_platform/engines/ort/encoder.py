@@ -47,11 +47,8 @@ class OrtEncoder(KindRunner):
         def build() -> tuple[PreparedModel, onnx_encoder.EncoderModel]:
             # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1); the QDQ
             # form holds signed per-channel int8 weights, its layers' int8 outputs calibrated
-            if qdq:
-                prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=False,
-                                         act_bits=8, observer=run.observer, out_int8=True)
-            else:
-                prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=True)
+            prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=not qdq,
+                                     act_bits=run.act_bits, observer=run.observer, out_int8=qdq)
             return prepared, onnx_encoder.encoder_model(prepared)
 
         prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds

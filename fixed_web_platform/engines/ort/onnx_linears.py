@@ -25,7 +25,19 @@ from typing import Any
 
 import numpy as np
 
-from .onnx_matmul import IR_VERSION, MS_DOMAIN, _pack_rows, _unpack_rows, per_channel_int8, qdq_linear_nodes
+from .onnx_matmul import (
+    IR_VERSION,
+    MS_DOMAIN,
+    _pack_rows,
+    _unpack_rows,
+    dequantized_weight,
+    per_channel_int8,
+    qdq_linear_nodes,
+)
+
+
+QDQ_WEIGHTS = "QDQ8"
+"""``LayerNode.weight_dtype`` of a layer in the int8 QDQ form (int8 weights and int8 inputs)."""
 
 
 @dataclass(frozen=True)
@@ -87,16 +99,11 @@ def qdq_nodes(name: str, a: str, out: str, held_layer: Any, k: int, n: int, act:
                                       w_int8=w8[keep], w_scales=sc[keep], act=actq, out=outq)
         position = np.empty(n, dtype=np.int64)
         position[np.concatenate([keep, apart])] = np.arange(n)
-        inits += more + [
-            numpy_helper.from_array(w8[apart], f"{p}/apart/w_int8"),
-            numpy_helper.from_array(sc[apart], f"{p}/apart/w_scale"),
-            numpy_helper.from_array(np.zeros(len(apart), dtype=np.int8), f"{p}/apart/w_zero_point"),
-            numpy_helper.from_array(position, f"{p}/order"),
-        ]
+        w_node, w_inits = dequantized_weight(f"{p}/apart/w", w8[apart], sc[apart])
+        inits += more + w_inits + [numpy_helper.from_array(position, f"{p}/order")]
         nodes += main + [
-            helper.make_node("DequantizeLinear", [f"{p}/apart/w_int8", f"{p}/apart/w_scale", f"{p}/apart/w_zero_point"],
-                             [f"{p}/apart/w_dq"], axis=0, name=f"{p}/apart/w_dq"),
-            helper.make_node("Gemm", [f"{p}/x_dq", f"{p}/apart/w_dq"], [f"{p}/y_float_channels"], transB=1,
+            w_node,
+            helper.make_node("Gemm", [f"{p}/x_dq", w_node.output[0]], [f"{p}/y_float_channels"], transB=1,
                              name=f"{name}/float_channels"),
             helper.make_node("Concat", [f"{p}/y_int8_channels", f"{p}/y_float_channels"], [f"{p}/y_split"], axis=1,
                              name=f"{p}/concat"),
@@ -156,7 +163,7 @@ def replace_linears(proto: Any, found: dict[str, int], held: Any,
             nodes, more, nbytes = qdq_nodes(name, a, out, hl.held, k, n, *qdq[name], seq_len=seq_len)
             replacement[index] = nodes
             new_inits += more
-            facts.append(LayerNode(name, "Gemm", "QDQ8", nbytes, bits))
+            facts.append(LayerNode(name, "Gemm", QDQ_WEIGHTS, nbytes, bits))
         elif bits == 16:
             w16 = np.frombuffer(hl.held.tensors["w"], dtype="<f2")[: n * k].reshape(n, k).T.copy()
             w16_name = f"{name}.weight_t.float16"

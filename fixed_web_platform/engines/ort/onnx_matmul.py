@@ -99,16 +99,14 @@ def qdq_linear_nodes(prefix: str, x: str, y: str, name: str, *, k: int, n: int, 
                       numpy_helper.from_array(np.array(zero_point, dtype=np.int8), names[1])])
         return names
 
-    inits += [numpy_helper.from_array(w_int8, p + "w_int8"),
-              numpy_helper.from_array(w_scales.astype(np.float32), p + "w_scale"),
-              numpy_helper.from_array(np.zeros(n, dtype=np.int8), p + "w_zero_point")]
+    w_node, w_inits = dequantized_weight(p + "w", w_int8, w_scales)
+    inits += w_inits
     gemm_out = y if out is None else p + "y_float"
     nodes = [
         helper.make_node("QuantizeLinear", [x, *params("x_q", *act)], [p + "x_q"], name=p + "x_q"),
         helper.make_node("DequantizeLinear", [p + "x_q", *params("x_dq", *act)], [p + "x_dq"], name=p + "x_dq"),
-        helper.make_node("DequantizeLinear", [p + "w_int8", p + "w_scale", p + "w_zero_point"], [p + "w_dq"],
-                         axis=0, name=p + "w_dq"),
-        helper.make_node("Gemm", [p + "x_dq", p + "w_dq"], [gemm_out], transB=1, name=name),
+        w_node,
+        helper.make_node("Gemm", [p + "x_dq", w_node.output[0]], [gemm_out], transB=1, name=name),
     ]
     if out is not None:
         nodes += [
@@ -116,6 +114,16 @@ def qdq_linear_nodes(prefix: str, x: str, y: str, name: str, *, k: int, n: int, 
             helper.make_node("DequantizeLinear", [p + "y_q", *params("y_dq", *out)], [y], name=p + "y_dq"),
         ]
     return nodes, inits
+
+
+def dequantized_weight(prefix: str, w_int8: np.ndarray, w_scales: np.ndarray) -> tuple[object, list]:
+    """``DequantizeLinear`` of int8 W [N, K] per output channel (axis 0, zero point 0), its output
+    ``<prefix>_dq``: (the node, its initializers ``<prefix>_int8``, ``_scale``, ``_zero_point``)."""
+    names = [f"{prefix}_int8", f"{prefix}_scale", f"{prefix}_zero_point"]
+    inits = [numpy_helper.from_array(w_int8, names[0]),
+             numpy_helper.from_array(w_scales.astype(np.float32), names[1]),
+             numpy_helper.from_array(np.zeros(len(w_scales), dtype=np.int8), names[2])]
+    return helper.make_node("DequantizeLinear", names, [f"{prefix}_dq"], axis=0, name=f"{prefix}_dq"), inits
 
 
 def per_channel_int8(w: bytes, scales: bytes, zero_points: bytes, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:

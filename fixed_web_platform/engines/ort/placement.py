@@ -9,6 +9,7 @@ from collections import Counter
 from ...harness.protocol import PageDataError, PageReply
 from ...vocabulary import Platform
 from ..base import Engine, EngineJob, Executed, LayerExecuted
+from .onnx_linears import QDQ_WEIGHTS
 
 
 def executed(engine: Engine, job: EngineJob, page: PageReply) -> Executed:
@@ -31,7 +32,7 @@ def executed(engine: Engine, job: EngineJob, page: PageReply) -> Executed:
         ran_on.append(provider)
         layers.append(LayerExecuted(reply.name, int(want["bits"]), reply.weight_dtype,
                                     int(want["weight_bytes"]), reply.gpu_ms,
-                                    act_dtype="int8" if want["op"] == "Gemm" else ""))
+                                    act_dtype="int8" if want["weight_dtype"] == QDQ_WEIGHTS else ""))
     counts = Counter(ran_on)
     most = max(counts, key=lambda p: (counts[p], p == engine.platform.value))
     if page.executed_on != most:
