@@ -117,7 +117,7 @@ def build_plan(
                         for engine, platform in pairs:
                             runner = engine_for(engine, platform)
                             assert runner is not None
-                            for fmt, form in itertools.product(runner.weight_formats(workload, b),
+                            for fmt, form in itertools.product(runner.weight_formats(workload, b, acts),
                                                                runner.graph_forms(forms, acts)):
                                 run = RunSpec(
                                     run_id=len(runs), browser=browser, engine=engine, platform=platform,

@@ -113,7 +113,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         wall_ms_median=summarize(wall_samples).median,
         gpu_ms_median=summarize(gpu_samples).median if gpu_samples else None,
         compile_ms=first.compile_ms,
-        gflops=run.workload.flops / (stats.median * 1e-3) / 1e9 if stats.median > 0 else None,
+        gflops=run.workload.flops / (stats.median * 1e-3) / 1e9 if stats.median > 0 and run.workload.flops else None,
         weight_bytes=prepared.weight_bytes,
         weight_bytes_f32=weight_f32,
         compression=weight_f32 / prepared.weight_bytes,

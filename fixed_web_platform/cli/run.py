@@ -40,7 +40,7 @@ from ..vocabulary import (
     parse_count,
     parse_enum,
 )
-from ..workloads import DEFAULT_WORKLOADS, KINDS, Workload, parse_shape
+from ..workloads import DEFAULT_WORKLOADS, KINDS, ONNX_FILE, Workload, parse_shape
 
 PLATFORM_CHOICES = [*(p.value for p in Platform), "both"]
 """``both`` is webgpu and webnn, side by side (wasm is ONNX Runtime Web's CPU provider)."""
@@ -79,9 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--platform", nargs="+", choices=PLATFORM_CHOICES, default=["webgpu"],
                    help="webgpu, webnn, wasm (ONNX Runtime Web only), or both (= webgpu webnn)")
-    p.add_argument("--engine", nargs="+", type=engine_arg, default=[EngineName.HARNESS],
-                   help="harness (the harness's WGSL kernels and WebNN graphs, default) and/or "
-                        "ort (ONNX Runtime Web on the same quantized bytes)")
+    p.add_argument("--engine", nargs="+", type=engine_arg, default=None,
+                   help="harness (the harness's WGSL kernels and WebNN graphs, the default) and/or "
+                        "ort (ONNX Runtime Web on the same quantized bytes; the default, and the only "
+                        "engine, for --model FILE.onnx)")
     p.add_argument("--webnn-device", choices=list(WEBNN_DEVICES), default="cpu",
                    help="MLContext deviceType for WebNN runs (default cpu)")
     p.add_argument("--browser", nargs="+", type=browser_arg, default=list(DEFAULT_BROWSERS),
@@ -283,7 +284,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         platforms_from(args.platform),
         workloads,
         args.bits,
-        engines=list(dict.fromkeys(args.engine)),
+        engines=list(dict.fromkeys(args.engine or default_engines(workloads))),
         repetitions=args.repetitions,
         block_size=args.block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
@@ -307,6 +308,14 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         repeat=args.repeat, timeout_s=given(args.timeout, defaults.timeout_s),
     )
     return plan, timing
+
+
+def default_engines(workloads: Sequence[Workload]) -> list[EngineName]:
+    """Without --engine: ONNX Runtime Web for a user's ONNX file (no other engine runs it), the
+    harness's own engines otherwise."""
+    if workloads and all(w.kind == ONNX_FILE.name for w in workloads):
+        return [EngineName.ORT]
+    return [EngineName.HARNESS]
 
 
 def model_workloads(args: argparse.Namespace) -> tuple[Workload, ...]:

@@ -28,7 +28,7 @@ from ..models.source import DEFAULT_MODEL
 from ..plan import build_plan, load_plan
 from ..report.markdown import markdown_lines, markdown_table
 from ..run_spec import MODEL_TIMING, RunSpec, TimingConfig
-from ..vocabulary import PrecisionMode, parse_bits
+from ..vocabulary import EngineName, PrecisionMode, parse_bits
 from ..workloads.encoder import EncoderWorkload, accuracy, sensitivity
 from ..workloads.encoder.plan_search import (
     Budget,
@@ -88,7 +88,7 @@ def plan_probes(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
             workloads.append(sensitivity.probe_workload(base, probe, bits, args.block_size))
     plan = build_plan(
         list(dict.fromkeys(args.browser)), platforms_from(args.platform), workloads,
-        [args.baseline_bits], engines=list(dict.fromkeys(args.engine)),
+        [args.baseline_bits], engines=list(dict.fromkeys(args.engine or [EngineName.HARNESS])),
         repetitions=args.repetitions, block_size=args.block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
         seed=args.seed, webnn_device=args.webnn_device)

@@ -119,9 +119,10 @@ class Engine(ABC):
         builds with ``act_bits`` activations, one run each; ('',) for an engine of one form."""
         return ("",)
 
-    def weight_formats(self, workload: Workload, bits: int) -> tuple[str, ...]:
-        """The named weight formats this engine runs at ``bits`` for ``workload``, one run each
-        (``RunSpec.weight_format``); ('',) where the bits alone name the format."""
+    def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
+        """The named weight formats this engine runs at ``bits`` (with ``act_bits`` activations)
+        for ``workload``, one run each (``RunSpec.weight_format``); ('',) where the bits alone
+        name the format."""
         return ("",)
 
 

@@ -12,6 +12,7 @@ from .ort import OrtWasm, OrtWebGpu, OrtWebNN
 from .ort.decoder import OrtDecoder
 from .ort.encoder import OrtEncoder
 from .ort.matmul import OrtMatmul
+from .ort.onnx_file import OrtOnnxFile
 from .webnn import WebnnEngine
 from .webnn.decoder import WebnnDecoder
 from .webnn.encoder import WebnnEncoder
@@ -52,6 +53,9 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (ORT, WASM, "matmul"): OrtMatmul(),
     (ORT, WASM, "encoder"): OrtEncoder(),
     (ORT, WASM, "decoder"): OrtDecoder(),
+    (ORT, WEBGPU, "onnx"): OrtOnnxFile(),
+    (ORT, WEBNN, "onnx"): OrtOnnxFile(),
+    (ORT, WASM, "onnx"): OrtOnnxFile(),
     (WLLAMA, WASM, "decoder"): WllamaDecoder(),
     (WLLAMA, WEBGPU, "decoder"): WllamaDecoder(),
 }

@@ -11,11 +11,13 @@ from .base import Column, Prepared, TensorSpec, Workload, WorkloadKind
 from .decoder import DECODER, DecoderWorkload
 from .encoder import ENCODER, EncoderWorkload
 from .matmul import DEFAULT_WORKLOADS, MATMUL, MatmulWorkload, parse_shape
+from .onnx_file import ONNX_FILE, OnnxFileWorkload, is_onnx_model
 
 KINDS: tuple[WorkloadKind, ...] = (
     MATMUL,
     ENCODER,
     DECODER,
+    ONNX_FILE,
 )
 DEFAULT_KIND = MATMUL.name
 """The kind of a row or plan entry that names none (plan files before v3, results before schema 8)."""
@@ -35,7 +37,10 @@ def workload_from_json(doc: Mapping[str, Any]) -> Workload:
 
 def model_workloads(model: str, options: Mapping[str, Any]) -> tuple[Workload, ...]:
     """The workloads that run ``model``: its architecture (architectures/) names the kind, and the
-    kind reads the options it takes (``random_weights``, ``random_weights_hint`` and its own)."""
+    kind reads the options it takes (``random_weights``, ``random_weights_hint`` and its own). An
+    ONNX file (or a folder holding one and no config.json) is the onnx kind's, whatever its graph."""
+    if is_onnx_model(model):
+        return ONNX_FILE.model_workloads(model, options)
     resolved = source.resolve(model, bool(options.get("random_weights")),
                               options.get("random_weights_hint") or source.RANDOM_WEIGHTS_FLAG)
     architecture, _ = source.architecture(resolved)
@@ -51,7 +56,7 @@ def kind_columns() -> list[Column]:
     return list(seen.values())
 
 
-__all__ = ["DEFAULT_KIND", "DEFAULT_WORKLOADS", "KINDS", "Column", "DecoderWorkload", "EncoderWorkload",
-           "MatmulWorkload", "Prepared", "TensorSpec",
+__all__ = ["DEFAULT_KIND", "DEFAULT_WORKLOADS", "KINDS", "ONNX_FILE", "Column", "DecoderWorkload", "EncoderWorkload",
+           "MatmulWorkload", "OnnxFileWorkload", "Prepared", "TensorSpec",
            "Workload", "WorkloadKind", "kind_columns", "kind_named", "model_workloads", "parse_shape",
            "workload_from_json"]

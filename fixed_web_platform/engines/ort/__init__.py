@@ -1,6 +1,7 @@
 """ONNX Runtime Web (onnxruntime-web, from npm) as a peer engine, one per execution provider,
 and one module per workload kind it runs: matmul.py (a one-node model, onnx_matmul.py) and
-encoder.py (the exported encoder, onnx_encoder.py). Every model holds THE SAME quantized values
+encoder.py (the exported encoder, onnx_encoder.py), decoder.py, and onnx_file.py (a user's own
+ONNX file in its precision variants, the only engine that runs them). Every model built here holds THE SAME quantized values
 the harness's kernels get. ORT silently moves nodes a provider cannot take to its CPU (wasm)
 provider; the page first asks for a session with that fallback disabled, so a fallback is seen,
 and the row says where the node ran and why.
@@ -14,6 +15,7 @@ from pathlib import Path
 from ...paths import ENGINES_DIR
 from ...run_spec import RunSpec
 from ...vocabulary import EngineName, Platform
+from ...workloads import OnnxFileWorkload, Workload
 from ..base import Engine
 from ..webnn.forms import QDQ_FORM  # noqa: F401 - ORT's int8 QDQ models are rows of this graph form
 
@@ -36,6 +38,13 @@ class OrtWebEngine(Engine):
 
     def assets(self) -> dict[str, Path]:
         return {ORT_ASSETS_URL: ORT_WEB_DIR}
+
+    def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
+        """An ONNX file's precision variants at these bits (workloads/onnx_file/variants.py), one
+        run each; ('',) for the models ORT builds from the harness's own bytes."""
+        if isinstance(workload, OnnxFileWorkload):
+            return workload.variants(bits, act_bits)
+        return ("",)
 
     def session_options(self, run: RunSpec, graph_optimization: str = "all") -> dict[str, object]:
         """What every ORT page needs to load the bundle and open a session on this provider

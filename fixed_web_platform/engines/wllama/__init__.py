@@ -45,7 +45,7 @@ class WllamaEngine(Engine):
         GGUF_DIR.mkdir(parents=True, exist_ok=True)
         return {WLLAMA_ASSETS_URL: WLLAMA_DIR, GGUF_URL: GGUF_DIR}
 
-    def weight_formats(self, workload: Workload, bits: int) -> tuple[str, ...]:
+    def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
         """One run per llama.cpp format at ``bits``, and the model's own file at the bits its
         main type stands for; ('',) when there is none (the run is then refused, with why)."""
         if not isinstance(workload, DecoderWorkload):

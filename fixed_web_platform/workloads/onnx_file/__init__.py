@@ -1,0 +1,98 @@
+"""The ``onnx`` workload kind: any ONNX file a user brings (``--model PATH.onnx``, or a folder
+holding one), run by ONNX Runtime Web alone (the harness's own engines run the architectures
+they know and refuse it), swept over the precision variants people ship (variants.py), judged
+against onnxruntime on the CPU provider (reference.py).
+
+graph.py: what is read of the file; inputs.py: what it is fed; variants.py: fp32, fp16, q8/q4/q2,
+q4f16, int8-qdq; reference.py: the references and the kernel tolerance; prepared.py: a run
+prepared in Python and its figures; workload.py: the workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+from ..base import Column, WorkloadKind
+from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY
+from .graph import OnnxFileError, is_onnx_model
+from .inputs import parse_dims, parse_id_range
+from .workload import OnnxFileWorkload
+
+
+class OnnxFileKind(WorkloadKind):
+    name = OnnxFileWorkload.kind
+    columns = (
+        *MODEL_COLUMNS,
+        Column("onnx_sha256", str, "ONNX files: the first 16 hex digits of the file's SHA-256."),
+        Column("input_shapes", str, "ONNX files: every input's shape as fed ('x:1x3x48x320')."),
+        Column("nodes", int, "ONNX files: nodes in the variant's graph."),
+        Column("nodes_quantized", int, "ONNX files: weight nodes (MatMul, Gemm, Conv) the variant holds "
+                                       "below float32."),
+        Column("nodes_placed", int, "ONNX files: nodes in ONNX Runtime Web's placement log (0: the "
+                                    "provider took the whole graph, no node was listed)."),
+        Column("nodes_fallback", int, "ONNX files: nodes ONNX Runtime Web placed on another provider than "
+                                      "the one asked (its CPU provider); listed in samples.jsonl."),
+        Column("outputs_cosine_min", float, "ONNX files: the lowest cosine of a float output with fp32's "
+                                            "(onnxruntime CPU, the user's file)."),
+        Column("top1_vs_fp32", float, "ONNX files: share of positions of class-score outputs (float, last "
+                                      "dimension >= 2) whose argmax is fp32's."),
+        Column("output_figures", str, "ONNX files: per output vs fp32: cosine, rel_rms, max_abs, top1."),
+    )
+    identity = (*MODEL_IDENTITY, "onnx_sha256", "input_shapes")
+
+    def from_json(self, doc: Mapping[str, Any]) -> OnnxFileWorkload:
+        return OnnxFileWorkload.from_json(dict(doc))
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--dims", nargs="+", default=None, metavar="NAME=VALUE",
+                            help="with --model FILE.onnx: the size of each symbolic input dimension")
+        parser.add_argument("--id-range", default=None, metavar="LO:HI",
+                            help="with --model FILE.onnx: integer inputs (ids) are drawn in [LO, HI) "
+                                 "(default 0:100; inputs named *mask* are ones)")
+        parser.add_argument("--q4f16", action="store_true",
+                            help="with --model FILE.onnx: also the q4f16 variant at --bits 4 (float16, "
+                                 "then 4-bit MatMulNBits)")
+
+    def model_workloads(self, model: str, options: Mapping[str, Any]) -> tuple[OnnxFileWorkload]:
+        inputs = options.get("inputs")
+        if inputs is not None and not str(inputs).endswith(".npz"):
+            raise OnnxFileError(f"--inputs {inputs}: an ONNX file's inputs are an .npz file of named arrays")
+        for flag in ("mixed_precision", "precision_rules", "random_weights", "calibration"):
+            if options.get(flag) not in (None, False):
+                raise OnnxFileError(f"--{flag.replace('_', '-')} is not taken by ONNX files (their precision "
+                                    "is the variant, by --bits)")
+        return (OnnxFileWorkload.create(
+            model, dims=parse_dims(options.get("dims")), id_range=parse_id_range(options.get("id_range")),
+            inputs_file=inputs, seed=int(options.get("seed") or 0), q4f16=bool(options.get("q4f16"))),)
+
+    def shape(self, row: Mapping[str, Any]) -> str:
+        return str(row.get("input_shapes") or "?")
+
+    def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
+        """Where ORT placed the graph's nodes: ``nodes_placed`` (count in its log) and
+        ``fallback_nodes`` (['<op> (<node>)@<provider>', ...], those off the asked provider)."""
+        from ...harness.protocol import PageDataError
+
+        placed = payload.get("nodes_placed", 0)
+        fallback = payload.get("fallback_nodes", [])
+        if not isinstance(placed, int) or isinstance(placed, bool) or placed < 0:
+            raise PageDataError("nodes_placed is not a count")
+        if not isinstance(fallback, list) or not all(isinstance(n, str) and len(n) < 400 for n in fallback):
+            raise PageDataError("fallback_nodes is not a list of node texts")
+        if len(fallback) > placed:
+            raise PageDataError(f"{len(fallback)} fallback nodes of {placed} placed")
+        return {"nodes_placed": placed, "fallback_nodes": fallback}
+
+    def speed_figures(self, workload: Any, fields: Any) -> dict[str, Any]:
+        """Placement counts of the first page load (each load makes the same session)."""
+        if not fields:
+            return {}
+        first = fields[0]
+        return {"nodes_placed": first.get("nodes_placed"), "nodes_fallback": len(first.get("fallback_nodes", ()))}
+
+
+ONNX_FILE = OnnxFileKind()
+
+__all__ = ["ONNX_FILE", "OnnxFileError", "OnnxFileKind", "OnnxFileWorkload", "is_onnx_model"]

@@ -1,0 +1,303 @@
+"""The precision variants of a user's ONNX file, made with onnxruntime's and onnx's own tools and
+named as transformers.js names its files where they match:
+
+| variant    | --bits | how it is made                                                         |
+|------------|--------|------------------------------------------------------------------------|
+| fp32       | 32     | the file as given                                                      |
+| fp16       | 16     | onnxruntime.transformers.float16 (float16 weights and arithmetic;      |
+|            |        | inputs and outputs kept float32, ops on its block list kept float32)   |
+| q8, q4, q2 | 8/4/2  | onnxruntime.quantization's MatMulNBitsQuantizer: every MatMul with a   |
+|            |        | constant weight as MatMulNBits, symmetric, blocks of --block-size (32) |
+| q4f16      | 4      | fp16, then q4 (``--q4f16``)                                           |
+| int8-qdq   | 8      | quantize_static in QDQ form: int8 per-channel weights, uint8           |
+|            | (--act-bits 8) | activations calibrated on the inputs fed (--observer minmax or |
+|            |        | percentile), after quant_pre_process and an opset update to 13 or more |
+
+A variant the tools cannot make for this graph (no MatMul to quantize, a tool's error) raises
+``VariantRefused`` with the tool's reason: the run's row is ``unsupported`` and says it.
+Variants are cached by content (the file's hash, the variant, the block, the tools' versions and,
+for int8-qdq, the calibration inputs) in the git-ignored ``.cache/onnx/variants/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import io
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...paths import PROJECT_ROOT
+from . import graph
+
+CACHE_DIR = PROJECT_ROOT / ".cache" / "onnx" / "variants"
+CACHE_FORMAT = 1
+"""Bumped when how a variant is made changes, so old cache files are not reused."""
+
+BITS_VARIANTS = {32: "fp32", 16: "fp16", 8: "q8", 4: "q4", 2: "q2"}
+Q4F16 = "q4f16"
+QDQ = "int8-qdq"
+NBITS_VARIANTS = {"q8": 8, "q4": 4, "q2": 2, Q4F16: 4}
+QDQ_OPSET = 13
+"""Per-channel DequantizeLinear (its ``axis``) needs opset 13."""
+QDQ_OBSERVERS = {"minmax": "MinMax", "percentile": "Percentile"}
+"""--observer names -> onnxruntime's CalibrationMethod."""
+VARIANT_BITS = {**{v: b for b, v in BITS_VARIANTS.items()}, Q4F16: 4, QDQ: 8}
+
+
+class VariantRefused(Exception):
+    """The tools cannot make this variant of this graph; the message is the reason for the row."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    path: Path
+    """The variant's file (the user's own file for fp32)."""
+    weight_bytes: int
+    nodes: int
+    nodes_quantized: int
+    """Weight nodes (graph.WEIGHT_OPS) whose weight the variant holds at fewer bits than float32."""
+    node_dtypes: dict[str, str]
+    """Original weight node name -> what the variant holds for it ('MatMulNBits4', 'Conv:float16',
+    'Conv:QDQ8', 'Conv:float32'), with the variant's node name after '=' where it differs."""
+    tool: str
+    repairs: str = ""
+    """What the harness changed in the file's metadata before anything else (graph.repaired), ''
+    for none: said in every row of the file."""
+
+    @property
+    def data(self) -> bytes:
+        return self.path.read_bytes()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "weight_bytes": self.weight_bytes, "nodes": self.nodes,
+                "nodes_quantized": self.nodes_quantized, "node_dtypes": self.node_dtypes, "tool": self.tool,
+                "repairs": self.repairs}
+
+
+def variant_for(bits: int, act_bits: int, weight_format: str) -> str:
+    """The variant a run asks for: its weight format if it names one, else by bits (int8 QDQ at
+    --act-bits 8)."""
+    if weight_format:
+        return weight_format
+    if act_bits == 8:
+        return QDQ
+    return BITS_VARIANTS[bits]
+
+
+def _versions() -> dict[str, str]:
+    import onnx
+    import onnxruntime
+
+    return {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The quantizers log every node they skip (INFO) and print advice: not the run's output."""
+    root = logging.getLogger()
+    levels = {name: logging.getLogger(name).level for name in ("", "onnxruntime")}
+    root.setLevel(logging.ERROR)
+    logging.getLogger("onnxruntime").setLevel(logging.ERROR)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _weight_inputs(model: Any) -> dict[str, tuple[str, Any]]:
+    """Each weight node's name -> (its op, its node) in ``model``."""
+    return {graph.node_name(n, i): (n.op_type, n) for i, n in enumerate(model.graph.node)}
+
+
+def _describe(original: Any, made: Any, name: str) -> tuple[int, dict[str, str]]:
+    """How many of the original's weight nodes ``made`` holds at fewer bits, and what each holds."""
+    from onnx import helper
+
+    layers = graph.weight_layers(original)
+    nodes = _weight_inputs(made)
+    init_types = {i.name: i.data_type for i in made.graph.initializer}
+    producers = {o: n for n in made.graph.node for o in n.output}
+    by_prefix = {}
+    for node_name, (op, _) in nodes.items():
+        if op == "MatMulNBits":
+            by_prefix[node_name.rsplit("_Q", 1)[0]] = node_name
+    described: dict[str, str] = {}
+    quantized = 0
+    for layer in layers:
+        if layer.name in by_prefix:
+            node = nodes[by_prefix[layer.name]][1]
+            bits = next((a.i for a in node.attribute if a.name == "bits"), 4)
+            described[layer.name] = f"MatMulNBits{bits}={by_prefix[layer.name]}"
+            quantized += 1
+            continue
+        found = nodes.get(layer.name)
+        op = layer.kind
+        if found is None:
+            described[layer.name] = f"{op}:folded"
+            continue
+        node = found[1]
+        op = node.op_type
+        w = node.input[1] if len(node.input) > 1 else ""
+        source = producers.get(w)
+        if source is not None and source.op_type == "DequantizeLinear":
+            described[layer.name] = f"{op}:QDQ8"
+            quantized += 1
+        elif source is not None and source.op_type == "Cast":
+            described[layer.name] = f"{op}:float32"  # a float16 weight cast back for a blocked op
+        elif w in init_types:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(init_types[w])).name
+            described[layer.name] = f"{op}:{dtype}"
+            quantized += dtype != "float32"
+        else:
+            described[layer.name] = f"{op}:float32"
+    return quantized, described
+
+
+def _cache_file(sha: str, name: str, block_size: int, extra: Mapping[str, Any]) -> Path:
+    doc = {"sha256": sha, "variant": name, "block": block_size, "format": CACHE_FORMAT, **_versions(), **extra}
+    key = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:20]
+    return CACHE_DIR / f"{sha[:16]}-{name}-{key}.onnx"
+
+
+def _save(model: Any, path: Path) -> None:
+    import onnx
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".partial")
+    os.close(fd)
+    try:
+        onnx.save(model, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _float16(model: Any) -> Any:
+    from onnxruntime.transformers import float16
+
+    return float16.convert_float_to_float16(copy.deepcopy(model), keep_io_types=True)
+
+
+def _nbits(model: Any, bits: int, block_size: int) -> Any:
+    from onnxruntime.quantization import matmul_nbits_quantizer as mnq
+
+    config = mnq.DefaultWeightOnlyQuantConfig(block_size=block_size, is_symmetric=True, bits=bits)
+    quantizer = mnq.MatMulNBitsQuantizer(copy.deepcopy(model), algo_config=config)
+    quantizer.process()
+    return quantizer.model.model
+
+
+def _qdq(model: Any, calibration: Mapping[str, np.ndarray], observer: str) -> Any:
+    import onnx
+    from onnx import version_converter
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    if observer not in QDQ_OBSERVERS:
+        raise VariantRefused(f"int8 QDQ calibrates with onnxruntime's {', '.join(QDQ_OBSERVERS)} methods, "
+                             f"not --observer {observer}")
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = iter([dict(calibration)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.left, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        upgraded = Path(tmp) / "upgraded.onnx"
+        prepared = Path(tmp) / "prepared.onnx"
+        out = Path(tmp) / "qdq.onnx"
+        onnx.save(version_converter.convert_version(model, QDQ_OPSET) if graph.opset(model) < QDQ_OPSET
+                  else model, upgraded)
+        quant_pre_process(str(upgraded), str(prepared), skip_symbolic_shape=True)
+        quantize_static(str(prepared), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=getattr(CalibrationMethod, QDQ_OBSERVERS[observer]))
+        return onnx.load(str(out))
+
+
+def make(path: Path, sha: str, name: str, block_size: int, *, computed: Mapping[str, tuple[int, ...]],
+         calibration: Mapping[str, np.ndarray] | None = None, calibration_digest: str = "",
+         observer: str = "minmax") -> Variant:
+    """The variant ``name`` of the file at ``path`` (cached); VariantRefused says why it cannot be.
+    ``computed``: every output's shape as onnxruntime computes it on the inputs (graph.repaired)."""
+    original, repairs = graph.repaired(graph.load(path, sha), dict(computed))
+    if name == "fp32":
+        layers = graph.weight_layers(original)
+        fp32 = path
+        if repairs:
+            fp32 = _cache_file(sha, "fp32-repaired", 0, {"repairs": repairs})
+            if not fp32.is_file():
+                _save(original, fp32)
+        return Variant(name, fp32, graph.initializer_bytes(original), len(original.graph.node), 0,
+                       {layer.name: f"{layer.kind}:float32" for layer in layers},
+                       "the file as given" + (" (metadata repaired)" if repairs else ""), repairs)
+    if name not in NBITS_VARIANTS and name not in ("fp16", QDQ):
+        raise VariantRefused(f"no variant named {name!r}")
+    extra: dict[str, Any] = {"repairs": repairs}
+    if name == QDQ:
+        extra |= {"calibration": calibration_digest, "observer": observer}
+    target = _cache_file(sha, name, block_size if name in NBITS_VARIANTS else 0, extra)
+    meta = target.with_suffix(".json")
+    if target.is_file() and meta.is_file():
+        try:
+            doc = json.loads(meta.read_text())
+            return Variant(name, target, int(doc["weight_bytes"]), int(doc["nodes"]), int(doc["nodes_quantized"]),
+                           dict(doc["node_dtypes"]), str(doc["tool"]), str(doc.get("repairs", "")))
+        except (ValueError, KeyError, TypeError):
+            pass  # a torn cache entry: make it anew
+    with _quiet():
+        try:
+            if name == "fp16":
+                made, tool = _float16(original), "onnxruntime.transformers.float16 (keep_io_types)"
+            elif name == Q4F16:
+                made = _nbits(_float16(original), 4, block_size)
+                tool = f"float16, then MatMulNBitsQuantizer bits 4 block {block_size} symmetric"
+            elif name in NBITS_VARIANTS:
+                made = _nbits(original, NBITS_VARIANTS[name], block_size)
+                tool = f"MatMulNBitsQuantizer bits {NBITS_VARIANTS[name]} block {block_size} symmetric"
+            else:
+                if calibration is None:
+                    raise VariantRefused("int8 QDQ needs calibration inputs")
+                made = _qdq(original, calibration, observer)
+                tool = (f"quantize_static QDQ, per-channel int8 weights, uint8 activations, "
+                        f"{QDQ_OBSERVERS.get(observer, observer)} calibration on the inputs fed")
+        except VariantRefused:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the tool's own error is the row's reason
+            text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+            raise VariantRefused(f"{name}: the tool failed: {type(exc).__name__}: {text}") from None
+    quantized, described = _describe(original, made, name)
+    if name in NBITS_VARIANTS and not any(d.startswith("MatMulNBits") for d in described.values()):
+        ops = sorted({layer.kind for layer in graph.weight_layers(original)})
+        raise VariantRefused(f"{name}: onnxruntime's MatMulNBitsQuantizer found no MatMul with a constant "
+                             f"weight to quantize in this graph (its weights are in {', '.join(ops) or 'no'} "
+                             "nodes); --act-bits 8 --bits 8 makes the int8 QDQ variant, which quantizes Conv too")
+    if name == QDQ and not quantized:
+        raise VariantRefused("int8-qdq: quantize_static quantized none of this graph's weight nodes")
+    _save(made, target)
+    variant = Variant(name, target, graph.initializer_bytes(made), len(made.graph.node), quantized, described, tool,
+                      repairs)
+    meta.write_text(json.dumps(variant.to_json()))
+    return variant

@@ -1,0 +1,140 @@
+// ONNX Runtime Web, a user's own ONNX file (the onnx workload kind, engines/ort/onnx_file.py):
+// one session runs the job's precision variant, fed the job's inputs (any dtype the graph takes),
+// every output returned: float outputs as float32, integer and bool outputs as int32, in the
+// job's order. Symbolic dimensions are fixed per job (freeDimensionOverrides: ORT's WebNN
+// provider takes static shapes only). Timing as the other ORT runners (ort_common.js): the
+// session's creation and the cold run apart, warm-ups, then timed session.run calls; on WebGPU
+// the outputs stay on the GPU during timed runs and the run ends at queue completion. Placement:
+// a session without CPU fallback first; if the provider refuses it, the fallback session's
+// verbose log says where every node went: counted, and the nodes off the provider listed.
+import {jsHeap} from '../memory.js';
+import {timeIterations} from '../timing.js';
+import {EP_PLATFORM, layerProvider, loadOrt, makeSession, mostCommon, ortFailure, preflight, webgpuProfile} from './ort_common.js';
+
+const MAX_FALLBACK_LISTED = 2000;
+
+const TYPED = {
+  float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array,
+  int16: Int16Array, int8: Int8Array, uint8: Uint8Array, uint16: Uint16Array, bool: Uint8Array,
+};
+
+function feedTensor(ort, meta, bytes) {
+  if (meta.dtype === 'float16') {
+    if (typeof Float16Array !== 'function') throw new TypeError('Float16Array is missing: cannot feed a float16 input');
+    return new ort.Tensor('float16', new Float16Array(bytes), meta.shape);
+  }
+  const Typed = TYPED[meta.dtype];
+  if (!Typed) throw new TypeError(`input ${meta.name}: element type ${meta.dtype} cannot be fed`);
+  return new ort.Tensor(meta.dtype, new Typed(bytes), meta.shape);
+}
+
+// Every node in ORT's placement log as '<op> (<node>)@<provider>'; null when the strict session
+// was accepted (every node on the provider, none listed).
+function placedNodes(placed) {
+  if (!placed) return null;
+  const nodes = [];
+  for (const [ep, list] of Object.entries(placed)) {
+    for (const entry of list) nodes.push(`${entry}@${EP_PLATFORM[ep] ?? ep}`);
+  }
+  return nodes;
+}
+
+export async function run(spec, client) {
+  const opts = spec.options;
+  let stage = 'load';
+  let session = null;
+  try {
+    const refused = await preflight(opts, opts.half, stage);
+    if (refused) return refused;
+    const ort = await loadOrt(opts);
+    const graph = new Uint8Array(await client.tensor(opts.onnx_model));
+    const feeds = {};
+    for (const meta of opts.inputs) feeds[meta.name] = feedTensor(ort, meta, await client.tensor(meta.key));
+
+    stage = 'session';
+    const made = await makeSession(ort, graph, opts, opts.dims);
+    session = made.session;
+    const {fallback, placed, compileMs} = made;
+
+    stage = 'run';
+    const device = opts.provider === 'webgpu' ? await ort.env.webgpu.device : null;
+    let calls = 0;
+    const timedCalls = [];
+    const runOnce = async () => {
+      calls += 1;
+      const out = await session.run(feeds);
+      if (device) await device.queue.onSubmittedWorkDone();
+      return out;
+    };
+    const release = (out) => { for (const t of Object.values(out)) if (t && t.dispose) t.dispose(); };
+    const once = async (index) => {
+      if (index !== null) timedCalls.push(calls);
+      const t = performance.now();
+      const out = await runOnce();
+      const ms = performance.now() - t;
+      release(out);
+      return ms;
+    };
+    const {coldMs, wallMs} = await timeIterations(spec, once);
+
+    const out = await runOnce();
+    let total = 0;
+    for (const o of spec.outputs) total += o.shape.reduce((a, b) => a * b, 1) * 4;
+    const output = new ArrayBuffer(total);
+    let at = 0;
+    for (const o of spec.outputs) {
+      const tensor = out[o.name];
+      if (!tensor) throw new RangeError(`the session returned no output ${o.name}`);
+      const data = await tensor.getData();
+      const count = o.shape.reduce((a, b) => a * b, 1);
+      if (data.length !== count) throw new RangeError(`output ${o.name} has ${data.length} values, expected ${count}`);
+      const view = o.dtype === 'float32' ? new Float32Array(output, at, count) : new Int32Array(output, at, count);
+      if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
+        for (let i = 0; i < count; i++) view[i] = Number(data[i]);
+      } else {
+        view.set(data);
+      }
+      at += count * 4;
+    }
+    release(out);
+
+    let gpuMs = null;
+    let gpuNote = 'no GPU timestamps on this provider';
+    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote} = await webgpuProfile(session, calls, timedCalls));
+
+    const nodes = placedNodes(placed);
+    const ranOn = nodes ? mostCommon(nodes.map((n) => n.split('@').pop()), opts.provider) : opts.provider;
+    const off = nodes ? nodes.filter((n) => n.split('@').pop() !== opts.provider) : [];
+    const layers = opts.ort_layers.map((l) => ({
+      name: l.name, weight_dtype: `${l.weight_dtype}@${layerProvider(placed, l.node, opts.provider)}`,
+      weight_bytes: null, gpu_ms: null,
+    }));
+    const versions = ort.env.versions || {};
+    return {
+      status: 'ok',
+      executed_on: ranOn,
+      fallback,
+      placement: off.slice(0, 40).join(', '),
+      engine_version: String(versions.web || versions.common || ''),
+      threads: Number(ort.env.wasm.numThreads),
+      shader: `onnxruntime-web ${opts.provider}`,
+      compute_dtype: opts.half ? 'f16' : 'f32',
+      timestamp_query: gpuMs !== null,
+      gpu_note: gpuNote,
+      compile_ms: compileMs,
+      cold_ms: coldMs,
+      wall_ms: wallMs,
+      gpu_ms: gpuMs,
+      gpu_buffer_bytes: null,
+      js_heap: await jsHeap(),
+      layers,
+      nodes_placed: nodes ? nodes.length : 0,
+      fallback_nodes: off.slice(0, MAX_FALLBACK_LISTED),
+      output,
+    };
+  } catch (e) {
+    return ortFailure(stage, e);
+  } finally {
+    if (session) await session.release().catch(() => {});
+  }
+}
