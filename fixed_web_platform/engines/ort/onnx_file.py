@@ -119,5 +119,7 @@ class OrtOnnxFile(KindRunner):
             notes.append(f"{engine.platform} refused a session without CPU fallback: {page.fallback[:300]}")
         prepared = job.prepared
         assert isinstance(prepared, PreparedOnnx)
-        compute = "f16" if prepared.variant.name in HALF_VARIANTS else "f32"
+        # the CPU (wasm) provider casts float16 nodes it has no kernel for up to float32
+        half = prepared.variant.name in HALF_VARIANTS and engine.platform is not Platform.WASM
+        compute = "f16" if half else "f32"
         return Executed(run.bits, compute, page.executed_on, note="; ".join(notes), layers=tuple(layers))

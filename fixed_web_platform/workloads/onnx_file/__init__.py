@@ -36,8 +36,8 @@ class OnnxFileKind(WorkloadKind):
                                       "the one asked (its CPU provider); listed in samples.jsonl."),
         Column("outputs_cosine_min", float, "ONNX files: the lowest cosine of a float output with fp32's "
                                             "(onnxruntime CPU, the user's file)."),
-        Column("top1_vs_fp32", float, "ONNX files: share of positions of class-score outputs (float, last "
-                                      "dimension >= 2) whose argmax is fp32's."),
+        Column("top1_vs_fp32", float, "ONNX files: share of positions of class-score outputs (float, rank 2 "
+                                      "or 3, last dimension >= 2) whose top class is one fp32 ranks first."),
         Column("output_figures", str, "ONNX files: per output vs fp32: cosine, rel_rms, max_abs, top1."),
     )
     identity = (*MODEL_IDENTITY, "onnx_sha256", "input_shapes")

@@ -160,7 +160,7 @@ def weight_layers(model: Any) -> tuple[LinearLayer, ...]:
             k, n = int(np.prod((w[0], *w[2:]))), w[1]
         else:
             continue
-        layers.append(LinearLayer(node_name(node, i), node.op_type.lower(), int(k), int(n)))
+        layers.append(LinearLayer(node_name(node, i), node.op_type, int(k), int(n)))
     return tuple(layers)
 
 

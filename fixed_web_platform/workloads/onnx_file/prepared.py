@@ -25,8 +25,11 @@ from .workload import OnnxFileWorkload
 
 WIRE_DTYPES = {"f": "float32", "i": "int32", "u": "int32", "b": "int32"}
 LOGITS_MIN_CLASSES = 2
-"""A float output of rank >= 2 whose last dimension is at least this is read as class scores or
-logits: its top-1 (argmax over the last axis) is compared with fp32's, position by position."""
+LOGITS_MAX_RANK = 3
+"""A float output of rank 2 or 3 ([batch, classes], [batch, positions, classes]) whose last
+dimension is at least LOGITS_MIN_CLASSES is read as class scores or logits: its top-1 (argmax
+over the last axis) is compared with fp32's, position by position. Rank-4 outputs are maps
+([N, C, H, W]: a detector's probability map), whose rows are not classes."""
 
 
 def input_key(index: int) -> str:
@@ -35,7 +38,14 @@ def input_key(index: int) -> str:
 
 
 def looks_like_logits(value: np.ndarray) -> bool:
-    return value.dtype.kind == "f" and value.ndim >= 2 and value.shape[-1] >= LOGITS_MIN_CLASSES
+    return value.dtype.kind == "f" and 2 <= value.ndim <= LOGITS_MAX_RANK and value.shape[-1] >= LOGITS_MIN_CLASSES
+
+
+def top1_agreement(out: np.ndarray, ref: np.ndarray) -> float:
+    """Share of positions where the class ``out`` ranks first is one fp32 ranks first (a tie in
+    fp32, e.g. saturated probabilities, accepts any of its tied classes)."""
+    picked = np.take_along_axis(np.asarray(ref), np.argmax(out, axis=-1)[..., None], axis=-1)[..., 0]
+    return float(np.mean(picked >= np.max(ref, axis=-1)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +113,7 @@ class PreparedOnnx:
             f = {"cosine": cosine_similarity(out, ref), "rel_rms": reference.rel_rms(out, ref),
                  "max_abs": max_abs_error(out, ref)}
             if looks_like_logits(ref):
-                f["top1"] = float(np.mean(np.argmax(out, axis=-1) == np.argmax(ref, axis=-1)))
+                f["top1"] = top1_agreement(out, ref)
             figures[name] = f
         return figures
 

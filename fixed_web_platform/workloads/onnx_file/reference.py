@@ -20,10 +20,11 @@ import numpy as np
 
 from .graph import OnnxFileError
 
-TOLERANCE_FLOOR = {"f32": 1e-3, "f16": 3e-2}
+TOLERANCE_FLOOR = {"f32": 1e-3, "f16": 8e-2}
 """Relative RMS error over all float outputs vs the CPU run of the same variant below which a
 provider is right whatever the graph: float32 arithmetic in another order through a deep graph,
-or float16 arithmetic where the CPU provider casts float16 nodes up to float32."""
+or float16 arithmetic where the CPU provider casts float16 nodes up to float32 (ORT WebGPU's
+float16 kernels landed 0.024 from it on PP-OCRv5 rec in Firefox, at cosine 0.9997 with fp32)."""
 QDQ_FLOOR = 5e-2
 """int8 QDQ graphs: a provider that runs DequantizeLinear -> float op -> QuantizeLinear instead
 of the CPU's fused integer kernels rounds differently and flips int8 steps."""
