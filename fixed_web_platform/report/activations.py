@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..workloads.onnx_file import ONNX_FILE
+
 from ..results.reader import CONFIG_KEY
 from ..values import is_blank
 from .glance import latency_change, median_text
@@ -52,6 +54,8 @@ def activation_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One line per int8-activation configuration with its weight-only twin ('' where none ran)."""
     if summary.empty or "act_bits" not in summary:
         return pd.DataFrame()
+    if "kind" in summary:  # an ONNX file's int8-qdq is a variant of its own section's table
+        summary = summary[summary["kind"] != ONNX_FILE.name]
     acts = pd.to_numeric(summary["act_bits"], errors="coerce")
     if not (acts == 8).any():
         return pd.DataFrame()

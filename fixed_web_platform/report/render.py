@@ -272,7 +272,7 @@ def summary_table(rows: pd.DataFrame,
         rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
         for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", "gpu_buffer_bytes",
                        "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized", "kernel_tolerance",
-                       *KIND_FLOAT_COLUMNS):
+                       *KIND_FLOAT_COLUMNS, *(c for c in KIND_INTEGER_COLUMNS if c not in CONFIG_KEY)):
             rec[column] = pd.to_numeric(group[column], errors="coerce").median() if column in group else math.nan
         rec["outputs_file"] = _unique_text(group.get("outputs_file", []))
         # Process memory leaves out the first run of a browser session (the browser warming up)

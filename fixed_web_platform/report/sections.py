@@ -20,6 +20,9 @@ from .decoders import PLOT_TITLES as DECODER_PLOTS
 from .decoders import decoder_section, draw_decoder_plots, format_decoder_table
 from .glance import DEFAULT_GLANCE, Accuracy, Figure, Glance
 from .models import encoder_section
+from .onnx_files import COSINE_BAR, draw_onnx_plots, format_onnx_table, onnx_section
+from .onnx_files import PLOT_TITLES as ONNX_PLOTS
+from .onnx_files import TITLE as ONNX_TITLE
 from .plots import draw_model_plots, draw_plots
 from .terminal import core_table, format_matmul_table, format_model_table
 
@@ -65,6 +68,14 @@ DECODER_GLANCE = Glance(
          "positions whose next-token argmax equals PyTorch float32's, at least 90%; the Decoder LLMs "
          "section has KL, perplexity and leading greedy tokens too.")
 
+ONNX_GLANCE = Glance(
+    "Your ONNX files", Accuracy("outputs_cosine_min", "cosine min vs fp32", ".4f", higher_is_better=True,
+                                bar=COSINE_BAR),
+    note="each file with its inputs is a setting of its own, its precision variants (fp32, fp16, "
+         "q8/q4/q2, q4f16, int8-qdq) the precisions. The bar is the lowest cosine of any float output "
+         "with onnxruntime's fp32 outputs on the same inputs, at least 0.99; the Your ONNX files "
+         "section has top-1 of class-score outputs, where ORT placed the nodes and how many fell back.")
+
 SECTIONS: dict[str, KindReport] = {
     "matmul": KindReport(draw_plots, {
         "latency_vs_bits": "Latency vs bits", "error_vs_bits": "Error vs bits (log)",
@@ -80,6 +91,8 @@ SECTIONS: dict[str, KindReport] = {
     }, encoder_section, "Whole models", glance=ENCODER_GLANCE, terminal=format_model_table),
     "decoder": KindReport(draw_decoder_plots, DECODER_PLOTS, decoder_section, "Decoder LLMs",
                           glance=DECODER_GLANCE, terminal=format_decoder_table),
+    "onnx": KindReport(draw_onnx_plots, ONNX_PLOTS, onnx_section, ONNX_TITLE, glance=ONNX_GLANCE,
+                       terminal=format_onnx_table),
 }
 
 

@@ -80,14 +80,14 @@ class OrtOnnxFile(KindRunner):
         }
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, options)
         return EngineJob(
-            spec=spec, tensors=tensors, prepared=prepared, weight_format=variant.name, note=variant.repairs,
+            spec=spec, tensors=tensors, prepared=prepared, weight_format=variant.name,
             weight_dtype={"fp32": "float32", "fp16": "float16", onnx_variants.QDQ: "int8"}.get(
                 variant.name, f"uint{onnx_variants.NBITS_VARIANTS.get(variant.name, 8)}"),
             scale_dtype="float16" if variant.name == onnx_variants.Q4F16 else (
                 "float32" if variant.name in onnx_variants.NBITS_VARIANTS or variant.name == onnx_variants.QDQ else ""),
             details={"onnx_variant": variant.to_json() | {"node_dtypes": len(variant.node_dtypes)},
                      "model_bytes": variant.path.stat().st_size, "inputs": prepared.feeds.description,
-                     "kernel_spread": prepared.spread},
+                     "kernel_spread": prepared.spread, "repairs": variant.repairs},
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
@@ -119,6 +119,8 @@ class OrtOnnxFile(KindRunner):
             notes.append(f"{engine.platform} refused a session without CPU fallback: {page.fallback[:300]}")
         prepared = job.prepared
         assert isinstance(prepared, PreparedOnnx)
+        if prepared.variant.repairs:
+            notes.append(f"the harness {prepared.variant.repairs}")
         # the CPU (wasm) provider casts float16 nodes it has no kernel for up to float32
         half = prepared.variant.name in HALF_VARIANTS and engine.platform is not Platform.WASM
         compute = "f16" if half else "f32"

@@ -1,0 +1,201 @@
+"""The report's "Your ONNX files" section: per ONNX file and inputs, one row per configuration
+(browser x provider x variant) with latency, weight memory, accuracy against onnxruntime fp32
+(lowest output cosine, top-1 of class-score outputs), where ORT placed the graph (the provider
+most nodes ran on, and how many nodes fell back), the kernel check and the outcome; then which
+variant to ship on each browser and provider; its plot; and the end-of-sweep terminal table.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..results.rows import ResultRow
+from ..values import number
+from ..workloads.onnx_file import ONNX_FILE
+from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_lines, markdown_table
+from .models import CONFIG_KEY, _f, _key, _outcome_text, _setting_name, _weights_text
+from .plots import _facets, _numbers, _save, _suptitle
+from .terminal import _fmt, bits_label
+
+SETTING = ("model", "onnx_sha256", "input_shapes", "inputs")
+TITLE = "Your ONNX files"
+PLOT_TITLES = {"onnx_accuracy_vs_latency": "ONNX files: accuracy vs latency"}
+COSINE_BAR = 0.99
+"""The bar a variant to ship meets: every float output's cosine with fp32's at least this."""
+NOTES = (
+    "Each row is one configuration of the file and inputs named above it; figures are medians over "
+    "its ok repetitions. Median ms: one session.run with the inputs fed (p10-p90 of the raw timed "
+    "samples); on WebGPU the outputs stay on the GPU and the run ends at queue completion. Weight "
+    "MiB: every constant of the variant's graph, against the file's own. Accuracy is against "
+    "onnxruntime on the CPU provider running the user's fp32 file on the same inputs: cosine min = "
+    "the lowest cosine of a float output with fp32's; top-1 = share of positions of class-score "
+    "outputs (rank 2-3, last dimension >= 2) whose top class is fp32's. Ran on: the provider ORT "
+    "placed most nodes on (a variant that runs mostly elsewhere is marked); fallback = nodes ORT "
+    "put on another provider than the one asked (each is listed in samples.jsonl). Kernel error: "
+    "relative RMS against the CPU provider running the same variant (is the browser right). "
+    f"Ship: of the variants at cosine min >= {COSINE_BAR} on that browser and provider, the "
+    "fastest; within 10% of it, the smallest."
+)
+
+
+def onnx_rows(frame: pd.DataFrame) -> pd.Series:
+    if "kind" not in frame or frame.empty:
+        return pd.Series(False, index=frame.index)
+    return frame["kind"] == ONNX_FILE.name
+
+
+def _variant(row: Any) -> str:
+    return str(row.get("format_requested") or row.get("weight_format") or bits_text(row))
+
+
+def bits_text(row: Any) -> str:
+    b = number(row.get("bits_requested"))
+    return "?" if b is None else str(int(b))
+
+
+def _ran_on(row: Any, fig: Any) -> str:
+    ran = str(fig.get("executed_on") or "") if fig is not None else ""
+    if not ran or ran == "nan":
+        return ""
+    return ran if ran == str(row["platform"]) else f"**{ran}** (not {row['platform']})"
+
+
+def _fallback(fig: Any) -> str:
+    placed, off = number(fig.get("nodes_placed")), number(fig.get("nodes_fallback"))
+    if off is None:
+        return ""
+    return "0" if off == 0 else f"{int(off)} of {int(placed or 0)}"
+
+
+def onnx_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
+                ) -> list[tuple[str, pd.DataFrame, list[str]]]:
+    """(title, table, ship lines) per file and inputs."""
+    files = rows[onnx_rows(rows)]
+    if files.empty:
+        return []
+    in_summary = summary[onnx_rows(summary)] if not summary.empty else summary
+    figures = {_key(r[c] for c in CONFIG_KEY): r for _, r in in_summary.iterrows()}
+    configs = files.groupby(list(CONFIG_KEY), sort=False, dropna=False)
+    first = pd.DataFrame([g.iloc[0] for _, g in configs]).reset_index(drop=True)
+    groups = {_key(k): g for k, g in configs}
+    tables = []
+    for _, setting in first.groupby(list(SETTING), sort=False, dropna=False):
+        records, ship = [], []
+        for _, row in setting.iterrows():
+            key = _key(row[c] for c in CONFIG_KEY)
+            ok, group = figures.get(key), groups[key]
+            fig: Any = ok if ok is not None else {}
+            records.append({
+                "browser · engine platform": _setting_name(row, show_sweep),
+                "variant": _variant(row),
+                "ran on": _ran_on(row, ok),
+                "median ms": _f(fig.get("latency_ms_median"), ",.3g"),
+                "weight MiB": _weights_text(ok) if ok is not None else "",
+                "cosine min": _f(fig.get("outputs_cosine_min"), ".4f"),
+                "top-1": _f(fig.get("top1_vs_fp32"), ".1%"),
+                "quantized nodes": _f(fig.get("nodes_quantized"), ".0f"),
+                "fallback": _fallback(fig) if ok is not None else "",
+                "kernel error": _f(fig.get("rel_error_vs_dequantized"), ".1e"),
+                "outcome": _outcome_text(group),
+            })
+        table = pd.DataFrame.from_records(records)
+        ship = ship_lines(setting, figures, show_sweep)
+        head = setting.iloc[0]
+        title = f"{head['model']} ({head['input_shapes']}), inputs {head['inputs']}"
+        tables.append((title, table, ship))
+    return tables
+
+
+def ship_lines(setting: pd.DataFrame, figures: dict[tuple[Any, ...], Any], show_sweep: bool) -> list[str]:
+    """'chrome · ort webnn: ship q4 (12.3 ms, 7.9 MiB, cosine 0.9991)' per browser and provider."""
+    lines = []
+    for _, where in setting.groupby(["sweep", "browser", "engine", "platform"], sort=False, dropna=False):
+        candidates = []
+        for _, row in where.iterrows():
+            fig = figures.get(_key(row[c] for c in CONFIG_KEY))
+            if fig is None:
+                continue
+            cos, ms, wb = (number(fig.get(c)) for c in ("outputs_cosine_min", "latency_ms_median", "weight_bytes"))
+            if cos is None or ms is None or cos < COSINE_BAR:
+                continue
+            elsewhere = str(fig.get("executed_on") or "") not in ("", str(row["platform"]))
+            candidates.append((ms, wb or 0, cos, _variant(row), elsewhere))
+        name = _setting_name(where.iloc[0], show_sweep)
+        if not candidates:
+            lines.append(f"{name}: no variant ran with cosine min >= {COSINE_BAR}")
+            continue
+        fastest = min(c[0] for c in candidates)
+        pick = min((c for c in candidates if c[0] <= fastest * 1.1), key=lambda c: (c[1], c[0]))
+        ms, wb, cos, variant, elsewhere = pick
+        note = f"; most of its nodes ran off {where.iloc[0]['platform']}" if elsewhere else ""
+        lines.append(f"{name}: ship **{variant}** ({ms:,.3g} ms, {wb / 2**20:.1f} MiB, cosine {cos:.4f}{note})")
+    return lines
+
+
+def onnx_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFrame, show_sweep: bool,
+                 plots: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    tables = onnx_tables(rows, summary, show_sweep=show_sweep)
+    md = [f"## {TITLE}", ""]
+    parts = [f'<h2 id="onnx-files">{TITLE}</h2>']
+    for title, table, ship in tables:
+        md += [f"### {title}", "", markdown_table(table), "", "Which variant to ship here:", ""]
+        md += [f"- {line}" for line in ship] + [""]
+        parts += [f"<h3>{html.escape(title)}</h3>", html_table(table, "data onnx-files"),
+                  "<p>Which variant to ship here:</p><ul>"
+                  + "".join(f"<li>{html.escape(line).replace('**', '')}</li>" for line in ship) + "</ul>"]
+    md += how_to_read_markdown([NOTES])
+    parts.append(how_to_read_html([NOTES]))
+    for title, name in plots:
+        md += [f"### {title}", "", f"![{name.rsplit('.', 1)[0]}](plots/{name})", ""]
+        parts += [f"<h3>{html.escape(title)}</h3>",
+                  f'<img src="plots/{html.escape(name)}" alt="{html.escape(name.rsplit(".", 1)[0])}">']
+    return md, parts
+
+
+def draw_onnx_plots(summary: pd.DataFrame, plots_dir: Path, show_sweep: bool) -> list[Path]:
+    """Lowest output cosine vs median latency, one panel per file, a point per configuration."""
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    path = plots_dir / "onnx_accuracy_vs_latency.png"
+    path.unlink(missing_ok=True)
+    if summary.empty or "outputs_cosine_min" not in summary or not summary["outputs_cosine_min"].notna().any():
+        return []
+    settings = [(str(g.iloc[0]["model"]), g) for _, g in summary.groupby(list(SETTING), sort=False, dropna=False)]
+    fig, axes = _facets(1, rows=len(settings), width=6.0)
+    for r, (model, group) in enumerate(settings):
+        ax = axes[r][0]
+        for name, s in group.groupby(["browser", "platform"], sort=False):
+            x, y = _numbers(s["latency_ms_median"]), _numbers(s["outputs_cosine_min"])
+            ax.scatter(x, y, s=36, label=" · ".join(name))
+            for (_, row), xi, yi in zip(s.iterrows(), x, y):
+                if np.isfinite(xi) and np.isfinite(yi):
+                    ax.annotate(_variant(row), (xi, yi), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        ax.axhline(COSINE_BAR, color="grey", linestyle=":", label=f"cosine {COSINE_BAR}")
+        if (_numbers(group["latency_ms_median"]) > 0).any():
+            ax.set_xscale("log")
+        ax.set_xlabel("median ms (log)")
+        ax.set_ylabel("lowest output cosine vs fp32")
+        ax.set_title(model, fontsize=8)
+        ax.grid(True, alpha=0.3)
+    _suptitle(fig, "ONNX files: accuracy vs latency per variant; upper left is better")
+    return [_save(fig, path)]
+
+
+def format_onnx_table(rows: Sequence[ResultRow]) -> str:
+    if not rows:
+        return ""
+    header = ["browser", "platform", "on", "model", "variant", "outcome", "median ms", "weight MiB",
+              "cosine min", "top-1", "fallback", "kernel err"]
+    body = [[
+        r.browser, r.platform, r.executed_on or "-", f"{r['model']} {r['input_shapes']}",
+        r.format_requested or bits_label(r), r.outcome, _fmt(r.latency_ms_median, ".3f"),
+        _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".2f"), _fmt(r["outputs_cosine_min"], ".4f"),
+        _fmt(r["top1_vs_fp32"], ".3f"), "-" if r["nodes_fallback"] is None else str(r["nodes_fallback"]),
+        _fmt(r.rel_error_vs_dequantized, ".1e"),
+    ] for r in rows]
+    return "\n".join(markdown_lines(header, body))
