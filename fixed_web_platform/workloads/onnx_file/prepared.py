@@ -159,7 +159,7 @@ def prepare(workload: OnnxFileWorkload, variant: Variant, bits: int, block_size:
             raise graph.OnnxFileError(f"variant {variant.name}'s output {name} differs from the file's in shape")
     plan = []
     for layer in workload.weight_layers:
-        held_as = variant.node_dtypes.get(layer.name, "")
+        held_as = variant.node_dtypes.get(layer.name, "").partition("=")[0]
         low = _held_low(held_as)
         plan.append(LayerPrecision(layer, _layer_bits(held_as), block_size if held_as.startswith("MatMulNBits")
                                    else PER_CHANNEL_BLOCK, "--bits" if low or variant.name == "fp32"

@@ -144,6 +144,9 @@ def _describe(original: Any, made: Any, name: str) -> tuple[int, dict[str, str]]
             quantized += 1
             continue
         found = nodes.get(layer.name)
+        fused = next((n for n in nodes if n.startswith(f"{layer.name}/")), "")  # an ORT fusion of it
+        if found is None and fused:
+            found = nodes[fused]
         op = layer.kind
         if found is None:
             described[layer.name] = f"{op}:folded"
@@ -152,8 +155,9 @@ def _describe(original: Any, made: Any, name: str) -> tuple[int, dict[str, str]]
         op = node.op_type
         w = node.input[1] if len(node.input) > 1 else ""
         source = producers.get(w)
+        suffix = f"={fused}" if fused and layer.name not in nodes else ""
         if source is not None and source.op_type == "DequantizeLinear":
-            described[layer.name] = f"{op}:QDQ8"
+            described[layer.name] = f"{op}:QDQ8{suffix}"
             quantized += 1
         elif source is not None and source.op_type == "Cast":
             described[layer.name] = f"{op}:float32"  # a float16 weight cast back for a blocked op

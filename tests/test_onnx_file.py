@@ -1,0 +1,300 @@
+"""Unit tests of the onnx workload kind (a user's own ONNX file): the variants onnxruntime's and
+onnx's tools make (node counts, bytes, refusals, cache), inputs made from signatures or read from
+an .npz, the references and figures, the plan, and bad input as one line with exit status 2."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx_models import tiny_classifier
+
+from fixed_web_platform.cli import main as cli
+from fixed_web_platform.engines.registry import planned_refusal
+from fixed_web_platform.plan import build_plan
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
+from fixed_web_platform.workloads import model_workloads
+from fixed_web_platform.workloads.onnx_file import OnnxFileError, OnnxFileWorkload, graph, inputs, reference
+from fixed_web_platform.workloads.onnx_file import variants as v
+from fixed_web_platform.workloads.onnx_file.prepared import prepare, top1_agreement
+
+DIMS = {"batch": 2, "seq": 6}
+K1, N1, K2, N2 = 512, 64, 64, 32  # the tiny classifier's two MatMuls
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny_classifier(tmp_path_factory.mktemp("onnx") / "tiny.onnx")
+
+
+@pytest.fixture(scope="module")
+def conv_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny_classifier(tmp_path_factory.mktemp("onnx") / "conv_only.onnx", with_matmul=False)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(v, "CACHE_DIR", tmp_path / "variants")
+    return tmp_path / "variants"
+
+
+def _workload(path: Path, **kw: object) -> OnnxFileWorkload:
+    return OnnxFileWorkload.create(str(path), dims=dict(DIMS), **kw)  # type: ignore[arg-type]
+
+
+def _make(w: OnnxFileWorkload, name: str, block: int = 32, observer: str = "minmax") -> v.Variant:
+    feeds = w.feeds()
+    fp32 = reference.run(w.file, feeds.arrays)
+    return v.make(w.file, w.sha256, name, block, computed={n: a.shape for n, a in fp32.items()},
+                  calibration=feeds.arrays, calibration_digest=feeds.digest, observer=observer)
+
+
+# ---------------------------------------------------------------------------------------- variants
+
+
+def test_weight_only_variants_quantize_both_matmuls_into_the_bytes_blocks_say(tiny: Path) -> None:
+    w = _workload(tiny)
+    fp32 = _make(w, "fp32")
+    assert fp32.path == tiny and fp32.nodes_quantized == 0 and fp32.weight_bytes == w.weight_bytes_f32
+    float_matmuls = (K1 * N1 + K2 * N2) * 4
+    for name, bits in (("q8", 8), ("q4", 4), ("q2", 2)):
+        made = _make(w, name)
+        assert made.nodes_quantized == 2, made.node_dtypes
+        assert made.node_dtypes["fc1"].startswith(f"MatMulNBits{bits}=") and made.node_dtypes["head"].startswith(
+            f"MatMulNBits{bits}=")
+        assert made.node_dtypes["conv"] == "Conv:float32"
+        # symmetric blocks of 32 along K: packed values plus one float32 scale per block and column
+        packed = sum(n * (k // 32) * (32 * bits // 8) + n * (k // 32) * 4 for k, n in ((K1, N1), (K2, N2)))
+        assert made.weight_bytes == w.weight_bytes_f32 - float_matmuls + packed, name
+
+
+def test_a_bigger_block_holds_fewer_scales(tiny: Path) -> None:
+    w = _workload(tiny)
+    assert _make(w, "q4", block=128).weight_bytes < _make(w, "q4", block=32).weight_bytes
+
+
+def test_fp16_and_q4f16_hold_float16_and_keep_float32_inputs_and_outputs(tiny: Path) -> None:
+    import onnx
+
+    w = _workload(tiny)
+    half = _make(w, "fp16")
+    assert half.nodes_quantized == 3 and set(half.node_dtypes.values()) == {"Conv:float16", "MatMul:float16"}
+    assert half.weight_bytes < w.weight_bytes_f32 * 0.51
+    q4f16 = _make(w, "q4f16")
+    assert q4f16.node_dtypes["conv"] == "Conv:float16" and q4f16.node_dtypes["fc1"].startswith("MatMulNBits4")
+    model = onnx.load(str(q4f16.path))
+    assert {i.type.tensor_type.elem_type for i in model.graph.input} == {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64}
+    assert {o.type.tensor_type.elem_type for o in model.graph.output} == {onnx.TensorProto.FLOAT}
+
+
+def test_int8_qdq_quantizes_conv_and_matmul_weights(tiny: Path, conv_only: Path) -> None:
+    made = _make(_workload(tiny), v.QDQ)
+    assert made.nodes_quantized == 3, made.node_dtypes
+    assert made.node_dtypes == {"conv": "Conv:QDQ8", "fc1": "Gemm:QDQ8=fc1/MatMulAddFusion", "head": "MatMul:QDQ8"}
+    conv = _make(_workload(conv_only), v.QDQ)
+    assert conv.nodes_quantized == 3
+
+
+def test_weight_only_variants_of_a_conv_graph_are_refused_with_the_tools_reason(conv_only: Path) -> None:
+    with pytest.raises(v.VariantRefused, match="no MatMul with a constant weight.*--act-bits 8"):
+        _make(_workload(conv_only), "q4")
+
+
+def test_an_observer_onnxruntime_has_not_is_refused(tiny: Path) -> None:
+    with pytest.raises(v.VariantRefused, match="--observer mse"):
+        _make(_workload(tiny), v.QDQ, observer="mse")
+
+
+def test_variants_are_cached_by_content(tiny: Path, private_cache: Path) -> None:
+    w = _workload(tiny)
+    first = _make(w, "q4")
+    stamp = os.stat(first.path).st_mtime_ns
+    again = _make(w, "q4")
+    assert again.path == first.path and os.stat(again.path).st_mtime_ns == stamp
+    assert again.node_dtypes == first.node_dtypes
+    assert _make(w, "q4", block=64).path != first.path
+    assert len(list(private_cache.glob("*.onnx"))) == 2
+
+
+def test_a_declared_output_shape_that_contradicts_onnxruntime_is_cleared_and_said(tmp_path: Path) -> None:
+    import onnx
+
+    model = onnx.load(str(tiny_classifier(tmp_path / "t.onnx")))
+    del model.graph.output[0].type.tensor_type.shape.dim[:]  # declared rank 0, as stripped exports do
+    onnx.save(model, str(tmp_path / "stripped.onnx"))
+    w = OnnxFileWorkload.create(str(tmp_path / "stripped.onnx"), dims=dict(DIMS))
+    made = _make(w, "fp32")
+    assert made.path != w.file and "logits declared [], computed [2, 32]" in made.repairs
+    assert not onnx.load(str(made.path)).graph.output[0].type.tensor_type.HasField("shape")
+    assert _make(_workload(tmp_path / "t.onnx"), "fp32").repairs == ""
+
+
+# ------------------------------------------------------------------------------------------ inputs
+
+
+def test_inputs_from_signatures(tiny: Path) -> None:
+    feeds = _workload(tiny).feeds()
+    assert feeds.dims == DIMS
+    assert feeds.arrays["pixels"].shape == (2, 3, 8, 8) and feeds.arrays["pixels"].dtype == np.float32
+    assert -1 <= feeds.arrays["pixels"].min() and feeds.arrays["pixels"].max() < 1
+    assert feeds.arrays["attention_mask"].dtype == np.int64 and (feeds.arrays["attention_mask"] == 1).all()
+    ids = feeds.arrays["ids"]
+    assert ids.shape == (2, 6) and ids.min() >= 0 and ids.max() < 100 and len(np.unique(ids)) > 3
+    assert "ids int64[2,6] ids in [0,100)" in feeds.description and "attention_mask" in feeds.description
+    again = _workload(tiny).feeds()
+    assert again.digest == feeds.digest  # seeded: every run of a sweep feeds the same values
+    other = OnnxFileWorkload.create(str(tiny), dims=dict(DIMS), seed=1).feeds()
+    assert other.digest != feeds.digest
+    narrow = OnnxFileWorkload.create(str(tiny), dims=dict(DIMS), id_range=(5, 7)).feeds()
+    assert set(np.unique(narrow.arrays["ids"])) <= {5, 6}
+
+
+def test_a_symbolic_dimension_without_a_value_names_it(tiny: Path) -> None:
+    with pytest.raises(OnnxFileError, match=r"symbolic dimension 'seq' with no value: give --dims seq=VALUE"):
+        OnnxFileWorkload.create(str(tiny), dims={"batch": 1})
+    with pytest.raises(OnnxFileError, match="--dims width: the graph's inputs have no dimension of that name"):
+        OnnxFileWorkload.create(str(tiny), dims={**DIMS, "width": 3})
+
+
+def test_an_inputs_file_is_checked_against_the_signatures(tiny: Path, tmp_path: Path) -> None:
+    good = {"pixels": np.zeros((1, 3, 8, 8), np.float32), "ids": np.arange(8, dtype=np.int64).reshape(1, 8),
+            "attention_mask": np.ones((1, 8), np.int64)}
+    np.savez(tmp_path / "good.npz", **good)
+    w = OnnxFileWorkload.create(str(tiny), inputs_file=tmp_path / "good.npz")
+    assert w.feeds().dims == {"batch": 1, "seq": 8} and w.input_shapes == "pixels:1x3x8x8 ids:1x8 attention_mask:1x8"
+    cases = {
+        "missing": ({k: a for k, a in good.items() if k != "ids"}, "has no array 'ids'"),
+        "dtype": ({**good, "ids": good["ids"].astype(np.int32)}, "ids is int32, the graph takes int64"),
+        "rank": ({**good, "pixels": np.zeros((3, 8, 8), np.float32)}, "pixels has shape"),
+        "fixed": ({**good, "pixels": np.zeros((1, 1, 8, 8), np.float32)}, "pixels has shape"),
+        "dims": ({**good, "attention_mask": np.ones((1, 7), np.int64)}, "dimension seq is 8 in one input and 7"),
+    }
+    for name, (arrays, message) in cases.items():
+        np.savez(tmp_path / f"{name}.npz", **arrays)
+        with pytest.raises(OnnxFileError, match=message):
+            OnnxFileWorkload.create(str(tiny), inputs_file=tmp_path / f"{name}.npz")
+    with pytest.raises(OnnxFileError, match="not both"):
+        OnnxFileWorkload.create(str(tiny), dims=dict(DIMS), inputs_file=tmp_path / "good.npz")
+
+
+def test_dims_and_id_range_words() -> None:
+    assert inputs.parse_dims(["batch=2", "seq=16"]) == {"batch": 2, "seq": 16}
+    assert inputs.parse_id_range("3:9") == (3, 9)
+    for bad in (["batch"], ["batch=0"], ["=3"], ["batch=x"]):
+        with pytest.raises(ValueError, match="NAME=VALUE"):
+            inputs.parse_dims(bad)
+    for bad in ("3", "9:3", "a:b"):
+        with pytest.raises(ValueError, match="--id-range"):
+            inputs.parse_id_range(bad)
+
+
+# ----------------------------------------------------------------------------- references, figures
+
+
+def test_references_are_onnxruntime_cpu_on_fp32_and_on_the_variant(tiny: Path) -> None:
+    w = _workload(tiny)
+    feeds = w.feeds()
+    q4 = _make(w, "q4")
+    prepared = prepare(w, q4, 4, 32)
+    fp32 = reference.run(tiny, feeds.arrays)
+    held = reference.run(q4.path, feeds.arrays)
+    assert [o.name for o in prepared.outputs] == ["logits", "features"]
+    assert [o.shape for o in prepared.outputs] == [(2, 32), (2, 64)]
+    np.testing.assert_array_equal(prepared.ref_float, np.concatenate([fp32["logits"].ravel(), fp32["features"].ravel()]))
+    np.testing.assert_array_equal(prepared.ref_dequantized,
+                                  np.concatenate([held["logits"].ravel(), held["features"].ravel()]))
+    # the browser returning fp32's own outputs: perfect against fp32, the variant's error against itself
+    as_fp32 = prepared.figures(fp32, 1.0)
+    assert as_fp32["outputs_cosine_min"] == pytest.approx(1.0) and as_fp32["top1_vs_fp32"] == 1.0
+    assert as_fp32["nodes_quantized"] == 2 and "logits: cosine 1" in as_fp32["output_figures"]
+    as_held = prepared.figures(held, 1.0)
+    assert 0.9 < as_held["outputs_cosine_min"] < 0.99999  # 4-bit weights cost something, not everything
+    assert [p.bits for p in prepared.layers] == [32, 4, 4] and [p.rule for p in prepared.layers][0] == "kept float by the tool"
+    # a wrong browser lands outside the tolerance; the CPU spread of a float32 graph is tiny
+    assert prepared.tolerance("f32") == reference.TOLERANCE_FLOOR["f32"] and prepared.spread < 1e-5
+    wrong = {n: a * 1.01 for n, a in held.items()}
+    assert reference.rel_rms(prepared.judged(wrong), prepared.ref_dequantized) > prepared.tolerance("f32")
+    arrays = prepared.output_arrays(held)
+    assert set(arrays) == {"input:pixels", "input:ids", "input:attention_mask", "output:logits", "output:features",
+                           "fp32:logits", "fp32:features"}
+
+
+def test_top1_counts_positions_and_accepts_fp32_ties() -> None:
+    ref = np.array([[0.1, 0.9, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    out = np.array([[0.0, 1.0, 0.0], [0.0, 0.4, 0.6], [0.6, 0.3, 0.1]])
+    assert top1_agreement(out, ref) == pytest.approx(1 / 3)
+    tied = np.array([[0.0, 1.0, 0.0], [0.6, 0.4, 0.0], [0.0, 0.0, 1.0]])
+    assert top1_agreement(tied, ref) == 1.0
+
+
+def test_int8_qdq_tolerance_is_never_below_its_floor(tiny: Path) -> None:
+    w = _workload(tiny)
+    prepared = prepare(w, _make(w, v.QDQ), 8, 32)
+    assert prepared.tolerance("f32") >= reference.QDQ_FLOOR
+    assert all(p.bits == 8 for p in prepared.layers)
+
+
+# -------------------------------------------------------------------------------------------- plan
+
+
+def test_the_plan_runs_variants_on_ort_and_the_harness_refuses_the_kind(tiny: Path) -> None:
+    w = OnnxFileWorkload.create(str(tiny), dims=dict(DIMS), q4f16=True)
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBNN], [w], [32, 16, 8, 4], act_bits=[32, 8],
+                      engines=[EngineName.HARNESS, EngineName.ORT])
+    ort = [(r.bits, r.act_bits, r.weight_format, r.refused) for r in plan if r.engine is EngineName.ORT]
+    assert ort == [(32, 32, "fp32", ""), (16, 32, "fp16", ""), (8, 32, "q8", ""), (8, 8, v.QDQ, ""),
+                   (4, 32, "q4", ""), (4, 32, "q4f16", ""),
+                   (4, 8, v.QDQ, "int8 activations of an ONNX file are its int8-qdq variant, which holds 8-bit "
+                                 "weights (--bits 8), not 4-bit ones")]
+    harness = [r for r in plan if r.engine is EngineName.HARNESS]
+    assert harness and all("does not run onnx workloads (engines that do: ort/wasm, ort/webgpu, ort/webnn)"
+                           in r.refused for r in harness)
+    per_channel = build_plan([BrowserName.CHROME], [Platform.WASM], [w], [4], engines=[EngineName.ORT],
+                             granularity="per-channel")
+    assert "per-channel weights are the int8-qdq variant's" in planned_refusal(per_channel[0])
+
+
+def test_a_model_path_ending_in_onnx_or_a_folder_of_one_is_the_onnx_kind(tiny: Path) -> None:
+    assert graph.is_onnx_model(str(tiny)) and graph.is_onnx_model(str(tiny.parent))
+    (workload,) = model_workloads(str(tiny), {"dims": ["batch=1", "seq=4"], "seed": 0})
+    assert workload.kind == "onnx" and workload.input_shapes == "pixels:1x3x8x8 ids:1x4 attention_mask:1x4"
+
+
+# --------------------------------------------------------------------------------------- bad input
+
+
+@pytest.fixture
+def no_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fixed_web_platform.sweep as sweep_module
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("validation let the sweep start")
+
+    monkeypatch.setattr(sweep_module, "new_results_dir", refuse)
+    monkeypatch.setattr(sweep_module, "ResultWriter", refuse)
+    monkeypatch.setattr(sweep_module, "execute", refuse)
+
+
+def test_bad_input_is_one_line_and_exit_2(tiny: Path, tmp_path: Path, no_browser: None,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "junk.onnx").write_bytes(b"this is not a protobuf")
+    (tmp_path / "texts.txt").write_text("hello\n")
+    np.savez(tmp_path / "partial.npz", pixels=np.zeros((1, 3, 8, 8), np.float32))
+    cases = {
+        "not onnx": (["--model", str(tmp_path / "junk.onnx")], "is not an ONNX model"),
+        "missing file": (["--model", str(tmp_path / "nowhere.onnx")], "does not exist"),
+        "unset dim": (["--model", str(tiny), "--dims", "batch=1"], "give --dims seq=VALUE"),
+        "npz missing input": (["--model", str(tiny), "--inputs", str(tmp_path / "partial.npz")], "has no array 'ids'"),
+        "inputs not npz": (["--model", str(tiny), "--inputs", str(tmp_path / "texts.txt")], "an .npz file"),
+        "bits 3": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--bits", "3"], "bits 3"),
+        "block 48": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--bits", "4", "--block-size", "48"],
+                     "--block-size 48: MatMulNBits blocks are a power of two"),
+        "rules": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--mixed-precision"],
+                  "--mixed-precision is not taken by ONNX files"),
+    }
+    for name, (argv, message) in cases.items():
+        assert cli.main(argv) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, (name, err)
