@@ -18,7 +18,7 @@ from typing import Any
 from . import sweep
 from .harness.runner import SweepOptions
 from .harness.server import LOOPBACK
-from .plan import DEFAULT_OBSERVER, build_plan
+from .plan import DEFAULT_OBSERVER, build_plan, default_engines
 from .progress import PlainProgress
 from .run_spec import MODEL_TIMING, TimingConfig
 from .vocabulary import (
@@ -44,7 +44,7 @@ async def run_real_test(
     model: str | None = None,
     browser: str | Sequence[str] = "chrome",
     bits: int | Sequence[int] = 4,
-    engines: str | Sequence[str] = "harness",
+    engines: str | Sequence[str] | None = None,
     experimental_precision: bool | None = None,
     mixed_precision: bool = False,
     precision_rules: str | Path | None = None,
@@ -91,7 +91,8 @@ async def run_real_test(
         [parse_enum(Platform, p, "platform") for p in _as_list(platforms)],
         workloads,
         _as_list(bits),
-        engines=[parse_enum(EngineName, e, "engine") for e in _as_list(engines)],
+        engines=([parse_enum(EngineName, e, "engine") for e in _as_list(engines)] if engines
+                 else default_engines(workloads)),
         repetitions=repetitions,
         block_size=block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if experimental_precision else PrecisionMode.STANDARD,
@@ -125,7 +126,7 @@ async def run_real_webnn_test(
     model: str | None = None,
     browser: str | Sequence[str] = "chrome",
     bits: int | Sequence[int] = 4,
-    engines: str | Sequence[str] = "harness",
+    engines: str | Sequence[str] | None = None,
     experimental_precision: bool | None = None,
     mixed_precision: bool = False,
     precision_rules: str | Path | None = None,
@@ -164,7 +165,7 @@ async def run_real_webgpu_test(
     model: str | None = None,
     browser: str | Sequence[str] = "chrome",
     bits: int | Sequence[int] = 4,
-    engines: str | Sequence[str] = "harness",
+    engines: str | Sequence[str] | None = None,
     experimental_precision: bool | None = None,
     mixed_precision: bool = False,
     precision_rules: str | Path | None = None,

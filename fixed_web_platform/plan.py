@@ -37,9 +37,17 @@ from .vocabulary import (
     block_for,
     parse_bits,
 )
-from .workloads import Workload
+from .workloads import ONNX_FILE, Workload
 
 DEFAULT_OBSERVER = "minmax"
+
+
+def default_engines(workloads: Sequence[Workload]) -> list[EngineName]:
+    """The engines a sweep runs when none is named: ONNX Runtime Web for users' ONNX files (no
+    other engine runs them), the harness's own engines otherwise."""
+    if workloads and all(w.kind == ONNX_FILE.name for w in workloads):
+        return [EngineName.ORT]
+    return [EngineName.HARNESS]
 
 
 def build_plan(

@@ -17,7 +17,7 @@ from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
 from ..harness.server import LOOPBACK
 from ..models.source import DEFAULT_MODEL
-from ..plan import DEFAULT_OBSERVER, build_plan, load_plan
+from ..plan import DEFAULT_OBSERVER, build_plan, default_engines, load_plan
 from ..precision.observers import OBSERVERS
 from ..progress import for_terminal
 from ..report.sections import terminal_tables
@@ -40,7 +40,7 @@ from ..vocabulary import (
     parse_count,
     parse_enum,
 )
-from ..workloads import DEFAULT_WORKLOADS, KINDS, ONNX_FILE, Workload, parse_shape
+from ..workloads import DEFAULT_WORKLOADS, KINDS, Workload, parse_shape
 
 PLATFORM_CHOICES = [*(p.value for p in Platform), "both"]
 """``both`` is webgpu and webnn, side by side (wasm is ONNX Runtime Web's CPU provider)."""
@@ -308,14 +308,6 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         repeat=args.repeat, timeout_s=given(args.timeout, defaults.timeout_s),
     )
     return plan, timing
-
-
-def default_engines(workloads: Sequence[Workload]) -> list[EngineName]:
-    """Without --engine: ONNX Runtime Web for a user's ONNX file (no other engine runs it), the
-    harness's own engines otherwise."""
-    if workloads and all(w.kind == ONNX_FILE.name for w in workloads):
-        return [EngineName.ORT]
-    return [EngineName.HARNESS]
 
 
 def model_workloads(args: argparse.Namespace) -> tuple[Workload, ...]:

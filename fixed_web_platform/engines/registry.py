@@ -12,7 +12,7 @@ from .ort import OrtWasm, OrtWebGpu, OrtWebNN
 from .ort.decoder import OrtDecoder
 from .ort.encoder import OrtEncoder
 from .ort.matmul import OrtMatmul
-from .ort.onnx_file import OrtOnnxFile
+from .ort.onnx import OrtOnnxFile
 from .webnn import WebnnEngine
 from .webnn.decoder import WebnnDecoder
 from .webnn.encoder import WebnnEncoder

@@ -1,4 +1,4 @@
-// ONNX Runtime Web, a user's own ONNX file (the onnx workload kind, engines/ort/onnx_file.py):
+// ONNX Runtime Web, a user's own ONNX file (the onnx workload kind, engines/ort/onnx.py):
 // one session runs the job's precision variant, fed the job's inputs (any dtype the graph takes),
 // every output returned: float outputs as float32, integer and bool outputs as int32, in the
 // job's order. Symbolic dimensions are fixed per job (freeDimensionOverrides: ORT's WebNN

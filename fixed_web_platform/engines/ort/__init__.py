@@ -1,6 +1,6 @@
 """ONNX Runtime Web (onnxruntime-web, from npm) as a peer engine, one per execution provider,
 and one module per workload kind it runs: matmul.py (a one-node model, onnx_matmul.py) and
-encoder.py (the exported encoder, onnx_encoder.py), decoder.py, and onnx_file.py (a user's own
+encoder.py (the exported encoder, onnx_encoder.py), decoder.py, and onnx.py (a user's own
 ONNX file in its precision variants, the only engine that runs them). Every model built here holds THE SAME quantized values
 the harness's kernels get. ORT silently moves nodes a provider cannot take to its CPU (wasm)
 provider; the page first asks for a session with that fallback disabled, so a fallback is seen,

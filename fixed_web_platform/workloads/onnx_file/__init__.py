@@ -73,7 +73,7 @@ class OnnxFileKind(WorkloadKind):
     def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
         """Where ORT placed the graph's nodes: ``nodes_placed`` (count in its log) and
         ``fallback_nodes`` (['<op> (<node>)@<provider>', ...], those off the asked provider)."""
-        from ...harness.protocol import PageDataError
+        from ...errors import PageDataError
 
         placed = payload.get("nodes_placed", 0)
         fallback = payload.get("fallback_nodes", [])

@@ -1,0 +1,128 @@
+"""End-to-end: a user's own ONNX file (a small two-input classifier built by tests/onnx_models.py)
+through ONNX Runtime Web in real Chrome and Firefox, on webgpu, webnn and wasm, in its variants:
+every planned run has a row with an honest outcome, what the browser returned is on disk with
+what it was fed, the figures recompute from it, placement is counted and listed, and the report
+says which variant to ship."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import require_browser
+from onnx_models import tiny_classifier
+
+from fixed_web_platform.engines.ort import ORT_WEB_DIR
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.precision.quant import cosine_similarity
+from fixed_web_platform.report.render import build_report
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
+from fixed_web_platform.workloads.onnx_file import OnnxFileWorkload
+
+pytestmark = pytest.mark.browser
+QUICK = TimingConfig(warmup=1, min_iterations=3, min_time_s=0, max_iterations=5, timeout_s=90)
+PLATFORMS = [Platform.WEBGPU, Platform.WEBNN, Platform.WASM]
+
+
+def _sweep(browser: BrowserName, out: Path) -> tuple[list, dict]:  # noqa: ANN401
+    require_browser(browser)
+    assert (ORT_WEB_DIR / "ort.webgpu.min.mjs").is_file(), "run scripts/setup.sh first"
+    model = tiny_classifier(out.parent / f"tiny-{browser}.onnx")
+    workload = OnnxFileWorkload.create(str(model), dims={"batch": 2, "seq": 6}, q4f16=True)
+    plan = build_plan([browser], PLATFORMS, [workload], [32, 16, 8, 4], act_bits=[32, 8],
+                      engines=[EngineName.ORT])
+    plan = [r for r in plan if not r.refused]  # W4A8 is refused before launch (test_onnx_file)
+    rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
+    return plan, {(r.platform, r.format_requested): r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def chrome(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list, dict]:
+    out = tmp_path_factory.mktemp("onnx-chrome") / "results"
+    return (out, *_sweep(BrowserName.CHROME, out))
+
+
+@pytest.fixture(scope="module")
+def firefox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list, dict]:
+    out = tmp_path_factory.mktemp("onnx-firefox") / "results"
+    return (out, *_sweep(BrowserName.FIREFOX, out))
+
+
+VARIANTS = ("fp32", "fp16", "q8", "int8-qdq", "q4", "q4f16")
+
+
+def _check_rows(out: Path, plan: list, rows: dict) -> None:
+    assert len(rows) == len(plan) == len(PLATFORMS) * len(VARIANTS)
+    outcomes = {}
+    for (platform, variant), row in rows.items():
+        outcomes[(platform, variant)] = row.outcome
+        assert row.kind == "onnx" and row.engine == "ort" and row["input_shapes"] == \
+            "pixels:2x3x8x8 ids:2x6 attention_mask:2x6"
+        if row.outcome != Outcome.OK:
+            assert row.outcome in (Outcome.UNSUPPORTED, Outcome.FAILED) and row.reason, (platform, variant)
+            continue
+        assert row.latency_ms_median > 0 and row.n_samples >= 3, (platform, variant)
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, (platform, variant, row.reason)
+        assert row["nodes_quantized"] == {"fp32": 0, "fp16": 3, "q8": 2, "q4": 2, "q4f16": 3, "int8-qdq": 3}[variant]
+        assert row.weight_bytes < row.weight_bytes_f32 or variant == "fp32"
+        # the figures recompute from what the browser returned, saved beside what it was fed
+        saved = np.load(out / row.outputs_file)
+        assert {"input:pixels", "input:ids", "input:attention_mask", "output:logits", "output:features",
+                "fp32:logits", "fp32:features"} <= set(saved.files)
+        cos = min(cosine_similarity(saved[f"output:{n}"], saved[f"fp32:{n}"]) for n in ("logits", "features"))
+        assert cos == pytest.approx(row["outputs_cosine_min"], abs=1e-9)
+        assert row["outputs_cosine_min"] > (0.999 if variant in ("fp32", "fp16") else 0.9), (platform, variant)
+        if platform == "wasm":
+            assert row.executed_on == "wasm" and row["nodes_fallback"] == 0
+    # every configuration ran somewhere: fp32 everywhere this browser has the provider
+    assert outcomes[("wasm", "fp32")] == outcomes[("webgpu", "fp32")] == Outcome.OK
+    for variant in VARIANTS:
+        assert outcomes[("wasm", variant)] == Outcome.OK, (variant, rows[("wasm", variant)].reason)
+
+
+def _check_placement(out: Path, rows: dict) -> None:
+    """A node ORT put on another provider is counted in the row and listed in samples.jsonl."""
+    samples = {json.loads(line)["run_id"]: json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()}
+    layers = pd.read_csv(out / "layers.csv")
+    for (platform, variant), row in rows.items():
+        if row.outcome != Outcome.OK:
+            continue
+        listed = samples[row.run_id]["kind"][0]["fallback_nodes"]
+        assert len(listed) == row["nodes_fallback"], (platform, variant)
+        if listed:
+            assert all(n.rsplit("@", 1)[1] != platform for n in listed)
+            assert f"{len(listed)} of {row['nodes_placed']} nodes ran off {platform}" in row.reason
+        mine = layers[layers["run_id"] == row.run_id]
+        assert list(mine["layer"]) == ["conv", "fc1", "head"]
+        assert all(str(d).rsplit("@", 1)[1] in ("webgpu", "webnn", "wasm", "?") for d in mine["weight_dtype"])
+
+
+def test_chrome_runs_every_variant_with_honest_outcomes(chrome) -> None:  # noqa: ANN001
+    out, plan, rows = chrome
+    _check_rows(out, plan, rows)
+    assert rows[(Platform.WEBNN, "fp32")].outcome == Outcome.OK, rows[(Platform.WEBNN, "fp32")].reason
+    _check_placement(out, rows)
+
+
+def test_firefox_runs_every_variant_and_says_it_has_no_webnn(firefox) -> None:  # noqa: ANN001
+    out, plan, rows = firefox
+    _check_rows(out, plan, rows)
+    for variant in VARIANTS:
+        row = rows[(Platform.WEBNN, variant)]
+        assert row.outcome == Outcome.UNSUPPORTED and "no WebNN" in row.reason, (variant, row.reason)
+    _check_placement(out, rows)
+
+
+def test_the_report_says_which_variant_to_ship(chrome, tmp_path: Path) -> None:  # noqa: ANN001
+    out, _, _ = chrome
+    report = build_report([out], tmp_path / "report")
+    text = report.markdown.read_text()
+    assert "## Your ONNX files" in text and "Which variant to ship here:" in text
+    assert "chrome · ort wasm: ship **" in text
+    assert (tmp_path / "report" / "plots" / "onnx_accuracy_vs_latency.png").is_file()
