@@ -152,8 +152,9 @@ def prepare(workload: OnnxFileWorkload, variant: Variant, bits: int, block_size:
     feeds = workload.feeds()
     path = workload.path
     fp32 = reference.cached_run(path, workload.sha256, feeds.arrays, feeds.digest)
-    held = reference.run(variant.path, feeds.arrays)
-    unoptimized = reference.run(variant.path, feeds.arrays, optimized=False)
+    key = variant.path.name if variant.path != path else workload.sha256  # cache files are named by content
+    held = reference.cached_run(variant.path, key, feeds.arrays, feeds.digest)
+    unoptimized = reference.cached_run(variant.path, key, feeds.arrays, feeds.digest, optimized=False)
     for name, ref in fp32.items():
         if name not in held or held[name].shape != ref.shape:
             raise graph.OnnxFileError(f"variant {variant.name}'s output {name} differs from the file's in shape")
