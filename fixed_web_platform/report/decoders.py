@@ -19,7 +19,18 @@ from ..results.rows import ResultRow
 from ..values import number
 from ..workloads.decoder import DECODER
 from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_lines, markdown_table
-from .models import CONFIG_KEY, _bits_text, _f, _key, _ordered, _outcome_text, _setting_name, _weights_text
+from .models import (
+    CONFIG_KEY,
+    _bits_text,
+    _f,
+    _key,
+    _ordered,
+    _outcome_text,
+    _setting_name,
+    _weights_text,
+    configurations,
+    rows_of_kind,
+)
 from .plots import _bits_axis, _facets, _model_series, _numbers, _point_label, _save, _suptitle
 from .terminal import _fmt, bits_label
 
@@ -46,9 +57,7 @@ NOTES = (
 
 
 def decoder_rows(frame: pd.DataFrame) -> pd.Series:
-    if "kind" not in frame or frame.empty:
-        return pd.Series(False, index=frame.index)
-    return frame["kind"] == DECODER.name
+    return rows_of_kind(frame, DECODER.name)
 
 
 def _int(value: Any) -> str:
@@ -74,14 +83,10 @@ def _settings(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 
 def decoder_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
                    ) -> list[tuple[str, pd.DataFrame]]:
-    decoders = rows[decoder_rows(rows)]
-    if decoders.empty:
+    found = configurations(rows, summary, DECODER.name)
+    if found is None:
         return []
-    in_summary = summary[decoder_rows(summary)] if not summary.empty else summary
-    figures = {_key(r[c] for c in CONFIG_KEY): r for _, r in in_summary.iterrows()}
-    configs = decoders.groupby(list(CONFIG_KEY), sort=False, dropna=False)
-    first = pd.DataFrame([g.iloc[0] for _, g in configs]).reset_index(drop=True)
-    groups = {_key(k): g for k, g in configs}
+    first, figures, groups = found.first, found.figures, found.groups
     tables = []
     for _, setting in first.groupby(list(SETTING), sort=False, dropna=False):
         records = []

@@ -42,11 +42,38 @@ MODEL_NOTES = (
 )
 
 
-def model_rows(frame: pd.DataFrame) -> pd.Series:
-    """True for the encoder kind's rows (the rows this section shows)."""
+def rows_of_kind(frame: pd.DataFrame, kind: str) -> pd.Series:
+    """True for the rows of one workload kind (the rows a kind's section shows)."""
     if "kind" not in frame or frame.empty:
         return pd.Series(False, index=frame.index)
-    return frame["kind"] == ENCODER.name
+    return frame["kind"] == kind
+
+
+@dataclass(frozen=True)
+class Configurations:
+    """A kind's configurations in a report: the first row of each (in order of appearance), its
+    summary row (ok repetitions aggregated) by key, and all its rows by key."""
+
+    first: pd.DataFrame
+    figures: dict[tuple[Any, ...], pd.Series]
+    groups: dict[tuple[Any, ...], pd.DataFrame]
+
+
+def configurations(rows: pd.DataFrame, summary: pd.DataFrame, kind: str) -> Configurations | None:
+    """The configurations of ``kind``'s rows; None when it has none."""
+    mine = rows[rows_of_kind(rows, kind)]
+    if mine.empty:
+        return None
+    in_summary = summary[rows_of_kind(summary, kind)] if not summary.empty else summary
+    figures = {_key(r[c] for c in CONFIG_KEY): r for _, r in in_summary.iterrows()}
+    configs = mine.groupby(list(CONFIG_KEY), sort=False, dropna=False)
+    first = pd.DataFrame([g.iloc[0] for _, g in configs]).reset_index(drop=True)
+    return Configurations(first, figures, {_key(k): g for k, g in configs})
+
+
+def model_rows(frame: pd.DataFrame) -> pd.Series:
+    """True for the encoder kind's rows (the rows this section shows)."""
+    return rows_of_kind(frame, ENCODER.name)
 
 
 def _key(values: Any) -> tuple[Any, ...]:
@@ -121,14 +148,10 @@ def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
 def model_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
                  ) -> list[tuple[str, pd.DataFrame]]:
     """(title, formatted table) per model setting: one row per configuration, ok or not."""
-    models = rows[model_rows(rows)]
-    if models.empty:
+    found = configurations(rows, summary, ENCODER.name)
+    if found is None:
         return []
-    in_summary = summary[model_rows(summary)] if not summary.empty else summary
-    figures = {_key(r[c] for c in CONFIG_KEY): r for _, r in in_summary.iterrows()}
-    configs = models.groupby(list(CONFIG_KEY), sort=False, dropna=False)
-    first = pd.DataFrame([g.iloc[0] for _, g in configs]).reset_index(drop=True)
-    groups = {_key(k): g for k, g in configs}
+    first, figures, groups = found.first, found.figures, found.groups
     tables = []
     for _, setting in first.groupby(list(MODEL_SETTING), sort=False, dropna=False):
         records = []

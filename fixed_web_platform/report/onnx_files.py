@@ -19,7 +19,7 @@ from ..results.rows import ResultRow
 from ..values import number
 from ..workloads.onnx_file import ONNX_FILE
 from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_lines, markdown_table
-from .models import CONFIG_KEY, _f, _key, _outcome_text, _setting_name, _weights_text
+from .models import CONFIG_KEY, _f, _key, _outcome_text, _setting_name, _weights_text, configurations
 from .plots import _facets, _numbers, _save, _suptitle
 from .terminal import _fmt, bits_label
 
@@ -42,12 +42,6 @@ NOTES = (
     f"Ship: of the variants at cosine min >= {COSINE_BAR} on that browser and provider, the "
     "fastest; within 10% of it, the smallest."
 )
-
-
-def onnx_rows(frame: pd.DataFrame) -> pd.Series:
-    if "kind" not in frame or frame.empty:
-        return pd.Series(False, index=frame.index)
-    return frame["kind"] == ONNX_FILE.name
 
 
 def _variant(row: Any) -> str:
@@ -76,14 +70,10 @@ def _fallback(fig: Any) -> str:
 def onnx_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
                 ) -> list[tuple[str, pd.DataFrame, list[str]]]:
     """(title, table, ship lines) per file and inputs."""
-    files = rows[onnx_rows(rows)]
-    if files.empty:
+    found = configurations(rows, summary, ONNX_FILE.name)
+    if found is None:
         return []
-    in_summary = summary[onnx_rows(summary)] if not summary.empty else summary
-    figures = {_key(r[c] for c in CONFIG_KEY): r for _, r in in_summary.iterrows()}
-    configs = files.groupby(list(CONFIG_KEY), sort=False, dropna=False)
-    first = pd.DataFrame([g.iloc[0] for _, g in configs]).reset_index(drop=True)
-    groups = {_key(k): g for k, g in configs}
+    first, figures, groups = found.first, found.figures, found.groups
     tables = []
     for _, setting in first.groupby(list(SETTING), sort=False, dropna=False):
         records, ship = [], []

@@ -5,9 +5,8 @@
 // disabled: if the provider refuses, its words are kept, the session is made again with the
 // fallback, and ORT's own verbose node-placement log says where the weight-bearing node (named
 // "matmul" by engines/ort/onnx_matmul.py) ran. Whole models: ort_model.js; shared pieces: ort_common.js.
-import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {EP_PLATFORM, loadOrt, makeSession, ortFailure, placementText, preflight, webgpuProfile} from './ort_common.js';
+import {EP_PLATFORM, loadOrt, makeSession, ortFailure, placementText, preflight, webgpuProfile, timingFacts} from './ort_common.js';
 
 function weightNodeProvider(placed) {
   for (const [ep, nodes] of Object.entries(placed)) {
@@ -74,15 +73,7 @@ export async function run(spec, client) {
       placement,
       engine_version: String(versions.web || versions.common || ''),
       threads: Number(ort.env.wasm.numThreads),
-      compute_dtype: half ? 'f16' : 'f32',
-      timestamp_query: gpuMs !== null,
-      gpu_note: gpuNote,
-      compile_ms: compileMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: gpuMs,
-      gpu_buffer_bytes: null,
-      js_heap: await jsHeap(),
+      ...await timingFacts({half, coldMs, wallMs, compileMs, gpuMs, gpuNote}),
       output,
     };
   } catch (e) {

@@ -2,6 +2,8 @@
 // encoder): loading the local bundle, the checks before it, session creation with or without CPU
 // fallback, the console tap that reads ORT's verbose node-placement log and its WebGPU profile.
 
+import {jsHeap} from '../memory.js';
+
 export const EP_PLATFORM = {
   WebGpuExecutionProvider: 'webgpu', JsExecutionProvider: 'webgpu',
   WebNNExecutionProvider: 'webnn', CPUExecutionProvider: 'wasm',
@@ -239,6 +241,21 @@ export function ortFacts(ort, opts, layers, {fallback, placed}) {
     engine_version: String(versions.web || versions.common || ''),
     threads: Number(ort.env.wasm.numThreads),
     shader: `onnxruntime-web ${opts.provider}`,
+  };
+}
+
+// The timing and memory facts of every ORT reply (the page protocol's names).
+export async function timingFacts({half, coldMs, wallMs, compileMs, gpuMs, gpuNote}) {
+  return {
+    compute_dtype: half ? 'f16' : 'f32',
+    timestamp_query: gpuMs !== null,
+    gpu_note: gpuNote,
+    compile_ms: compileMs,
+    cold_ms: coldMs,
+    wall_ms: wallMs,
+    gpu_ms: gpuMs,
+    gpu_buffer_bytes: null,
+    js_heap: await jsHeap(),
   };
 }
 

@@ -7,9 +7,9 @@
 // the outputs stay on the GPU during timed runs and the run ends at queue completion. Placement:
 // a session without CPU fallback first; if the provider refuses it, the fallback session's
 // verbose log says where every node went: counted, and the nodes off the provider listed.
-import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {EP_PLATFORM, layerProvider, loadOrt, makeSession, mostCommon, ortFailure, preflight, webgpuProfile} from './ort_common.js';
+import {EP_PLATFORM, layerProvider, loadOrt, makeSession, mostCommon, ortFacts, ortFailure, preflight, timingFacts,
+  webgpuProfile} from './ort_common.js';
 
 const MAX_FALLBACK_LISTED = 2000;
 
@@ -109,24 +109,11 @@ export async function run(spec, client) {
       name: l.name, weight_dtype: `${l.weight_dtype}@${layerProvider(placed, l.node, opts.provider)}`,
       weight_bytes: null, gpu_ms: null,
     }));
-    const versions = ort.env.versions || {};
     return {
-      status: 'ok',
-      executed_on: ranOn,
-      fallback,
+      ...ortFacts(ort, opts, layers, {fallback, placed}),
+      executed_on: ranOn,  // of every node ORT placed, not only the weight-bearing ones
       placement: off.slice(0, 40).join(', '),
-      engine_version: String(versions.web || versions.common || ''),
-      threads: Number(ort.env.wasm.numThreads),
-      shader: `onnxruntime-web ${opts.provider}`,
-      compute_dtype: opts.half ? 'f16' : 'f32',
-      timestamp_query: gpuMs !== null,
-      gpu_note: gpuNote,
-      compile_ms: compileMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: gpuMs,
-      gpu_buffer_bytes: null,
-      js_heap: await jsHeap(),
+      ...await timingFacts({half: opts.half, coldMs, wallMs, compileMs, gpuMs, gpuNote}),
       layers,
       nodes_placed: nodes ? nodes.length : 0,
       fallback_nodes: off.slice(0, MAX_FALLBACK_LISTED),

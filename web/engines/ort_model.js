@@ -6,9 +6,8 @@
 // (ort.js): cold run apart, warm-ups, timed session.run of pass 0, then every pass once for the
 // output. Placement: a session with CPU fallback disabled first (the provider's refusal is kept),
 // then, if refused, one with the fallback whose verbose log says where each layer's node ran.
-import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight, webgpuProfile} from './ort_common.js';
+import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight, webgpuProfile, timingFacts} from './ort_common.js';
 
 function inputType(session, name, fallback) {
   const meta = Array.isArray(session.inputMetadata) ?
@@ -107,15 +106,7 @@ export async function run(spec, client) {
     });
     return {
       ...ortFacts(ort, opts, layers, {fallback, placed}),
-      compute_dtype: half ? 'f16' : 'f32',
-      timestamp_query: gpuMs !== null,
-      gpu_note: gpuNote,
-      compile_ms: compileMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: gpuMs,
-      gpu_buffer_bytes: null,
-      js_heap: await jsHeap(),
+      ...await timingFacts({half, coldMs, wallMs, compileMs, gpuMs, gpuNote}),
       layers,
       output: output.buffer,
     };
