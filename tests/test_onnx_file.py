@@ -282,6 +282,11 @@ def test_bad_input_is_one_line_and_exit_2(tiny: Path, tmp_path: Path, no_browser
     (tmp_path / "junk.onnx").write_bytes(b"this is not a protobuf")
     (tmp_path / "texts.txt").write_text("hello\n")
     np.savez(tmp_path / "partial.npz", pixels=np.zeros((1, 3, 8, 8), np.float32))
+    import onnx
+
+    future = onnx.load(str(tiny))
+    future.opset_import[0].version = 99  # an opset no tool here knows
+    onnx.save(future, str(tmp_path / "future.onnx"))
     cases = {
         "not onnx": (["--model", str(tmp_path / "junk.onnx")], "is not an ONNX model"),
         "missing file": (["--model", str(tmp_path / "nowhere.onnx")], "does not exist"),
@@ -291,6 +296,8 @@ def test_bad_input_is_one_line_and_exit_2(tiny: Path, tmp_path: Path, no_browser
         "bits 3": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--bits", "3"], "bits 3"),
         "block 48": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--bits", "4", "--block-size", "48"],
                      "--block-size 48: MatMulNBits blocks are a power of two"),
+        "opset 99": (["--model", str(tmp_path / "future.onnx"), "--dims", "batch=1", "seq=4"],
+                     "onnxruntime cannot run future.onnx"),
         "rules": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--mixed-precision"],
                   "--mixed-precision is not taken by ONNX files"),
     }
