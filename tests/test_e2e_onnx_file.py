@@ -37,7 +37,10 @@ def _sweep(browser: BrowserName, out: Path) -> tuple[list, dict]:  # noqa: ANN40
     workload = OnnxFileWorkload.create(str(model), dims={"batch": 2, "seq": 6}, q4f16=True)
     plan = build_plan([browser], PLATFORMS, [workload], [32, 16, 8, 4], act_bits=[32, 8],
                       engines=[EngineName.ORT])
-    plan = [r for r in plan if not r.refused]  # W4A8 is refused before launch (test_onnx_file)
+    # W4A8 is refused before launch (test_onnx_file); int8-qdq on WebNN is left out: Chromium 153
+    # takes ORT's QDQ graph and never answers (a timeout row in the README's sweep), which here
+    # would only cost the timeout
+    plan = [r for r in plan if not r.refused and not (r.platform is Platform.WEBNN and r.act_bits == 8)]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
     return plan, {(r.platform, r.format_requested): r for r in rows}
 
@@ -54,11 +57,11 @@ def firefox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list, dict]
     return (out, *_sweep(BrowserName.FIREFOX, out))
 
 
-VARIANTS = ("fp32", "fp16", "q8", "int8-qdq", "q4", "q4f16")
+VARIANTS = ("fp32", "fp16", "q8", "int8-qdq", "q4", "q4f16")  # int8-qdq 4th: not planned on WebNN
 
 
 def _check_rows(out: Path, plan: list, rows: dict) -> None:
-    assert len(rows) == len(plan) == len(PLATFORMS) * len(VARIANTS)
+    assert len(rows) == len(plan) == len(PLATFORMS) * len(VARIANTS) - 1
     outcomes = {}
     for (platform, variant), row in rows.items():
         outcomes[(platform, variant)] = row.outcome
@@ -114,7 +117,7 @@ def test_chrome_runs_every_variant_with_honest_outcomes(chrome) -> None:  # noqa
 def test_firefox_runs_every_variant_and_says_it_has_no_webnn(firefox) -> None:  # noqa: ANN001
     out, plan, rows = firefox
     _check_rows(out, plan, rows)
-    for variant in VARIANTS:
+    for variant in VARIANTS[:3] + VARIANTS[4:]:
         row = rows[(Platform.WEBNN, variant)]
         assert row.outcome == Outcome.UNSUPPORTED and "no WebNN" in row.reason, (variant, row.reason)
     _check_placement(out, rows)

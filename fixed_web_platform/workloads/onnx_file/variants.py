@@ -40,8 +40,9 @@ from ...paths import PROJECT_ROOT
 from . import graph
 
 CACHE_DIR = PROJECT_ROOT / ".cache" / "onnx" / "variants"
-CACHE_FORMAT = 1
-"""Bumped when how a variant is made changes, so old cache files are not reused."""
+CACHE_FORMAT = 2
+"""Bumped when how a variant is made or described (``_describe``) changes, so old cache files
+are not reused."""
 
 BITS_VARIANTS = {32: "fp32", 16: "fp16", 8: "q8", 4: "q4", 2: "q2"}
 Q4F16 = "q4f16"
