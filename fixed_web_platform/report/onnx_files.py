@@ -18,8 +18,9 @@ import pandas as pd
 from ..results.rows import ResultRow
 from ..values import number
 from ..workloads.onnx_file import ONNX_FILE
+from .glance import Accuracy, Glance, picks
 from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_lines, markdown_table
-from .models import CONFIG_KEY, _f, _key, _outcome_text, _setting_name, _weights_text, configurations
+from .models import CONFIG_KEY, _f, _key, _outcome_text, _setting_name, _weights_text, configurations, rows_of_kind
 from .plots import _facets, _numbers, _save, _suptitle
 from .terminal import _fmt, bits_label
 
@@ -28,6 +29,13 @@ TITLE = "Your ONNX files"
 PLOT_TITLES = {"onnx_accuracy_vs_latency": "ONNX files: accuracy vs latency"}
 COSINE_BAR = 0.99
 """The bar a variant to ship meets: every float output's cosine with fp32's at least this."""
+ONNX_GLANCE = Glance(
+    "Your ONNX files", Accuracy("outputs_cosine_min", "cosine min vs fp32", ".4f", higher_is_better=True,
+                                bar=COSINE_BAR),
+    note="each file with its inputs is a setting of its own, its precision variants (fp32, fp16, "
+         "q8/q4/q2, q4f16, int8-qdq) the precisions. The bar is the lowest cosine of any float output "
+         "with onnxruntime's fp32 outputs on the same inputs, at least 0.99; the Your ONNX files "
+         "section has top-1 of class-score outputs, where ORT placed the nodes and how many fell back.")
 NOTES = (
     "Each row is one configuration of the file and inputs named above it; figures are medians over "
     "its ok repetitions. Median ms: one session.run with the inputs fed (p10-p90 of the raw timed "
@@ -39,8 +47,8 @@ NOTES = (
     "placed most nodes on (a variant that runs mostly elsewhere is marked); fallback = nodes ORT "
     "put on another provider than the one asked (each is listed in samples.jsonl). Kernel error: "
     "relative RMS against the CPU provider running the same variant (is the browser right). "
-    f"Ship: of the variants at cosine min >= {COSINE_BAR} on that browser and provider, the "
-    "fastest; within 10% of it, the smallest."
+    f"Ship: the first screen's pick for that browser and provider: of the variants at cosine min >= "
+    f"{COSINE_BAR}, the fastest; of those as fast as it within noise, the one with the fewest weight bytes."
 )
 
 
@@ -51,6 +59,13 @@ def _variant(row: Any) -> str:
 def bits_text(row: Any) -> str:
     b = number(row.get("bits_requested"))
     return "?" if b is None else str(int(b))
+
+
+def _ms(value: float | None) -> str:
+    """'5,698' or '44.2': whole milliseconds from 100 up, three figures below."""
+    if value is None:
+        return ""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _ran_on(row: Any, fig: Any) -> str:
@@ -85,7 +100,7 @@ def onnx_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
                 "browser · engine platform": _setting_name(row, show_sweep),
                 "variant": _variant(row),
                 "ran on": _ran_on(row, ok),
-                "median ms": _f(fig.get("latency_ms_median"), ",.3g"),
+                "median ms": _ms(number(fig.get("latency_ms_median"))),
                 "weight MiB": _weights_text(ok) if ok is not None else "",
                 "cosine min": _f(fig.get("outputs_cosine_min"), ".4f"),
                 "top-1": _f(fig.get("top1_vs_fp32"), ".1%"),
@@ -95,36 +110,30 @@ def onnx_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
                 "outcome": _outcome_text(group),
             })
         table = pd.DataFrame.from_records(records)
-        ship = ship_lines(setting, figures, show_sweep)
+        ship = ship_lines(setting, summary)
         head = setting.iloc[0]
         title = f"{head['model']} ({head['input_shapes']}), inputs {head['inputs']}"
         tables.append((title, table, ship))
     return tables
 
 
-def ship_lines(setting: pd.DataFrame, figures: dict[tuple[Any, ...], Any], show_sweep: bool) -> list[str]:
-    """'chrome · ort webnn: ship q4 (12.3 ms, 7.9 MiB, cosine 0.9991)' per browser and provider."""
-    lines = []
+def ship_lines(setting: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """Which variant to ship per browser and provider: the first screen's pick (glance.picks,
+    with ONNX_GLANCE's bar), and for a browser and provider where nothing ran, why."""
+    keys = [c for c in SETTING if c in summary]
+    head = setting.iloc[0]
+    mine = summary[rows_of_kind(summary, ONNX_FILE.name)] if not summary.empty else summary
+    if not mine.empty:
+        mine = mine[[all(_key([r[c]]) == _key([head[c]]) for c in keys) for _, r in mine.iterrows()]]
+    lines = [f"{p.setting}: ship **{p.precision}**: {p.costs}" if p.precision != "none"
+             else f"{p.setting}: {p.costs}" for p in picks(mine, ONNX_GLANCE)] if not mine.empty else []
+    ran = {_key(r[c] for c in CONFIG_KEY) for _, r in mine.iterrows()}
+    show = (mine if not mine.empty else setting)["sweep"].nunique() > 1  # as picks() names settings
     for _, where in setting.groupby(["sweep", "browser", "engine", "platform"], sort=False, dropna=False):
-        candidates = []
-        for _, row in where.iterrows():
-            fig = figures.get(_key(row[c] for c in CONFIG_KEY))
-            if fig is None:
-                continue
-            cos, ms, wb = (number(fig.get(c)) for c in ("outputs_cosine_min", "latency_ms_median", "weight_bytes"))
-            if cos is None or ms is None or cos < COSINE_BAR:
-                continue
-            elsewhere = str(fig.get("executed_on") or "") not in ("", str(row["platform"]))
-            candidates.append((ms, wb or 0, cos, _variant(row), elsewhere))
-        name = _setting_name(where.iloc[0], show_sweep)
-        if not candidates:
-            lines.append(f"{name}: no variant ran with cosine min >= {COSINE_BAR}")
+        if any(_key(r[c] for c in CONFIG_KEY) in ran for _, r in where.iterrows()):
             continue
-        fastest = min(c[0] for c in candidates)
-        pick = min((c for c in candidates if c[0] <= fastest * 1.1), key=lambda c: (c[1], c[0]))
-        ms, wb, cos, variant, elsewhere = pick
-        note = f"; most of its nodes ran off {where.iloc[0]['platform']}" if elsewhere else ""
-        lines.append(f"{name}: ship **{variant}** ({ms:,.3g} ms, {wb / 2**20:.1f} MiB, cosine {cos:.4f}{note})")
+        why = next((" ".join(str(r).split())[:120] for r in where["reason"] if str(r)), "")
+        lines.append(f"{_setting_name(where.iloc[0], show)}: no variant ran" + (f" ({why})" if why else ""))
     return lines
 
 

@@ -20,7 +20,7 @@ from .decoders import PLOT_TITLES as DECODER_PLOTS
 from .decoders import decoder_section, draw_decoder_plots, format_decoder_table
 from .glance import DEFAULT_GLANCE, Accuracy, Figure, Glance
 from .models import encoder_section
-from .onnx_files import COSINE_BAR, draw_onnx_plots, format_onnx_table, onnx_section
+from .onnx_files import ONNX_GLANCE, draw_onnx_plots, format_onnx_table, onnx_section
 from .onnx_files import PLOT_TITLES as ONNX_PLOTS
 from .onnx_files import TITLE as ONNX_TITLE
 from .plots import draw_model_plots, draw_plots
@@ -67,14 +67,6 @@ DECODER_GLANCE = Glance(
          "new token and decode tok/s the generation after it. The bar is the share of evaluation "
          "positions whose next-token argmax equals PyTorch float32's, at least 90%; the Decoder LLMs "
          "section has KL, perplexity and leading greedy tokens too.")
-
-ONNX_GLANCE = Glance(
-    "Your ONNX files", Accuracy("outputs_cosine_min", "cosine min vs fp32", ".4f", higher_is_better=True,
-                                bar=COSINE_BAR),
-    note="each file with its inputs is a setting of its own, its precision variants (fp32, fp16, "
-         "q8/q4/q2, q4f16, int8-qdq) the precisions. The bar is the lowest cosine of any float output "
-         "with onnxruntime's fp32 outputs on the same inputs, at least 0.99; the Your ONNX files "
-         "section has top-1 of class-score outputs, where ORT placed the nodes and how many fell back.")
 
 SECTIONS: dict[str, KindReport] = {
     "matmul": KindReport(draw_plots, {
