@@ -19,13 +19,23 @@ const TYPED = {
 };
 
 function feedTensor(ort, meta, bytes) {
-  if (meta.dtype === 'float16') {
-    if (typeof Float16Array !== 'function') throw new TypeError('Float16Array is missing: cannot feed a float16 input');
-    return new ort.Tensor('float16', new Float16Array(bytes), meta.shape);
+  if (meta.dtype === 'float16') {  // ORT takes float16 data as Float16Array or as its raw bits
+    const data = typeof Float16Array === 'function' ? new Float16Array(bytes) : new Uint16Array(bytes);
+    return new ort.Tensor('float16', data, meta.shape);
   }
   const Typed = TYPED[meta.dtype];
   if (!Typed) throw new TypeError(`input ${meta.name}: element type ${meta.dtype} cannot be fed`);
   return new ort.Tensor(meta.dtype, new Typed(bytes), meta.shape);
+}
+
+// A float16's raw bits (ORT's float16 output data where Float16Array is missing) as a number.
+function halfBits(h) {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exponent = (h >> 10) & 0x1f;
+  const fraction = h & 0x3ff;
+  if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024);
+  if (exponent === 31) return fraction ? NaN : sign * Infinity;
+  return sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
 }
 
 // Every node in ORT's placement log as '<op> (<node>)@<provider>'; null when the strict session
@@ -91,6 +101,8 @@ export async function run(spec, client) {
       const view = o.dtype === 'float32' ? new Float32Array(output, at, count) : new Int32Array(output, at, count);
       if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
         for (let i = 0; i < count; i++) view[i] = Number(data[i]);
+      } else if (tensor.type === 'float16' && data instanceof Uint16Array) {
+        for (let i = 0; i < count; i++) view[i] = halfBits(data[i]);
       } else {
         view.set(data);
       }
