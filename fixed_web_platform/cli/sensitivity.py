@@ -272,8 +272,8 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
 
     def verify_plan(a: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
         timing = sensitivity_timing(a)
-        common = {"engines": list(dict.fromkeys(a.engine or [EngineName.HARNESS])), "block_size": a.block_size, "seed": a.seed,
-                      "webnn_device": a.webnn_device, "precision_mode": (
+        common = {"engines": list(dict.fromkeys(a.engine or [EngineName.HARNESS])), "block_size": a.block_size,
+                  "seed": a.seed, "webnn_device": a.webnn_device, "precision_mode": (
                           PrecisionMode.EXPERIMENTAL if a.experimental_precision else PrecisionMode.STANDARD)}
         browsers, platforms = list(dict.fromkeys(a.browser)), platforms_from(a.platform)
         runs = (build_plan(browsers, platforms, [planned], [a.baseline_bits], **common)
