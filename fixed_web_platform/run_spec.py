@@ -28,6 +28,11 @@ class TimingConfig:
     repeat: int = 1
     """Page loads per run; their samples are pooled (pyperf's processes idea)."""
     timeout_s: float = 120.0
+    warmup_min_s: float = 0.0
+    """Warm-ups also continue until this much time has passed (0: the count alone). A JIT that
+    tiers code up after a budget of work (Chromium's V8 moves WebAssembly from Liftoff to TurboFan
+    after seconds of running; ORT Web's wasm kernels ran 5x faster after about 2 s) needs time,
+    not a count."""
 
     def __post_init__(self) -> None:
         if self.warmup < 0:
@@ -41,6 +46,8 @@ class TimingConfig:
             raise ValueError(f"min time must be a non-negative number of seconds, got {self.min_time_s}")
         if self.repeat < 1:
             raise ValueError(f"repeat must be at least 1, got {self.repeat}")
+        if not (0 <= self.warmup_min_s < float("inf")):
+            raise ValueError(f"warm-up time must be a non-negative number of seconds, got {self.warmup_min_s}")
         if not (0 < self.timeout_s < float("inf")):
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout_s}")
 

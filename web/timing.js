@@ -6,7 +6,9 @@
 export async function timeIterations(spec, once) {
   const budgetStart = performance.now();  // the budget covers cold and warm-up iterations too
   const coldMs = await once(null);
-  for (let i = 0; i < spec.warmup && performance.now() - budgetStart < spec.budget_ms; i++) {
+  const warmStart = performance.now();  // warm-ups: the count, and at least warmup_min_ms of them
+  const warming = (i) => i < spec.warmup || performance.now() - warmStart < (spec.warmup_min_ms || 0);
+  for (let i = 0; warming(i) && performance.now() - budgetStart < spec.budget_ms; i++) {
     await once(null);
   }
   const wallMs = [];

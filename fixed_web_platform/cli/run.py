@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=non_negative_arg, default=None,
                    help=f"warm-up iterations per page (default {TimingConfig.warmup}; "
                         f"{MODEL_TIMING.warmup} with --model)")
+    p.add_argument("--warmup-time", dest="warmup_min_s", type=float, default=None, metavar="S",
+                   help="warm-ups also continue until S seconds have passed (default 0: the count alone); "
+                        "Chromium's WebAssembly (ONNX Runtime's wasm kernels, wllama) speeds up after seconds "
+                        "of running, so give wasm sweeps in Chromium a few seconds (README, 'Timing')")
     p.add_argument("--min-iterations", "--iterations", dest="min_iterations", type=positive_arg,
                    default=None,
                    help=f"timed iterations per page at least (default {TimingConfig.min_iterations}; "
@@ -303,6 +307,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     min_iterations = given(args.min_iterations, defaults.min_iterations)
     timing = TimingConfig(
         warmup=given(args.warmup, defaults.warmup), min_iterations=min_iterations,
+        warmup_min_s=given(args.warmup_min_s, defaults.warmup_min_s),
         min_time_s=given(args.min_time, defaults.min_time_s),
         max_iterations=args.max_iterations or max(defaults.max_iterations, min_iterations),
         repeat=args.repeat, timeout_s=given(args.timeout, defaults.timeout_s),

@@ -67,7 +67,7 @@ class JobSpec:
         }
         if self.timing is not None:
             t = self.timing
-            doc |= {"warmup": t.warmup, "min_iterations": t.min_iterations,
+            doc |= {"warmup": t.warmup, "warmup_min_ms": t.warmup_min_s * 1000.0, "min_iterations": t.min_iterations,
                     "max_iterations": t.max_iterations, "min_time_ms": t.min_time_s * 1000.0,
                     "budget_ms": t.page_budget_ms}
         return doc
