@@ -18,7 +18,14 @@ import pandas as pd
 from ..results.rows import ResultRow
 from ..values import number
 from ..workloads.decoder import DECODER
-from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_lines, markdown_table
+from .markdown import (
+    how_to_read_html,
+    how_to_read_markdown,
+    html_table,
+    markdown_lines,
+    markdown_table,
+    plot_sections,
+)
 from .models import (
     CONFIG_KEY,
     _bits_text,
@@ -133,10 +140,9 @@ def decoder_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFr
         parts += [f"<h3>{html.escape(title)}</h3>", html_table(table, "data decoders")]
     md += how_to_read_markdown([NOTES])
     parts.append(how_to_read_html([NOTES]))
-    for title, name in plots:
-        md += [f"### {title}", "", f"![{name.rsplit('.', 1)[0]}](plots/{name})", ""]
-        parts += [f"<h3>{html.escape(title)}</h3>",
-                  f'<img src="plots/{html.escape(name)}" alt="{html.escape(name.rsplit(".", 1)[0])}">']
+    plot_md, plot_parts = plot_sections(plots)
+    md += plot_md
+    parts += plot_parts
     return md, parts
 
 

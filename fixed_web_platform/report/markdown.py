@@ -64,3 +64,15 @@ def how_to_read_html(paragraphs: Sequence[str], title: str = HOW_TO_READ) -> str
     click away."""
     return (f'<details class="how"><summary>{html.escape(title)}</summary>'
             + "".join(f'<p class="note">{html.escape(p)}</p>' for p in paragraphs) + "</details>")
+
+
+def plot_sections(plots: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """(Markdown lines, HTML parts) of a kind's plots, each under its heading: (title, file in plots/)."""
+    md: list[str] = []
+    parts: list[str] = []
+    for title, name in plots:
+        stem = name.rsplit(".", 1)[0]
+        md += [f"### {title}", "", f"![{stem}](plots/{name})", ""]
+        parts += [f"<h3>{html.escape(title)}</h3>",
+                  f'<img src="plots/{html.escape(name)}" alt="{html.escape(stem)}">']
+    return md, parts

@@ -19,7 +19,14 @@ from ..results.rows import ResultRow
 from ..values import number
 from ..workloads.onnx_file import ONNX_FILE
 from .glance import Accuracy, Glance, picks
-from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_lines, markdown_table
+from .markdown import (
+    how_to_read_html,
+    how_to_read_markdown,
+    html_table,
+    markdown_lines,
+    markdown_table,
+    plot_sections,
+)
 from .models import CONFIG_KEY, _f, _key, _outcome_text, _setting_name, _weights_text, configurations, rows_of_kind
 from .plots import _facets, _numbers, _save, _suptitle
 from .terminal import _fmt, bits_label
@@ -150,10 +157,9 @@ def onnx_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFrame
                   + "".join(f"<li>{html.escape(line).replace('**', '')}</li>" for line in ship) + "</ul>"]
     md += how_to_read_markdown([NOTES])
     parts.append(how_to_read_html([NOTES]))
-    for title, name in plots:
-        md += [f"### {title}", "", f"![{name.rsplit('.', 1)[0]}](plots/{name})", ""]
-        parts += [f"<h3>{html.escape(title)}</h3>",
-                  f'<img src="plots/{html.escape(name)}" alt="{html.escape(name.rsplit(".", 1)[0])}">']
+    plot_md, plot_parts = plot_sections(plots)
+    md += plot_md
+    parts += plot_parts
     return md, parts
 
 

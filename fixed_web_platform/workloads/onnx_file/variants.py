@@ -52,7 +52,6 @@ QDQ_OPSET = 13
 """Per-channel DequantizeLinear (its ``axis``) needs opset 13."""
 QDQ_OBSERVERS = {"minmax": "MinMax", "percentile": "Percentile"}
 """--observer names -> onnxruntime's CalibrationMethod."""
-VARIANT_BITS = {**{v: b for b, v in BITS_VARIANTS.items()}, Q4F16: 4, QDQ: 8}
 
 
 class VariantRefused(Exception):
