@@ -6,10 +6,12 @@ from __future__ import annotations
 from .base import ActQuant, ArchConfig, Architecture, LinearLayer
 from .bert import BERT
 from .llama import LLAMA
+from .whisper import WHISPER
 
 ARCHITECTURES: tuple[Architecture, ...] = (
     BERT,
     LLAMA,
+    WHISPER,
 )
 
 

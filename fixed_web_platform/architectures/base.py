@@ -61,6 +61,9 @@ class Architecture(ABC):
     """transformers' ``model_type`` values this architecture reads."""
     packaged: ClassVar[Mapping[str, tuple[str, str]]] = {}
     """Models with real weights inside an installed Python package: name -> (package, folder)."""
+    substitutes: ClassVar[Mapping[str, str]] = {}
+    """Names whose weights are not on these machines -> the packaged model run in their place
+    (same architecture and size), with a notice, unless random weights are asked for."""
     config_only: ClassVar[tuple[str, ...]] = ()
     """Names known without files (transformers' config defaults): usable with random weights only."""
     layer_kinds: ClassVar[Mapping[str, tuple[str, ...]]] = {}
@@ -69,6 +72,9 @@ class Architecture(ABC):
     """Layer-name suffix -> what a reader calls all of them ('query projections')."""
     role_labels: ClassVar[Mapping[str, str]] = {}
     """Layer role -> its label in a block probe ('layer 3 FFN')."""
+    ctranslate2_spec: ClassVar[str] = ""
+    """The CTranslate2 spec name ('WhisperSpec') whose model.bin files this architecture reads
+    (models/ctranslate2.py); '' for none."""
     weight_prefix: ClassVar[str] = ""
     """Prefix that checkpoints put before the names the harness uses (stripped on load)."""
 
@@ -79,6 +85,14 @@ class Architecture(ABC):
     @abstractmethod
     def default_hf_config(self, name: str) -> Any:
         """The transformers config of a ``config_only`` name."""
+
+    def ctranslate2_config(self, model: Any) -> Any:
+        """The transformers config of a CTranslate2 model of ``ctranslate2_spec``."""
+        raise NotImplementedError(f"the {self.name} architecture reads no CTranslate2 files")
+
+    def ctranslate2_weights(self, model: Any) -> dict[str, np.ndarray]:
+        """A CTranslate2 model's tensors under the harness's names, float32."""
+        raise NotImplementedError(f"the {self.name} architecture reads no CTranslate2 files")
 
     @abstractmethod
     def required_weights(self, cfg: Any) -> list[str]:

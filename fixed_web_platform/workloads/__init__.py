@@ -12,12 +12,14 @@ from .decoder import DECODER, DecoderWorkload
 from .encoder import ENCODER, EncoderWorkload
 from .matmul import DEFAULT_WORKLOADS, MATMUL, MatmulWorkload, parse_shape
 from .onnx_file import ONNX_FILE, OnnxFileWorkload, is_onnx_model
+from .speech import SPEECH, SpeechWorkload
 
 KINDS: tuple[WorkloadKind, ...] = (
     MATMUL,
     ENCODER,
     DECODER,
     ONNX_FILE,
+    SPEECH,
 )
 DEFAULT_KIND = MATMUL.name
 """The kind of a row or plan entry that names none (plan files before v3, results before schema 8)."""
@@ -57,6 +59,6 @@ def kind_columns() -> list[Column]:
 
 
 __all__ = ["DEFAULT_KIND", "DEFAULT_WORKLOADS", "KINDS", "ONNX_FILE", "Column", "DecoderWorkload", "EncoderWorkload",
-           "MatmulWorkload", "OnnxFileWorkload", "Prepared", "TensorSpec",
+           "MatmulWorkload", "OnnxFileWorkload", "Prepared", "SpeechWorkload", "TensorSpec",
            "Workload", "WorkloadKind", "kind_columns", "kind_named", "model_workloads", "parse_shape",
            "workload_from_json"]

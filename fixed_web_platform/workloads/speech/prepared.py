@@ -1,0 +1,222 @@
+"""A speech run prepared in Python: the bytes the page gets (PCM, front-end tables, weights), and
+the references its outputs are judged against.
+
+The page returns ``features`` float32 [mels, frames] (its own log-mel front end on the first
+clip), ``encoder_out`` float32 [positions, d_model] (the first clip's encoder output),
+``first_logits`` float32 [vocab] (the first clip's logits after the prompt: the whole model,
+encoder, cross-attention and decoder, in one vector) and ``token_ids`` int32 [clips, max_tokens]
+(each clip's transcript ids, -1 after its end).
+
+- ``ref_float``: PyTorch fp32's first logits with the model's float weights: what precision costs.
+- ``ref_dequantized``: the harness's float64 numpy Whisper (architectures/whisper/reference.py)
+  with the weights this run holds, on Python's features: is the engine right.
+- PyTorch fp32's transcript of every clip (the WER of the model itself, and what the engine's
+  transcripts are compared to).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...architectures.whisper import reference, torch_module
+from ...architectures.whisper.config import CHUNK_SECONDS, N_FFT, SAMPLE_RATE, WhisperConfig
+from ...models import rules, source
+from ...models.quantized import HeldModel, hold_model
+from ...precision import quant
+from ..base import TensorSpec
+from . import accuracy, audio
+from .workload import SpeechWorkload
+
+KERNEL_TOLERANCE_F32 = 2e-3
+KERNEL_TOLERANCE_F16 = 3e-2
+"""Relative RMS error of the first logits vs the float64 Whisper with the held weights beyond
+which the engine is wrong (f32 or f16 arithmetic through the encoder's 1500 positions and the
+decoder; the page's features are its own, within ``frontend_error`` of Python's)."""
+TOLERANCE_BASIS = "f32 arithmetic through the front end, the encoder's 1500 positions and the decoder"
+
+FEATURES, ENCODER_OUT, FIRST_LOGITS, TOKEN_IDS = "features", "encoder_out", "first_logits", "token_ids"
+PAD_ID = -1
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedSpeech:
+    workload: SpeechWorkload
+    bits: int
+    block_size: int
+    held: HeldModel
+    plan: tuple[rules.LayerPrecision, ...]
+    pcm: tuple[np.ndarray, ...]
+    """Each clip's 16 kHz samples (float32)."""
+    features: np.ndarray
+    """Python's log-mel features of the first clip [mels, frames] (WhisperFeatureExtractor)."""
+    ref_float: np.ndarray
+    ref_dequantized: np.ndarray
+    encoder_fp32: np.ndarray
+    encoder_reference: np.ndarray
+    transcripts_fp32: tuple[tuple[int, ...], ...]
+    tokenizer: Any
+
+    @property
+    def config(self) -> WhisperConfig:
+        config = self.held.model.config
+        assert isinstance(config, WhisperConfig)
+        return config
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.held.weight_bytes
+
+    @property
+    def weight_bytes_f32(self) -> int:
+        return self.held.weight_bytes_f32
+
+    @property
+    def layers(self) -> tuple[rules.LayerPrecision, ...]:
+        return self.plan
+
+    @property
+    def durations_s(self) -> list[float]:
+        return [len(p) / SAMPLE_RATE for p in self.pcm]
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        cfg = self.config
+        return (TensorSpec(FEATURES, "float32", (cfg.mels, cfg.frames)),
+                TensorSpec(ENCODER_OUT, "float32", (cfg.source_positions, cfg.d_model)),
+                TensorSpec(FIRST_LOGITS, "float32", (cfg.vocab,)),
+                TensorSpec(TOKEN_IDS, "int32", (len(self.pcm), self.workload.max_tokens)))
+
+    def front_end_tensors(self) -> dict[str, bytes]:
+        """The PCM of every clip back to back, and the front end's tables: the periodic Hann window,
+        the DFT's cosines and sines (index n*f mod N_FFT) and the mel filter bank [bins, mels]."""
+        n = np.arange(N_FFT)
+        window = 0.5 - 0.5 * np.cos(2 * np.pi * n / N_FFT)
+        angles = 2 * np.pi * n / N_FFT
+        filters = audio.feature_extractor(self.config.mels).mel_filters  # [N_FFT // 2 + 1, mels]
+        return {"audio": np.concatenate(self.pcm).astype("<f4").tobytes(),
+                "frontend.window": window.astype("<f4").tobytes(),
+                "frontend.cos": np.cos(angles).astype("<f4").tobytes(),
+                "frontend.sin": np.sin(angles).astype("<f4").tobytes(),
+                "frontend.mel_filters": np.ascontiguousarray(filters, dtype="<f4").tobytes(),
+                "prompt_ids": np.array(self.config.prompt, dtype="<i4").tobytes()}
+
+    def tensors(self) -> dict[str, bytes]:
+        return self.front_end_tensors() | self.held.tensors()
+
+    @property
+    def tolerance_basis(self) -> str:
+        return TOLERANCE_BASIS
+
+    def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return outputs[FIRST_LOGITS]
+
+    def tolerance(self, compute_dtype: str) -> float:
+        return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+
+    def kernel_problem(self, judged: np.ndarray) -> str:
+        return ""
+
+    def transcripts(self, token_ids: np.ndarray) -> list[list[int]]:
+        """Each clip's ids up to its first padding (-1); PageDataError-free: ids out of the
+        vocabulary are kept and decode to nothing."""
+        out = []
+        for row in np.asarray(token_ids):
+            ends = np.flatnonzero(row == PAD_ID)
+            out.append([int(t) for t in row[:ends[0] if len(ends) else len(row)]])
+        return out
+
+    def text(self, ids: list[int] | tuple[int, ...]) -> str:
+        vocab = self.config.vocab
+        return self.tokenizer.decode([i for i in ids if 0 <= i < vocab], skip_special_tokens=True).strip()
+
+    def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
+        ids = self.transcripts(outputs[TOKEN_IDS])
+        texts = [self.text(i) for i in ids]
+        fp32_texts = [self.text(i) for i in self.transcripts_fp32]
+        references = [c.reference for c in self.workload.clips]
+        has_references = any(r.strip() for r in references)
+        encoder = np.asarray(outputs[ENCODER_OUT], np.float64)
+        return {
+            "wer": accuracy.wer(references, texts) if has_references else None,
+            "wer_fp32": accuracy.wer(references, fp32_texts) if has_references else None,
+            "wer_vs_fp32": accuracy.wer(fp32_texts, texts),
+            "clips_equal_fp32": sum(1 for a, b in zip(ids, self.transcripts_fp32) if tuple(a) == tuple(b)),
+            "encoder_cosine_vs_fp32": quant.error_metrics(encoder, self.encoder_fp32)["cosine"],
+            "encoder_error_vs_reference": quant.error_metrics(encoder, self.encoder_reference)["rel_error"],
+            "frontend_error": float(np.max(np.abs(np.asarray(outputs[FEATURES], np.float64) - self.features))),
+            "transcript": texts[0] if texts else "",
+        }
+
+    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+        """outputs/<run_id>.json: one entry per clip (its transcript, ids, reference and fp32's)."""
+        ids = self.transcripts(outputs[TOKEN_IDS])
+        return [{"clip": clip.name, "text": self.text(i), "token_ids": i, "reference": clip.reference,
+                 "fp32_text": self.text(f), "fp32_token_ids": list(f)}
+                for clip, i, f in zip(self.workload.clips, ids, self.transcripts_fp32)]
+
+
+def tokenizer_for(workload: SpeechWorkload) -> Any:
+    """The model's tokenizer.json (a CTranslate2 folder has no tokenizer_config for AutoTokenizer);
+    a configuration-only model borrows the packaged Whisper's."""
+    from transformers import PreTrainedTokenizerFast
+
+    resolved = source.resolve(workload.model, workload.random_weights)
+    folder = resolved.folder
+    if folder is None or not (folder / "tokenizer.json").is_file():
+        fallback = next(iter(workload.architecture().packaged))
+        folder = source.resolve(fallback).folder
+    if folder is None or not (folder / "tokenizer.json").is_file():
+        raise source.ModelError(f"model {workload.name} brings no tokenizer.json, and no packaged Whisper is installed")
+    return PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"))
+
+
+@functools.lru_cache(maxsize=2)
+def fp32_references(model: source.LoadedModel, workload: SpeechWorkload) -> tuple[np.ndarray, np.ndarray,
+                                                                                   tuple[tuple[int, ...], ...]]:
+    """PyTorch fp32's first-clip encoder output and first logits, and every clip's transcript ids
+    (cached: every engine and precision of a workload is judged against the same)."""
+    import torch
+
+    cfg = model.config
+    net = model.module()
+    transcripts = []
+    first_encoder = first_logits = None
+    for clip in workload.clips:
+        feats = audio.features(audio.read_wav(clip.path), cfg.mels)
+        encoded = torch_module.encode(net, feats)
+        transcripts.append(tuple(torch_module.greedy(cfg, net, encoded, workload.max_tokens)))
+        if first_encoder is None:
+            first_encoder = encoded
+            with torch.no_grad():
+                from transformers.modeling_outputs import BaseModelOutput
+
+                enc = BaseModelOutput(last_hidden_state=torch.from_numpy(encoded.astype(np.float32))[None])
+                out = net(encoder_outputs=enc, decoder_input_ids=torch.tensor([list(cfg.prompt)]))
+                first_logits = out.logits[0, -1].double().numpy()
+    assert first_encoder is not None and first_logits is not None
+    return first_encoder, first_logits, tuple(transcripts)
+
+
+@functools.lru_cache(maxsize=4)
+def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: int) -> PreparedSpeech:
+    """Everything a speech run needs in Python (cached: engines of one configuration share it)."""
+    resolved = source.resolve(workload.model, workload.random_weights)
+    loaded = source.load(resolved, workload.random_weights, seed)
+    cfg = loaded.config
+    plan = tuple(rules.assign(cfg.linear_layers(), workload.rules, bits, block_size))
+    held = hold_model(loaded, plan)
+    pcm = tuple(audio.read_wav(c.path) for c in workload.clips)
+    if any(len(p) > CHUNK_SECONDS * SAMPLE_RATE for p in pcm):
+        raise ValueError("a clip is longer than one 30-second window")
+    features = audio.features(pcm[0], cfg.mels)
+    encoder_fp32, logits_fp32, transcripts = fp32_references(loaded, workload)
+    weights = held.exec_weights()
+    encoded = reference.encode(cfg, weights, features)
+    logits = reference.Decoder(cfg, weights, encoded).step(list(cfg.prompt))[-1]
+    return PreparedSpeech(workload, bits, block_size, held, plan, pcm, features.astype(np.float64), logits_fp32,
+                          logits, encoder_fp32, encoded, transcripts, tokenizer_for(workload))

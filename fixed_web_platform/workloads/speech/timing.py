@@ -1,0 +1,93 @@
+"""A speech page's own reply fields (per clip: front-end, encoder and per-token times), checked,
+and the speed figures of a row drawn from them.
+
+Reply field ``speech``: ``{"upload_ms", "memory": {"weights", "kv_cache", "scratch"} (bytes),
+"clips": [{"clip": index, "frontend_ms", "encoder_ms", "first_token_ms", "token_ms": [...]}]}``,
+one entry per timed iteration (``wall_ms``: that clip end to end). ``frontend_ms`` is the
+log-mel front end on the device; ``encoder_ms`` the encoder and the cross-attention keys and
+values; ``first_token_ms`` the prompt's step to the first id read back; ``token_ms`` each
+later step. The checked fields keep the reply's ``wall_ms`` as ``totals`` (each clip end to end).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import PageDataError
+
+FIELD = "speech"
+MAX_STEPS = 4096
+MAX_MS = 3_600_000.0
+MAX_BYTES = 1 << 40
+
+
+def _ms(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_MS:
+        raise PageDataError(f"{FIELD}.{name} is not a time in milliseconds: {value!r:.40}")
+    return float(value)
+
+
+def _bytes(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BYTES:
+        raise PageDataError(f"{FIELD}.memory.{name} is not a byte count: {value!r:.40}")
+    return value
+
+
+def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
+    doc = payload.get(FIELD)
+    if not isinstance(doc, dict):
+        raise PageDataError(f"the reply has no {FIELD} object (per-clip times)")
+    entries, wall = doc.get("clips"), payload.get("wall_ms")
+    if not isinstance(entries, list) or not isinstance(wall, list) or len(entries) != len(wall):
+        raise PageDataError(f"{FIELD}.clips is not one entry per timed iteration")
+    clips = []
+    for i, e in enumerate(entries[:max_iterations]):
+        if not isinstance(e, dict) or not isinstance(e.get("token_ms"), list) or len(e["token_ms"]) > MAX_STEPS \
+                or isinstance(e.get("clip"), bool) or not isinstance(e.get("clip"), int) or e["clip"] < 0:
+            raise PageDataError(f"{FIELD}.clips[{i}] is not {{clip, frontend_ms, encoder_ms, first_token_ms, "
+                                "token_ms: [...]}")
+        clips.append({"clip": e["clip"],
+                      **{k: _ms(e.get(k), f"clips[{i}].{k}") for k in ("frontend_ms", "encoder_ms", "first_token_ms")},
+                      "token_ms": [_ms(v, f"clips[{i}].token_ms") for v in e["token_ms"]]})
+    memory = doc.get("memory")
+    if not isinstance(memory, dict):
+        raise PageDataError(f"{FIELD}.memory is missing")
+    totals = [_ms(v, f"wall_ms[{i}]") for i, v in enumerate(wall[:max_iterations])]
+    return {FIELD: {"upload_ms": _ms(doc.get("upload_ms"), "upload_ms"), "clips": clips, "totals": totals,
+                    "memory": {part: _bytes(memory.get(part), part) for part in ("weights", "kv_cache", "scratch")}}}
+
+
+def speed_figures(durations_s: Sequence[float], fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Pooled over the run's page loads (medians over timed clips): front end, encoder, decode
+    tokens/s (the steps after the first id), seconds per clip end to end and the real-time
+    factor (those seconds / the clip's audio seconds); load phase and device memory from the
+    first page."""
+    docs = [f[FIELD] for f in fields if FIELD in f]
+    if not docs:
+        return {}
+    entries = [(e, total) for d in docs for e, total in zip(d["clips"], d["totals"])]
+    if any(e["clip"] >= len(durations_s) for e, _ in entries):
+        raise PageDataError(f"{FIELD}.clips names a clip the run does not have")
+    rates = [len(e["token_ms"]) / sum(e["token_ms"]) * 1000.0 for e, _ in entries if sum(e["token_ms"]) > 0]
+    first = docs[0]
+
+    def median(values: list[float]) -> float | None:
+        return float(np.median(values)) if values else None
+
+    return {
+        "frontend_ms": median([e["frontend_ms"] for e, _ in entries]),
+        "encoder_ms": median([e["encoder_ms"] for e, _ in entries]),
+        "first_token_ms": median([e["first_token_ms"] for e, _ in entries]),
+        "decode_tokens_per_s": median(rates),
+        "clip_s": median([total / 1000.0 for _, total in entries]),
+        "real_time_factor": median([total / 1000.0 / durations_s[e["clip"]] for e, total in entries]),
+        "load_weights_ms": first["upload_ms"],
+        "device_weight_bytes": first["memory"]["weights"],
+        "kv_cache_bytes": first["memory"]["kv_cache"],
+        "scratch_bytes": first["memory"]["scratch"],
+    }
