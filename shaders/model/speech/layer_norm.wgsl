@@ -1,0 +1,37 @@
+// Pre-norm residual step: x += y (when ADD), then h = LayerNorm(x) over HIDDEN for rows
+// ROW0 .. ROW0 + ROWS_OUT - 1 of x, written to h's rows 0 .. ROWS_OUT - 1. With ADD the sum is
+// written back to every row of x (ROWS of them), so the residual stream stays whole.
+override ROWS: u32;
+override ROWS_OUT: u32;
+override ROW0: u32 = 0u;
+override HIDDEN: u32;
+override EPS: f32;
+override ADD: bool;
+
+@group(0) @binding(0) var<storage, read> y: array<f32>;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@group(0) @binding(2) var<storage, read> gamma: array<f32>;
+@group(0) @binding(3) var<storage, read> beta: array<f32>;
+@group(0) @binding(4) var<storage, read_write> h: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = gid.x;
+  if (r >= ROWS) { return; }
+  let o = r * HIDDEN;
+  if (ADD) {
+    for (var j = 0u; j < HIDDEN; j++) { x[o + j] = x[o + j] + y[o + j]; }
+  }
+  if (r < ROW0 || r >= ROW0 + ROWS_OUT) { return; }
+  var sum = 0.0;
+  for (var j = 0u; j < HIDDEN; j++) { sum += x[o + j]; }
+  let mean = sum / f32(HIDDEN);
+  var sq = 0.0;
+  for (var j = 0u; j < HIDDEN; j++) {
+    let d = x[o + j] - mean;
+    sq += d * d;
+  }
+  let inv = inverseSqrt(sq / f32(HIDDEN) + EPS);
+  let ho = (r - ROW0) * HIDDEN;
+  for (var j = 0u; j < HIDDEN; j++) { h[ho + j] = (x[o + j] - mean) * inv * gamma[j] + beta[j]; }
+}
