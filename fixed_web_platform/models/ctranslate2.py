@@ -112,7 +112,7 @@ def write(path: Path, model: CTranslate2Model) -> None:
     out = [struct.pack("<I", BINARY_VERSION), string(model.spec), struct.pack("<II", model.revision,
                                                                               len(model.variables))]
     for name, value in model.variables.items():
-        arr = np.ascontiguousarray(value)
+        arr = np.asarray(value)  # (ascontiguousarray would make a scalar 1-d)
         out += [string(name), struct.pack("<B", arr.ndim), struct.pack(f"<{arr.ndim}I", *arr.shape),
                 struct.pack("<BI", codes[arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype],
                             arr.nbytes), arr.tobytes()]
