@@ -1,0 +1,84 @@
+"""End-to-end: Whisper on the harness's WGSL kernels in real browsers, on the shortest built-in
+clip. Firefox runs the real tiny.en at float32: its transcript is PyTorch fp32's and the clip's
+own words, its log-mel front end (a compute shader) agrees with WhisperFeatureExtractor, and every
+figure is on disk. Chrome (SwiftShader takes about 40 s per tiny.en encoder pass) runs the tests'
+small random-weight Whisper (tests/speech_models.py) at 4 bits through the same page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import require_browser
+from speech_models import tiny_whisper
+
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
+from fixed_web_platform.workloads.speech import SpeechWorkload
+
+pytestmark = pytest.mark.browser
+QUICK = TimingConfig(warmup=0, min_iterations=1, min_time_s=0, max_iterations=2, timeout_s=300)
+
+
+def _sweep(browser: BrowserName, workload: SpeechWorkload, bits: int, out: Path):  # noqa: ANN202
+    require_browser(browser)
+    plan = build_plan([browser], [Platform.WEBGPU], [workload], [bits], engines=[EngineName.HARNESS])
+    (row,) = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
+    return row
+
+
+@pytest.fixture(scope="module")
+def firefox(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    out = tmp_path_factory.mktemp("speech-firefox") / "results"
+    workload = SpeechWorkload.from_options("whisper-tiny.en", clips=1, max_tokens=16)
+    return out, workload, _sweep(BrowserName.FIREFOX, workload, 32, out)
+
+
+@pytest.fixture(scope="module")
+def chrome(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    root = tmp_path_factory.mktemp("speech-chrome")
+    workload = SpeechWorkload.from_options(str(tiny_whisper(root / "tiny-whisper")), clips=1, max_tokens=8)
+    return root / "results", workload, _sweep(BrowserName.CHROME, workload, 4, root / "results")
+
+
+def _check_common(out: Path, workload: SpeechWorkload, row) -> list:  # noqa: ANN001
+    assert row.outcome == Outcome.OK, row.reason
+    assert row.kind == "speech" and row["clips"] == 1
+    # the page's log-mel features (WGSL: frames, Hann window, DFT, mel bank, log, clamp) are Python's
+    assert 0 <= row["frontend_error"] < 1e-3
+    assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+    assert row["encoder_error_vs_reference"] < 1e-3
+    for figure in ("frontend_ms", "encoder_ms", "first_token_ms", "clip_s", "real_time_factor", "load_weights_ms"):
+        assert row[figure] > 0, figure
+    assert row["encoder_ms"] > row["frontend_ms"] * 0.1 and row["clip_s"] * 1000 >= row["encoder_ms"]
+    saved = json.loads((out / row.outputs_file).read_text())
+    assert [e["clip"] for e in saved] == [c.name for c in workload.clips]
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    (clip_times,) = [s["kind"][0]["speech"]["clips"] for s in samples if s["run_id"] == row.run_id]
+    assert len(clip_times) == row.n_samples and all(c["clip"] == 0 for c in clip_times)
+    layers = pd.read_csv(out / "layers.csv")
+    assert len(layers[layers["run_id"] == row.run_id]) == len(workload.config().linear_layers())
+    return saved
+
+
+def test_firefox_transcribes_as_pytorch_fp32(firefox) -> None:  # noqa: ANN001
+    out, workload, row = firefox
+    (entry,) = _check_common(out, workload, row)
+    assert entry["text"] == entry["fp32_text"] == workload.clips[0].reference == row["transcript"]
+    assert entry["token_ids"] == entry["fp32_token_ids"]
+    assert row["clips_equal_fp32"] == 1 and row["wer"] == 0 and row["wer_vs_fp32"] == 0
+    assert row["encoder_cosine_vs_fp32"] > 0.99999
+    assert row.bits_executed == 32 and row.weight_bytes == row.weight_bytes_f32
+
+
+def test_chrome_runs_four_bit_whisper(chrome) -> None:  # noqa: ANN001
+    out, workload, row = chrome
+    (entry,) = _check_common(out, workload, row)
+    assert row.bits_executed == 4 and row.weight_bytes < row.weight_bytes_f32
+    assert 1 <= len(entry["token_ids"]) <= 8
+    assert row["decode_tokens_per_s"] is None or row["decode_tokens_per_s"] > 0
