@@ -24,6 +24,9 @@ from .onnx_files import ONNX_GLANCE, draw_onnx_plots, format_onnx_table, onnx_se
 from .onnx_files import PLOT_TITLES as ONNX_PLOTS
 from .onnx_files import TITLE as ONNX_TITLE
 from .plots import draw_model_plots, draw_plots
+from .speech import PLOT_TITLES as SPEECH_PLOTS
+from .speech import SPEECH_GLANCE, draw_speech_plots, format_speech_table, speech_section
+from .speech import TITLE as SPEECH_TITLE
 from .terminal import core_table, format_matmul_table, format_model_table
 
 SectionWriter = Callable[[pd.DataFrame, pd.DataFrame, pd.DataFrame, bool, list[tuple[str, str]]],
@@ -85,6 +88,8 @@ SECTIONS: dict[str, KindReport] = {
                           glance=DECODER_GLANCE, terminal=format_decoder_table),
     "onnx": KindReport(draw_onnx_plots, ONNX_PLOTS, onnx_section, ONNX_TITLE, glance=ONNX_GLANCE,
                        terminal=format_onnx_table),
+    "speech": KindReport(draw_speech_plots, SPEECH_PLOTS, speech_section, SPEECH_TITLE, glance=SPEECH_GLANCE,
+                         terminal=format_speech_table),
 }
 
 

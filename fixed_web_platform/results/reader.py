@@ -175,7 +175,7 @@ def _own_kind_columns(rows: pd.DataFrame, where: Path) -> None:
     except ValueError as exc:
         raise ResultSchemaError(f"{where}: {exc}") from None
     for column in kind_columns():
-        having = [k.name for k in KINDS if column in k.columns]
+        having = [k.name for k in KINDS if column.name in {c.name for c in k.columns}]  # shared names: one column
         others = ~rows["kind"].isin(having)
         if others.any():
             rows.loc[others, column.name] = "" if column.type is str else float("nan")
