@@ -19,3 +19,16 @@ MODEL_IDENTITY = ("model", "weights", "inputs")
 """What tells two models' settings apart (with the kind's own shape columns)."""
 MODEL_PRECISION_IDENTITY = ("precision_plan", "precision_rules")
 """What tells two precisions of one model apart besides --bits."""
+
+
+DECODE_TOKENS_PER_S = Column("decode_tokens_per_s", float, "Ids generated per second after the first: a decoder's "
+                             "(new_tokens - 1) / (t_last - t_first) per generation, a speech model's per clip; "
+                             "median.", performance=True)
+LOAD_WEIGHTS_MS = Column("load_weights_ms", float, "Load phase: the weights to the device (upload).", performance=True)
+DEVICE_MEMORY = (
+    Column("device_weight_bytes", int, "Device memory: the weights as the engine holds them."),
+    Column("kv_cache_bytes", int, "Device memory: the KV cache (and a speech model's cross-attention keys and "
+                                  "values)."),
+    Column("scratch_bytes", int, "Device memory: activations, logits and other scratch."),
+)
+"""Columns the kinds that generate token by token (decoder, speech) share, one meaning each."""

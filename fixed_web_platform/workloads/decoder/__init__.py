@@ -17,7 +17,14 @@ from typing import Any
 from ...models.source import RANDOM_WEIGHTS_FLAG
 from ...vocabulary import parse_count
 from ..base import Column, Workload, WorkloadKind, integer_text
-from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY, MODEL_PRECISION_IDENTITY
+from ..model_columns import (
+    DECODE_TOKENS_PER_S,
+    DEVICE_MEMORY,
+    LOAD_WEIGHTS_MS,
+    MODEL_COLUMNS,
+    MODEL_IDENTITY,
+    MODEL_PRECISION_IDENTITY,
+)
 from . import timing
 from .workload import DEFAULT_EVAL_LEN, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, DecoderWorkload
 
@@ -33,20 +40,17 @@ class DecoderKind(WorkloadKind):
                performance=True),
         Column("prefill_tokens_per_s", float, "Prompt tokens per second of the prefill (prompt_len / TTFT).",
                performance=True),
-        Column("decode_tokens_per_s", float, "(new_tokens - 1) / (t_last - t_first), median over generations.",
-               performance=True),
+        DECODE_TOKENS_PER_S,
         Column("token_ms_p50", float, "Per-token decode latency, median over every decode step.", performance=True),
         Column("token_ms_p90", float, "Per-token decode latency, 90th percentile.", performance=True),
         Column("token_ms_first", float, "Latency of the first decode step (median over generations).",
                performance=True),
         Column("token_ms_last", float, "Latency of the last decode step (the longest context; median).",
                performance=True),
-        Column("load_weights_ms", float, "Load phase: the weights to the device (upload).", performance=True),
+        LOAD_WEIGHTS_MS,
         Column("first_forward_ms", float, "Load phase: the first (cold) prefill.", performance=True),
         Column("kv_cache_on_device", str, "'yes' when the KV cache stays on the device between steps."),
-        Column("device_weight_bytes", int, "Device memory: the weights as the engine holds them."),
-        Column("kv_cache_bytes", int, "Device memory: the KV cache."),
-        Column("scratch_bytes", int, "Device memory: activations, logits and other scratch."),
+        *DEVICE_MEMORY,
         Column("next_token_top1", float, "Share of evaluation positions whose next-token argmax is PyTorch "
                                          "fp32's."),
         Column("kl_mean", float, "Mean KL(fp32 || engine) of the next-token distributions, nats."),

@@ -18,7 +18,14 @@ from typing import Any
 from ...models.source import RANDOM_WEIGHTS_FLAG
 from ...vocabulary import parse_count
 from ..base import Column, Workload, WorkloadKind, integer_text
-from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY, MODEL_PRECISION_IDENTITY
+from ..model_columns import (
+    DECODE_TOKENS_PER_S,
+    DEVICE_MEMORY,
+    LOAD_WEIGHTS_MS,
+    MODEL_COLUMNS,
+    MODEL_IDENTITY,
+    MODEL_PRECISION_IDENTITY,
+)
 from . import timing
 from .audio import builtin_sentences, read_wav
 from .workload import DEFAULT_CLIPS, DEFAULT_MAX_TOKENS, SpeechWorkload
@@ -35,16 +42,13 @@ class SpeechKind(WorkloadKind):
         Column("encoder_ms", float, "Encoder per 30-s window, with the cross-attention keys and values (median).",
                performance=True),
         Column("first_token_ms", float, "The prompt's step to the first id read back (median).", performance=True),
-        Column("decode_tokens_per_s", float, "Ids per second after the first (median over clips).",
-               performance=True),
+        DECODE_TOKENS_PER_S,
         Column("clip_s", float, "Seconds per clip end to end: PCM in, transcript ids out (median).",
                performance=True),
         Column("real_time_factor", float, "clip_s / the clip's audio seconds (median; below 1 is faster than "
                                           "real time).", performance=True),
-        Column("load_weights_ms", float, "Load phase: the weights to the device (upload).", performance=True),
-        Column("device_weight_bytes", int, "Device memory: the weights as the engine holds them."),
-        Column("kv_cache_bytes", int, "Device memory: self-attention caches and cross-attention keys/values."),
-        Column("scratch_bytes", int, "Device memory: audio, features, activations, logits and other scratch."),
+        LOAD_WEIGHTS_MS,
+        *DEVICE_MEMORY,
         Column("wer", float, "Word error rate vs the clips' transcripts (Whisper's English normaliser, jiwer)."),
         Column("wer_fp32", float, "The same for PyTorch fp32's transcripts (what the model itself gets)."),
         Column("wer_vs_fp32", float, "Word error rate of the engine's transcripts against PyTorch fp32's."),
