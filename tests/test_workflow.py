@@ -55,18 +55,21 @@ DECODER_OUT = "results/nightly/decoder"
 """The decoder sweep's folder (its own test below); the matmul and encoder sweeps are the others."""
 ONNX_OUT = "results/nightly/onnx-"
 """The ONNX-file sweep's folders (their own test below)."""
+SPEECH_OUT = "results/nightly/speech"
+"""The speech sweep's folder (its own test below)."""
 
 
 def _sweep_step(job: dict[str, Any], model: bool = False) -> dict[str, Any]:
     steps = [s for s in job["steps"] if "--bits" in s.get("run", "") and ENTRY in s.get("run", "")
-             and ("--model" in s["run"]) == model and DECODER_OUT not in s["run"] and ONNX_OUT not in s["run"]]
+             and ("--model" in s["run"]) == model and DECODER_OUT not in s["run"] and ONNX_OUT not in s["run"]
+             and SPEECH_OUT not in s["run"]]
     assert len(steps) == 1, "expected exactly one matmul sweep step and one model sweep step"
     return steps[0]
 
 
 def _sweep_line(job: dict[str, Any], model: bool = False) -> str:
     lines = [line for line in _entry_lines(job) if "--bits" in line and ("--model" in line) == model
-             and DECODER_OUT not in line and ONNX_OUT not in line]
+             and DECODER_OUT not in line and ONNX_OUT not in line and SPEECH_OUT not in line]
     assert len(lines) == 1, lines
     return lines[0]
 
@@ -112,6 +115,21 @@ def test_the_onnx_file_sweep_plans_in_every_cell(job: dict[str, Any], browser: s
         plan, _ = cli.plan_from_args(args)
         assert {r.workload.kind for r in plan} == {"onnx"} and {r.platform for r in plan} == {platform}
         assert {r.weight_format for r in plan} == {"fp32", "fp16", "q8", "q4", "q4f16", "q2", "int8-qdq"}
+
+
+@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
+                                                                     ["webgpu", "webnn", "wasm"])))
+def test_the_speech_sweep_plans_in_every_cell(job: dict[str, Any], browser: str, platform: str) -> None:
+    """Whisper in every cell: the harness's WebGPU rows run, the other cells plan honest refusals."""
+    (line,) = [line for line in _entry_lines(job) if SPEECH_OUT in line]
+    words = shlex.split(line.replace("${{ matrix.browser }}", browser).replace("${{ matrix.platform }}", platform))
+    args = cli.build_parser().parse_args(words[words.index(ENTRY) + 1:])
+    plan, _ = cli.plan_from_args(args)
+    assert {r.workload.kind for r in plan} == {"speech"} and {r.platform for r in plan} == {platform}
+    assert {r.bits for r in plan} == {32, 16, 8, 4, 2}
+    assert all(bool(r.refused) == (platform != "webgpu") for r in plan)
+    report = next(s for s in job["steps"] if s.get("name") == "Report")["run"].split()
+    assert SPEECH_OUT in report, f"the report does not read {SPEECH_OUT}"
 
 
 def test_workflow_is_valid_against_github_schema() -> None:

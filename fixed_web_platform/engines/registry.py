@@ -13,6 +13,7 @@ from .ort.decoder import OrtDecoder
 from .ort.encoder import OrtEncoder
 from .ort.matmul import OrtMatmul
 from .ort.onnx import OrtOnnxFile
+from .ort.speech import OrtSpeech
 from .webnn import WebnnEngine
 from .webnn.decoder import WebnnDecoder
 from .webnn.encoder import WebnnEncoder
@@ -58,6 +59,9 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (ORT, WEBGPU, "onnx"): OrtOnnxFile(),
     (ORT, WEBNN, "onnx"): OrtOnnxFile(),
     (ORT, WASM, "onnx"): OrtOnnxFile(),
+    (ORT, WEBGPU, "speech"): OrtSpeech(),
+    (ORT, WEBNN, "speech"): OrtSpeech(),
+    (ORT, WASM, "speech"): OrtSpeech(),
     (WLLAMA, WASM, "decoder"): WllamaDecoder(),
     (WLLAMA, WEBGPU, "decoder"): WllamaDecoder(),
 }

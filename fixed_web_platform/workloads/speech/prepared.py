@@ -60,6 +60,9 @@ class PreparedSpeech:
     encoder_reference: np.ndarray
     transcripts_fp32: tuple[tuple[int, ...], ...]
     tokenizer: Any
+    front_end_on_device: bool = True
+    """The page computes the log-mel features (and returns the first clip's); False: the engine
+    takes Python's features (``features_tensor``) and there is no front end to time or check."""
 
     @property
     def config(self) -> WhisperConfig:
@@ -86,7 +89,8 @@ class PreparedSpeech:
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
         cfg = self.config
-        return (TensorSpec(FEATURES, "float32", (cfg.mels, cfg.frames)),
+        front = (TensorSpec(FEATURES, "float32", (cfg.mels, cfg.frames)),) if self.front_end_on_device else ()
+        return (*front,
                 TensorSpec(ENCODER_OUT, "float32", (cfg.source_positions, cfg.d_model)),
                 TensorSpec(FIRST_LOGITS, "float32", (cfg.vocab,)),
                 TensorSpec(TOKEN_IDS, "int32", (len(self.pcm), self.workload.max_tokens)))
@@ -107,6 +111,23 @@ class PreparedSpeech:
 
     def tensors(self) -> dict[str, bytes]:
         return self.front_end_tensors() | self.held.tensors()
+
+    def features_tensor(self) -> bytes:
+        """Every clip's log-mel features from Python, [clips, mels, frames] float32 (for engines
+        without a front end of their own)."""
+        mels = self.config.mels
+        return np.stack([audio.features(p, mels) for p in self.pcm]).astype("<f4").tobytes()
+
+    def suppress_tensors(self) -> dict[str, bytes]:
+        """decoding.py's rule as additive biases [vocab]: 0, or -inf for ids never chosen, at the
+        first position of a transcript and after it."""
+        cfg = self.config
+        rest = np.zeros(cfg.vocab, np.float32)
+        rest[cfg.timestamp_begin:] = -np.inf
+        first = rest.copy()
+        first[list(cfg.begin_suppress)] = -np.inf
+        return {"suppress.first": first.astype("<f4").tobytes(), "suppress.rest": rest.astype("<f4").tobytes(),
+                "prompt_ids": np.array(cfg.prompt, dtype="<i4").tobytes()}
 
     @property
     def tolerance_basis(self) -> str:
@@ -148,7 +169,8 @@ class PreparedSpeech:
             "clips_equal_fp32": sum(1 for a, b in zip(ids, self.transcripts_fp32) if tuple(a) == tuple(b)),
             "encoder_cosine_vs_fp32": quant.error_metrics(encoder, self.encoder_fp32)["cosine"],
             "encoder_error_vs_reference": quant.error_metrics(encoder, self.encoder_reference)["rel_error"],
-            "frontend_error": float(np.max(np.abs(np.asarray(outputs[FEATURES], np.float64) - self.features))),
+            "frontend_error": (float(np.max(np.abs(np.asarray(outputs[FEATURES], np.float64) - self.features)))
+                               if self.front_end_on_device else None),
             "transcript": texts[0] if texts else "",
         }
 
@@ -203,13 +225,15 @@ def fp32_references(model: source.LoadedModel, workload: SpeechWorkload) -> tupl
 
 
 @functools.lru_cache(maxsize=4)
-def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: int) -> PreparedSpeech:
-    """Everything a speech run needs in Python (cached: engines of one configuration share it)."""
+def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: int,
+                   unsigned: bool = False) -> PreparedSpeech:
+    """Everything a speech run needs in Python (cached: engines of one configuration share it).
+    ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values; ONNX's MatMulNBits)."""
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     cfg = loaded.config
     plan = tuple(rules.assign(cfg.linear_layers(), workload.rules, bits, block_size))
-    held = hold_model(loaded, plan)
+    held = hold_model(loaded, plan, unsigned)
     pcm = tuple(audio.read_wav(c.path) for c in workload.clips)
     if any(len(p) > CHUNK_SECONDS * SAMPLE_RATE for p in pcm):
         raise ValueError("a clip is longer than one 30-second window")

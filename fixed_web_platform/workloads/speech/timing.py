@@ -5,7 +5,7 @@ Reply field ``speech``: ``{"upload_ms", "memory": {"weights", "kv_cache", "scrat
 "clips": [{"clip": index, "frontend_ms", "encoder_ms", "first_token_ms", "token_ms": [...]}]}``,
 one entry per timed iteration (``wall_ms``: that clip end to end). ``frontend_ms`` is the
 log-mel front end on the device; ``encoder_ms`` the encoder and the cross-attention keys and
-values; ``first_token_ms`` the prompt's step to the first id read back; ``token_ms`` each
+values (``frontend_ms`` null: the engine takes Python's features); ``first_token_ms`` the prompt's step to the first id read back; ``token_ms`` each
 later step. The checked fields keep the reply's ``wall_ms`` as ``totals`` (each clip end to end).
 """
 
@@ -51,8 +51,10 @@ def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, A
                 or isinstance(e.get("clip"), bool) or not isinstance(e.get("clip"), int) or e["clip"] < 0:
             raise PageDataError(f"{FIELD}.clips[{i}] is not {{clip, frontend_ms, encoder_ms, first_token_ms, "
                                 "token_ms: [...]}")
+        front = e.get("frontend_ms")
         clips.append({"clip": e["clip"],
-                      **{k: _ms(e.get(k), f"clips[{i}].{k}") for k in ("frontend_ms", "encoder_ms", "first_token_ms")},
+                      "frontend_ms": None if front is None else _ms(front, f"clips[{i}].frontend_ms"),
+                      **{k: _ms(e.get(k), f"clips[{i}].{k}") for k in ("encoder_ms", "first_token_ms")},
                       "token_ms": [_ms(v, f"clips[{i}].token_ms") for v in e["token_ms"]]})
     memory = doc.get("memory")
     if not isinstance(memory, dict):
@@ -80,7 +82,7 @@ def speed_figures(durations_s: Sequence[float], fields: Sequence[Mapping[str, An
         return float(np.median(values)) if values else None
 
     return {
-        "frontend_ms": median([e["frontend_ms"] for e, _ in entries]),
+        "frontend_ms": median([e["frontend_ms"] for e, _ in entries if e["frontend_ms"] is not None]),
         "encoder_ms": median([e["encoder_ms"] for e, _ in entries]),
         "first_token_ms": median([e["first_token_ms"] for e, _ in entries]),
         "decode_tokens_per_s": median(rates),

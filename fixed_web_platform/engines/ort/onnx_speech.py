@@ -1,0 +1,228 @@
+"""Whisper for ONNX Runtime Web: two graphs exported from transformers' module with the run's
+weights by ``torch.onnx.export`` (dynamo, opset 18, as the decoder's: onnx_decoder.py says why
+not optimum-onnx), then rewritten per run so every linear layer holds THE SAME values the
+harness's own kernels get (onnx_linears.py).
+
+- ``encoder``: ``input_features`` float32 [1, mels, frames] -> ``encoder_out`` [1, positions,
+  d_model] and every decoder layer's cross-attention keys and values ``cross.N.key`` /
+  ``cross.N.value`` [1, positions, d_model], computed once per clip (static shapes).
+- ``decoder``: one step with a fixed-length, right-aligned self-attention cache (as the decoder
+  LLM's): inputs ``input_ids`` int32 [1, sequence], ``position_ids`` int32 [1, sequence] (rows of
+  the learned position table), ``attention_mask`` int32 [1, total] (past + sequence; 0 for empty
+  cache rows), ``suppress`` float32 [vocab] (0, or -inf for ids never chosen: the page passes the
+  first position's and the later positions' rule, architectures/whisper/decoding.py), the cross
+  keys and values, and ``past.N.key`` / ``past.N.value`` float32 [1, heads, past, head_dim];
+  outputs ``logits`` [1, vocab] of the last row, ``next_id`` int32 [1, 1] (its greedy id) and
+  ``present.N.*`` (the cache with the new rows in and the oldest dropped, past's shape).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from . import onnx_export
+from .onnx_decoder import find_weight_matmuls
+from .onnx_linears import LayerNode, replace_linears, require_unsigned
+from .onnx_matmul import IR_VERSION
+
+OPSET = 18
+EXPORT_FORMATS = {"encoder": 2, "decoder": 3}
+"""Bumped when a graph changes for the same inputs (wrapper, names, options)."""
+ENCODER_INPUT = "input_features"
+ENCODER_OUT = "encoder_out"
+DECODER_INPUTS = ("input_ids", "position_ids", "attention_mask", "suppress")
+DIMS = {"sequence": "rows a pass feeds", "total": "past + sequence", "past": "positions the cache holds"}
+
+
+def cross_names(layers: int) -> list[str]:
+    return [f"cross.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+
+
+def past_names(layers: int) -> list[str]:
+    return [f"past.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+
+
+def present_names(layers: int) -> list[str]:
+    return [f"present.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+
+
+def _encoder_module(model: Any) -> Any:
+    import torch
+
+    net = model.module()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = net
+
+        def forward(self, features: Any) -> tuple[Any, ...]:
+            h = self.m.model.encoder(features).last_hidden_state
+            out = [h]
+            for layer in self.m.model.decoder.layers:
+                out += [layer.encoder_attn.k_proj(h), layer.encoder_attn.v_proj(h)]
+            return tuple(out)
+
+    return Encoder().eval()
+
+
+def _decoder_module(model: Any) -> Any:
+    import torch
+
+    net = model.module()
+    cfg = model.config
+    heads, hd = cfg.heads, cfg.head_dim
+
+    def split(x: Any) -> Any:  # [1, s, d] -> [1, heads, s, hd]
+        return x.reshape(1, x.shape[1], heads, hd).transpose(1, 2)
+
+    def attend(q: Any, k: Any, v: Any, bias: Any) -> Any:
+        scores = q @ k.transpose(-1, -2) * (hd ** -0.5)
+        if bias is not None:
+            scores = scores + bias
+        ctx = torch.softmax(scores, dim=-1) @ v
+        return ctx.transpose(1, 2).reshape(1, q.shape[2], heads * hd)
+
+    class Step(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = net
+
+        def forward(self, input_ids: Any, position_ids: Any, attention_mask: Any, suppress: Any,
+                    cross: tuple[Any, ...], past: tuple[Any, ...]) -> tuple[Any, ...]:
+            dec = self.m.model.decoder
+            rows = input_ids.shape[1]
+            total = attention_mask.shape[1]
+            x = dec.embed_tokens(input_ids) + dec.embed_positions.weight.index_select(0, position_ids[0])[None]
+            keys = torch.arange(total)[None, :]
+            limit = (total - rows + torch.arange(rows))[:, None]
+            allowed = (keys <= limit) & (attention_mask[0][None, :] > 0)
+            bias = torch.where(allowed, 0.0, float("-inf"))[None, None]
+            present = []
+            for i, layer in enumerate(dec.layers):
+                h = layer.self_attn_layer_norm(x)
+                k = torch.cat([past[2 * i], split(layer.self_attn.k_proj(h))], dim=2)
+                v = torch.cat([past[2 * i + 1], split(layer.self_attn.v_proj(h))], dim=2)
+                present += [k[:, :, rows:, :], v[:, :, rows:, :]]
+                x = x + layer.self_attn.out_proj(attend(split(layer.self_attn.q_proj(h)), k, v, bias))
+                h = layer.encoder_attn_layer_norm(x)
+                ctx = attend(split(layer.encoder_attn.q_proj(h)), split(cross[2 * i]), split(cross[2 * i + 1]), None)
+                x = x + layer.encoder_attn.out_proj(ctx)
+                h = layer.final_layer_norm(x)
+                x = x + layer.fc2(torch.nn.functional.gelu(layer.fc1(h)))
+            logits = self.m.proj_out(dec.layer_norm(x[:, -1:, :]))[:, 0, :]  # 3-d: a MatMul, not a Gemm
+            next_id = torch.argmax(logits + suppress, dim=-1, keepdim=True).to(torch.int32)
+            return (logits, next_id, *present)
+
+    return Step().eval()
+
+
+def _name_dims(proto: Any, layers: int) -> None:
+    by_input: dict[str, list[str | None]] = {"input_ids": [None, "sequence"], "position_ids": [None, "sequence"],
+                                             "attention_mask": [None, "total"]}
+    for name in past_names(layers) + present_names(layers):
+        by_input[name] = [None, None, "past", None]
+    renamed: dict[str, str] = {}
+    for vi in list(proto.graph.input) + list(proto.graph.output):
+        for dim, want in zip(vi.type.tensor_type.shape.dim, by_input.get(vi.name, [])):
+            if want and dim.dim_param:
+                renamed.setdefault(dim.dim_param, want)
+    for vi in list(proto.graph.input) + list(proto.graph.output) + list(proto.graph.value_info):
+        for dim in vi.type.tensor_type.shape.dim:
+            if dim.dim_param in renamed:
+                dim.dim_param = renamed[dim.dim_param]
+    missing = set(DIMS) - set(renamed.values())
+    if missing:
+        raise ValueError(f"ONNX export: no free dimension for {sorted(missing)} (the exporter fixed them)")
+
+
+def _export_encoder(model: Any) -> bytes:
+    import torch
+
+    cfg = model.config
+    with onnx_export.quiet():
+        program = torch.onnx.export(_encoder_module(model), (torch.zeros(1, cfg.mels, cfg.frames),), dynamo=True,
+                                    opset_version=OPSET, input_names=[ENCODER_INPUT],
+                                    output_names=[ENCODER_OUT, *cross_names(cfg.decoder_layers)],
+                                    optimize=True, verbose=False)
+    proto = program.model_proto
+    proto.ir_version = IR_VERSION
+    return proto.SerializeToString()
+
+
+def _export_decoder(model: Any) -> bytes:
+    import torch
+
+    cfg = model.config
+    layers, rows, past, p = cfg.decoder_layers, 3, 6, 2
+    example = (torch.arange(rows, dtype=torch.int32)[None], torch.arange(p, p + rows, dtype=torch.int32)[None],
+               torch.cat([torch.zeros(1, past - p, dtype=torch.int32), torch.ones(1, p + rows, dtype=torch.int32)], 1),
+               torch.zeros(cfg.vocab),
+               tuple(torch.zeros(1, cfg.source_positions, cfg.d_model) for _ in range(2 * layers)),
+               tuple(torch.zeros(1, cfg.heads, past, cfg.head_dim) for _ in range(2 * layers)))
+    free = torch.export.Dim.DYNAMIC
+    shapes = ({1: free}, {1: free}, {1: free}, None, tuple(None for _ in range(2 * layers)),
+              tuple({2: free} for _ in range(2 * layers)))
+    with onnx_export.quiet():
+        program = torch.onnx.export(_decoder_module(model), example, dynamo=True, opset_version=OPSET,
+                                    input_names=[*DECODER_INPUTS, *cross_names(layers), *past_names(layers)],
+                                    output_names=["logits", "next_id", *present_names(layers)],
+                                    dynamic_shapes=shapes, optimize=True, verbose=False)
+    proto = program.model_proto
+    _name_dims(proto, layers)
+    proto.ir_version = IR_VERSION
+    return proto.SerializeToString()
+
+
+def _head(tag: str) -> dict[str, Any]:
+    return {"tag": f"whisper-{tag}", "format": EXPORT_FORMATS[tag], "opset": OPSET}
+
+
+@functools.lru_cache(maxsize=2)
+def export_fp32(model: Any) -> tuple[bytes, bytes]:
+    """The float32 encoder and decoder-step exports of a loaded Whisper (cached by content)."""
+    return (onnx_export.cached_export(model, _head("encoder"), lambda: _export_encoder(model)),
+            onnx_export.cached_export(model, _head("decoder"), lambda: _export_decoder(model)))
+
+
+@dataclass(frozen=True)
+class SpeechModel:
+    encoder: bytes
+    decoder: bytes
+    layers: tuple[LayerNode, ...]
+    """Every linear layer's node, in the plan's order (whichever graph holds it)."""
+    weight_bytes: int
+
+
+def _rewrite(data: bytes, held: Any) -> tuple[bytes, tuple[LayerNode, ...], int]:
+    import onnx
+    from onnx import helper
+
+    proto = onnx.load_from_string(data)
+    found = find_weight_matmuls(proto.graph, held)
+    layers = replace_linears(proto, found, held)
+    weight_bytes = sum(helper.tensor_dtype_to_np_dtype(t.data_type).itemsize * math.prod(t.dims)
+                       for t in proto.graph.initializer)
+    return proto.SerializeToString(), layers, weight_bytes
+
+
+@functools.lru_cache(maxsize=2)
+def speech_model(prepared: Any) -> SpeechModel:
+    """The run's two graphs for a workloads.speech.prepared.PreparedSpeech (prepared unsigned):
+    the encoder holds the encoder's layers and the cross-attention keys and values, the decoder
+    step every other layer."""
+    from ...models.quantized import HeldModel
+
+    held = prepared.held
+    require_unsigned(held)
+    encoder_fp32, decoder_fp32 = export_fp32(held.model)
+    in_encoder = [hl for hl in held.layers if hl.name.startswith("model.encoder.")
+                  or hl.name.endswith(("encoder_attn.k_proj", "encoder_attn.v_proj"))]
+    in_decoder = [hl for hl in held.layers if hl not in in_encoder]
+    enc, enc_layers, enc_bytes = _rewrite(encoder_fp32, HeldModel(held.model, tuple(in_encoder), True))
+    dec, dec_layers, dec_bytes = _rewrite(decoder_fp32, HeldModel(held.model, tuple(in_decoder), True))
+    by_name = {layer.name: layer for layer in (*enc_layers, *dec_layers)}
+    return SpeechModel(enc, dec, tuple(by_name[hl.name] for hl in held.layers), enc_bytes + dec_bytes)
