@@ -2,7 +2,8 @@
 clip. Firefox runs the real tiny.en at float32: its transcript is PyTorch fp32's and the clip's
 own words, its log-mel front end (a compute shader) agrees with WhisperFeatureExtractor, and every
 figure is on disk. Chrome (SwiftShader takes about 40 s per tiny.en encoder pass) runs the tests'
-small random-weight Whisper (tests/speech_models.py) at 4 bits through the same page."""
+small random-weight Whisper (tests/speech_models.py) at 4 bits through the same page, and through
+ONNX Runtime Web on wasm and WebGPU, whose transcripts must be the harness's."""
 
 from __future__ import annotations
 
@@ -25,37 +26,43 @@ pytestmark = pytest.mark.browser
 QUICK = TimingConfig(warmup=0, min_iterations=1, min_time_s=0, max_iterations=2, timeout_s=300)
 
 
-def _sweep(browser: BrowserName, workload: SpeechWorkload, bits: int, out: Path):  # noqa: ANN202
+def _sweep(browser: BrowserName, workload: SpeechWorkload, bits: int, out: Path,
+           platforms: tuple[Platform, ...] = (Platform.WEBGPU,), engines: tuple[EngineName, ...] = (EngineName.HARNESS,)):  # noqa: ANN202
     require_browser(browser)
-    plan = build_plan([browser], [Platform.WEBGPU], [workload], [bits], engines=[EngineName.HARNESS])
-    (row,) = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
-    return row
+    plan = build_plan([browser], list(platforms), [workload], [bits], engines=list(engines))
+    plan = [r for r in plan if not r.refused]
+    rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
+    return {(r.engine, r.platform): r for r in rows}
 
 
 @pytest.fixture(scope="module")
 def firefox(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     out = tmp_path_factory.mktemp("speech-firefox") / "results"
     workload = SpeechWorkload.from_options("whisper-tiny.en", clips=1, max_tokens=16)
-    return out, workload, _sweep(BrowserName.FIREFOX, workload, 32, out)
+    return out, workload, _sweep(BrowserName.FIREFOX, workload, 32, out)[("harness", "webgpu")]
 
 
 @pytest.fixture(scope="module")
 def chrome(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     root = tmp_path_factory.mktemp("speech-chrome")
     workload = SpeechWorkload.from_options(str(tiny_whisper(root / "tiny-whisper")), clips=1, max_tokens=8)
-    return root / "results", workload, _sweep(BrowserName.CHROME, workload, 4, root / "results")
+    rows = _sweep(BrowserName.CHROME, workload, 4, root / "results", (Platform.WEBGPU, Platform.WASM),
+                  (EngineName.HARNESS, EngineName.ORT))
+    return root / "results", workload, rows
 
 
-def _check_common(out: Path, workload: SpeechWorkload, row) -> list:  # noqa: ANN001
+def _check_common(out: Path, workload: SpeechWorkload, row, front_end: bool = True) -> list:  # noqa: ANN001
     assert row.outcome == Outcome.OK, row.reason
     assert row.kind == "speech" and row["clips"] == 1
-    # the page's log-mel features (WGSL: frames, Hann window, DFT, mel bank, log, clamp) are Python's
-    assert 0 <= row["frontend_error"] < 1e-3
+    if front_end:  # the page's log-mel features (WGSL: frames, Hann window, DFT, mel bank, log, clamp) are Python's
+        assert 0 <= row["frontend_error"] < 1e-3 and row["frontend_ms"] > 0
+    else:  # an engine fed Python's features has no front end to time or check
+        assert row["frontend_error"] is None and row["frontend_ms"] is None
     assert row.rel_error_vs_dequantized <= row.kernel_tolerance
     assert row["encoder_error_vs_reference"] < 1e-3
-    for figure in ("frontend_ms", "encoder_ms", "first_token_ms", "clip_s", "real_time_factor", "load_weights_ms"):
+    for figure in ("encoder_ms", "first_token_ms", "clip_s", "real_time_factor", "load_weights_ms"):
         assert row[figure] > 0, figure
-    assert row["encoder_ms"] > row["frontend_ms"] * 0.1 and row["clip_s"] * 1000 >= row["encoder_ms"]
+    assert row["clip_s"] * 1000 >= row["encoder_ms"]
     saved = json.loads((out / row.outputs_file).read_text())
     assert [e["clip"] for e in saved] == [c.name for c in workload.clips]
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
@@ -76,9 +83,18 @@ def test_firefox_transcribes_as_pytorch_fp32(firefox) -> None:  # noqa: ANN001
     assert row.bits_executed == 32 and row.weight_bytes == row.weight_bytes_f32
 
 
-def test_chrome_runs_four_bit_whisper(chrome) -> None:  # noqa: ANN001
-    out, workload, row = chrome
-    (entry,) = _check_common(out, workload, row)
-    assert row.bits_executed == 4 and row.weight_bytes < row.weight_bytes_f32
+def test_chrome_runs_four_bit_whisper_on_the_harness_and_ort(chrome) -> None:  # noqa: ANN001
+    out, workload, rows = chrome
+    assert set(rows) == {("harness", "webgpu"), ("ort", "webgpu"), ("ort", "wasm")}
+    harness = rows[("harness", "webgpu")]
+    (entry,) = _check_common(out, workload, harness)
+    assert harness.bits_executed == 4 and harness.weight_bytes < harness.weight_bytes_f32
     assert 1 <= len(entry["token_ids"]) <= 8
-    assert row["decode_tokens_per_s"] is None or row["decode_tokens_per_s"] > 0
+    assert harness["decode_tokens_per_s"] is None or harness["decode_tokens_per_s"] > 0
+    for platform in ("wasm", "webgpu"):
+        row = rows[("ort", platform)]
+        (ort_entry,) = _check_common(out, workload, row, front_end=False)
+        assert row.bits_executed == 4 and row.weight_format == "MatMulNBits4"
+        assert row.executed_on == platform, row.reason
+        # the same held bytes, the same greedy rule: the same ids as the harness's kernels
+        assert ort_entry["token_ids"] == entry["token_ids"], (platform, ort_entry, entry)

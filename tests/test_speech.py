@@ -155,8 +155,8 @@ def test_word_error_rate() -> None:
 
 def test_prepared_references_and_plan() -> None:
     """The run's references: fp32 transcripts are the clips' own ids; the 2-bit first logits
-    move away from fp32's while the float64 reference follows the held weights. Engines other
-    than the harness's WebGPU one are refused before launch, with who runs speech."""
+    move away from fp32's while the float64 reference follows the held weights. The harness's
+    WebNN graphs are refused before launch, with who runs speech."""
     workload = SpeechWorkload.from_options("whisper-tiny.en", clips=1, max_tokens=12)
     fp32 = prepare_speech(workload, 32, 32, 0)
     two = prepare_speech(workload, 2, 32, 0)
@@ -169,8 +169,9 @@ def test_prepared_references_and_plan() -> None:
     plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WEBNN], [workload], [4],
                       engines=[EngineName.HARNESS, EngineName.ORT])
     refused = {(r.engine, r.platform): r.refused for r in plan}
-    assert refused[(EngineName.HARNESS, Platform.WEBGPU)] == ""
-    assert "does not run speech workloads (engines that do: harness/webgpu)" in refused[(EngineName.ORT, Platform.WEBNN)]
+    assert refused[(EngineName.HARNESS, Platform.WEBGPU)] == refused[(EngineName.ORT, Platform.WEBNN)] == ""
+    assert ("does not run speech workloads (engines that do: harness/webgpu, ort/wasm, ort/webgpu, ort/webnn)"
+            in refused[(EngineName.HARNESS, Platform.WEBNN)])
 
 
 @pytest.fixture
@@ -217,3 +218,55 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, no_browser: None, caps
         err = capsys.readouterr().err.strip().splitlines()
         err = [line for line in err if not line.startswith("notice:")]
         assert len(err) == 1 and message in err[0], (name, err)
+
+
+def test_onnx_graphs_hold_the_harness_bytes_and_match_the_reference(tmp_path: Path) -> None:
+    """ONNX Runtime Web's graphs (engines/ort/onnx_speech.py), run here on onnxruntime's CPU
+    provider: every linear layer is a MatMulNBits node of the run's bytes, the encoder's output and
+    the first logits after the prompt match the float64 Whisper with the held weights, and a
+    decoder step with the cache reproduces the reference's next logits."""
+    import dataclasses
+
+    import onnxruntime as ort
+
+    from fixed_web_platform.engines.ort import onnx_speech
+
+    folder = tiny_whisper(tmp_path / "tiny-whisper")
+    workload = SpeechWorkload.from_options(str(folder), clips=1, max_tokens=4)
+    prepared = dataclasses.replace(prepare_speech(workload, 4, 32, 0, unsigned=True), front_end_on_device=False)
+    model = onnx_speech.speech_model(prepared)
+    cfg = prepared.config
+    assert [layer.name for layer in model.layers] == [p.layer.name for p in prepared.plan]
+    assert {layer.weight_dtype for layer in model.layers} == {"MatMulNBits4"}
+    assert sum(layer.weight_bytes for layer in model.layers) == sum(hl.held.weight_bytes for hl in prepared.held.layers)
+    enc = ort.InferenceSession(model.encoder, providers=["CPUExecutionProvider"])
+    dec = ort.InferenceSession(model.decoder, providers=["CPUExecutionProvider"])
+    feats = np.frombuffer(prepared.features_tensor(), np.float32).reshape(1, cfg.mels, cfg.frames)
+    outs = dict(zip([o.name for o in enc.get_outputs()], enc.run(None, {"input_features": feats})))
+    assert np.max(np.abs(outs["encoder_out"][0] - prepared.encoder_reference)) < 1e-4
+    suppress = {k: np.frombuffer(v, np.float32) for k, v in prepared.suppress_tensors().items() if "suppress" in k}
+    context = len(cfg.prompt) + 4
+    cache = {f"past.{i}.{part}": np.zeros((1, cfg.heads, context, cfg.head_dim), np.float32)
+             for i in range(cfg.decoder_layers) for part in ("key", "value")}
+    cross = {k: v for k, v in outs.items() if k.startswith("cross.")}
+
+    def step(ids: list[int], position: int, first: bool) -> tuple[np.ndarray, int]:
+        mask = np.zeros((1, context + len(ids)), np.int32)
+        mask[0, context - position:] = 1
+        res = dec.run(None, {"input_ids": np.array([ids], np.int32),
+                             "position_ids": np.arange(position, position + len(ids), dtype=np.int32)[None],
+                             "attention_mask": mask, "suppress": suppress["suppress.first" if first else "suppress.rest"],
+                             **cross, **cache})
+        cache.update(zip(cache, res[2:]))
+        return res[0][0], int(res[1][0, 0])
+
+    logits, first_id = step(list(cfg.prompt), 0, True)
+    assert np.sqrt(np.mean((logits - prepared.ref_dequantized) ** 2)) < 1e-4 * np.sqrt(np.mean(prepared.ref_dequantized ** 2)) + 1e-6
+    from fixed_web_platform.architectures.whisper import decoding
+
+    assert first_id == decoding.choose(cfg, logits, first=True)
+    decoder = reference.Decoder(cfg, prepared.held.exec_weights(), prepared.encoder_reference)
+    decoder.step(list(cfg.prompt))
+    expected = decoder.step([first_id])[-1]
+    logits, _ = step([first_id], len(cfg.prompt), False)
+    assert np.max(np.abs(logits - expected)) < 1e-3 * np.abs(expected).max()
