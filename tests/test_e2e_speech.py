@@ -3,7 +3,8 @@ clip. Firefox runs the real tiny.en at float32: its transcript is PyTorch fp32's
 own words, its log-mel front end (a compute shader) agrees with WhisperFeatureExtractor, and every
 figure is on disk. Chrome (SwiftShader takes about 40 s per tiny.en encoder pass) runs the tests'
 small random-weight Whisper (tests/speech_models.py) at 4 bits through the same page, and through
-ONNX Runtime Web on wasm and WebGPU, whose transcripts must be the harness's."""
+ONNX Runtime Web on wasm, whose transcripts must be the harness's (ORT's WebGPU provider on
+SwiftShader takes about a minute even for this model: the README's sweep measures it)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _sweep(browser: BrowserName, workload: SpeechWorkload, bits: int, out: Path,
            platforms: tuple[Platform, ...] = (Platform.WEBGPU,), engines: tuple[EngineName, ...] = (EngineName.HARNESS,)):  # noqa: ANN202
     require_browser(browser)
     plan = build_plan([browser], list(platforms), [workload], [bits], engines=list(engines))
-    plan = [r for r in plan if not r.refused]
+    plan = [r for r in plan if not r.refused and not (r.engine == "ort" and r.platform == "webgpu")]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
     return {(r.engine, r.platform): r for r in rows}
 
@@ -85,13 +86,13 @@ def test_firefox_transcribes_as_pytorch_fp32(firefox) -> None:  # noqa: ANN001
 
 def test_chrome_runs_four_bit_whisper_on_the_harness_and_ort(chrome) -> None:  # noqa: ANN001
     out, workload, rows = chrome
-    assert set(rows) == {("harness", "webgpu"), ("ort", "webgpu"), ("ort", "wasm")}
+    assert set(rows) == {("harness", "webgpu"), ("ort", "wasm")}
     harness = rows[("harness", "webgpu")]
     (entry,) = _check_common(out, workload, harness)
     assert harness.bits_executed == 4 and harness.weight_bytes < harness.weight_bytes_f32
     assert 1 <= len(entry["token_ids"]) <= 8
     assert harness["decode_tokens_per_s"] is None or harness["decode_tokens_per_s"] > 0
-    for platform in ("wasm", "webgpu"):
+    for platform in ("wasm",):
         row = rows[("ort", platform)]
         (ort_entry,) = _check_common(out, workload, row, front_end=False)
         assert row.bits_executed == 4 and row.weight_format == "MatMulNBits4"

@@ -251,11 +251,13 @@ def test_onnx_graphs_hold_the_harness_bytes_and_match_the_reference(tmp_path: Pa
     cross = {k: v for k, v in outs.items() if k.startswith("cross.")}
 
     def step(ids: list[int], position: int, first: bool) -> tuple[np.ndarray, int]:
-        mask = np.zeros((1, context + len(ids)), np.int32)
-        mask[0, context - position:] = 1
+        rows, total = len(ids), context + len(ids)
+        bias = np.full((1, 1, rows, total), -1e9, np.float32)
+        for r in range(rows):  # the cache's last `position` rows and the new rows up to this one
+            bias[0, 0, r, context - position:context + r + 1] = 0
         res = dec.run(None, {"input_ids": np.array([ids], np.int32),
-                             "position_ids": np.arange(position, position + len(ids), dtype=np.int32)[None],
-                             "attention_mask": mask, "suppress": suppress["suppress.first" if first else "suppress.rest"],
+                             "position_ids": np.arange(position, position + rows, dtype=np.int32)[None],
+                             "attention_bias": bias, "suppress": suppress["suppress.first" if first else "suppress.rest"],
                              **cross, **cache})
         cache.update(zip(cache, res[2:]))
         return res[0][0], int(res[1][0, 0])

@@ -77,6 +77,9 @@ export async function run(spec, client) {
         for (const [ep, nodes] of Object.entries(p)) placed[ep] = [...(placed[ep] ?? []), ...nodes];
       }
     }
+    // Each layer's provider from its own graph's session (null: the strict session was taken).
+    const inEncoder = new Set(opts.encoder_layers);
+    const provider = (name) => layerProvider(inEncoder.has(name) ? enc.placed : decPlaced, name, opts.provider);
 
     stage = 'tensors';
     const cacheDims = [1, H, C, D];
@@ -101,12 +104,13 @@ export async function run(spec, client) {
     const firstBias = new ort.Tensor('float32', suppressFirst, [V]);
     const restBias = new ort.Tensor('float32', suppressRest, [V]);
     const release = (tensors) => { for (const t of tensors ?? []) if (t && t !== zeros && t.dispose) t.dispose(); };
+    // Row r (position p + r) sees the cache's last p rows and the new rows up to itself.
     const feeds = (ids, p, first, crossKv, cache) => {
-      const rows = ids.length;
-      const mask = new Int32Array(C + rows);
-      mask.fill(1, C - p);
+      const rows = ids.length, total = C + rows;
+      const bias = new Float32Array(rows * total).fill(-1e9);
+      for (let r = 0; r < rows; r++) bias.fill(0, r * total + C - p, r * total + C + r + 1);
       const f = {input_ids: i32(ids, [1, rows]), position_ids: i32(Array.from({length: rows}, (_, r) => p + r), [1, rows]),
-                 attention_mask: new ort.Tensor('int32', mask, [1, C + rows]), suppress: first ? firstBias : restBias};
+                 attention_bias: new ort.Tensor('float32', bias, [1, 1, rows, total]), suppress: first ? firstBias : restBias};
       cross.forEach((name, j) => { f[name] = crossKv[j]; });
       past.forEach((name, j) => { f[name] = cache ? cache[j] : zeros; });
       return f;
@@ -167,7 +171,6 @@ export async function run(spec, client) {
     const tokens = new Int32Array(outBytes, encBytes + 4 * V, opts.clips * opts.max_tokens).fill(-1);
     transcripts.forEach((t, c) => tokens.set(t, c * opts.max_tokens));
 
-    const provider = (name) => layerProvider(anyPlaced ? placed : null, name, opts.provider);
     const layers = opts.ort_layers.map((l) => ({
       name: l.name, weight_dtype: `${l.weight_dtype}@${provider(l.name)}`, weight_bytes: l.weight_bytes, gpu_ms: null}));
     const copies = new Set(Object.values(decSessions)).size;

@@ -8,8 +8,9 @@ harness's own kernels get (onnx_linears.py).
   ``cross.N.value`` [1, positions, d_model], computed once per clip (static shapes).
 - ``decoder``: one step with a fixed-length, right-aligned self-attention cache (as the decoder
   LLM's): inputs ``input_ids`` int32 [1, sequence], ``position_ids`` int32 [1, sequence] (rows of
-  the learned position table), ``attention_mask`` int32 [1, total] (past + sequence; 0 for empty
-  cache rows), ``suppress`` float32 [vocab] (0, or -inf for ids never chosen: the page passes the
+  the learned position table), ``attention_bias`` float32 [1, 1, sequence, total] (total = past +
+  sequence; 0 where a row may look, -1e9 at empty cache rows and later rows: made by the page, so
+  the graph has no shape arithmetic a provider would leave to the CPU), ``suppress`` float32 [vocab] (0, or -inf for ids never chosen: the page passes the
   first position's and the later positions' rule, architectures/whisper/decoding.py), the cross
   keys and values, and ``past.N.key`` / ``past.N.value`` float32 [1, heads, past, head_dim];
   outputs ``logits`` [1, vocab] of the last row, ``next_id`` int32 [1, 1] (its greedy id) and
@@ -29,11 +30,11 @@ from .onnx_linears import LayerNode, replace_linears, require_unsigned
 from .onnx_matmul import IR_VERSION
 
 OPSET = 18
-EXPORT_FORMATS = {"encoder": 2, "decoder": 3}
+EXPORT_FORMATS = {"encoder": 2, "decoder": 4}
 """Bumped when a graph changes for the same inputs (wrapper, names, options)."""
 ENCODER_INPUT = "input_features"
 ENCODER_OUT = "encoder_out"
-DECODER_INPUTS = ("input_ids", "position_ids", "attention_mask", "suppress")
+DECODER_INPUTS = ("input_ids", "position_ids", "attention_bias", "suppress")
 DIMS = {"sequence": "rows a pass feeds", "total": "past + sequence", "past": "positions the cache holds"}
 
 
@@ -79,7 +80,7 @@ def _decoder_module(model: Any) -> Any:
     def split(x: Any) -> Any:  # [1, s, d] -> [1, heads, s, hd]
         return x.reshape(1, x.shape[1], heads, hd).transpose(1, 2)
 
-    def attend(q: Any, k: Any, v: Any, bias: Any) -> Any:
+    def attend(q: Any, k: Any, v: Any, bias: Any = None) -> Any:
         scores = q @ k.transpose(-1, -2) * (hd ** -0.5)
         if bias is not None:
             scores = scores + bias
@@ -91,16 +92,12 @@ def _decoder_module(model: Any) -> Any:
             super().__init__()
             self.m = net
 
-        def forward(self, input_ids: Any, position_ids: Any, attention_mask: Any, suppress: Any,
+        def forward(self, input_ids: Any, position_ids: Any, attention_bias: Any, suppress: Any,
                     cross: tuple[Any, ...], past: tuple[Any, ...]) -> tuple[Any, ...]:
             dec = self.m.model.decoder
             rows = input_ids.shape[1]
-            total = attention_mask.shape[1]
             x = dec.embed_tokens(input_ids) + dec.embed_positions.weight.index_select(0, position_ids[0])[None]
-            keys = torch.arange(total)[None, :]
-            limit = (total - rows + torch.arange(rows))[:, None]
-            allowed = (keys <= limit) & (attention_mask[0][None, :] > 0)
-            bias = torch.where(allowed, 0.0, float("-inf"))[None, None]
+            bias = attention_bias
             present = []
             for i, layer in enumerate(dec.layers):
                 h = layer.self_attn_layer_norm(x)
@@ -109,7 +106,7 @@ def _decoder_module(model: Any) -> Any:
                 present += [k[:, :, rows:, :], v[:, :, rows:, :]]
                 x = x + layer.self_attn.out_proj(attend(split(layer.self_attn.q_proj(h)), k, v, bias))
                 h = layer.encoder_attn_layer_norm(x)
-                ctx = attend(split(layer.encoder_attn.q_proj(h)), split(cross[2 * i]), split(cross[2 * i + 1]), None)
+                ctx = attend(split(layer.encoder_attn.q_proj(h)), split(cross[2 * i]), split(cross[2 * i + 1]))
                 x = x + layer.encoder_attn.out_proj(ctx)
                 h = layer.final_layer_norm(x)
                 x = x + layer.fc2(torch.nn.functional.gelu(layer.fc1(h)))
@@ -122,7 +119,7 @@ def _decoder_module(model: Any) -> Any:
 
 def _name_dims(proto: Any, layers: int) -> None:
     by_input: dict[str, list[str | None]] = {"input_ids": [None, "sequence"], "position_ids": [None, "sequence"],
-                                             "attention_mask": [None, "total"]}
+                                             "attention_bias": [None, None, "sequence", "total"]}
     for name in past_names(layers) + present_names(layers):
         by_input[name] = [None, None, "past", None]
     renamed: dict[str, str] = {}
@@ -159,12 +156,11 @@ def _export_decoder(model: Any) -> bytes:
     cfg = model.config
     layers, rows, past, p = cfg.decoder_layers, 3, 6, 2
     example = (torch.arange(rows, dtype=torch.int32)[None], torch.arange(p, p + rows, dtype=torch.int32)[None],
-               torch.cat([torch.zeros(1, past - p, dtype=torch.int32), torch.ones(1, p + rows, dtype=torch.int32)], 1),
-               torch.zeros(cfg.vocab),
+               torch.zeros(1, 1, rows, past + rows), torch.zeros(cfg.vocab),
                tuple(torch.zeros(1, cfg.source_positions, cfg.d_model) for _ in range(2 * layers)),
                tuple(torch.zeros(1, cfg.heads, past, cfg.head_dim) for _ in range(2 * layers)))
     free = torch.export.Dim.DYNAMIC
-    shapes = ({1: free}, {1: free}, {1: free}, None, tuple(None for _ in range(2 * layers)),
+    shapes = ({1: free}, {1: free}, {2: free, 3: free}, None, tuple(None for _ in range(2 * layers)),
               tuple({2: free} for _ in range(2 * layers)))
     with onnx_export.quiet():
         program = torch.onnx.export(_decoder_module(model), example, dynamo=True, opset_version=OPSET,
@@ -195,6 +191,8 @@ class SpeechModel:
     layers: tuple[LayerNode, ...]
     """Every linear layer's node, in the plan's order (whichever graph holds it)."""
     weight_bytes: int
+    encoder_layers: tuple[str, ...] = ()
+    """The layers the encoder graph holds (the others are the decoder step's)."""
 
 
 def _rewrite(data: bytes, held: Any) -> tuple[bytes, tuple[LayerNode, ...], int]:
@@ -225,4 +223,5 @@ def speech_model(prepared: Any) -> SpeechModel:
     enc, enc_layers, enc_bytes = _rewrite(encoder_fp32, HeldModel(held.model, tuple(in_encoder), True))
     dec, dec_layers, dec_bytes = _rewrite(decoder_fp32, HeldModel(held.model, tuple(in_decoder), True))
     by_name = {layer.name: layer for layer in (*enc_layers, *dec_layers)}
-    return SpeechModel(enc, dec, tuple(by_name[hl.name] for hl in held.layers), enc_bytes + dec_bytes)
+    return SpeechModel(enc, dec, tuple(by_name[hl.name] for hl in held.layers), enc_bytes + dec_bytes,
+                       tuple(hl.name for hl in in_encoder))

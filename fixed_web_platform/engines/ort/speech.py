@@ -54,6 +54,7 @@ class OrtSpeech(KindRunner):
             "static_shapes": engine.platform is Platform.WEBNN,
             "weight_bytes": model.weight_bytes,
             "ort_layers": [layer.to_json() for layer in model.layers],
+            "encoder_layers": list(model.encoder_layers),
         }
         held = [layer.held for layer in prepared.held.layers]
         quantized = [h for h in held if h.block_size]
