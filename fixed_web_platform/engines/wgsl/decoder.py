@@ -33,7 +33,7 @@ from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, bound_layers, dequantize_program, prologue, variants
+from .linear import BIAS_BINDING, bound_layers, dequantize_program, prologue, summary_of, variants
 
 RUNNER = "wgsl_decoder"
 DECODER_SHADERS = SHADERS_DIR / "model" / "decoder"
@@ -160,13 +160,6 @@ class _Forward:
         return out
 
 
-def _summary(values: list[str]) -> str:
-    counts = Counter(values)
-    if len(counts) == 1:
-        return values[0]
-    return "mixed:" + ",".join(f"{v}x{c}" for v, c in counts.most_common())
-
-
 def build(prepared: PreparedDecoder) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The job's options (programs, kernels, buffers, the three passes) and its tensors."""
     cfg, w = prepared.config, prepared.workload
@@ -225,10 +218,10 @@ class WgslDecoder(KindRunner):
         held = [layer.held for layer in prepared.held.layers]
         quantized = [h for h in held if h.block_size]
         return EngineJob(spec=spec, tensors=tensors, prepared=prepared,
-                         weight_format=_summary([h.weight_format for h in held]),
-                         weight_dtype=_summary([h.weight_dtype for h in held]),
+                         weight_format=summary_of([h.weight_format for h in held]),
+                         weight_dtype=summary_of([h.weight_dtype for h in held]),
                          scale_dtype="float32" if quantized else "",
-                         zero_point_dtype=_summary([h.weight_dtype for h in quantized]) if quantized else "")
+                         zero_point_dtype=summary_of([h.weight_dtype for h in quantized]) if quantized else "")
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         prepared = job.prepared

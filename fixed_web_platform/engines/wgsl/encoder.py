@@ -47,7 +47,7 @@ from ..base import (
     Refusal,
 )
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MODEL_SHADERS, bound_layers, dequantize_program, prologue, variants
+from .linear import BIAS_BINDING, MODEL_SHADERS, bound_layers, dequantize_program, prologue, summary_of, variants
 
 RUNNER = "wgsl_model"
 ROW_WORKGROUP = 64
@@ -205,13 +205,6 @@ def _tiling(prepared: PreparedModel) -> wgsl.Tiling:
     return wgsl.tiling_for(_rows(prepared), min(p.layer.n for p in prepared.plan))
 
 
-def _summary(values: list[str]) -> str:
-    counts = Counter(values)
-    if len(counts) == 1:
-        return values[0]
-    return "mixed:" + ",".join(f"{v}x{c}" for v, c in counts.most_common())
-
-
 class WgslEncoder(KindRunner):
     """The encoder's forward pass as a step list the page executes (web/engines/wgsl_model.js)."""
 
@@ -250,10 +243,10 @@ class WgslEncoder(KindRunner):
         quantized = [h for h in held if h.block_size]
         return EngineJob(
             spec=spec, tensors=tensors, prepared=prepared,
-            weight_format=_summary([h.weight_format for h in held]),
-            weight_dtype=_summary([h.weight_dtype for h in held]),
+            weight_format=summary_of([h.weight_format for h in held]),
+            weight_dtype=summary_of([h.weight_dtype for h in held]),
             scale_dtype="float32" if quantized else "",
-            zero_point_dtype=_summary([h.weight_dtype for h in quantized]) if quantized else "",
+            zero_point_dtype=summary_of([h.weight_dtype for h in quantized]) if quantized else "",
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

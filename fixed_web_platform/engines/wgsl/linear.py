@@ -7,6 +7,7 @@ variants the page picks from, and the dequantize step the GEMM path runs first."
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,3 +74,12 @@ def bound_layers(plan: Sequence[LayerPrecision], replies: Sequence[LayerReply],
         layers.append(LayerExecuted(p.layer.name, bits, reply.weight_dtype, reply.weight_bytes, reply.gpu_ms,
                                     act_dtypes[i] if act_dtypes else ""))
     return layers, problems
+
+
+def summary_of(values: list[str]) -> str:
+    """One value when every layer has it, else 'mixed:<value>x<count>,...' (most common first): a
+    model's weight formats and dtypes in one row cell."""
+    counts = Counter(values)
+    if len(counts) == 1:
+        return values[0]
+    return "mixed:" + ",".join(f"{v}x{c}" for v, c in counts.most_common())

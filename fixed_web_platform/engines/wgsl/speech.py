@@ -28,7 +28,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ...architectures.whisper.config import HEAD, N_FFT, SAMPLE_RATE, CHUNK_SECONDS
+import numpy as np
+
+from ...architectures.whisper.config import CHUNK_SECONDS, HEAD, N_FFT, SAMPLE_RATE
 from ...harness.protocol import PageDataError, PageReply
 from ...paths import SHADERS_DIR
 from ...run_spec import RunSpec, TimingConfig
@@ -37,7 +39,7 @@ from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MODEL_SHADERS, bound_layers, dequantize_program, prologue, variants
+from .linear import BIAS_BINDING, MODEL_SHADERS, bound_layers, dequantize_program, prologue, summary_of, variants
 
 RUNNER = "wgsl_speech"
 SPEECH_SHADERS = SHADERS_DIR / "model" / "speech"
@@ -218,13 +220,6 @@ class _Passes:
         return steps
 
 
-def _summary(values: list[str]) -> str:
-    counts = Counter(values)
-    if len(counts) == 1:
-        return values[0]
-    return "mixed:" + ",".join(f"{v}x{c}" for v, c in counts.most_common())
-
-
 def build(prepared: PreparedSpeech) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The job's options (programs, kernels, buffers, the four passes) and its tensors."""
     cfg, w = prepared.config, prepared.workload
@@ -233,8 +228,6 @@ def build(prepared: PreparedSpeech) -> tuple[dict[str, Any], dict[str, bytes]]:
     steps = {"frontend": passes.frontend(), "encoder": passes.encoder(), "prompt": passes.decoder(prompt_rows),
              "decode": passes.decoder(1)}
     kernels = passes.kernels
-    import numpy as np
-
     tensors = prepared.tensors() | {"ones": np.ones(cfg.source_positions, "<i4").tobytes()}
     d, rows = cfg.d_model, cfg.source_positions
     context = len(cfg.prompt) + w.max_tokens
@@ -291,10 +284,10 @@ class WgslSpeech(KindRunner):
         held = [layer.held for layer in prepared.held.layers]
         quantized = [h for h in held if h.block_size]
         return EngineJob(spec=spec, tensors=tensors, prepared=prepared,
-                         weight_format=_summary([h.weight_format for h in held]),
-                         weight_dtype=_summary([h.weight_dtype for h in held]),
+                         weight_format=summary_of([h.weight_format for h in held]),
+                         weight_dtype=summary_of([h.weight_dtype for h in held]),
                          scale_dtype="float32" if quantized else "",
-                         zero_point_dtype=_summary([h.weight_dtype for h in quantized]) if quantized else "")
+                         zero_point_dtype=summary_of([h.weight_dtype for h in quantized]) if quantized else "")
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         prepared = job.prepared
