@@ -2,8 +2,9 @@
 clip. Firefox runs the real tiny.en at float32: its transcript is PyTorch fp32's and the clip's
 own words, its log-mel front end (a compute shader) agrees with WhisperFeatureExtractor, and every
 figure is on disk. Chrome (SwiftShader takes about 40 s per tiny.en encoder pass) runs the tests'
-small random-weight Whisper (tests/speech_models.py) at 4 bits through the same page, and through
-ONNX Runtime Web on wasm, whose transcripts must be the harness's (ORT's WebGPU provider on
+small random-weight Whisper (tests/speech_models.py) at 4 bits through the same page, through the
+harness's WebNN graphs (standard mode: as 8-bit), and through ONNX Runtime Web on wasm, whose
+transcripts must be the harness's WGSL ones (ORT's WebGPU provider on
 SwiftShader takes about a minute even for this model: the README's sweep measures it)."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _sweep(browser: BrowserName, workload: SpeechWorkload, bits: int, out: Path,
            platforms: tuple[Platform, ...] = (Platform.WEBGPU,), engines: tuple[EngineName, ...] = (EngineName.HARNESS,)):  # noqa: ANN202
     require_browser(browser)
     plan = build_plan([browser], list(platforms), [workload], [bits], engines=list(engines))
-    plan = [r for r in plan if not r.refused and not (r.engine == "ort" and r.platform == "webgpu")]
+    plan = [r for r in plan if not r.refused and not (r.engine == "ort" and r.platform != "wasm")]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
     return {(r.engine, r.platform): r for r in rows}
 
@@ -47,7 +48,7 @@ def firefox(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 def chrome(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     root = tmp_path_factory.mktemp("speech-chrome")
     workload = SpeechWorkload.from_options(str(tiny_whisper(root / "tiny-whisper")), clips=1, max_tokens=8)
-    rows = _sweep(BrowserName.CHROME, workload, 4, root / "results", (Platform.WEBGPU, Platform.WASM),
+    rows = _sweep(BrowserName.CHROME, workload, 4, root / "results", (Platform.WEBGPU, Platform.WEBNN, Platform.WASM),
                   (EngineName.HARNESS, EngineName.ORT))
     return root / "results", workload, rows
 
@@ -86,7 +87,7 @@ def test_firefox_transcribes_as_pytorch_fp32(firefox) -> None:  # noqa: ANN001
 
 def test_chrome_runs_four_bit_whisper_on_the_harness_and_ort(chrome) -> None:  # noqa: ANN001
     out, workload, rows = chrome
-    assert set(rows) == {("harness", "webgpu"), ("ort", "wasm")}
+    assert set(rows) == {("harness", "webgpu"), ("harness", "webnn"), ("ort", "wasm")}
     harness = rows[("harness", "webgpu")]
     (entry,) = _check_common(out, workload, harness)
     assert harness.bits_executed == 4 and harness.weight_bytes < harness.weight_bytes_f32
@@ -99,3 +100,9 @@ def test_chrome_runs_four_bit_whisper_on_the_harness_and_ort(chrome) -> None:  #
         assert row.executed_on == platform, row.reason
         # the same held bytes, the same greedy rule: the same ids as the harness's kernels
         assert ort_entry["token_ids"] == entry["token_ids"], (platform, ort_entry, entry)
+    # WebNN's standard mode runs 4-bit layers as 8-bit and says so; the graphs match the float64
+    # Whisper holding those 8-bit weights (the kernel check in _check_common)
+    webnn = rows[("harness", "webnn")]
+    (webnn_entry,) = _check_common(out, workload, webnn, front_end=False)
+    assert webnn.bits_executed == 8 and "4-bit layers ran as 8-bit" in webnn.reason
+    assert webnn.weight_bytes < webnn.weight_bytes_f32 and 1 <= len(webnn_entry["token_ids"]) <= 8

@@ -166,12 +166,13 @@ def test_prepared_references_and_plan() -> None:
     assert cosine_similarity(fp32.ref_dequantized, fp32.ref_float) > 0.9999
     assert cosine_similarity(two.ref_dequantized, two.ref_float) < 0.9
     assert two.weight_bytes < fp32.weight_bytes / 2
-    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WEBNN], [workload], [4],
-                      engines=[EngineName.HARNESS, EngineName.ORT])
-    refused = {(r.engine, r.platform): r.refused for r in plan}
-    assert refused[(EngineName.HARNESS, Platform.WEBGPU)] == refused[(EngineName.ORT, Platform.WEBNN)] == ""
-    assert ("does not run speech workloads (engines that do: harness/webgpu, ort/wasm, ort/webgpu, ort/webnn)"
-            in refused[(EngineName.HARNESS, Platform.WEBNN)])
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WEBNN, Platform.WASM], [workload], [4],
+                      engines=[EngineName.HARNESS, EngineName.ORT, EngineName.WLLAMA])
+    refused = {(str(r.engine), str(r.platform)): r.refused for r in plan}
+    runs = {"harness/webgpu", "harness/webnn", "ort/wasm", "ort/webgpu", "ort/webnn"}
+    assert {"/".join(k) for k, why in refused.items() if not why} == runs
+    assert ("does not run speech workloads (engines that do: " + ", ".join(sorted(runs)) + ")"
+            in refused[("wllama", "wasm")])
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from .webnn import WebnnEngine
 from .webnn.decoder import WebnnDecoder
 from .webnn.encoder import WebnnEncoder
 from .webnn.matmul import WebnnMatmul
+from .webnn.speech import WebnnSpeech
 from .wgsl import WgslEngine
 from .wgsl.decoder import WgslDecoder
 from .wgsl.encoder import WgslEncoder
@@ -47,6 +48,7 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (HARNESS, WEBNN, "matmul"): WebnnMatmul(),
     (HARNESS, WEBNN, "encoder"): WebnnEncoder(),
     (HARNESS, WEBNN, "decoder"): WebnnDecoder(),
+    (HARNESS, WEBNN, "speech"): WebnnSpeech(),
     (ORT, WEBGPU, "matmul"): OrtMatmul(),
     (ORT, WEBGPU, "encoder"): OrtEncoder(),
     (ORT, WEBGPU, "decoder"): OrtDecoder(),

@@ -39,9 +39,9 @@ which the engine is wrong (f32 or f16 arithmetic through the encoder's 1500 posi
 decoder; the page's features are its own, within ``frontend_error`` of Python's). f16: ORT's
 float16 MatMul rounds every linear layer's input to float16 too; measured 5.7e-2 on Firefox's
 WebGPU with every transcript equal to fp32's (the harness's f16 kernels, float32 inputs: 4.2e-3)."""
-TOLERANCE_BASIS = {"f32": "f32 arithmetic through the front end, the encoder's 1500 positions and the decoder",
-                   "f16": "f16 arithmetic, inputs of linear layers rounded to float16 where the engine does, through "
-                          "the encoder's 1500 positions and the decoder"}
+ARITHMETIC = {"f32": "f32 arithmetic",
+              "f16": "f16 arithmetic, inputs of linear layers rounded to float16 where the engine does,"}
+"""What a tolerance allows for, by compute dtype (``tolerance_basis`` adds where the features came from)."""
 
 FEATURES, ENCODER_OUT, FIRST_LOGITS, TOKEN_IDS = "features", "encoder_out", "first_logits", "token_ids"
 PAD_ID = -1
@@ -135,7 +135,8 @@ class PreparedSpeech:
 
     @property
     def tolerance_basis(self) -> str:
-        return TOLERANCE_BASIS["f16" if self.bits == 16 else "f32"]
+        start = "through the front end," if self.front_end_on_device else "from Python's features through"
+        return f"{ARITHMETIC['f16' if self.bits == 16 else 'f32']} {start} the encoder's 1500 positions and the decoder"
 
     def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return outputs[FIRST_LOGITS]
