@@ -3,8 +3,8 @@ clip. Firefox runs the real tiny.en at float32: its transcript is PyTorch fp32's
 own words, its log-mel front end (a compute shader) agrees with WhisperFeatureExtractor, and every
 figure is on disk. Chrome (SwiftShader takes about 40 s per tiny.en encoder pass) runs the tests'
 small random-weight Whisper (tests/speech_models.py) at 4 bits through the same page, through the
-harness's WebNN graphs (standard mode: as 8-bit), and through ONNX Runtime Web on wasm, whose
-transcripts must be the harness's WGSL ones (ORT's WebGPU provider on
+harness's WebNN graphs (standard mode: as 8-bit), and through ONNX Runtime Web on wasm and WebNN,
+whose transcripts must be the harness's WGSL ones (ORT's WebGPU provider on
 SwiftShader takes about a minute even for this model: the README's sweep measures it)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _sweep(browser: BrowserName, workload: SpeechWorkload, bits: int, out: Path,
            platforms: tuple[Platform, ...] = (Platform.WEBGPU,), engines: tuple[EngineName, ...] = (EngineName.HARNESS,)):  # noqa: ANN202
     require_browser(browser)
     plan = build_plan([browser], list(platforms), [workload], [bits], engines=list(engines))
-    plan = [r for r in plan if not r.refused and not (r.engine == "ort" and r.platform != "wasm")]
+    plan = [r for r in plan if not r.refused and not (r.engine == "ort" and r.platform == "webgpu")]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
     return {(r.engine, r.platform): r for r in rows}
 
@@ -87,17 +87,20 @@ def test_firefox_transcribes_as_pytorch_fp32(firefox) -> None:  # noqa: ANN001
 
 def test_chrome_runs_four_bit_whisper_on_the_harness_and_ort(chrome) -> None:  # noqa: ANN001
     out, workload, rows = chrome
-    assert set(rows) == {("harness", "webgpu"), ("harness", "webnn"), ("ort", "wasm")}
+    assert set(rows) == {("harness", "webgpu"), ("harness", "webnn"), ("ort", "wasm"), ("ort", "webnn")}
     harness = rows[("harness", "webgpu")]
     (entry,) = _check_common(out, workload, harness)
     assert harness.bits_executed == 4 and harness.weight_bytes < harness.weight_bytes_f32
     assert 1 <= len(entry["token_ids"]) <= 8
     assert harness["decode_tokens_per_s"] is None or harness["decode_tokens_per_s"] > 0
-    for platform in ("wasm",):
+    for platform in ("wasm", "webnn"):
         row = rows[("ort", platform)]
         (ort_entry,) = _check_common(out, workload, row, front_end=False)
         assert row.bits_executed == 4 and row.weight_format == "MatMulNBits4"
-        assert row.executed_on == platform, row.reason
+        # ORT's WebNN provider leaves 4-bit MatMulNBits to its CPU provider, and the row says so;
+        # the cross keys and values those nodes compute stay on the CPU (ort_speech.js: bound to
+        # MLTensors they came back wrong)
+        assert row.executed_on == "wasm", row.reason
         # the same held bytes, the same greedy rule: the same ids as the harness's kernels
         assert ort_entry["token_ids"] == entry["token_ids"], (platform, ort_entry, entry)
     # WebNN's standard mode runs 4-bit layers as 8-bit and says so; the graphs match the float64

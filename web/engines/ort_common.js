@@ -185,7 +185,8 @@ export async function loadOrt(opts) {
 // Sessions the way both runners make them: wasm with its own CPU provider; any other provider
 // first with CPU fallback disabled (its refusal is kept), then, if it refused, with the fallback
 // and ORT's verbose log, whose node placement is returned (`placed` is null when the provider
-// took the strict session: then every node is on it).
+// took the strict session: then every node is on it). `opts.fallback_output_location` (optional)
+// replaces `opts.output_location` for the session with CPU fallback.
 export async function makeSession(ort, model, opts, dims) {
   let t0 = performance.now();
   let fallback = '';
@@ -201,7 +202,9 @@ export async function makeSession(ort, model, opts, dims) {
       tap.start();
       t0 = performance.now();
       try {
-        session = await createSession(ort, model, opts, dims, {fallback: true, verbose: true});
+        const fallbackOpts = opts.fallback_output_location ?
+          {...opts, output_location: opts.fallback_output_location} : opts;
+        session = await createSession(ort, model, fallbackOpts, dims, {fallback: true, verbose: true});
       } finally {
         placed = parsePlacement(tap.stop());
       }

@@ -48,19 +48,26 @@ export async function run(spec, client) {
     if (opts.provider === 'webnn') base.ml_context = await navigator.ml.createContext({deviceType: opts.device_type});
     const encLocation = {encoder_out: 'cpu'};
     for (const name of cross) encLocation[name] = where;
+    // ORT Web 1.30 on WebNN: a graph output computed by a node ORT moved to its CPU provider
+    // (MatMulNBits at 4/2 bits: the cross keys and values) and bound to an MLTensor came back
+    // wrong (first logits' error 3.0 against the reference); the same output on the CPU is right.
+    // A session that needed the CPU fallback keeps its cross keys and values on the CPU.
+    const encFallbackLocation = opts.provider === 'webnn' ?
+      {...encLocation, ...Object.fromEntries(cross.map((name) => [name, 'cpu']))} : null;
     const decLocation = {logits: 'cpu', next_id: 'cpu'};
     for (const name of present) decLocation[name] = where;
     let sessionMs = 0;
     let fallback = '';
     const placed = {};
-    const made = async (graph, location, dims, label) => {
-      const m = await makeSession(ort, graph, {...base, output_location: location}, dims);
+    const made = async (graph, location, dims, label, fallbackLocation = null) => {
+      const m = await makeSession(ort, graph, {...base, output_location: location,
+                                               fallback_output_location: fallbackLocation}, dims);
       sessions.push(m.session);
       sessionMs += m.compileMs;
       if (m.fallback && !fallback) fallback = `${label} session: ${m.fallback}`;
       return m;
     };
-    const enc = await made(encoderGraph, encLocation, {}, 'encoder');
+    const enc = await made(encoderGraph, encLocation, {}, 'encoder', encFallbackLocation);
     const decSessions = {};
     let decPlaced = null;
     for (const [pass, rows] of [['prompt', P], ['step', 1]]) {
