@@ -9,7 +9,7 @@
 // static shapes only: one decoder session per pass shape (prompt, step), sharing one MLContext.
 // ORT has no front end here: frontend_ms is null. Returns raw samples and facts.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeTranscriptions, writeTranscripts} from '../transcription.js';
 import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight} from './ort_common.js';
 
 const WHERE = {webgpu: 'gpu-buffer', webnn: 'ml-tensor', wasm: 'cpu'};
@@ -125,7 +125,6 @@ export async function run(spec, client) {
 
     const outBytes = new ArrayBuffer(spec.output_bytes);
     const encBytes = 4 * cfg.source_positions * cfg.d_model;
-    const transcripts = new Array(opts.clips).fill(null);
     const transcribe = async (c, check) => {
       const t0 = performance.now();
       const input = new ort.Tensor('float32', features.subarray(c * F, (c + 1) * F), [1, cfg.mels, F / cfg.mels]);
@@ -158,25 +157,13 @@ export async function run(spec, client) {
       }
       release(cache);
       release(crossKv);
-      transcripts[c] = ids;
       return {clip: c, frontend_ms: null, encoder_ms: t1 - t0, first_token_ms: t2 - t1, token_ms: tokenMs,
-              total_ms: last - t0};
+              total_ms: last - t0, ids};
     };
 
     stage = 'run';
-    const records = [];
-    let cold = true;
-    const timing = {...spec, min_iterations: Math.min(spec.max_iterations, Math.max(spec.min_iterations, opts.clips))};
-    const {coldMs, wallMs} = await timeIterations(timing, async (index) => {
-      const r = await transcribe(index === null ? 0 : index % opts.clips, cold);
-      cold = false;
-      if (index !== null) records.push(r);
-      return r.total_ms;
-    });
-    stage = 'untimed';
-    for (let c = 0; c < opts.clips; c++) if (transcripts[c] === null) await transcribe(c, false);
-    const tokens = new Int32Array(outBytes, encBytes + 4 * V, opts.clips * opts.max_tokens).fill(-1);
-    transcripts.forEach((t, c) => tokens.set(t, c * opts.max_tokens));
+    const {coldMs, wallMs, records, transcripts} = await timeTranscriptions(spec, opts.clips, transcribe);
+    writeTranscripts(outBytes, encBytes + 4 * V, transcripts, opts.max_tokens);
 
     const layers = opts.ort_layers.map((l) => ({
       name: l.name, weight_dtype: `${l.weight_dtype}@${provider(l.name)}`, weight_bytes: l.weight_bytes, gpu_ms: null}));
@@ -196,7 +183,7 @@ export async function run(spec, client) {
       layers,
       speech: {upload_ms: sessionMs,
                memory: {weights: opts.weight_bytes, kv_cache: 2 * L * (cacheBytes + encBytes), scratch: cacheBytes},
-               clips: records.map(({total_ms, ...r}) => r)},
+               clips: records},
       output: outBytes,
     };
   } catch (e) {

@@ -17,7 +17,7 @@
 // take the clips in turn; clips no timed iteration reached are transcribed afterwards, untimed.
 // The forward is architectures/whisper/reference.py. Returns raw samples and facts.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeTranscriptions, writeTranscripts} from '../transcription.js';
 import {errorText, linearLayers, modelOptionsProblem, openContext, typedView} from './webnn_graph.js';
 
 const MASKED = -1e30;  // an additive attention mask's value for a position a row may not see
@@ -210,7 +210,6 @@ export async function run(spec, client) {
 
     const output = new ArrayBuffer(spec.output_bytes);
     const encBytes = 4 * S * d;
-    const transcripts = new Array(nn.clips).fill(null);
     const transcribe = async (c, check) => {
       const start = performance.now();
       context.writeTensor(featuresT, features.subarray(c * M * F, (c + 1) * M * F));
@@ -246,26 +245,14 @@ export async function run(spec, client) {
         tokenMs.push(now - last);
         last = now;
       }
-      transcripts[c] = ids;
       checksMs = check ? checksMs : 0;
       return {clip: c, frontend_ms: null, encoder_ms: t1 - start, first_token_ms: t2 - t1b, token_ms: tokenMs,
-              total_ms: last - start - checksMs};
+              total_ms: last - start - checksMs, ids};
     };
 
     stage = 'dispatch';
-    const records = [];
-    let cold = true;
-    const timing = {...spec, min_iterations: Math.min(spec.max_iterations, Math.max(spec.min_iterations, nn.clips))};
-    const {coldMs, wallMs} = await timeIterations(timing, async (i) => {
-      const r = await transcribe(i === null ? 0 : i % nn.clips, cold);
-      cold = false;
-      if (i !== null) records.push(r);
-      return r.total_ms;
-    });
-    stage = 'untimed';
-    for (let c = 0; c < nn.clips; c++) if (transcripts[c] === null) await transcribe(c, false);
-    const tokens = new Int32Array(output, encBytes + 4 * V, nn.clips * nn.max_tokens).fill(-1);
-    transcripts.forEach((t, c) => tokens.set(t, c * nn.max_tokens));
+    const {coldMs, wallMs, records, transcripts} = await timeTranscriptions(spec, nn.clips, transcribe);
+    writeTranscripts(output, encBytes + 4 * V, transcripts, nn.max_tokens);
 
     const heap = await jsHeap();
     const layers = linears.map((l) => encoder.layerFacts[index.get(l.name)] || decode.layerFacts[index.get(l.name)]);
@@ -289,7 +276,7 @@ export async function run(spec, client) {
       gpu_ms: null,
       gpu_buffer_bytes: kv + scratch,
       js_heap: heap,
-      speech: {upload_ms: constantMs, memory: {weights, kv_cache: kv, scratch}, clips: records.map(({total_ms, ...r}) => r)},
+      speech: {upload_ms: constantMs, memory: {weights, kv_cache: kv, scratch}, clips: records},
       output,
     };
   } catch (e) {

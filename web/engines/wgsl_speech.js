@@ -11,7 +11,7 @@
 // iteration reached are transcribed afterwards, untimed, so every clip has its ids. Returns raw
 // samples and facts; decides nothing about them.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeTranscriptions, writeTranscripts} from '../transcription.js';
 import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
 
 const DEFAULT_MAX_STORAGE_BINDING = 134217728;
@@ -217,7 +217,6 @@ export async function run(spec, client) {
 
     const zero = new Uint32Array([0]);
     const outSpec = Object.fromEntries(spec.outputs.map((o) => [o.name, 4 * o.shape.reduce((x, y) => x * y, 1)]));
-    const transcripts = new Array(clips).fill(null);
     // One clip end to end; `check` copies out the first clip's features, encoder output and logits.
     const transcribe = async (c, check) => {
       const [offset, length] = opts.clips[c];
@@ -246,23 +245,12 @@ export async function run(spec, client) {
         tokenMs.push(now - last);
         last = now;
       }
-      transcripts[c] = ids;
       return {clip: c, frontend_ms: t1 - t0, encoder_ms: t2 - t1, first_token_ms: t3 - t2, token_ms: tokenMs,
-              total_ms: last - t0};
+              total_ms: last - t0, ids};
     };
 
     stage = 'dispatch';
-    const records = [];
-    let cold = true;
-    const timing = {...spec, min_iterations: Math.min(spec.max_iterations, Math.max(spec.min_iterations, clips))};
-    const {coldMs, wallMs} = await timeIterations(timing, async (index) => {
-      const r = await transcribe(index === null ? 0 : index % clips, cold);
-      cold = false;
-      if (index !== null) records.push(r);
-      return r.total_ms;
-    });
-    stage = 'untimed';
-    for (let c = 0; c < clips; c++) if (transcripts[c] === null) await transcribe(c, false);
+    const {coldMs, wallMs, records, transcripts} = await timeTranscriptions(spec, clips, transcribe);
 
     stage = 'readback';
     const readback = device.createBuffer({size: align4(floatBytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
@@ -273,9 +261,7 @@ export async function run(spec, client) {
     const out = new Uint8Array(spec.output_bytes);
     out.set(new Uint8Array(readback.getMappedRange().slice(0, floatBytes)), 0);
     readback.unmap();
-    const ids = new Int32Array(clips * maxTokens).fill(-1);
-    transcripts.forEach((t, c) => ids.set(t, c * maxTokens));
-    out.set(new Uint8Array(ids.buffer), floatBytes);
+    writeTranscripts(out.buffer, floatBytes, transcripts, maxTokens);
 
     const heap = await jsHeap();
     const validation = await device.popErrorScope();
@@ -307,7 +293,7 @@ export async function run(spec, client) {
       layers: linearSteps.map((s, l) => ({name: s.name, weight_dtype: chosen[s.kernel].weight_dtype,
                                           weight_bytes: layerWeightBytes[l]})),
       speech: {upload_ms: uploadMs, memory: {weights, kv_cache: kv, scratch: all - weights - kv},
-               clips: records.map(({total_ms, ...r}) => r)},
+               clips: records},
       output: out.buffer,
     };
   } catch (e) {

@@ -27,7 +27,6 @@ import dataclasses
 from typing import Any
 
 from ...harness.protocol import PageReply
-from ...models import rules as precision_rules
 from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
 from ...precision.webnn_precision import choose_activation_plan
 from ...run_spec import RunSpec, TimingConfig
@@ -35,9 +34,8 @@ from ...vocabulary import Outcome
 from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from . import context_limits
-from .forms import MODEL_FORM, QDQ_FORM, choose_form
-from .layers import executed, layer_options, plan_layers
+from .forms import MODEL_FORM, QDQ_FORM
+from .layers import executed, layer_options, plan_model
 
 RUNNER = "webnn_model"
 """The page module (web/engines/webnn_model.js)."""
@@ -51,24 +49,15 @@ class WebnnEncoder(KindRunner):
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
-        limits = await context_limits(run, browser)
-        if isinstance(limits, Refusal):
-            return limits
-        details: dict[str, Any] = {"op_support_limits": limits}
-        form, form_problem = choose_form(run, MODEL_FORM)
-        if form_problem:
-            return Refusal(Outcome.UNSUPPORTED, form_problem, details)
-        workload = run.workload
+        plan = await plan_model(run, browser, MODEL_FORM)
+        if isinstance(plan, Refusal):
+            return plan
+        limits, form, layer_plans, workload = plan.limits, plan.form, plan.layers, plan.workload
         assert isinstance(workload, EncoderWorkload)
-        asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.weight_block)
-        layer_plans = plan_layers(asked, run, limits)
-        if isinstance(layer_plans, Refusal):
-            return layer_plans
+        details: dict[str, Any] = {"op_support_limits": limits}
         act_plan = choose_activation_plan(run.precision_mode, limits) if run.act_bits == 8 else None
         if act_plan is not None and act_plan.unsupported:
             return Refusal(Outcome.UNSUPPORTED, f"int8 activations: {act_plan.unsupported}", details)
-        if layer_plans.executed_rules is not None:
-            workload = dataclasses.replace(workload, rules=layer_plans.executed_rules)
         prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, layer_plans.unsigned,
                                  act_bits=run.act_bits, observer=run.observer, out_int8=form == QDQ_FORM)
         per_layer = layer_plans.per_layer

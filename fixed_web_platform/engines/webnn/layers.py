@@ -22,7 +22,9 @@ from ...models import rules as precision_rules
 from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan, listed
 from ...run_spec import RunSpec
 from ...vocabulary import Outcome
-from ..base import EngineJob, Executed, LayerExecuted, Refusal
+from ..base import BrowserFacts, EngineJob, Executed, LayerExecuted, Refusal
+from . import context_limits
+from .forms import choose_form
 
 
 def _lists(limits: dict[str, Any], dtype: str) -> bool:
@@ -187,3 +189,49 @@ def run_bits(asked: Sequence[precision_rules.LayerPrecision], layers: Sequence[L
     by_flag = [layer.bits_executed for a, layer in zip(asked, layers) if a.rule == "--bits"]
     pool = by_flag or [layer.bits_executed for layer in layers]
     return Counter(pool).most_common(1)[0][0] if pool else None
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """What a WebNN model job decides before its bytes are prepared: the context's limits, the
+    graph form, each layer's data types, and the workload whose rules hold the executed bits."""
+
+    limits: dict[str, Any]
+    form: str
+    layers: LayerPlans
+    workload: Any
+    """The run's workload, with one exact-name rule per layer where layers run at other bits."""
+
+    def graph_options(self, run: RunSpec, plan: Sequence[precision_rules.LayerPrecision],
+                      held: Sequence[Any]) -> dict[str, Any]:
+        """The page options every WebNN model graph reads alike: the context's device, the form,
+        the linear layers (``plan``: the prepared plan) and each one's data types."""
+        return {"device_type": run.webnn_device, "graph_form": self.form,
+                "linears": [{"name": p.layer.name, "k": p.layer.k, "n": p.layer.n, "bits": p.bits} for p in plan],
+                "webnn_layers": [layer_options(lp, h.precision.block) for lp, h in zip(self.layers.per_layer, held)]}
+
+    def job_fields(self, held: Sequence[Any]) -> dict[str, Any]:
+        """The EngineJob fields every WebNN model job fills alike (``held``: the prepared layers)."""
+        return {"note": "; ".join(self.layers.notes()), "refusal_is_unsupported": self.layers.asks_unlisted,
+                "details": {"op_support_limits": self.limits, "weight_plans": self.layers.details()},
+                "graph_form": self.form, **self.layers.job_fields(held)}
+
+
+async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str) -> ModelPlan | Refusal:
+    """The WebNN context's limits, the graph form and each linear layer's data types for a model
+    run (its workload has ``config()`` and ``rules``), or why it cannot be attempted."""
+    limits = await context_limits(run, browser)
+    if isinstance(limits, Refusal):
+        return limits
+    form, form_problem = choose_form(run, default_form)
+    if form_problem:
+        return Refusal(Outcome.UNSUPPORTED, form_problem, {"op_support_limits": limits})
+    workload = run.workload
+    asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.weight_block)
+    plans = plan_layers(asked, run, limits)
+    if isinstance(plans, Refusal):
+        return plans
+    if plans.executed_rules is not None:
+        workload = dataclasses.replace(workload, rules=plans.executed_rules)
+    return ModelPlan(limits, form, plans, workload)
+

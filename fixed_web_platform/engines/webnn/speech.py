@@ -27,15 +27,12 @@ from __future__ import annotations
 import dataclasses
 
 from ...harness.protocol import PageReply
-from ...models import rules as precision_rules
 from ...run_spec import RunSpec, TimingConfig
-from ...vocabulary import Outcome
 from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from . import context_limits
-from .forms import MODEL_FORM, choose_form
-from .layers import executed, layer_options, plan_layers
+from .forms import MODEL_FORM
+from .layers import executed, plan_model
 
 RUNNER = "webnn_speech"
 """The page module (web/engines/webnn_speech.js)."""
@@ -48,45 +45,25 @@ class WebnnSpeech(KindRunner):
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
-        limits = await context_limits(run, browser)
-        if isinstance(limits, Refusal):
-            return limits
-        form, form_problem = choose_form(run, MODEL_FORM)
-        if form_problem:
-            return Refusal(Outcome.UNSUPPORTED, form_problem)
-        workload = run.workload
+        plan = await plan_model(run, browser, MODEL_FORM)
+        if isinstance(plan, Refusal):
+            return plan
+        workload = plan.workload
         assert isinstance(workload, SpeechWorkload)
         cfg = workload.config()
-        asked = precision_rules.assign(cfg.linear_layers(), workload.rules, run.bits, run.weight_block)
-        layer_plans = plan_layers(asked, run, limits)
-        if isinstance(layer_plans, Refusal):
-            return layer_plans
-        if layer_plans.executed_rules is not None:
-            workload = dataclasses.replace(workload, rules=layer_plans.executed_rules)
-        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, layer_plans.unsigned)
+        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned)
         prepared = dataclasses.replace(prepared, front_end_on_device=False)
         tensors = {"features": prepared.features_tensor(), **prepared.suppress_tensors(), **prepared.held.tensors()}
-        options = {
-            "device_type": run.webnn_device,
-            "graph_form": form,
+        options = plan.graph_options(run, prepared.plan, prepared.held.layers) | {
             "model": cfg.to_json() | {"name": workload.name, "head_dim": cfg.head_dim},
-            "linears": [{"name": p.layer.name, "k": p.layer.k, "n": p.layer.n, "bits": p.bits} for p in prepared.plan],
-            "webnn_layers": [layer_options(lp, held.precision.block)
-                             for lp, held in zip(layer_plans.per_layer, prepared.held.layers)],
             "clips": len(prepared.pcm),
             "context": len(cfg.prompt) + workload.max_tokens,  # the workload keeps it within the positions
             "prompt": {"tensor": "prompt_ids", "rows": len(cfg.prompt)},
             "max_tokens": workload.max_tokens,
             "eot": cfg.eot,
         }
-        return EngineJob(
-            spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
-            tensors=tensors, prepared=prepared,
-            note="; ".join(layer_plans.notes()),
-            refusal_is_unsupported=layer_plans.asks_unlisted,
-            details={"op_support_limits": limits, "weight_plans": layer_plans.details()},
-            graph_form=form, **layer_plans.job_fields(prepared.held.layers),
-        )
+        return EngineJob(spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
+                         tensors=tensors, prepared=prepared, **plan.job_fields(prepared.held.layers))
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         assert isinstance(job.prepared, PreparedSpeech)
