@@ -20,7 +20,6 @@ decode and the prefill's head), so the page compiles one module per (bits, rows)
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from ...architectures.llama.config import HEAD
@@ -33,7 +32,7 @@ from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, bound_layers, dequantize_program, prologue, summary_of, variants
+from .linear import BIAS_BINDING, dequantize_program, executed_steps, held_fields, prologue, variants
 
 RUNNER = "wgsl_decoder"
 DECODER_SHADERS = SHADERS_DIR / "model" / "decoder"
@@ -215,32 +214,9 @@ class WgslDecoder(KindRunner):
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL decoder cannot run this model: {why}")
         options, tensors = build(prepared)
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, options)
-        held = [layer.held for layer in prepared.held.layers]
-        quantized = [h for h in held if h.block_size]
         return EngineJob(spec=spec, tensors=tensors, prepared=prepared,
-                         weight_format=summary_of([h.weight_format for h in held]),
-                         weight_dtype=summary_of([h.weight_dtype for h in held]),
-                         scale_dtype="float32" if quantized else "",
-                         zero_point_dtype=summary_of([h.weight_dtype for h in quantized]) if quantized else "")
+                         **held_fields([layer.held for layer in prepared.held.layers]))
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        prepared = job.prepared
-        assert isinstance(prepared, PreparedDecoder)
-        offered = {(key, v["shader"]): v for key, family in job.spec.options["linear_variants"].items()
-                   for v in family}
-        used = [(key, shader) for key, _, shader in (s.partition("=") for s in page.shader.split("+")) if shader]
-        unknown = [s for s in used if s not in offered]
-        if not used or unknown or len(used) != len(page.shader.split("+")):
-            return Executed(None, "", engine.platform.value, f"the page used shader(s) {page.shader!r}, "
-                            "which the job did not offer")
-        dtypes = {offered[s]["compute_dtype"] for s in used}
-        compute_dtype = "f16" if "f16" in dtypes else "f32"
-        plan = prepared.plan
-        layers, problems = bound_layers(plan, page.layers)
-        at_run_bits = [le.bits_executed for p, le in zip(plan, layers) if p.rule == "--bits"]
-        bits = Counter(at_run_bits or [le.bits_executed for le in layers]).most_common(1)[0][0]
-        note = ("16-bit layers computed in f32 (the adapter has no shader-f16)"
-                if "f16" not in dtypes and any(p.bits == 16 for p in plan) else "")
-        problem = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
-        variant = "+".join(sorted({offered[s]["family"] for s in used}))
-        return Executed(bits, compute_dtype, engine.platform.value, problem, note, tuple(layers), variant)
+        assert isinstance(job.prepared, PreparedDecoder)
+        return executed_steps(engine, job, page, job.prepared.plan)

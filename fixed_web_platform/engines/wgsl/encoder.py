@@ -47,7 +47,7 @@ from ..base import (
     Refusal,
 )
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MODEL_SHADERS, bound_layers, dequantize_program, prologue, summary_of, variants
+from .linear import BIAS_BINDING, MODEL_SHADERS, bound_layers, dequantize_program, held_fields, prologue, variants
 
 RUNNER = "wgsl_model"
 ROW_WORKGROUP = 64
@@ -239,15 +239,8 @@ class WgslEncoder(KindRunner):
             "result": {"buffer": "pooled", "bytes": batch * cfg.hidden * 4},
         }
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, prepared.options() | options)
-        held = [layer.held for layer in prepared.held.layers]
-        quantized = [h for h in held if h.block_size]
-        return EngineJob(
-            spec=spec, tensors=tensors, prepared=prepared,
-            weight_format=summary_of([h.weight_format for h in held]),
-            weight_dtype=summary_of([h.weight_dtype for h in held]),
-            scale_dtype="float32" if quantized else "",
-            zero_point_dtype=summary_of([h.weight_dtype for h in quantized]) if quantized else "",
-        )
+        return EngineJob(spec=spec, tensors=tensors, prepared=prepared,
+                         **held_fields([layer.held for layer in prepared.held.layers]))
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         prepared = job.prepared

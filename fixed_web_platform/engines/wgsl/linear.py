@@ -1,8 +1,9 @@
 """A whole model's linear layers on the harness's WGSL kernels, shared by every model kind's
-runner here (encoder.py, decoder.py): the matmul kernels' own bodies (shaders/matmul_*.wgsl, the
+runner here (encoder.py, decoder.py, speech.py): the matmul kernels' own bodies (shaders/matmul_*.wgsl, the
 one place for each packed weight format) behind the model's linear prelude
 (shaders/model/linear_prelude.wgsl: bias and GELU epilogue, the bias at ``BIAS_BINDING``), the
-variants the page picks from, and the dequantize step the GEMM path runs first."""
+variants the page picks from, the dequantize step the GEMM path runs first, and what the step-list
+pages (decoder, speech) ran, read from their replies."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ...harness.protocol import LayerReply, PageDataError
+from ...harness.protocol import LayerReply, PageDataError, PageReply
 from ...models.rules import LayerPrecision
 from ...paths import SHADERS_DIR
-from ..base import LayerExecuted
+from ..base import Engine, EngineJob, Executed, LayerExecuted
 from . import kernels as wgsl
 
 MODEL_SHADERS = SHADERS_DIR / "model"
@@ -83,3 +84,41 @@ def summary_of(values: list[str]) -> str:
     if len(counts) == 1:
         return values[0]
     return "mixed:" + ",".join(f"{v}x{c}" for v, c in counts.most_common())
+
+
+def held_fields(held: Sequence[Any]) -> dict[str, str]:
+    """The EngineJob's weight format and dtypes from the layers a model holds (``held``:
+    models.quantized.HeldWeight per layer), one value or a 'mixed:' summary each."""
+    quantized = [h for h in held if h.block_size]
+    return {"weight_format": summary_of([h.weight_format for h in held]),
+            "weight_dtype": summary_of([h.weight_dtype for h in held]),
+            "scale_dtype": "float32" if quantized else "",
+            "zero_point_dtype": summary_of([h.weight_dtype for h in quantized]) if quantized else ""}
+
+
+def executed_steps(engine: Engine, job: EngineJob, page: PageReply, plan: Sequence[LayerPrecision]) -> Executed:
+    """What a step-list page ran: the shaders it names must be variants the job offered (else the
+    row says so); each layer's bits from the weight buffer it bound; the bits most layers set by
+    --bits ran at; f16 when any chosen variant computes in f16."""
+    offered = {(key, v["shader"]): v for key, family in job.spec.options["linear_variants"].items() for v in family}
+    used = [(key, shader) for key, _, shader in (s.partition("=") for s in page.shader.split("+")) if shader]
+    unknown = [s for s in used if s not in offered]
+    if not used or unknown or len(used) != len(page.shader.split("+")):
+        return Executed(None, "", engine.platform.value, f"the page used shader(s) {page.shader!r}, "
+                        "which the job did not offer")
+    if page.weight_buffer_bytes is None:
+        raise PageDataError("the reply has no weight_buffer_bytes (the bound weight buffers)")
+    dtypes = {offered[s]["compute_dtype"] for s in used}
+    layers, problems = bound_layers(plan, page.layers)
+    total = sum(layer.weight_bytes or 0 for layer in layers)
+    if total != page.weight_buffer_bytes:
+        problems.append(f"weight_buffer_bytes {page.weight_buffer_bytes} is not the layers' sum {total}")
+    at_run_bits = [le.bits_executed for p, le in zip(plan, layers) if p.rule == "--bits"]
+    bits = Counter(at_run_bits or [le.bits_executed for le in layers]).most_common(1)[0][0]
+    note = ("16-bit layers computed in f32 (the adapter has no shader-f16)"
+            if "f16" not in dtypes and any(p.bits == 16 for p in plan) else "")
+    problem = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    variant = "+".join(sorted({offered[s]["family"] for s in used}))
+    return Executed(bits, "f16" if "f16" in dtypes else "f32", engine.platform.value, problem, note, tuple(layers),
+                    variant)
+
