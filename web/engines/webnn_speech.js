@@ -51,14 +51,11 @@ export async function run(spec, client) {
     const newGraph = () => {
       const builder = new MLGraphBuilder(context);
       const {linear, layerFacts} = linearLayers(builder, tensors, {linears, plans, form, act: null, repacked});
-      const used = new Set();
       const g = {builder, layerFacts, floatBytes: 0};
       g.lin = (x, name) => {
         if (!index.has(name)) throw new Error(`the job lists no linear layer ${name}`);
-        used.add(name);
         return linear(x, index.get(name));
       };
-      g.used = used;
       g.param = (name, shape) => {
         if (!tensors[name]) throw new Error(`tensor ${name} was not sent`);
         g.floatBytes += product(shape) * 4;
