@@ -15,7 +15,7 @@
 // Returns raw samples and facts; decides nothing about them.
 import {jsHeap} from '../memory.js';
 import {timeGenerations} from '../generation.js';
-import {errorText, linearLayers, modelOptionsProblem, openContext, typedView} from './webnn_graph.js';
+import {errorText, linearLayers, openModel, typedView} from './webnn_graph.js';
 
 const MASKED = -1e30;
 const LINEARS_PER_LAYER = 7;  // q, k, v, o, gate, up, down  // an additive attention mask's value for a position a row may not see
@@ -23,21 +23,14 @@ const LINEARS_PER_LAYER = 7;  // q, k, v, o, gate, up, down  // an additive atte
 function product(shape) { return shape.reduce((a, b) => a * b, 1); }
 
 export async function run(spec, client) {
-  const nn = spec.options;
-  const problem = modelOptionsProblem(nn);
-  if (problem) return problem;
-  const form = nn.graph_form || 'pretransposed_gemm';
+  const opened = await openModel(spec, client);
+  if (opened.reply) return opened.reply;
+  const {nn, form, linears, plans, context, tensors} = opened;
   const cfg = nn.model;
-  const linears = nn.linears;
-  const plans = nn.webnn_layers;
   const H = cfg.hidden, D = cfg.head_dim, half = D / 2, heads = cfg.heads, KVH = cfg.kv_heads;
   const G = heads / KVH, V = cfg.vocab, C = nn.context, P = nn.prompt.rows, E = nn.score.rows;
-  const {context, reply} = await openContext(nn);
-  if (reply) return reply;
   let stage = 'tensor fetch';
   try {
-    const tensors = {};
-    for (const name of spec.bindings) tensors[name] = await client.tensor(name);
     const repacked = new Map();
     let constantMs = 0;
     let buildMs = 0;

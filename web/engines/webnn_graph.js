@@ -116,6 +116,25 @@ export function modelOptionsProblem(nn) {
   return null;
 }
 
+// How every model page opens (webnn_model.js, webnn_decoder.js, webnn_speech.js): the options
+// checked, a context of the job's device type, the job's tensors fetched. {reply} to return, or
+// {nn, form, linears, plans, context, tensors}; the page destroys the context when done.
+export async function openModel(spec, client) {
+  const nn = spec.options;
+  const problem = modelOptionsProblem(nn);
+  if (problem) return {reply: problem};
+  const {context, reply} = await openContext(nn);
+  if (reply) return {reply};
+  const tensors = {};
+  try {
+    for (const name of spec.bindings) tensors[name] = await client.tensor(name);
+  } catch (e) {
+    if (context.destroy) context.destroy();
+    return {reply: {status: 'failed', stage: 'tensor fetch', reason: `WebNN tensor fetch error: ${errorText(e)}`}};
+  }
+  return {nn, form: nn.graph_form || 'pretransposed_gemm', linears: nn.linears, plans: nn.webnn_layers, context, tensors};
+}
+
 export function errorText(e) { return `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`; }
 
 // The linear layers of one graph: `linear(x, index)` builds layer `index` of `linears` (the job's

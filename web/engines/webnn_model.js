@@ -7,24 +7,17 @@
 // Graph forms of a linear layer (options.graph_form) and int8 activations: see webnn_graph.js.
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
-import {errorText, linearLayers, modelOptionsProblem, openContext, typedView} from './webnn_graph.js';
+import {errorText, linearLayers, openModel, typedView} from './webnn_graph.js';
 
 export async function run(spec, client) {
-  const nn = spec.options;
-  const problem = modelOptionsProblem(nn);
-  if (problem) return problem;
-  const form = nn.graph_form || 'pretransposed_gemm';
+  const opened = await openModel(spec, client);
+  if (opened.reply) return opened.reply;
+  const {nn, form, linears, plans, context, tensors} = opened;
   const cfg = nn.model;
-  const linears = nn.linears;
-  const plans = nn.webnn_layers;
   const B = cfg.batch, S = cfg.seq, H = cfg.hidden, heads = cfg.heads, d = H / heads, T = B * S;
   const passes = cfg.passes;
-  const {context, reply} = await openContext(nn);
-  if (reply) return reply;
   let stage = 'tensor fetch';
   try {
-    const tensors = {};
-    for (const name of spec.bindings) tensors[name] = await client.tensor(name);
     stage = 'graph building';
     const tBuild = performance.now();
     const builder = new MLGraphBuilder(context);

@@ -18,7 +18,7 @@
 // The forward is architectures/whisper/reference.py. Returns raw samples and facts.
 import {jsHeap} from '../memory.js';
 import {timeTranscriptions, writeTranscripts} from '../transcription.js';
-import {errorText, linearLayers, modelOptionsProblem, openContext, typedView} from './webnn_graph.js';
+import {errorText, linearLayers, openModel, typedView} from './webnn_graph.js';
 
 const MASKED = -1e30;  // an additive attention mask's value for a position a row may not see
 const EPS = 1e-5;
@@ -26,22 +26,15 @@ const EPS = 1e-5;
 function product(shape) { return shape.reduce((a, b) => a * b, 1); }
 
 export async function run(spec, client) {
-  const nn = spec.options;
-  const problem = modelOptionsProblem(nn);
-  if (problem) return problem;
-  const form = nn.graph_form || 'pretransposed_gemm';
+  const opened = await openModel(spec, client);
+  if (opened.reply) return opened.reply;
+  const {nn, form, linears, plans, context, tensors} = opened;
   const cfg = nn.model;
-  const linears = nn.linears;
-  const plans = nn.webnn_layers;
   const d = cfg.d_model, heads = cfg.heads, D = cfg.head_dim, V = cfg.vocab, S = cfg.source_positions;
   const M = cfg.mels, F = 2 * S, L = cfg.decoder_layers, C = nn.context, P = nn.prompt.rows;
   const index = new Map(linears.map((l, i) => [l.name, i]));
-  const {context, reply} = await openContext(nn);
-  if (reply) return reply;
   let stage = 'tensor fetch';
   try {
-    const tensors = {};
-    for (const name of spec.bindings) tensors[name] = await client.tensor(name);
     const features = new Float32Array(tensors.features);
     if (features.length !== nn.clips * M * F) throw new Error(`features hold ${features.length} values, not ${nn.clips} clips`);
     const repacked = new Map();

@@ -9,13 +9,9 @@
 import {jsHeap} from '../memory.js';
 import {timeIterations} from '../timing.js';
 import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
+import {StageError, bindStep, compilePipelines, dispatchSteps, limitsFor, unsupported, watchErrors} from './wgsl_steps.js';
 
-// WebGPU's default limits: a device gets these unless it asks for more.
-const DEFAULT_MAX_STORAGE_BINDING = 134217728;
-const DEFAULT_MAX_BUFFER = 268435456;
 const QUERY_RESOLVE_ALIGN = 256;
-
-function unsupported(reason) { return {status: 'unsupported', reason}; }
 
 function align4(n) { return Math.ceil(n / 4) * 4; }
 
@@ -23,16 +19,6 @@ function median(values) {
   const s = [...values].sort((a, b) => a - b);
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
-
-async function compilationErrors(module) {
-  const info = await module.getCompilationInfo();
-  return info.messages.filter((m) => m.type === 'error')
-      .map((m) => `${m.lineNum}:${m.linePos} ${m.message}`);
-}
-
-class StageError extends Error {
-  constructor(stage, message) { super(message); this.stage = stage; }
 }
 
 export async function run(spec, client) {
@@ -68,35 +54,12 @@ export async function run(spec, client) {
     const sizes = {};
     for (const name of spec.bindings) sizes[name] = align4(tensors[name].byteLength);
     for (const [name, bytes] of Object.entries(opts.activations)) sizes[name] = align4(bytes);
+    const allSteps = opts.steps.flatMap((s) => (s.prologue ? [s.prologue, s] : [s]));
+    const limits = limitsFor(adapter, sizes, spec.output_bytes, allSteps);
+    if (limits.reply) return limits.reply;
+    const requiredLimits = limits.required;
     const [largestName, largest] = Object.entries(sizes).concat([['output', spec.output_bytes]])
         .reduce((a, b) => (b[1] > a[1] ? b : a));
-    const al = adapter.limits;
-    if (largest > al.maxStorageBufferBindingSize) {
-      return unsupported(`WebGPU: buffer ${largestName} (${largest} bytes) exceeds the adapter's ` +
-                         `maxStorageBufferBindingSize ${al.maxStorageBufferBindingSize}`);
-    }
-    if (largest > al.maxBufferSize) {
-      return unsupported(`WebGPU: buffer ${largestName} (${largest} bytes) exceeds the adapter's ` +
-                         `maxBufferSize ${al.maxBufferSize}`);
-    }
-    const requiredLimits = {};
-    if (largest > DEFAULT_MAX_STORAGE_BINDING) {
-      requiredLimits.maxStorageBufferBindingSize = al.maxStorageBufferBindingSize;
-    }
-    if (largest > DEFAULT_MAX_BUFFER) requiredLimits.maxBufferSize = al.maxBufferSize;
-    for (const step of opts.steps.flatMap((s) => (s.prologue ? [s.prologue, s] : [s]))) {
-      const most = Math.max(...step.workgroups);
-      if (most > al.maxComputeWorkgroupsPerDimension) {
-        return unsupported(`WebGPU: a ${step.op} dispatch of ${most} workgroups exceeds ` +
-                           `maxComputeWorkgroupsPerDimension ${al.maxComputeWorkgroupsPerDimension}`);
-      }
-      const storage = step.bindings.filter((b) => b !== null).length;
-      if (storage > al.maxStorageBuffersPerShaderStage) {
-        return unsupported(`WebGPU: the ${step.op} kernel binds ${storage} storage buffers; ` +
-                           `maxStorageBuffersPerShaderStage is ${al.maxStorageBuffersPerShaderStage}`);
-      }
-      if (storage > 8) requiredLimits.maxStorageBuffersPerShaderStage = al.maxStorageBuffersPerShaderStage;
-    }
 
     stage = 'device';
     device = await adapter.requestDevice({requiredFeatures, requiredLimits});
@@ -105,45 +68,10 @@ export async function run(spec, client) {
                          `maxStorageBufferBindingSize ${device.limits.maxStorageBufferBindingSize} / ` +
                          `maxBufferSize ${device.limits.maxBufferSize}`);
     }
-    let lostInfo = null;
-    device.lost.then((info) => { lostInfo = info; });
-    const uncaptured = [];
-    device.addEventListener('uncapturederror', (e) => uncaptured.push(String(e.error.message)));
-    device.pushErrorScope('out-of-memory');
-    device.pushErrorScope('validation');
+    const failure = watchErrors(device);
 
-    // Compile: one module per source, one pipeline per (source, constants).
     stage = 'compile';
-    const tCompile = performance.now();
-    const modules = new Map();
-    const moduleFor = (key, code) => {
-      if (!modules.has(key)) modules.set(key, device.createShaderModule({code, label: key}));
-      return modules.get(key);
-    };
-    const pipelines = new Map();
-    const pipelineKey = (step) => {
-      // A linear kernel's source depends on its bits (Python unrolls per packed word): one module per kernel.
-      const [key, code] = step.op === 'linear' ?
-        [`${chosen[step.kernel].shader}@${step.kernel}`, chosen[step.kernel].source] :
-        [step.program, opts.programs[step.program]];
-      const pkey = `${key}|${JSON.stringify(step.constants)}`;
-      if (!pipelines.has(pkey)) {
-        pipelines.set(pkey, device.createComputePipelineAsync({
-          layout: 'auto', label: pkey,
-          compute: {module: moduleFor(key, code), entryPoint: 'main', constants: step.constants},
-        }));
-      }
-      return pkey;
-    };
-    const stepPipelines = opts.steps.map(pipelineKey);
-    const prologuePipelines = opts.steps.map((step) => (step.prologue ? pipelineKey(step.prologue) : null));
-    for (const [key, module] of modules) {
-      const errors = await compilationErrors(module);
-      if (errors.length) throw new StageError('compile', `WGSL compile error in ${key}: ${errors.join('; ')}`);
-    }
-    const built = new Map();
-    for (const [pkey, promise] of pipelines) built.set(pkey, await promise);
-    const compileMs = performance.now() - tCompile;
+    const {pipelineOf, compileMs} = await compilePipelines(device, chosen, opts.programs, allSteps);
 
     // Buffers: every tensor, every activation; per-pass inputs are copied from the full ones.
     stage = 'upload';
@@ -167,23 +95,7 @@ export async function run(spec, client) {
     });
     for (const name of Object.keys(tensors)) delete tensors[name];  // the GPU holds them now
 
-    const bindGroupFor = (step, pipeline) => {
-      const entries = [];
-      step.bindings.forEach((name, binding) => {
-        if (name === null) return;
-        if (!buffers[name]) throw new StageError('upload', `step ${step.op} binds unknown buffer ${name}`);
-        entries.push({binding, resource: {buffer: buffers[name]}});
-      });
-      return device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries});
-    };
-    const dispatchable = (step, pkey) => {
-      const pipeline = built.get(pkey);
-      return {...step, pipeline, bindGroup: bindGroupFor(step, pipeline)};
-    };
-    const steps = opts.steps.map((step, i) => ({
-      ...dispatchable(step, stepPipelines[i]),
-      prologue: step.prologue ? dispatchable(step.prologue, prologuePipelines[i]) : null,
-    }));
+    const steps = opts.steps.map((step) => bindStep(device, buffers, pipelineOf, step));
     const linearSteps = steps.filter((s) => s.op === 'linear');
     const layerCount = linearSteps.length;
     // What each linear layer had bound as its weights (the packed/float `.w`): binding 2 of its
@@ -231,16 +143,7 @@ export async function run(spec, client) {
           if ('beginningOfPassWriteIndex' in tw || 'endOfPassWriteIndex' in tw) desc.timestampWrites = tw;
         }
         const cp = encoder.beginComputePass(desc);
-        for (const s of group) {
-          if (s.prologue) {
-            cp.setPipeline(s.prologue.pipeline);
-            cp.setBindGroup(0, s.prologue.bindGroup);
-            cp.dispatchWorkgroups(...s.prologue.workgroups);
-          }
-          cp.setPipeline(s.pipeline);
-          cp.setBindGroup(0, s.bindGroup);
-          cp.dispatchWorkgroups(...s.workgroups);
-        }
+        dispatchSteps(cp, group);
         cp.end();
         if (group[0].op === 'linear') layer++;
       }
@@ -311,12 +214,8 @@ export async function run(spec, client) {
     }
 
     const heap = await jsHeap();
-    const validation = await device.popErrorScope();
-    const oom = await device.popErrorScope();
-    if (validation) return {status: 'failed', stage, reason: `WebGPU validation error: ${validation.message}`};
-    if (oom) return {status: 'failed', stage, reason: `WebGPU out of memory: ${oom.message}`};
-    if (lostInfo) return {status: 'failed', stage, reason: `WebGPU device lost: ${lostInfo.message}`};
-    if (uncaptured.length) return {status: 'failed', stage, reason: `WebGPU error: ${uncaptured[0]}`};
+    const failed = await failure(stage);
+    if (failed) return failed;
 
     const variantsUsed = [...new Set(linearSteps.map((s) => chosen[s.kernel]))];
     const shadersUsed = [...new Set(variantsUsed.map((v) => v.shader))];

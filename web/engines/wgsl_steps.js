@@ -1,4 +1,7 @@
-// What the WGSL model pages that run Python's step lists share (wgsl_decoder.js, wgsl_speech.js):
+// What the WGSL model pages share. The pieces (limitsFor, compilePipelines, bindStep,
+// dispatchSteps, watchErrors) serve the encoder's page (wgsl_model.js) too; the pages that run
+// Python's step lists as named passes (wgsl_decoder.js, wgsl_speech.js) use all of them through
+// StepRunner:
 // `StepRunner.open` picks each linear kernel's variant for the adapter, refuses a job whose
 // buffers or dispatches exceed the adapter's limits before any weight is fetched, makes the
 // device, compiles every step's pipeline, fetches and uploads the tensors (the load phase),
@@ -16,7 +19,7 @@ export class StageError extends Error {
   constructor(stage, message) { super(message); this.stage = stage; }
 }
 
-function unsupported(reason) { return {status: 'unsupported', reason}; }
+export function unsupported(reason) { return {status: 'unsupported', reason}; }
 
 async function compilationErrors(module) {
   const info = await module.getCompilationInfo();
@@ -25,7 +28,7 @@ async function compilationErrors(module) {
 }
 
 // The limits a job's buffers and steps need ({reply} when the adapter cannot meet them).
-function limitsFor(adapter, sizes, outputBytes, steps) {
+export function limitsFor(adapter, sizes, outputBytes, steps) {
   const [largestName, largest] = Object.entries(sizes).concat([['output', outputBytes]])
       .reduce((a, b) => (b[1] > a[1] ? b : a));
   const al = adapter.limits;
@@ -52,6 +55,90 @@ function limitsFor(adapter, sizes, outputBytes, steps) {
     if (storage > 8) required.maxStorageBuffersPerShaderStage = al.maxStorageBuffersPerShaderStage;
   }
   return {required};
+}
+
+// Compile every step's pipeline: one shader module per source (a linear kernel's per chosen
+// variant and kernel key, other steps' per program), one pipeline per (source, constants).
+// Throws StageError('compile') with the WGSL errors. Returns {pipelineOf(step), compileMs}.
+export async function compilePipelines(device, chosen, programs, steps) {
+  const t0 = performance.now();
+  const modules = new Map();
+  const moduleFor = (key, code) => {
+    if (!modules.has(key)) modules.set(key, device.createShaderModule({code, label: key}));
+    return modules.get(key);
+  };
+  const pending = new Map();
+  const keyOf = new Map();
+  for (const step of steps) {
+    // A linear kernel's source depends on its bits (Python unrolls per packed word): one module per kernel.
+    const [key, code] = step.op === 'linear' ?
+      [`${chosen[step.kernel].shader}@${step.kernel}`, chosen[step.kernel].source] :
+      [step.program, programs[step.program]];
+    const pkey = `${key}|${JSON.stringify(step.constants)}`;
+    if (!pending.has(pkey)) {
+      pending.set(pkey, device.createComputePipelineAsync({
+        layout: 'auto', label: pkey,
+        compute: {module: moduleFor(key, code), entryPoint: 'main', constants: step.constants},
+      }));
+    }
+    keyOf.set(step, pkey);
+  }
+  for (const [key, module] of modules) {
+    const errors = await compilationErrors(module);
+    if (errors.length) throw new StageError('compile', `WGSL compile error in ${key}: ${errors.join('; ')}`);
+  }
+  const built = new Map();
+  for (const [pkey, promise] of pending) built.set(pkey, await promise);
+  return {pipelineOf: (step) => built.get(keyOf.get(step)), compileMs: performance.now() - t0};
+}
+
+// A step ready to dispatch: its pipeline and a bind group of the named buffers (null bindings
+// skipped), its prologue likewise. Throws StageError('upload') for a buffer that does not exist.
+export function bindStep(device, buffers, pipelineOf, step) {
+  const pipeline = pipelineOf(step);
+  const entries = [];
+  step.bindings.forEach((name, binding) => {
+    if (name === null) return;
+    if (!buffers[name]) throw new StageError('upload', `step ${step.op} binds unknown buffer ${name}`);
+    entries.push({binding, resource: {buffer: buffers[name]}});
+  });
+  return {...step, pipeline, bindGroup: device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries}),
+          prologue: step.prologue ? bindStep(device, buffers, pipelineOf, step.prologue) : null};
+}
+
+// Watch a new device for errors: push its validation and out-of-memory scopes, listen for loss
+// and uncaptured errors. Returns `failure(stage)`: the first error as a failed reply, or null
+// (call it once, at the end: it pops the scopes).
+export function watchErrors(device) {
+  let lostInfo = null;
+  device.lost.then((info) => { lostInfo = info; });
+  const uncaptured = [];
+  device.addEventListener('uncapturederror', (e) => uncaptured.push(String(e.error.message)));
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  return async (stage) => {
+    const validation = await device.popErrorScope();
+    const oom = await device.popErrorScope();
+    if (validation) return {status: 'failed', stage, reason: `WebGPU validation error: ${validation.message}`};
+    if (oom) return {status: 'failed', stage, reason: `WebGPU out of memory: ${oom.message}`};
+    if (lostInfo) return {status: 'failed', stage, reason: `WebGPU device lost: ${lostInfo.message}`};
+    if (uncaptured.length) return {status: 'failed', stage, reason: `WebGPU error: ${uncaptured[0]}`};
+    return null;
+  };
+}
+
+// Bound steps into an open compute pass, each step's prologue right before it.
+export function dispatchSteps(cp, steps) {
+  for (const s of steps) {
+    if (s.prologue) {
+      cp.setPipeline(s.prologue.pipeline);
+      cp.setBindGroup(0, s.prologue.bindGroup);
+      cp.dispatchWorkgroups(...s.prologue.workgroups);
+    }
+    cp.setPipeline(s.pipeline);
+    cp.setBindGroup(0, s.bindGroup);
+    cp.dispatchWorkgroups(...s.workgroups);
+  }
 }
 
 export class StepRunner {
@@ -100,12 +187,7 @@ export class StepRunner {
     this.sizes = sizes;
     this.buffers = {};
     this.passes = {};
-    this.lostInfo = null;
-    this.uncaptured = [];
-    device.lost.then((info) => { this.lostInfo = info; });
-    device.addEventListener('uncapturederror', (e) => this.uncaptured.push(String(e.error.message)));
-    device.pushErrorScope('out-of-memory');
-    device.pushErrorScope('validation');
+    this.failure = watchErrors(device);  // failure(stage): the device's first error as a reply, or null
     this.idRead = device.createBuffer({size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
   }
 
@@ -113,34 +195,8 @@ export class StepRunner {
     const {device, chosen, sizes} = this;
     const opts = spec.options;
     setStage('compile');
-    const tCompile = performance.now();
-    const modules = new Map();
-    const moduleFor = (key, code) => {
-      if (!modules.has(key)) modules.set(key, device.createShaderModule({code, label: key}));
-      return modules.get(key);
-    };
-    const pipelines = new Map();
-    const pipelineKey = (step) => {
-      const [key, code] = step.op === 'linear' ?
-        [`${chosen[step.kernel].shader}@${step.kernel}`, chosen[step.kernel].source] :
-        [step.program, opts.programs[step.program]];
-      const pkey = `${key}|${JSON.stringify(step.constants)}`;
-      if (!pipelines.has(pkey)) {
-        pipelines.set(pkey, device.createComputePipelineAsync({
-          layout: 'auto', label: pkey,
-          compute: {module: moduleFor(key, code), entryPoint: 'main', constants: step.constants},
-        }));
-      }
-      return pkey;
-    };
-    for (const step of allSteps) step.pkey = pipelineKey(step);
-    for (const [key, module] of modules) {
-      const errors = await compilationErrors(module);
-      if (errors.length) throw new StageError('compile', `WGSL compile error in ${key}: ${errors.join('; ')}`);
-    }
-    const built = new Map();
-    for (const [pkey, promise] of pipelines) built.set(pkey, await promise);
-    this.compileMs = performance.now() - tCompile;
+    const {pipelineOf, compileMs} = await compilePipelines(device, chosen, opts.programs, allSteps);
+    this.compileMs = compileMs;
 
     setStage('fetch');
     const tensors = {};
@@ -165,18 +221,9 @@ export class StepRunner {
     for (const name of Object.keys(opts.activations)) {
       this.buffers[name] = device.createBuffer({label: name, size: sizes[name], usage});
     }
-    const bind = (step) => {
-      const pipeline = built.get(step.pkey);
-      const entries = [];
-      step.bindings.forEach((name, binding) => {
-        if (name === null) return;
-        if (!this.buffers[name]) throw new StageError('upload', `step ${step.op} binds unknown buffer ${name}`);
-        entries.push({binding, resource: {buffer: this.buffers[name]}});
-      });
-      return {...step, pipeline, bindGroup: device.createBindGroup({layout: pipeline.getBindGroupLayout(0), entries}),
-              prologue: step.prologue ? bind(step.prologue) : null};
-    };
-    for (const [name, steps] of Object.entries(passes)) this.passes[name] = steps.map(bind);
+    for (const [name, steps] of Object.entries(passes)) {
+      this.passes[name] = steps.map((step) => bindStep(device, this.buffers, pipelineOf, step));
+    }
   }
 
   // Bytes of the weight buffer each linear step binds (its prologue's first binding when it
@@ -191,16 +238,7 @@ export class StepRunner {
 
   encode(encoder, name) {
     const cp = encoder.beginComputePass();
-    for (const s of this.passes[name]) {
-      if (s.prologue) {
-        cp.setPipeline(s.prologue.pipeline);
-        cp.setBindGroup(0, s.prologue.bindGroup);
-        cp.dispatchWorkgroups(...s.prologue.workgroups);
-      }
-      cp.setPipeline(s.pipeline);
-      cp.setBindGroup(0, s.bindGroup);
-      cp.dispatchWorkgroups(...s.workgroups);
-    }
+    dispatchSteps(cp, this.passes[name]);
     cp.end();
   }
 
@@ -229,18 +267,6 @@ export class StepRunner {
     const used = [...new Set(steps.filter((s) => s.op === 'linear').map((s) => `${s.kernel}=${this.chosen[s.kernel].shader}`))];
     const f16 = Object.values(this.chosen).some((v) => v.compute_dtype === 'f16');
     return {shader: used.join('+'), compute_dtype: f16 ? 'f16' : 'f32'};
-  }
-
-  // The first WebGPU error the device reported (validation, out of memory, lost, uncaptured) as a
-  // failed reply at `stage`, or null. Call once, at the end.
-  async failure(stage) {
-    const validation = await this.device.popErrorScope();
-    const oom = await this.device.popErrorScope();
-    if (validation) return {status: 'failed', stage, reason: `WebGPU validation error: ${validation.message}`};
-    if (oom) return {status: 'failed', stage, reason: `WebGPU out of memory: ${oom.message}`};
-    if (this.lostInfo) return {status: 'failed', stage, reason: `WebGPU device lost: ${this.lostInfo.message}`};
-    if (this.uncaptured.length) return {status: 'failed', stage, reason: `WebGPU error: ${this.uncaptured[0]}`};
-    return null;
   }
 
   destroy() { this.device.destroy(); }

@@ -8,7 +8,6 @@ Where each layer's node ran comes from ORT's placement log (placement.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
 
 from ...harness.protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
@@ -17,19 +16,13 @@ from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import OrtWebEngine, onnx_decoder, placement
-from .onnx_linears import summary
+from .onnx_linears import one_or_mixed, summary
 
 RUNNER = "ort_decoder"
 """The page module (web/engines/ort_decoder.js)."""
 MAX_MODEL_BYTES = 2**31 - 2**26
 """One ONNX file (protobuf) holds less than 2 GiB; the export keeps every float32 weight in it
 (an untied head copy included), with some room for the graph."""
-
-
-def _named(values: Iterable[str]) -> str:
-    """'MatMulNBits4', or 'mixed:MatMulNBits4+MatMulNBits8' when the layers differ."""
-    kinds = sorted(set(values))
-    return kinds[0] if len(kinds) == 1 else "mixed:" + "+".join(kinds)
 
 
 class OrtDecoder(KindRunner):
@@ -73,8 +66,8 @@ class OrtDecoder(KindRunner):
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
             tensors=tensors, prepared=prepared,
-            weight_format=_named(layer.weight_dtype for layer in model.layers),
-            weight_dtype=_named(h.weight_dtype for h in held),
+            weight_format=one_or_mixed(layer.weight_dtype for layer in model.layers),
+            weight_dtype=one_or_mixed(h.weight_dtype for h in held),
             scale_dtype="float32" if quantized else "",
             zero_point_dtype=quantized[0].weight_dtype if quantized else "",
             details={"onnx_layers": summary(model.layers), "model_bytes": len(model.data),

@@ -20,6 +20,7 @@ The weight-bearing node is named after its layer (``encoder.layer.0.attention.se
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,6 +206,13 @@ def replace_linears(proto: Any, found: dict[str, int], held: Any,
     order = {hl.name: i for i, hl in enumerate(held.layers)}
     facts.sort(key=lambda f: order[f.name])
     return tuple(facts)
+
+
+def one_or_mixed(values: Iterable[str]) -> str:
+    """A row cell for the layers' formats or dtypes: 'MatMulNBits4', or
+    'mixed:MatMulNBits4+MatMulNBits8' when the layers differ."""
+    kinds = sorted(set(values))
+    return kinds[0] if len(kinds) == 1 else "mixed:" + "+".join(kinds)
 
 
 def summary(layers: tuple[LayerNode, ...]) -> str:

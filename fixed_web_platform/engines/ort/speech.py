@@ -19,8 +19,7 @@ from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from . import OrtWebEngine, onnx_speech, placement
-from .decoder import _named
-from .onnx_linears import summary
+from .onnx_linears import one_or_mixed, summary
 
 RUNNER = "ort_speech"
 
@@ -61,8 +60,8 @@ class OrtSpeech(KindRunner):
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
             tensors=tensors, prepared=prepared,
-            weight_format=_named(layer.weight_dtype for layer in model.layers),
-            weight_dtype=_named(h.weight_dtype for h in held),
+            weight_format=one_or_mixed(layer.weight_dtype for layer in model.layers),
+            weight_dtype=one_or_mixed(h.weight_dtype for h in held),
             scale_dtype="float32" if quantized else "",
             zero_point_dtype=quantized[0].weight_dtype if quantized else "",
             details={"onnx_layers": summary(model.layers), "model_bytes": len(model.encoder) + len(model.decoder),
