@@ -10,11 +10,12 @@ harness's own kernels get (onnx_linears.py).
   LLM's): inputs ``input_ids`` int32 [1, sequence], ``position_ids`` int32 [1, sequence] (rows of
   the learned position table), ``attention_bias`` float32 [1, 1, sequence, total] (total = past +
   sequence; 0 where a row may look, -1e9 at empty cache rows and later rows: made by the page, so
-  the graph has no shape arithmetic a provider would leave to the CPU), ``suppress`` float32 [vocab] (0, or -inf for ids never chosen: the page passes the
-  first position's and the later positions' rule, architectures/whisper/decoding.py), the cross
-  keys and values, and ``past.N.key`` / ``past.N.value`` float32 [1, heads, past, head_dim];
-  outputs ``logits`` [1, vocab] of the last row, ``next_id`` int32 [1, 1] (its greedy id) and
-  ``present.N.*`` (the cache with the new rows in and the oldest dropped, past's shape).
+  the graph has no shape arithmetic a provider would leave to the CPU), ``suppress`` float32
+  [vocab] (0, or -inf for ids never chosen: the page passes the first position's and the later
+  positions' rule, architectures/whisper/decoding.py), the cross keys and values, and
+  ``past.N.key`` / ``past.N.value`` float32 [1, heads, past, head_dim]; outputs ``logits``
+  [1, vocab] of the last row, ``next_id`` int32 [1, 1] (its greedy id) and ``present.N.*`` (the
+  cache with the new rows in and the oldest dropped, past's shape).
 """
 
 from __future__ import annotations

@@ -234,4 +234,3 @@ async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str) -> 
     if plans.executed_rules is not None:
         workload = dataclasses.replace(workload, rules=plans.executed_rules)
     return ModelPlan(limits, form, plans, workload)
-
