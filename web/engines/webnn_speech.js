@@ -191,11 +191,13 @@ export async function run(spec, client) {
     const slotData = new Float32Array(C);
     for (const name of Object.keys(tensors)) if (name !== 'features') delete tensors[name];
     repacked.clear();
-    const caching = (set, prefix) => {
+    // Each cache set named as a graph's inputs (past) and outputs (present), made once.
+    const named = (set, prefix) => {
       const out = {};
       for (let i = 0; i < L; i++) for (const part of ['k', 'v']) out[`${prefix}.${i}.${part}`] = caches[set][`${i}.${part}`];
       return out;
     };
+    const cacheIO = [0, 1].map((set) => ({past: named(set, 'past'), present: named(set, 'present')}));
     const readId = async (t) => new Int32Array(await context.readTensor(t))[0];
 
     const output = new ArrayBuffer(spec.output_bytes);
@@ -208,14 +210,14 @@ export async function run(spec, client) {
       const t1 = performance.now();
       if (check) new Uint8Array(output, 0, encBytes).set(new Uint8Array(await context.readTensor(encOut)));
       const t1b = performance.now();
-      context.dispatch(prompt.graph, {ids: promptIds, ...cross}, {id: idTensors[0], logits: logitsT, ...caching(0, 'present')});
+      context.dispatch(prompt.graph, {ids: promptIds, ...cross}, {id: idTensors[0], logits: logitsT, ...cacheIO[0].present});
       let id = await readId(idTensors[0]);
       const t2 = performance.now();
       if (check) new Uint8Array(output, encBytes, 4 * V).set(new Uint8Array(await context.readTensor(logitsT)));
       const ids = [];
       const tokenMs = [];
       let last = performance.now();
-      let checksMs = (t1b - t1) + (last - t2);
+      const checksMs = (t1b - t1) + (last - t2);  // reading the checks out is not the clip's time
       while (id !== nn.eot) {
         ids.push(id);
         if (ids.length >= nn.max_tokens) break;
@@ -228,14 +230,13 @@ export async function run(spec, client) {
         context.writeTensor(position, new Int32Array([p]));
         context.writeTensor(mask, maskData);
         context.writeTensor(slot, slotData);
-        context.dispatch(decode.graph, {ids: idTensors[from], position, mask, slot, ...cross, ...caching(from, 'past')},
-                         {id: idTensors[to], ...caching(to, 'present')});
+        context.dispatch(decode.graph, {ids: idTensors[from], position, mask, slot, ...cross, ...cacheIO[from].past},
+                         {id: idTensors[to], ...cacheIO[to].present});
         id = await readId(idTensors[to]);
         const now = performance.now();
         tokenMs.push(now - last);
         last = now;
       }
-      checksMs = check ? checksMs : 0;
       return {clip: c, frontend_ms: null, encoder_ms: t1 - start, first_token_ms: t2 - t1b, token_ms: tokenMs,
               total_ms: last - start - checksMs, ids};
     };
