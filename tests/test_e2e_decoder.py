@@ -24,15 +24,17 @@ from fixed_web_platform.workloads.decoder import accuracy
 
 pytestmark = pytest.mark.browser
 QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=300)
+ONCE = TimingConfig(warmup=0, min_iterations=1, min_time_s=0, max_iterations=1, timeout_s=300)
+"""The real model's check is of its figures, not its speed: one timed generation."""
 
 
 def _sweep(browser: BrowserName, workloads, bits, out: Path, platforms=(Platform.WEBGPU,),  # noqa: ANN001, ANN202
-           engines=(EngineName.HARNESS,), mode=PrecisionMode.STANDARD, skip=lambda run: False):
+           engines=(EngineName.HARNESS,), mode=PrecisionMode.STANDARD, skip=lambda run: False, timing=QUICK):
     require_browser(browser)
     plan = build_plan([browser], list(platforms), workloads, bits, engines=list(engines), precision_mode=mode)
     plan = [dataclasses.replace(run, run_id=i) for i, run in enumerate(run for run in plan if not skip(run))]
     writer = ResultWriter(out)
-    rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=QUICK)))
+    rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=timing)))
     writer.close()
     return {(r.engine, r.platform, r.bits_requested): r for r in rows}
 
@@ -48,12 +50,13 @@ def tiny(tmp_path_factory) -> DecoderWorkload:  # noqa: ANN001
 @pytest.fixture(scope="module")
 def chrome_tiny(tiny, tmp_path_factory):  # noqa: ANN001, ANN201
     out = tmp_path_factory.mktemp("decoder-chrome")
-    # ORT's WebGPU decoder at 4 and 2 bits takes 40-200 s a run in SwiftShader (a generation of 5
-    # tokens took 9-15 s): its 32- and 8-bit runs stand for it here, the others run everywhere
+    # ORT's WebGPU decoder takes 25 s a run at 32 and 8 bits and 40-200 s at 4 and 2 in SwiftShader
+    # (a generation of 5 tokens took 2-15 s): its 8-bit run (MatMulNBits) stands for it here, the
+    # others run everywhere
     rows = _sweep(BrowserName.CHROME, [tiny], (32, 8, 4, 2), out,
                   platforms=(Platform.WEBGPU, Platform.WEBNN, Platform.WASM),
                   engines=(EngineName.HARNESS, EngineName.ORT),
-                  skip=lambda run: run.engine == EngineName.ORT and run.platform == Platform.WEBGPU and run.bits < 8)
+                  skip=lambda run: run.engine == EngineName.ORT and run.platform == Platform.WEBGPU and run.bits != 8)
     return out, rows
 
 
@@ -89,9 +92,10 @@ def test_tiny_decoder_on_onnx_runtime_web_in_chrome(chrome_tiny) -> None:  # noq
             assert row.rel_error_vs_dequantized <= row.kernel_tolerance, (platform, bits)
             assert row["ttft_ms"] > 0 and row["decode_tokens_per_s"] > 0
             assert row["kv_cache_on_device"] == ("no" if platform == "wasm" else "yes")
-        assert runs[32]["next_token_top1"] == 1.0 and runs[32]["leading_tokens_equal"] == 5
-        kl = [runs[b]["kl_mean"] for b in sorted(runs, reverse=True)]
-        assert kl == sorted(kl) and kl[-1] > kl[min(1, len(kl) - 2)]
+        if 32 in runs:  # (ORT's WebGPU runs at 8 bits only)
+            assert runs[32]["next_token_top1"] == 1.0 and runs[32]["leading_tokens_equal"] == 5
+            kl = [runs[b]["kl_mean"] for b in sorted(runs, reverse=True)]
+            assert kl == sorted(kl) and kl[-1] > kl[min(1, len(kl) - 2)]
         # the harness's bytes: the same model as the harness's WGSL decoder at every precision
         for bits in sorted(set(runs) - {32}):
             assert runs[bits]["kl_mean"] == pytest.approx(rows[("harness", "webgpu", bits)]["kl_mean"],
@@ -150,32 +154,39 @@ def test_outputs_on_disk_recompute_the_accuracy_figures(chrome_tiny, tiny) -> No
 
 
 def test_tiny_decoder_in_firefox(tiny, tmp_path) -> None:  # noqa: ANN001
-    rows = _sweep(BrowserName.FIREFOX, [tiny], (32, 4), tmp_path, platforms=(Platform.WEBGPU, Platform.WEBNN,
+    # 4 bits only: each WGSL decoder page costs Firefox's lavapipe about 60 s of pipeline
+    # compilation on its first forward; float32 kernels in Firefox are the matmul and speech tests'
+    rows = _sweep(BrowserName.FIREFOX, [tiny], (4,), tmp_path, platforms=(Platform.WEBGPU, Platform.WEBNN,
                   Platform.WASM), engines=(EngineName.HARNESS, EngineName.ORT))
-    for bits in (32, 4):
-        for engine, platform in (("harness", "webgpu"), ("ort", "webgpu"), ("ort", "wasm")):
-            row = rows[(engine, platform, bits)]
-            assert row.outcome == Outcome.OK, (engine, platform, bits, row.reason)
-            assert row.rel_error_vs_dequantized <= row.kernel_tolerance
-        webnn = rows[("harness", "webnn", bits)]
-        assert webnn.outcome == Outcome.UNSUPPORTED and "no WebNN" in webnn.reason
-        assert rows[("ort", "webnn", bits)].outcome == Outcome.UNSUPPORTED
-    assert rows[("harness", "webgpu", 32)]["next_token_top1"] == 1.0
+    for engine, platform in (("harness", "webgpu"), ("ort", "webgpu"), ("ort", "wasm")):
+        row = rows[(engine, platform, 4)]
+        assert row.outcome == Outcome.OK, (engine, platform, row.reason)
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+        assert row["ttft_ms"] > 0 and row["decode_tokens_per_s"] > 0
+    webnn = rows[("harness", "webnn", 4)]
+    assert webnn.outcome == Outcome.UNSUPPORTED and "no WebNN" in webnn.reason
+    assert rows[("ort", "webnn", 4)].outcome == Outcome.UNSUPPORTED
+    # the same 4-bit bytes on both engines: the same model, the same figures within float error
+    assert rows[("ort", "webgpu", 4)]["kl_mean"] == pytest.approx(rows[("harness", "webgpu", 4)]["kl_mean"],
+                                                                  rel=1e-2, abs=1e-7)
 
 
 def test_smollm2_135m_in_chrome_agrees_with_pytorch(tmp_path) -> None:  # noqa: ANN001
+    """The real weights, once per engine: float32 on the WGSL kernels (PyTorch's tokens), int8 on
+    the WebNN graphs (split in segments: engines/webnn/decoder.py); one timed generation each."""
     workload = DecoderWorkload.create("smollm2-135m", prompt_len=8, new_tokens=4, eval_len=32)
-    rows = _sweep(BrowserName.CHROME, [workload], (32, 8), tmp_path, platforms=(Platform.WEBGPU, Platform.WEBNN))
-    for platform in ("webgpu", "webnn"):
-        fp32, eight = rows[("harness", platform, 32)], rows[("harness", platform, 8)]
-        for row in (fp32, eight):
-            assert row.outcome == Outcome.OK, (platform, row.reason)
-            assert row.rel_error_vs_dequantized <= row.kernel_tolerance
-        assert fp32["next_token_top1"] >= 0.99 and fp32["leading_tokens_equal"] == 4
-        assert eight["next_token_top1"] >= 0.97
-        assert fp32["kl_mean"] < eight["kl_mean"]
-        assert fp32.weight_bytes > 2.5 * 2**20 * 100  # the float32 model: 135M parameters + a head copy
-    assert rows[("harness", "webnn", 8)].bits_executed == 8  # int8 graphs, split in segments (engines/webnn/decoder.py)
+    rows = _sweep(BrowserName.CHROME, [workload], (32, 8), tmp_path, platforms=(Platform.WEBGPU, Platform.WEBNN),
+                  timing=ONCE, skip=lambda run: (run.platform, run.bits) not in {(Platform.WEBGPU, 32),
+                                                                                  (Platform.WEBNN, 8)})
+    fp32, eight = rows[("harness", "webgpu", 32)], rows[("harness", "webnn", 8)]
+    for row in (fp32, eight):
+        assert row.outcome == Outcome.OK, (row.platform, row.reason)
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+    assert fp32["next_token_top1"] >= 0.99 and fp32["leading_tokens_equal"] == 4
+    assert eight["next_token_top1"] >= 0.97
+    assert fp32["kl_mean"] < eight["kl_mean"]
+    assert fp32.weight_bytes > 2.5 * 2**20 * 100  # the float32 model: 135M parameters + a head copy
+    assert eight.bits_executed == 8
 
 
 def test_report_has_the_decoder_section_and_plots(chrome_tiny, tmp_path) -> None:  # noqa: ANN001

@@ -3,58 +3,37 @@ sequence length, on every engine; rows judged against PyTorch fp32 and the float
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import report_reads_well, require_browser
+from conftest import report_reads_well
+from shared_sweeps import MINILM, MINILM_TEXTS, Swept, sweep
 
-from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.models import rules
-from fixed_web_platform.models.inputs import builtin_texts
-from fixed_web_platform.plan import TimingConfig, build_plan
-from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
+from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform
 from fixed_web_platform.workloads import EncoderWorkload
 from fixed_web_platform.workloads.encoder import accuracy
 
 pytestmark = pytest.mark.browser
-MINILM = "all-MiniLM-L6-v2"
-TEXTS = builtin_texts()[:6]
-QUICK = TimingConfig(warmup=1, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=240)
-SMALL = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=TEXTS)
-MIXED = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=TEXTS,
-                             rules=rules.mixed_precision_rules(), rules_name="mixed-precision")
+MIXED = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=MINILM_TEXTS,
+                               rules=rules.mixed_precision_rules(), rules_name="mixed-precision")
 
 
-def _sweep(browser: BrowserName, platforms, workloads, bits, engines, out: Path):  # noqa: ANN001, ANN202
-    require_browser(browser)
-    plan = build_plan([browser], platforms, workloads, bits, engines=engines)
-    # ORT's WebGPU encoder takes 25-45 s a run in SwiftShader: its 32- and 8-bit runs stand for it
-    plan = [dataclasses.replace(run, run_id=i) for i, run in enumerate(
-        run for run in plan if not (run.engine == EngineName.ORT and run.platform == Platform.WEBGPU
-                                    and run.bits < 8))]
-    writer = ResultWriter(out)
-    rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=QUICK)))
-    writer.close()
-    return {(r.engine, r.platform, r.bits_requested, r.precision_plan.split(":")[0]): r for r in rows}
+def _weight_only(swept: Swept) -> dict:
+    """The weight-only rows by (engine, platform, bits, precision plan); the int8-activation rows
+    of the shared sweep are test_e2e_model_int8's."""
+    return {(r.engine, r.platform, r.bits_requested, r.precision_plan.split(":")[0]): r
+            for r in swept.rows if r.act_bits == 32}
 
 
 @pytest.fixture(scope="module")
-def chrome(tmp_path_factory):  # noqa: ANN001, ANN201
-    out = tmp_path_factory.mktemp("model-chrome")
-    rows = _sweep(BrowserName.CHROME, [Platform.WEBGPU, Platform.WEBNN, Platform.WASM], [SMALL], (32, 8, 4),
-                  [EngineName.HARNESS, EngineName.ORT], out)
-    rows |= _sweep(BrowserName.CHROME, [Platform.WEBGPU], [MIXED], (4,), [EngineName.HARNESS],
-                   out.parent / "model-chrome-mixed")
-    return out, rows
+def chrome(minilm_chrome: Swept, tmp_path_factory):  # noqa: ANN001, ANN201
+    mixed = sweep(BrowserName.CHROME, [Platform.WEBGPU], [MIXED], (4,), tmp_path_factory.mktemp("model-chrome-mixed"))
+    return minilm_chrome.out, mixed.out, _weight_only(minilm_chrome) | _weight_only(mixed)
 
 
 def test_harness_webgpu_fp32_matches_pytorch_and_8bit_stays_close(chrome) -> None:  # noqa: ANN001
-    _, rows = chrome
+    _, _, rows = chrome
     fp32 = rows[("harness", "webgpu", 32, "uniform")]
     assert fp32.outcome == Outcome.OK, fp32.reason
     assert fp32.cosine_min >= 0.99999
@@ -69,7 +48,7 @@ def test_harness_webgpu_fp32_matches_pytorch_and_8bit_stays_close(chrome) -> Non
 
 
 def test_every_engine_row_is_ok_or_says_why(chrome) -> None:  # noqa: ANN001
-    _, rows = chrome
+    _, _, rows = chrome
     for key, row in rows.items():
         assert row.outcome in (Outcome.OK, Outcome.UNSUPPORTED), (key, row.outcome, row.reason)
         if row.outcome == Outcome.OK:
@@ -78,39 +57,39 @@ def test_every_engine_row_is_ok_or_says_why(chrome) -> None:  # noqa: ANN001
         else:
             assert row.reason, key
     for platform in ("webgpu", "webnn", "wasm"):
-        assert ("ort", platform, 32, "uniform") in rows
+        # ORT's WebGPU encoder runs at 8 bits only here (20-60 s a run in SwiftShader)
+        assert ("ort", platform, 8 if platform == "webgpu" else 32, "uniform") in rows
     assert rows[("harness", "webnn", 32, "uniform")].outcome == Outcome.OK
 
 
 def test_layers_and_outputs_are_on_disk_and_recompute_the_row(chrome) -> None:  # noqa: ANN001
-    out, rows = chrome
+    out, _, rows = chrome
     layers = pd.read_csv(out / "layers.csv")
     row = rows[("harness", "webgpu", 4, "uniform")]
     mine = layers[layers.run_id == row.run_id]
     assert len(mine) == 36 and set(mine.bits_requested) == {4} and set(mine.bits_executed) == {4}
     saved = np.load(out / row.outputs_file)
-    assert saved["embeddings"].shape == (len(TEXTS), 384) and saved["input_ids"].shape == (len(TEXTS), 16)
+    assert saved["embeddings"].shape == (len(MINILM_TEXTS), 384) and saved["input_ids"].shape == (len(MINILM_TEXTS), 16)
     again = accuracy.compare(saved["embeddings"], saved["reference_pytorch_fp32"])
     assert again.cosine_min == pytest.approx(row.cosine_min, abs=1e-9)
     assert again.spearman == pytest.approx(row.spearman, abs=1e-9)
 
 
 def test_mixed_precision_is_more_accurate_than_4bit_in_fewer_bytes_than_8bit(chrome) -> None:  # noqa: ANN001
-    out, rows = chrome
+    _, mixed_out, rows = chrome
     mixed = rows[("harness", "webgpu", 4, "mixed")]
     assert mixed.outcome == Outcome.OK, mixed.reason
     assert mixed.precision_plan == "mixed:8x24,4x12"
     four, eight = rows[("harness", "webgpu", 4, "uniform")], rows[("harness", "webgpu", 8, "uniform")]
     assert mixed.cosine_mean > four.cosine_mean
     assert four.weight_bytes < mixed.weight_bytes < eight.weight_bytes
-    layers = pd.read_csv(out.parent / "model-chrome-mixed" / "layers.csv")
+    layers = pd.read_csv(mixed_out / "layers.csv")
     counts = layers.groupby("bits_executed").size().to_dict()
     assert counts == {4: 12, 8: 24}
 
 
-def test_firefox_runs_webgpu_and_says_it_has_no_webnn(tmp_path: Path) -> None:
-    rows = _sweep(BrowserName.FIREFOX, [Platform.WEBGPU, Platform.WEBNN], [SMALL], (8,),
-                  [EngineName.HARNESS], tmp_path)
+def test_firefox_runs_webgpu_and_says_it_has_no_webnn(minilm_firefox: Swept) -> None:
+    rows = _weight_only(minilm_firefox)
     gpu, nn = rows[("harness", "webgpu", 8, "uniform")], rows[("harness", "webnn", 8, "uniform")]
     assert gpu.outcome == Outcome.OK, gpu.reason
     assert gpu.cosine_mean >= 0.999 and gpu.rel_error_vs_dequantized <= gpu.kernel_tolerance
@@ -118,9 +97,9 @@ def test_firefox_runs_webgpu_and_says_it_has_no_webnn(tmp_path: Path) -> None:
 
 
 def test_the_report_of_a_minilm_sweep_reads_at_a_laptops_and_a_phones_width(chrome, tmp_path) -> None:  # noqa: ANN001
-    out, _ = chrome
-    laptop, _ = report_reads_well([out, out.parent / "model-chrome-mixed"], tmp_path / "report")
+    out, mixed_out, _ = chrome
+    laptop, _ = report_reads_well([out, mixed_out], tmp_path / "report")
     # the harness's WebGPU MiniLM at float32 meets the cosine bar: its setting has a pick, not 'none'
-    assert any(pick.startswith("model-chrome0: chrome · harness webgpu, all-MiniLM-L6-v2") and ": none:" not in pick
+    assert any(pick.startswith("minilm-chrome0: chrome · harness webgpu, all-MiniLM-L6-v2") and ": none:" not in pick
                for pick in laptop.picks), laptop.picks
     assert [s.name for s in laptop.section_shots] == ["screenshot-glance-encoder.png"]

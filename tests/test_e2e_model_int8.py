@@ -6,49 +6,30 @@ is what Python predicts."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import require_browser
+from shared_sweeps import MINILM_SMALL as SMALL
+from shared_sweeps import Swept
 
-from fixed_web_platform.harness.runner import SweepOptions, run_sweep
-from fixed_web_platform.models.inputs import builtin_texts
-from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.report.activations import activation_table
 from fixed_web_platform.report.render import load_sweeps, summary_table
-from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
-from fixed_web_platform.workloads import EncoderWorkload
+from fixed_web_platform.vocabulary import Outcome
 from fixed_web_platform.workloads.encoder import accuracy
 from fixed_web_platform.workloads.encoder.prepared import prepare_model
 
 pytestmark = pytest.mark.browser
-TEXTS = builtin_texts()[:6]
-QUICK = TimingConfig(warmup=1, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=240)
-SMALL = EncoderWorkload.create("all-MiniLM-L6-v2", batch_size=3, seq_len=16, texts=TEXTS)
 
 
-def _sweep(browser: BrowserName, platforms, bits, engines, out: Path):  # noqa: ANN001, ANN202
-    require_browser(browser)
-    plan = build_plan([browser], platforms, [SMALL], bits, engines=engines, act_bits=[32, 8], observer="minmax")
-    # ORT is here for its refusal of int8 activations; its weight-only runs are test_e2e_model's
-    plan = [dataclasses.replace(run, run_id=i) for i, run in enumerate(
-        run for run in plan if not (run.engine == EngineName.ORT and run.act_bits == 32))]
-    writer = ResultWriter(out)
-    rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=QUICK)))
-    writer.close()
-    return {(r.engine, r.platform, r.bits_requested, r.act_bits): r for r in rows}
+def _by_act_bits(swept: Swept) -> dict:
+    """The shared MiniLM sweep's harness rows and ORT's refusals by (engine, platform, bits, act bits)."""
+    return {(r.engine, r.platform, r.bits_requested, r.act_bits): r for r in swept.rows
+            if r.engine == "harness" or r.act_bits == 8}
 
 
 @pytest.fixture(scope="module")
-def chrome(tmp_path_factory):  # noqa: ANN001, ANN201
-    out = tmp_path_factory.mktemp("int8-chrome")
-    return out, _sweep(BrowserName.CHROME, [Platform.WEBGPU, Platform.WEBNN], (8, 4),
-                       [EngineName.HARNESS, EngineName.ORT], out)
+def chrome(minilm_chrome: Swept):  # noqa: ANN201
+    return minilm_chrome.out, _by_act_bits(minilm_chrome)
 
 
 def _predicted_cosine(bits: int) -> float:
@@ -105,8 +86,8 @@ def test_report_sets_int8_activations_beside_weight_only(chrome) -> None:  # noq
     assert harness["int8 acts / weight-only"].str.match(r"^\d+\.\d\dx \((same|faster|slower)\)$").all()
 
 
-def test_firefox_runs_w8a8_on_webgpu(tmp_path: Path) -> None:
-    rows = _sweep(BrowserName.FIREFOX, [Platform.WEBGPU], (8,), [EngineName.HARNESS], tmp_path)
+def test_firefox_runs_w8a8_on_webgpu(minilm_firefox: Swept) -> None:
+    rows = _by_act_bits(minilm_firefox)
     a8 = rows[("harness", "webgpu", 8, 8)]
     assert a8.outcome == Outcome.OK, a8.reason
     assert a8.compute_dtype == "i8dot" and np.isfinite(a8.cosine_mean)

@@ -52,11 +52,20 @@ def test_calibration_sees_real_tokens_only(minilm) -> None:  # noqa: ANN001
     sequences get longer (more padding) or the batch leaves filler rows."""
     names = _names(SMALL)
     base = calibration.calibrate(minilm, SHORT, 2, 16, "minmax", names)
-    assert calibration.calibrate(minilm, SHORT, 2, 32, "minmax", names) == base
-    assert calibration.calibrate(minilm, SHORT, 4, 16, "minmax", names) == base  # 6 texts: 2 filler rows
+
+    def same(params: dict) -> bool:
+        # PyTorch's float32 GEMMs round differently at other shapes on some CPUs (AVX-512: a scale
+        # one float32 step apart): "the same range" is to a millionth, far below what a padded
+        # token or another text moves it
+        return params.keys() == base.keys() and all(
+            p.zero_point == base[n].zero_point and p.scale == pytest.approx(base[n].scale, rel=1e-6)
+            for n, p in params.items())
+
+    assert same(calibration.calibrate(minilm, SHORT, 2, 32, "minmax", names))
+    assert same(calibration.calibrate(minilm, SHORT, 4, 16, "minmax", names))  # 6 texts: 2 filler rows
     # ...while another observer or other texts do move them
-    assert calibration.calibrate(minilm, SHORT, 2, 16, "percentile", names) != base
-    assert calibration.calibrate(minilm, SHORT[:3], 2, 16, "minmax", names) != base
+    assert not same(calibration.calibrate(minilm, SHORT, 2, 16, "percentile", names))
+    assert not same(calibration.calibrate(minilm, SHORT[:3], 2, 16, "minmax", names))
 
 
 def test_qparams_are_int8_with_float32_scales(minilm) -> None:  # noqa: ANN001

@@ -155,6 +155,12 @@ def test_int8_qdq_encoder_matches_the_fused_forms_reference(cache_dir) -> None:
     ref = prepared.ref_dequantized
     rel = np.linalg.norm(out - ref) / np.linalg.norm(ref)
     # float32 arithmetic flips a few int8 roundings (one step each) that float64 does not; the
-    # quantization itself costs far more (ref_float), and the row's kernel tolerance allows it
+    # quantization itself costs far more (ref_float), and the row's kernel tolerance allows it.
+    # Where they flip depends on the calibrated scales, which PyTorch's float32 forward gives to
+    # the last bit per CPU: on an AVX-512 machine one value of layer 0's FFN output sits 6.5000009
+    # steps up in float64 and 6.4999957 in ORT's float32 Gemm, and that one flip moves text 2 by
+    # 0.08 (rel 0.041; 0.0009 with AVX2's scales). A zero point or scale off by one step, or the
+    # outlier channels not split, gives 0.12-0.22.
     cost = np.linalg.norm(prepared.ref_float - ref) / np.linalg.norm(ref)
-    assert rel < min(1e-2, prepared.tolerance("f32"), cost / 2), (rel, cost)
+    assert rel < min(prepared.tolerance("f32"), cost / 2), (rel, cost)
+    assert not prepared.kernel_problem(out)

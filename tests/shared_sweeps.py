@@ -1,0 +1,79 @@
+"""End-to-end sweeps that several test modules assert on, run once per test session (loaded by
+tests/conftest.py as a plug-in): one real browser sweep per (model, browser) instead of one per
+module, so a new check of an existing sweep costs no browser time (docs/testing.md).
+
+- ``minilm_chrome``: all-MiniLM-L6-v2 (3 x 16 tokens, 6 texts) in Chromium on the harness's WGSL
+  and WebNN engines at 32/8/4 bits, weight-only and with int8 activations (minmax), and on ONNX
+  Runtime Web (webgpu at 8 bits only: its WebGPU encoder takes 20-60 s a run in SwiftShader;
+  webnn and wasm at every bits; ORT's refusal of int8 activations). test_e2e_model and
+  test_e2e_model_int8 read it.
+- ``minilm_firefox``: the same model in Firefox at 8 bits, weight-only and W8A8 on WebGPU, and
+  its WebNN row (unsupported)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import require_browser
+
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.models.inputs import builtin_texts
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.results.rows import ResultRow
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.run_spec import RunSpec
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
+from fixed_web_platform.workloads import EncoderWorkload
+
+MINILM = "all-MiniLM-L6-v2"
+MINILM_TEXTS = builtin_texts()[:6]
+MINILM_SMALL = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=MINILM_TEXTS)
+FIXTURES = ("minilm_chrome", "minilm_firefox")
+"""The session-scoped sweeps below: the modules that ask for one share a pytest-xdist worker."""
+MODEL_QUICK = TimingConfig(warmup=1, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=240)
+"""The quickest protocol that still has a warm-up and two timed samples (a median and a spread)."""
+
+
+@dataclass(frozen=True)
+class Swept:
+    """A finished sweep: its results folder and its rows."""
+
+    out: Path
+    rows: tuple[ResultRow, ...]
+
+
+def sweep(browser: BrowserName, platforms: Sequence[Platform], workloads: Sequence, bits: Sequence[int], out: Path,
+          engines: Sequence[EngineName] = (EngineName.HARNESS,), timing: TimingConfig = MODEL_QUICK,
+          skip: Callable[[RunSpec], bool] = lambda run: False, **plan_options) -> Swept:  # noqa: ANN003
+    """Plan (browser x platforms x workloads x bits x engines), leave out ``skip``'s runs, run the
+    rest in one browser session and keep the rows."""
+    require_browser(browser)
+    plan = build_plan([browser], list(platforms), list(workloads), list(bits), engines=list(engines), **plan_options)
+    plan = [dataclasses.replace(run, run_id=i) for i, run in enumerate(run for run in plan if not skip(run))]
+    writer = ResultWriter(out)
+    rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=timing)))
+    writer.close()
+    return Swept(out, tuple(rows))
+
+
+def _slow_ort_webgpu(run: RunSpec) -> bool:
+    return run.engine == EngineName.ORT and run.platform == Platform.WEBGPU and run.bits != 8 and not run.refused
+
+
+@pytest.fixture(scope="session")
+def minilm_chrome(tmp_path_factory: pytest.TempPathFactory) -> Swept:
+    return sweep(BrowserName.CHROME, [Platform.WEBGPU, Platform.WEBNN, Platform.WASM], [MINILM_SMALL], (32, 8, 4),
+                 tmp_path_factory.mktemp("minilm-chrome"), engines=(EngineName.HARNESS, EngineName.ORT),
+                 act_bits=[32, 8], observer="minmax", skip=_slow_ort_webgpu)
+
+
+@pytest.fixture(scope="session")
+def minilm_firefox(tmp_path_factory: pytest.TempPathFactory) -> Swept:
+    return sweep(BrowserName.FIREFOX, [Platform.WEBGPU, Platform.WEBNN], [MINILM_SMALL], (8,),
+                 tmp_path_factory.mktemp("minilm-firefox"), act_bits=[32, 8], observer="minmax",
+                 skip=lambda run: run.platform == Platform.WEBNN and run.act_bits == 8)
