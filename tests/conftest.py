@@ -49,17 +49,3 @@ def report_reads_well(folders: list[Path], out: Path):  # noqa: ANN201 - list[Re
         assert all(shot.stat().st_size > 5_000 for shot in view.section_shots)
     return views
 
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With pytest-xdist's ``--dist loadgroup``, one worker takes a whole module (its module-scoped
-    sweeps run once), and the modules that share a session-scoped sweep (shared_sweeps.py) go to
-    the same worker."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    import shared_sweeps
-
-    shared = set(shared_sweeps.FIXTURES)
-    modules = {item.module.__name__ for item in items if shared & set(item.fixturenames)}
-    for item in items:
-        name = item.module.__name__
-        item.add_marker(pytest.mark.xdist_group("shared_sweeps" if name in modules else name))

@@ -33,8 +33,6 @@ from fixed_web_platform.workloads import EncoderWorkload
 MINILM = "all-MiniLM-L6-v2"
 MINILM_TEXTS = builtin_texts()[:6]
 MINILM_SMALL = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=MINILM_TEXTS)
-FIXTURES = ("minilm_chrome", "minilm_firefox")
-"""The session-scoped sweeps below: the modules that ask for one share a pytest-xdist worker."""
 MODEL_QUICK = TimingConfig(warmup=1, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=240)
 """The quickest protocol that still has a warm-up and two timed samples (a median and a spread)."""
 

@@ -171,6 +171,8 @@ def test_tiny_decoder_in_firefox(tiny, tmp_path) -> None:  # noqa: ANN001
                                                                   rel=1e-2, abs=1e-7)
 
 
+@pytest.mark.budget(400, why="the real SmolLM2-135M: its GGUF read through transformers, PyTorch's and two float64 "
+                           "references, 540 MB of float32 weights on SwiftShader and int8 WebNN graphs (13 s a generation)")
 def test_smollm2_135m_in_chrome_agrees_with_pytorch(tmp_path) -> None:  # noqa: ANN001
     """The real weights, once per engine: float32 on the WGSL kernels (PyTorch's tokens), int8 on
     the WebNN graphs (split in segments: engines/webnn/decoder.py); one timed generation each."""
