@@ -191,7 +191,11 @@ def test_a_crashed_renderer_is_a_crash_row_not_a_timeout(tmp_path):
             return
         await job.spec_fetched.wait()
         for proc in psutil.Process(session.pid).children(recursive=True):
-            if "--type=renderer" in " ".join(proc.cmdline()):
+            try:  # an earlier page's renderer may be a zombie not yet reaped: not the one to kill
+                renderer = "--type=renderer" in " ".join(proc.cmdline())
+            except psutil.Error:
+                continue
+            if renderer:
                 proc.kill()
                 killed.append(proc.pid)
 
