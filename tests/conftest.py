@@ -48,4 +48,3 @@ def report_reads_well(folders: list[Path], out: Path):  # noqa: ANN201 - list[Re
         assert view.headline_rows == len(summary) and view.picks, (view.headline_rows, len(summary))
         assert all(shot.stat().st_size > 5_000 for shot in view.section_shots)
     return views
-

@@ -5,19 +5,16 @@ judged against PyTorch fp32 and the float64 decoder."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import report_reads_well, require_browser
+from conftest import report_reads_well
+from shared_sweeps import sweep
 from test_decoder import tiny_hf_config
 
-from fixed_web_platform.harness.runner import SweepOptions, run_sweep
-from fixed_web_platform.plan import TimingConfig, build_plan
-from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.plan import TimingConfig
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
 from fixed_web_platform.workloads import DecoderWorkload
 from fixed_web_platform.workloads.decoder import accuracy
@@ -30,13 +27,9 @@ ONCE = TimingConfig(warmup=0, min_iterations=1, min_time_s=0, max_iterations=1, 
 
 def _sweep(browser: BrowserName, workloads, bits, out: Path, platforms=(Platform.WEBGPU,),  # noqa: ANN001, ANN202
            engines=(EngineName.HARNESS,), mode=PrecisionMode.STANDARD, skip=lambda run: False, timing=QUICK):
-    require_browser(browser)
-    plan = build_plan([browser], list(platforms), workloads, bits, engines=list(engines), precision_mode=mode)
-    plan = [dataclasses.replace(run, run_id=i) for i, run in enumerate(run for run in plan if not skip(run))]
-    writer = ResultWriter(out)
-    rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=timing)))
-    writer.close()
-    return {(r.engine, r.platform, r.bits_requested): r for r in rows}
+    swept = sweep(browser, platforms, workloads, bits, out, engines=engines, timing=timing, skip=skip,
+                  precision_mode=mode)
+    return {(r.engine, r.platform, r.bits_requested): r for r in swept.rows}
 
 
 @pytest.fixture(scope="module")
