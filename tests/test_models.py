@@ -37,6 +37,12 @@ def minilm_batches():
     return tokenize(source.tokenizer(source.resolve(MINILM)), builtin_texts()[:6], 4, 24)
 
 
+def test_a_model_is_loaded_once_however_the_call_is_spelt(minilm) -> None:
+    # each workload kind spells the call its own way; SmolLM2 was read twice from its GGUF (16 s)
+    resolved = source.resolve(MINILM)
+    assert source.load(resolved, False, 0) is minilm and source.load(resolved, random_weights=False) is minilm
+
+
 # --- the reference forward -------------------------------------------------------------------
 
 def test_numpy_reference_matches_pytorch_on_minilm(minilm, minilm_batches) -> None:

@@ -130,10 +130,13 @@ class SweepFigures:
         out: dict[Config, list[float]] = {}
         for members in self._sessions().values():
             deviations = {c: v - levels[c] for c, v in members.items() if c in levels}
+            by_work: dict[tuple[Any, ...], list[tuple[Config, float]]] = {}
+            for c, d in deviations.items():
+                by_work.setdefault(_work(c), []).append((c, d))
             for c, v in members.items():
-                others = [d for o, d in deviations.items() if o != c]
-                alike = [d for o, d in deviations.items() if o != c and _work(o) == _work(c)]
-                reference = alike if len(alike) >= SESSION_PEERS else others
+                reference = [d for o, d in by_work.get(_work(c), ()) if o != c]  # the same work
+                if len(reference) < SESSION_PEERS:
+                    reference = [d for o, d in deviations.items() if o != c]  # else every other
                 if len(reference) >= SESSION_PEERS:
                     out.setdefault(c, []).append(v - statistics.median(reference))
         return out

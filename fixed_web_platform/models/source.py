@@ -192,7 +192,9 @@ def _ctranslate2_architecture(model: ResolvedModel) -> tuple[Architecture, ctran
     raise ModelError(f"CTranslate2 model {path}: spec {spec!r} is not supported (supported: {known})")
 
 
+@functools.lru_cache(maxsize=8)
 def _hf_config(model: ResolvedModel) -> Any:
+    """transformers' configuration (cached: a GGUF file's takes seconds to parse; callers do not change it)."""
     from transformers import AutoConfig
 
     if model.ctranslate2:
@@ -223,13 +225,17 @@ def _gguf_weights(model: ResolvedModel, prefix: str) -> dict[str, np.ndarray]:
     try:
         from unittest import mock
 
+        import gguf
         from transformers import AutoModelForCausalLM
         from transformers import modeling_gguf_pytorch_utils as gguf_utils
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # its progress bars are not the harness's output
-        with mock.patch.object(gguf_utils, "tqdm", lambda items, **_: items):
-            net = AutoModelForCausalLM.from_pretrained(model.folder, gguf_file=model.gguf_file,
+        # transformers builds gguf's name map once per submodule (about 400 times, 5 s) and reads
+        # the configuration from the file again: the map is built once, the configuration passed
+        with mock.patch.object(gguf_utils, "tqdm", lambda items, **_: items), \
+                mock.patch.object(gguf, "get_tensor_name_map", functools.cache(gguf.get_tensor_name_map)):
+            net = AutoModelForCausalLM.from_pretrained(model.folder, gguf_file=model.gguf_file, config=_hf_config(model),
                                                        local_files_only=True, dtype="float32")
     except Exception as exc:  # noqa: BLE001
         raise ModelError(f"model {model.name}: GGUF file {model.gguf_file} does not load ({_first(exc)})") from None
@@ -299,8 +305,14 @@ class LoadedModel:
         return f"random(seed={self.seed})" if self.random_weights else "pretrained"
 
 
-@functools.lru_cache(maxsize=2)
 def load(model: ResolvedModel, random_weights: bool = False, seed: int = 0) -> LoadedModel:
+    """The model's weights, loaded once per (model, random_weights, seed) however the call is spelt:
+    a cache keyed on the call's own arguments held SmolLM2 twice, read twice from its GGUF."""
+    return _load(model, bool(random_weights), int(seed))
+
+
+@functools.lru_cache(maxsize=2)
+def _load(model: ResolvedModel, random_weights: bool, seed: int) -> LoadedModel:
     arch, cfg = architecture(model)
     if random_weights:
         weights = arch.random_weights(cfg, seed)

@@ -2,17 +2,28 @@
 
 The driver knows the browser's main process id; renderer, GPU and utility processes are its
 descendants. RSS is summed over the tree; USS and PSS too where the OS provides them (Linux).
+
+RSS is cheap to read (``/proc/PID/statm``) and is sampled every ``SAMPLE_INTERVAL_S``. USS and PSS
+come from ``/proc/PID/smaps_rollup``, for which the kernel walks every mapping of the process: for
+a renderer holding a model's weights one read of the tree costs tens of milliseconds. Sampled every
+0.1 s it took a tenth of a core on these 2-core machines, from the browser it measures (144 s of
+the test suite's CPU). So a full sample waits until the sampler's share of one core stays under
+``FULL_SAMPLE_SHARE``; the baseline and the end of the run are always full.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass
 
 import psutil
 
 SAMPLE_INTERVAL_S = 0.1
+FULL_SAMPLE_SHARE = 0.02
+"""USS/PSS samples take at most this share of one core: the next one waits 1/share times as long
+as the last one took."""
 
 
 @dataclass(frozen=True)
@@ -23,18 +34,18 @@ class TreeMemory:
     processes: int
 
 
-def tree_memory(pid: int) -> TreeMemory | None:
-    """One snapshot of the process tree rooted at ``pid``; None when it is gone."""
+def tree_memory(pid: int, full: bool = True) -> TreeMemory | None:
+    """One snapshot of the process tree rooted at ``pid``; None when it is gone. ``full=False``
+    reads RSS alone (uss and pss None)."""
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except psutil.Error:
         return None
     rss, uss, pss, counted = 0, 0, 0, 0
-    full = True
     for proc in procs:
         try:
-            info = proc.memory_full_info()
+            info = proc.memory_full_info() if full else proc.memory_info()
         except psutil.AccessDenied:
             full = False
             try:
@@ -102,12 +113,17 @@ class TreeSampler:
         self._task: asyncio.Task[None] | None = None
         self._baseline_set = False
 
-    async def _sample_once(self) -> TreeMemory | None:
-        return await asyncio.to_thread(tree_memory, self.pid) if self.pid is not None else None
+    async def _sample_once(self, full: bool = True) -> TreeMemory | None:
+        return await asyncio.to_thread(tree_memory, self.pid, full) if self.pid is not None else None
 
     async def _loop(self) -> None:
+        next_full = 0.0
         while True:
-            snap = await self._sample_once()
+            started = time.monotonic()
+            full = started >= next_full
+            snap = await self._sample_once(full)
+            if full:
+                next_full = started + (time.monotonic() - started) / FULL_SAMPLE_SHARE
             if snap is not None and self._baseline_set:
                 self._note(snap)
             await asyncio.sleep(SAMPLE_INTERVAL_S)

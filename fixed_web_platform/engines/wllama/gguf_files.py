@@ -31,8 +31,10 @@ class GgufError(ValueError):
     """A GGUF file that cannot be read or re-written (one line for the user)."""
 
 
+@functools.lru_cache(maxsize=16)
 def tensor_types(path: Path) -> dict[str, str]:
-    """Tensor name -> its stored format ('Q4_1', 'F32', ...)."""
+    """Tensor name -> its stored format ('Q4_1', 'F32', ...). Cached as ``weight_bytes`` is: a file
+    the harness reads is written once, under a name that carries its source's size and time."""
     return {t.name: t.tensor_type.name for t in _reader(path).tensors}
 
 

@@ -131,13 +131,14 @@ class PreparedGguf:
 
 
 @functools.lru_cache(maxsize=4)
-def prepare_gguf(workload: DecoderWorkload, weight_format: str, gguf: Path) -> PreparedGguf:
-    """References for one GGUF file (cached per file: both platforms of a format share it)."""
+def prepare_gguf(workload: DecoderWorkload, weight_format: str, gguf: Path, shipped: bool = False) -> PreparedGguf:
+    """References for one GGUF file (cached per file: both platforms of a format share it).
+    ``shipped``: ``gguf`` is a byte copy of the model's own file, whose weights are already loaded."""
     loaded = source.load(source.resolve(workload.model, False))
     tokens = workload.tokens()
     ref_logits, generated_fp32 = fp32_references(loaded, workload)
     fp32_logp = accuracy.log_softmax(ref_logits)
-    held = source.load(source.resolve(str(gguf), False))
+    held = loaded if shipped else source.load(source.resolve(str(gguf), False))
     ref_deq = np.stack([reference.forward(held.config, held.weights, row)[0] for row in tokens.eval_ids])
     stored, as_f32 = gguf_files.weight_bytes(gguf)
     return PreparedGguf(workload, weight_format, gguf, tokens, fp32_logp,
