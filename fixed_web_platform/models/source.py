@@ -192,9 +192,7 @@ def _ctranslate2_architecture(model: ResolvedModel) -> tuple[Architecture, ctran
     raise ModelError(f"CTranslate2 model {path}: spec {spec!r} is not supported (supported: {known})")
 
 
-@functools.lru_cache(maxsize=8)
 def _hf_config(model: ResolvedModel) -> Any:
-    """transformers' configuration (cached: a GGUF file's takes seconds to parse; callers do not change it)."""
     from transformers import AutoConfig
 
     if model.ctranslate2:
@@ -235,20 +233,26 @@ def _gguf_weights(model: ResolvedModel, prefix: str) -> dict[str, np.ndarray]:
         # the configuration from the file again: the map is built once, the configuration passed
         with mock.patch.object(gguf_utils, "tqdm", lambda items, **_: items), \
                 mock.patch.object(gguf, "get_tensor_name_map", functools.cache(gguf.get_tensor_name_map)):
-            net = AutoModelForCausalLM.from_pretrained(model.folder, gguf_file=model.gguf_file, config=_hf_config(model),
+            net = AutoModelForCausalLM.from_pretrained(model.folder, gguf_file=model.gguf_file, config=_configs(model)[2],
                                                        local_files_only=True, dtype="float32")
     except Exception as exc:  # noqa: BLE001
         raise ModelError(f"model {model.name}: GGUF file {model.gguf_file} does not load ({_first(exc)})") from None
     return {k.removeprefix(prefix): v.detach().float().numpy() for k, v in net.state_dict().items()}
 
 
-@functools.lru_cache(maxsize=8)
 def architecture(model: ResolvedModel) -> tuple[Architecture, ArchConfig]:
     """The model's architecture (by its config's model_type) and its configuration."""
+    return _configs(model)[:2]
+
+
+@functools.lru_cache(maxsize=8)
+def _configs(model: ResolvedModel) -> tuple[Architecture, ArchConfig, Any]:
+    """architecture()'s answer and transformers' configuration it came from (a GGUF file's takes
+    seconds to parse: its weights are read with it)."""
     hf = _hf_config(model)
     where = f"model {model.name}"
     arch = architecture_for(getattr(hf, "model_type", "?"), where)
-    return arch, arch.config(hf, where)
+    return arch, arch.config(hf, where), hf
 
 
 def model_config(model: ResolvedModel) -> ArchConfig:
