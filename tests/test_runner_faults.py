@@ -134,3 +134,25 @@ def test_a_results_folder_that_stops_taking_writes_ends_the_sweep_not_as_a_harne
         _sweep(tmp_path, monkeypatch, {"status": "failed", "reason": "x", "protocol_version": PROTOCOL_VERSION})
     assert info.value.filename.endswith("environment.json") and len(environment_writes) == 2
     assert not (tmp_path / "sweep" / "harness.log").exists()  # not disguised as our own bug
+
+
+def test_a_stop_signal_that_lands_in_a_sweep_task_is_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    """SIGTERM raises in whatever task the main thread runs; asyncio ends the loop with it (the CLI
+    prints "interrupted by SIGTERM") and, when the task is collected, used to log it again with a
+    traceback ("Task exception was never retrieved"): the SIGTERM end-to-end test failed on it."""
+    import gc
+
+    async def sweep_like() -> None:
+        runner_module._say_interrupts_once(asyncio.get_running_loop())
+        runner_module._say_interrupts_once(asyncio.get_running_loop())  # a second sweep on the loop
+
+        async def where_the_signal_lands() -> None:
+            raise KeyboardInterrupt
+
+        asyncio.get_running_loop().create_task(where_the_signal_lands())
+        await asyncio.sleep(5)
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(sweep_like())
+    gc.collect()
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]

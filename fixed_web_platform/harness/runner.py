@@ -353,6 +353,27 @@ def _resolve(browser: BrowserName, options: SweepOptions) -> ResolvedBrowser | B
         return exc
 
 
+def _say_interrupts_once(loop: asyncio.AbstractEventLoop) -> None:
+    """Ctrl-C or a stop signal (cli/main.py) raises KeyboardInterrupt in whatever the main thread
+    runs: when that is one of the sweep's tasks, asyncio ends the loop with it (the caller reports
+    it, once) and also keeps it in the task, logged with a traceback as "never retrieved" when the
+    task is collected. The loop's exception handler drops that second report; others pass on."""
+    previous = loop.get_exception_handler()
+    if getattr(previous, "says_interrupts_once", False):
+        return
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if isinstance(context.get("exception"), KeyboardInterrupt):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handler.says_interrupts_once = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)
+
+
 async def run_sweep(
     plan: Sequence[RunSpec], writer: ResultWriter, options: SweepOptions = SweepOptions()
 ) -> list[ResultRow]:
@@ -360,6 +381,7 @@ async def run_sweep(
     Each session takes the next run from the queue, keeps its browser for the runs of that
     browser and round that follow (a new round starts a fresh browser), and writes every row as
     its run ends."""
+    _say_interrupts_once(asyncio.get_running_loop())
     rows: list[ResultRow] = []
     total = len(plan)
     queue = collections.deque(plan)

@@ -4,11 +4,10 @@ The driver knows the browser's main process id; renderer, GPU and utility proces
 descendants. RSS is summed over the tree; USS and PSS too where the OS provides them (Linux).
 
 RSS is cheap to read (``/proc/PID/statm``) and is sampled every ``SAMPLE_INTERVAL_S``. USS and PSS
-come from ``/proc/PID/smaps_rollup``, for which the kernel walks every mapping of the process: for
-a renderer holding a model's weights one read of the tree costs tens of milliseconds. Sampled every
-0.1 s it took a tenth of a core on these 2-core machines, from the browser it measures (144 s of
-the test suite's CPU). So a full sample waits until the sampler's share of one core stays under
-``FULL_SAMPLE_SHARE``; the baseline and the end of the run are always full.
+come from ``/proc/PID/smaps_rollup``, for which the kernel walks every mapping of the process.
+Read every 0.1 s, they cost 144 s of CPU over a 1,540 s test run (py-spy), taken on these 2-core
+machines from the browser being measured. So a full sample waits until the sampler's share of one
+core stays under ``FULL_SAMPLE_SHARE``; the baseline and the end of the run are always full.
 """
 
 from __future__ import annotations
