@@ -183,6 +183,8 @@ def test_writer_resume_appends_and_knows_what_is_done(tmp_path: Path):
     assert second.done_run_ids() == {0, 1}
     assert len((tmp_path / "samples.jsonl").read_text().splitlines()) == 2
     assert "resumed_utc" in second.environment
+    # the command that resumed it, beside the one that started it
+    assert second.environment["resumed_provenance"][-1]["command"] == second.environment["provenance"]["command"]
 
 
 def test_progress_lines_and_bar():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import html
 import json
 import re
 import shutil
@@ -89,6 +90,9 @@ def test_html_has_environment_summary(built, sweep_dir):
     assert chrome["version"] in page
     assert chrome["probe"]["webgpu"]["adapter"]["architecture"] in page
     assert "edge" in page and "not launched" in page
+    made = env["provenance"]  # what made the sweep: its command, and its commit in a checkout
+    assert html.escape(made["command"]) in page
+    assert (f"commit {made['commit'][:12]}" if made["commit"] else "(not a git checkout)") in page
 
 
 def test_summary_has_one_row_per_ok_configuration(built):

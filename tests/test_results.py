@@ -8,6 +8,9 @@ import datetime as real_dt
 import json
 import math
 import platform
+import shlex
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -139,6 +142,35 @@ def test_environment_json(tmp_path: Path) -> None:
     assert isinstance(machine["cpu_count"], int) and machine["cpu_count"] >= 1
     assert isinstance(machine["memory_bytes"], int) and machine["memory_bytes"] > 0
     assert machine["packages"]["numpy"] == np.__version__
+
+
+def test_environment_json_says_what_made_the_sweep(tmp_path: Path) -> None:
+    env = _strict_loads(ResultWriter(tmp_path / "sweep").environment_path.read_text())
+    made = env["provenance"]
+    assert made["command"] == shlex.join(sys.orig_argv) and "pytest" in made["command"]
+    head = subprocess.run(["git", "-C", str(results.PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:  # a checkout (CI's clean clone is one)
+        assert made["commit"] == head.stdout.strip() and isinstance(made["dirty"], bool)
+
+
+def test_provenance_tells_a_dirty_tree_and_a_folder_that_is_no_checkout(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "a.txt").write_text("one")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    clean = results.provenance(repo.resolve())
+    assert len(clean["commit"]) == 40 and clean["dirty"] is False
+    (repo / "untracked.txt").write_text("not the project's")
+    assert results.provenance(repo.resolve())["dirty"] is False
+    (repo / "a.txt").write_text("two")
+    assert results.provenance(repo.resolve()) == clean | {"dirty": True}
+    inside = repo / "sub"
+    inside.mkdir()
+    assert results.provenance(inside.resolve())["commit"] == ""  # not the checkout's own root: no claim
+    assert results.provenance(inside.resolve())["dirty"] is None
 
 
 def test_record_browser_merges_and_is_written(tmp_path: Path) -> None:

@@ -557,9 +557,18 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
         lines.append(
             f"{name}: {m.get('system', '')} {m.get('release', '')} {m.get('machine', '')}, "
             f"{m.get('cpu_count', '?')} CPUs, {fmt_bytes(m.get('memory_bytes')) or '?'} RAM, "
-            f"Python {m.get('python', '?')}; created {env.get('created_utc', '?')}"
+            f"Python {m.get('python', '?')}; created {env.get('created_utc', '?')}{_made_by(env)}"
         )
     return lines
+
+
+def _made_by(env: dict[str, Any]) -> str:
+    """environment.json's provenance as the end of a machine line ('' for a sweep without it)."""
+    made = env.get("provenance") if isinstance(env.get("provenance"), dict) else {}
+    commit = str(made.get("commit") or "")
+    code = (f"commit {commit[:12]}" + (" with uncommitted changes" if made.get("dirty") else "") if commit
+            else f"version {made.get('version') or '?'} (not a git checkout)")
+    return f"; {code}; command: {made['command']}" if made.get("command") else ""
 
 
 # ---------------------------------------------------------------------------------------- writing

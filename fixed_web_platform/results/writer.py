@@ -12,6 +12,8 @@ import json
 import math
 import os
 import platform
+import shlex
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -20,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from ..paths import RESULTS_ROOT
+from ..paths import PROJECT_ROOT, RESULTS_ROOT
 from ..vocabulary import SCHEMA_VERSION
 from .rows import LayerRow, ResultRow, utc_now
 
@@ -159,6 +161,7 @@ class ResultWriter:
                                  "start a new sweep instead of resuming")
             self.environment = json.loads(self.environment_path.read_text())
             self.environment.setdefault("resumed_utc", []).append(utc_now())
+            self.environment.setdefault("resumed_provenance", []).append(provenance())
             self.drop_runs(set())  # repair what an interruption tore
         else:
             write_atomically(self.csv_path, _csv_text([ResultRow.columns()]))
@@ -167,6 +170,7 @@ class ResultWriter:
             self.environment = {
                 "schema_version": SCHEMA_VERSION,
                 "created_utc": utc_now(),
+                "provenance": provenance(),
                 "machine": machine_info(),
                 "browsers": {},
             }
@@ -288,3 +292,26 @@ def machine_info() -> dict[str, Any]:
         "packages": {d: _version(d) for d in ("selenium", "aiohttp", "numpy", "marionette-driver", "onnx",
                                             "onnxruntime", "torch", "transformers")},
     }
+
+
+def provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """What made a sweep: the process's exact command line and working folder, the project's
+    version, and from a git checkout its commit and whether tracked files differed from it
+    (``dirty``; None outside a checkout, where ``commit`` is '')."""
+    commit = _git(root, "rev-parse", "HEAD") if _git(root, "rev-parse", "--show-toplevel") == str(root) else ""
+    return {
+        "command": shlex.join(sys.orig_argv),
+        "cwd": os.getcwd(),
+        "version": _version("fixed-web-platform"),
+        "commit": commit,
+        "dirty": bool(_git(root, "status", "--porcelain", "--untracked-files=no")) if commit else None,
+    }
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
