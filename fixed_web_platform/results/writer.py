@@ -298,7 +298,8 @@ def provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
     """What made a sweep: the process's exact command line and working folder, the project's
     version, and from a git checkout its commit and whether tracked files differed from it
     (``dirty``; None outside a checkout, where ``commit`` is '')."""
-    commit = _git(root, "rev-parse", "HEAD") if _git(root, "rev-parse", "--show-toplevel") == str(root) else ""
+    top, _, head = _git(root, "rev-parse", "--show-toplevel", "HEAD").partition("\n")
+    commit = head if top == str(root) else ""
     return {
         "command": shlex.join(sys.orig_argv),
         "cwd": os.getcwd(),

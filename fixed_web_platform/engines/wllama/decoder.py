@@ -93,8 +93,9 @@ class WllamaDecoder(KindRunner):
         assert source_file is not None
         shipped = gguf_files.shipped_format(workload.model, False)
         path = await asyncio.to_thread(gguf_files.file_for, source_file, run.weight_format, GGUF_DIR)
-        fmt = shipped if run.weight_format == SHIPPED else run.weight_format
-        prepared = await asyncio.to_thread(prepare_gguf, workload, fmt, path, run.weight_format == SHIPPED)
+        as_shipped = run.weight_format == SHIPPED
+        fmt = shipped if as_shipped else run.weight_format
+        prepared = await asyncio.to_thread(prepare_gguf, workload, fmt, path, as_shipped)
         tokens = prepared.tokens
         texts, length = tokens.eval_ids.shape
         decode = tokens.decode
