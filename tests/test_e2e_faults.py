@@ -79,7 +79,7 @@ def test_sigterm_ends_like_ctrl_c_and_leaves_nothing(tmp_path: Path, sig: int, c
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--browser", "chrome", "--bits", "32", "16",
          "8", "4", "2", "--only-shapes", "--shape", "4x256x256", "--warmup", "1", "--min-iterations", "3",
-         "--min-time", "0", "--repetitions", "3", "--output-dir", str(out)],
+         "--min-time", "0", "--repetitions", "3", "--no-report", "--output-dir", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     csv_path = out / "results.csv"
     deadline = time.time() + 120

@@ -45,7 +45,7 @@ def grid() -> str:
 
 def _sweep(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "run_real_webgpu_webnn.py", *SWEEP, *args,
-                           "--output-dir", str(out)],
+                           "--no-report", "--output-dir", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
@@ -97,7 +97,7 @@ def test_parallel_sessions_through_the_grid_finish_every_run(grid: str, tmp_path
     assert rows["concurrent_sessions"].max() == 2  # the two sessions did overlap
     assert (rows["concurrent_sessions"] >= 1).all()
     again = subprocess.run([sys.executable, "run_real_webgpu_webnn.py", "--resume", str(out),
-                            "--remote", grid, "--parallel", "2"],
+                            "--remote", grid, "--parallel", "2", "--no-report"],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "4 of 4 runs already on disk, 0 to go" in again.stdout
 

@@ -73,7 +73,7 @@ def test_resume_skips_runs_already_on_disk(tmp_path):
     asyncio.run(run_sweep(plan[:2], writer, SweepOptions(timing=timing)))  # "interrupted" after two
     writer.close()  # what the interrupted process's exit would do
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--resume", str(tmp_path)],
+        [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--resume", str(tmp_path), "--no-report"],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -87,7 +87,7 @@ def test_resume_skips_runs_already_on_disk(tmp_path):
     assert samples == [0, 1, 2]
     # resuming a finished sweep runs nothing
     again = subprocess.run(
-        [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--resume", str(tmp_path)],
+        [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--resume", str(tmp_path), "--no-report"],
         capture_output=True, text=True, timeout=120,
     )
     assert again.returncode == 0 and "0 to go" in again.stdout

@@ -31,7 +31,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Co
         [sys.executable, "run_real_webgpu_webnn.py", "sensitivity", "--model", "all-MiniLM-L6-v2",
          "--browser", "chrome", "--platform", "webgpu", "--bits", "2", "--group", "kind",
          "--batch-size", "2", "--seq-len", "16", "--inputs", str(texts),
-         "--accuracy-budget", "cosine>=0.99", "--output-dir", str(out)],
+         "--accuracy-budget", "cosine>=0.99", "--no-report", "--output-dir", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=1500)
     return out, done
 

@@ -175,6 +175,14 @@ def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
     assert set(ResultRow.columns()) == set(row)
     assert row["outcome"] == "ok" and row["bits_executed"] == "4"
     assert row["weight_format"] == "int4-block32-asymmetric"
+    # the sweep leaves its report, and says where as its last line
+    page = out / "report" / "report.html"
+    assert proc.stdout.strip().splitlines()[-1] == f"report: {page}"
+    html = page.read_text()
+    if row["adapter"].endswith(" (fallback)"):  # SwiftShader here: named before any figure
+        caveat = html.index("Software adapter: Every WebGPU run here ran on a fallback adapter (chrome: ")
+        assert caveat < html.index("At a glance") and "· fallback adapter" in html
+    assert list((out / "report" / "plots").glob("*.png"))
 
 
 def test_a_crashed_renderer_is_a_crash_row_not_a_timeout(tmp_path):

@@ -98,7 +98,7 @@ def test_a_write_error_mid_sweep_is_one_line_and_exit_1(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(sweep, "execute", disk_full)
     out = tmp_path / "sweep"
-    assert cli.main(["--output-dir", str(out), "--bits", "8", "--browser", "chrome"]) == 1
+    assert cli.main(["--output-dir", str(out), "--bits", "8", "--browser", "chrome", "--no-report"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "No space left on device" in err[0] and "--resume" in err[0]
     assert ResultWriter(out, resume=True).done_run_ids() == {0}  # what finished is kept

@@ -28,6 +28,22 @@ def _history(folder: Path):  # noqa: ANN202 - a HistoryComparison
         return None
 
 
+def leave_report(directories: list[Path]) -> Path | None:
+    """What a sweep leaves besides its results: report.md, report.html and the plots in
+    ``<first folder>/report``; prints the page's path as the command's last line. A report that
+    cannot be written costs the report, not the sweep: one warning line, None."""
+    out_dir = directories[0] / "report"
+    try:
+        files = write_report(load_sweeps(directories), out_dir)
+    except (ResultSchemaError, OSError, ValueError, KeyError) as exc:
+        print(f"warning: no report: {first_line(exc)}; the results are on disk "
+              f"(run_real_webgpu_webnn.py report {directories[0]})", file=sys.stderr)
+        return None
+    print(f"plots: {len(files.plots)} in {out_dir / 'plots'}")
+    print(f"report: {files.html}")
+    return files.html
+
+
 def report_command(argv: list[str]) -> int:
     """`report DIR [DIR ...] [--output-dir OUT]`: 0 on success, 2 (one error line) on bad input."""
     parser = OneLineArgumentParser(

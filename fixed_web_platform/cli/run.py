@@ -189,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --resume: run again the runs that crashed, timed out or hit a "
                         "harness error")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-report", action="store_true",
+                   help="skip the report: by default a sweep ends by writing report.html, report.md and "
+                        "its plots in <results>/report/ and printing the page's path as its last line")
     return p
 
 
@@ -219,7 +222,12 @@ def platforms_from(words: Sequence[str]) -> list[Platform]:
 
 
 def run_command(argv: Sequence[str]) -> int:
-    code, _ = execute_sweep(build_parser().parse_args(argv), plan_from_args)
+    args = build_parser().parse_args(argv)
+    code, directory = execute_sweep(args, plan_from_args)
+    if not args.no_report:
+        from .report import leave_report  # matplotlib and the report's modules: only when used
+
+        leave_report([directory])
     return code
 
 

@@ -227,6 +227,10 @@ def sensitivity_command(argv: Sequence[str]) -> int:
     print("sensitivity: " + ", ".join(str(p) for p in written))
     if budget is not None:
         code = max(code, plan_and_verify(args, directory, rows, budget))
+    if not args.no_report:
+        from .report import leave_report
+
+        leave_report([directory])
     return code
 
 

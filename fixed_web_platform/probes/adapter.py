@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+FALLBACK_MARK = " (fallback)"
+"""How a label ends when the browser says the adapter is a fallback one (software: SwiftShader,
+lavapipe, WARP), the mark the report looks for."""
+
 
 def adapter_label(probe: Any, *, mark_fallback: bool = True) -> str:
     """'vendor/architecture/device (fallback)' from a page probe (or its ``webgpu`` part); empty
@@ -14,4 +18,4 @@ def adapter_label(probe: Any, *, mark_fallback: bool = True) -> str:
     adapter = gpu.get("adapter") if isinstance(gpu.get("adapter"), dict) else {}
     label = "/".join(str(adapter[k]) for k in ("vendor", "architecture", "device") if adapter.get(k))
     label = label or "(not disclosed)"
-    return f"{label} (fallback)" if mark_fallback and adapter.get("isFallbackAdapter") else label
+    return f"{label}{FALLBACK_MARK}" if mark_fallback and adapter.get("isFallbackAdapter") else label

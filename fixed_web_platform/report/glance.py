@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.compare import DEFAULT_MIN_EFFECT
+from ..probes.adapter import FALLBACK_MARK
 from ..results.rows import setting_columns
 from .markdown import fmt_bytes, markdown_lines, number
 
@@ -151,6 +152,8 @@ def setting_name(row: pd.Series, show_sweep: bool) -> str:
     if row["platform"] == "webnn":
         extra = " ".join(v for v in (_text(row.get("device_type")), _text(row.get("precision_mode"))) if v)
         name += f" ({extra})" if extra else ""
+    if _text(row.get("adapter")).endswith(FALLBACK_MARK):
+        name += " · fallback adapter"
     return f"{row['sweep']}: {name}" if show_sweep else name
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.stats import median_interval, summarize
-from ..probes.adapter import adapter_label
+from ..probes.adapter import FALLBACK_MARK, adapter_label
 from ..results import reader as result_files
 from ..results.reader import (
     KIND_FLOAT_COLUMNS,
@@ -631,6 +631,7 @@ STYLE = (
     "ol.footnotes{font-size:12px;color:#444;max-width:70em}"
     "img{max-width:100%;height:auto;border:1px solid #ddd;margin:0.5em 0 1.5em}"
     "p.note{max-width:70em;font-size:13px;color:#444}"
+    "p.caveat{max-width:70em;padding:0.4em 0.7em;border-left:4px solid #d08a00;background:#fff6e0}"
     "details{margin:0.5em 0 1.5em}details>summary{cursor:pointer;font-weight:600}"
 )
 """The report page's one style sheet."""
@@ -641,6 +642,23 @@ def _context_line(sweeps: Sweeps) -> str:
     count = len(sweeps.names)
     rows = sweeps.rows
     return f"From {count} sweep{'s' if count != 1 else ''}, {len(rows)} runs: {_outcome_counts(rows)}."
+
+
+def adapter_caveat(rows: pd.DataFrame) -> str:
+    """The first screen's warning when WebGPU ran on a fallback (software) adapter: which
+    browsers' adapters, and how many of the ok WebGPU runs ('' when none did)."""
+    if rows.empty or "adapter" not in rows or "platform" not in rows:
+        return ""
+    gpu = rows[(rows["platform"] == "webgpu") & (rows["outcome"] == "ok")]
+    soft = gpu[gpu["adapter"].fillna("").astype(str).str.endswith(FALLBACK_MARK)]
+    if soft.empty:
+        return ""
+    which = "; ".join(f"{browser}: {adapter.removesuffix(FALLBACK_MARK)}"
+                      for (browser, adapter), _ in soft.groupby(["browser", "adapter"], sort=True))
+    share = "Every" if len(soft) == len(gpu) else f"{len(soft)} of the {len(gpu)}"
+    return (f"Software adapter: {share} WebGPU run{'s' if len(gpu) != 1 else ''} here ran on a fallback adapter "
+            f"({which}), which runs WebGPU on the CPU. Compare these figures with each other, not with a "
+            f"GPU's; settings it affects say 'fallback adapter'.")
 
 
 def _outcome_counts(rows: pd.DataFrame) -> str:
@@ -715,7 +733,9 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     how_to_read = [*glance_notes(summary, glances), NOTES, MEMORY_NOTES, memory_note]
 
     # Markdown
+    caveat = adapter_caveat(rows)
     md = ["# Precision benchmark report", "", f"Generated {created}. {_context_line(sweeps)}", "",
+          *([f"**{caveat}**", ""] if caveat else []),
           "## At a glance: which precision to pick, and what it costs", "", glance_markdown(summary, glances), "",
           *how_to_read_markdown(how_to_read), "## Sweeps", ""]
     md += [f"- {line}" for line in sweep_lines]
@@ -753,6 +773,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         "<title>Precision benchmark report</title>", f"<style>{STYLE}</style>",
         "</head><body>", "<h1>Precision benchmark report</h1>",
         f"<p>Generated {e(created)}. {e(_context_line(sweeps))}</p>",
+        *([f"<p class=\"caveat\">{e(caveat)}</p>"] if caveat else []),
         "<h2 id=\"at-a-glance\">At a glance: which precision to pick, and what it costs</h2>",
         glance_html(summary, glances),
         how_to_read_html(how_to_read),
