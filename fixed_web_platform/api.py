@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import sweep
+from .browsers.products import parse_browser_args, parse_browser_prefs
 from .harness.runner import SweepOptions
 from .harness.server import LOOPBACK
 from .plan import DEFAULT_OBSERVER, build_plan, default_engines
@@ -66,14 +67,20 @@ async def run_real_test(
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
+    browser_args: Sequence[str] = (),
+    browser_prefs: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
     on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). ``remote``: a
     Selenium Grid URL that creates the browsers; ``parallel``: concurrent browser sessions.
     ``experimental_precision`` None follows WEBNN_EXPERIMENTAL_PRECISION=1, as the CLI does.
     ``model_options``: options only the model's workload kind takes, by the CLI's names
-    (``{"batch_size": 8}`` for an encoder, as the ``batch_size`` argument does)."""
-    options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel)
+    (``{"batch_size": 8}`` for an encoder, as the ``batch_size`` argument does).
+    ``browser_args`` / ``browser_prefs``: the CLI's --browser-arg NAME=ARG and --browser-pref
+    NAME=KEY=VALUE values."""
+    options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel,
+                           browser_args=parse_browser_args(browser_args),
+                           browser_prefs=parse_browser_prefs(browser_prefs))
     if experimental_precision is None:
         experimental_precision = experimental_precision_default()
     if model is not None:
@@ -148,6 +155,8 @@ async def run_real_webnn_test(
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
+    browser_args: Sequence[str] = (),
+    browser_prefs: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """WebNN runs (MLGraph with dequantizeLinear + matmul); the arguments are ``run_real_test``'s."""
     return await run_real_test(
@@ -157,7 +166,7 @@ async def run_real_webnn_test(
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
         serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration,
-        model_options=model_options)
+        model_options=model_options, browser_args=browser_args, browser_prefs=browser_prefs)
 
 
 async def run_real_webgpu_test(
@@ -187,6 +196,8 @@ async def run_real_webgpu_test(
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
+    browser_args: Sequence[str] = (),
+    browser_prefs: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """WebGPU runs (WGSL kernels on packed weights); the arguments are ``run_real_test``'s."""
     return await run_real_test(
@@ -196,4 +207,4 @@ async def run_real_webgpu_test(
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
         serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration,
-        model_options=model_options)
+        model_options=model_options, browser_args=browser_args, browser_prefs=browser_prefs)

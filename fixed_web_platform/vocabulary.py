@@ -71,13 +71,25 @@ class Outcome(enum.StrEnum):
     """What happened to one planned run. Only ``ok`` rows carry measured figures."""
 
     OK = "ok"
-    UNSUPPORTED = "unsupported"  # the browser lacks a feature the run needs; reason names it
-    FAILED = "failed"  # the browser (or page) raised an error; reason is its message
-    TIMEOUT = "timeout"  # no result within the run's time limit; the browser was restarted
-    CRASH = "crash"  # the browser process, or the page's renderer, died during the run
-    INVALID = "invalid"  # it ran, but the kernel's output is wrong beyond tolerance
-    UNAVAILABLE = "unavailable"  # the browser (or its driver) is not installed here
-    ERROR = "error"  # a bug in the harness itself (traceback in the run's harness.log)
+    """Measured: every figure in the row comes from this run."""
+    UNSUPPORTED = "unsupported"
+    """The browser lacks a feature the run needs (or the engine refused what its context does not
+    list); `reason` names it. Not a failure: an answer about this browser."""
+    FAILED = "failed"
+    """The browser (or the page) raised an error; `reason` is its message."""
+    TIMEOUT = "timeout"
+    """No result within `--timeout`; the browser was killed and the next run gets a fresh one."""
+    CRASH = "crash"
+    """The browser process, or the page's renderer, died during the run (the page is pinged every
+    2 s); the next run starts a fresh browser."""
+    INVALID = "invalid"
+    """It ran, but the kernel error exceeds its tolerance: the numbers are not trusted, so the row
+    carries no latency figures (the raw samples stay in `samples.jsonl`)."""
+    UNAVAILABLE = "unavailable"
+    """The browser or its driver is not installed here; `reason` says what was searched."""
+    ERROR = "error"
+    """A bug in the harness itself, not the browser's doing: the traceback is in the sweep's
+    `harness.log`."""
 
     @property
     def is_failure(self) -> bool:

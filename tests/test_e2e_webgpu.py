@@ -165,7 +165,7 @@ def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), "--browser", "chrome", "--bits", "4",
          "--only-shapes", "--shape", "4x64x64", "--warmup", "1", "--min-iterations", "3", "--min-time", "0",
-         "--output-dir", str(out)],
+         "--browser-arg", "chrome=--user-agent=precision-harness-check", "--output-dir", str(out)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -175,12 +175,17 @@ def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
     assert set(ResultRow.columns()) == set(row)
     assert row["outcome"] == "ok" and row["bits_executed"] == "4"
     assert row["weight_format"] == "int4-block32-asymmetric"
+    # --browser-arg reached the browser (the page saw it) and is on record with the command line
+    env = json.loads((out / "environment.json").read_text())
+    assert env["browsers"]["chrome"]["probe"]["userAgent"] == "precision-harness-check"
+    assert "--user-agent=precision-harness-check" in env["browsers"]["chrome"]["launch_args"]
+    assert "chrome=--user-agent=precision-harness-check" in env["provenance"]["command"]
     # the sweep leaves its report, and says where as its last line
     page = out / "report" / "report.html"
     assert proc.stdout.strip().splitlines()[-1] == f"report: {page}"
     html = page.read_text()
     if row["adapter"].endswith(" (fallback)"):  # SwiftShader here: named before any figure
-        caveat = html.index("Software adapter: Every WebGPU run here ran on a fallback adapter (chrome: ")
+        caveat = html.index("Software adapter: The ok WebGPU run here ran on a fallback adapter (chrome: ")
         assert caveat < html.index("At a glance") and "· fallback adapter" in html
     assert list((out / "report" / "plots").glob("*.png"))
 

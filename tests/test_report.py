@@ -447,3 +447,16 @@ def test_headline_cells_break_only_between_words_and_markdown_keeps_row_text_lit
     md = glance_markdown(pd.DataFrame([_glance_row(32, 10.0, 9.9, 10.1, 1.0), slow]), glances)
     assert "\\*int8\\* \\<refused\\>" in md and "\n\n[1] " in md
     assert "bert-base\\_ffn" in md.split("| setting |")[0]  # in the picks' prose; table cells stay as they are
+
+
+def test_the_first_screen_names_a_fallback_adapter_only_where_one_ran():
+    rows = pd.DataFrame({"browser": ["chrome", "chrome", "firefox", "firefox"],
+                         "platform": ["webgpu", "webgpu", "webgpu", "webnn"],
+                         "outcome": ["ok", "ok", "ok", "ok"],
+                         "adapter": ["google/swiftshader/0xc0de (fallback)", "google/swiftshader/0xc0de (fallback)",
+                                     "nvidia/ampere/0x2204", ""]})
+    caveat = report.adapter_caveat(rows)
+    assert caveat.startswith("Software adapter: 2 of the 3 ok WebGPU runs here ran on a fallback adapter "
+                             "(chrome: google/swiftshader/0xc0de)")
+    assert report.adapter_caveat(rows[rows["browser"] == "firefox"]) == ""  # a GPU: no warning
+    assert report.adapter_caveat(rows.iloc[:2]).startswith("Software adapter: All 2 ok WebGPU runs")

@@ -6,7 +6,9 @@ driver is new) a launcher in sessions.py's ``LAUNCHERS``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..vocabulary import BrowserName
@@ -96,3 +98,75 @@ PRODUCTS: dict[BrowserName, BrowserProduct] = {
         install_hint="Safari exists only on macOS (enable 'Allow Remote Automation')",
     ),
 }
+
+
+ARG_BROWSERS = (BrowserName.CHROME, BrowserName.EDGE)
+"""Browsers that take extra command-line switches (--browser-arg): the Chromium family."""
+PREF_BROWSERS = (BrowserName.FIREFOX,)
+"""Browsers that take extra preferences (--browser-pref)."""
+MERGED_SWITCHES = ("--enable-features=", "--disable-features=", "--enable-blink-features=")
+"""Chromium honours only the last of each of these: a user's values join the harness's."""
+
+
+def _browser_named(text: str, flag: str, takers: Sequence[BrowserName], example: str) -> BrowserName:
+    try:
+        name = BrowserName(text.strip().lower())
+    except ValueError:
+        raise ValueError(f"{flag} {example}: {text!r} is not a browser "
+                         f"({', '.join(b.value for b in BrowserName)})") from None
+    if name not in takers:
+        raise ValueError(f"{flag} takes {' and '.join(b.value for b in takers)}, not {name.value} "
+                         f"(Chromium takes switches: --browser-arg; Firefox takes preferences: --browser-pref)")
+    return name
+
+
+def parse_browser_args(values: Sequence[str]) -> dict[BrowserName, tuple[str, ...]]:
+    """--browser-arg NAME=ARG values (e.g. chrome=--enable-features=Vulkan), per browser in order."""
+    found: dict[BrowserName, tuple[str, ...]] = {}
+    for value in values:
+        name, sep, arg = value.partition("=")
+        if not sep or not arg.startswith("-"):
+            raise ValueError(f"--browser-arg {value!r}: write NAME=--switch, e.g. chrome=--enable-features=Vulkan")
+        browser = _browser_named(name, "--browser-arg", ARG_BROWSERS, repr(value))
+        found[browser] = (*found.get(browser, ()), arg)
+    return found
+
+
+def _pref_value(text: str) -> object:
+    """A Firefox preference's value: true/false, a whole number, else the text."""
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def parse_browser_prefs(values: Sequence[str]) -> dict[BrowserName, tuple[tuple[str, object], ...]]:
+    """--browser-pref NAME=KEY=VALUE values (e.g. firefox=dom.webgpu.enabled=true), per browser."""
+    found: dict[BrowserName, tuple[tuple[str, object], ...]] = {}
+    for value in values:
+        name, _, rest = value.partition("=")
+        key, sep, text = rest.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--browser-pref {value!r}: write NAME=KEY=VALUE, e.g. firefox=dom.webgpu.enabled=true")
+        browser = _browser_named(name, "--browser-pref", PREF_BROWSERS, repr(value))
+        found[browser] = (*found.get(browser, ()), (key, _pref_value(text)))
+    return found
+
+
+def with_extras(product: BrowserProduct, args: Sequence[str] = (), prefs: Sequence[tuple[str, object]] = ()
+                ) -> BrowserProduct:
+    """The product launched with a user's extra switches and preferences: a switch Chromium reads
+    once (MERGED_SWITCHES) joins the harness's own, a preference the user sets wins."""
+    merged = list(product.args)
+    for arg in args:
+        head = next((h for h in MERGED_SWITCHES if arg.startswith(h)), None)
+        at = next((i for i, a in enumerate(merged) if head and a.startswith(head)), None)
+        if at is None:
+            merged.append(arg)
+        else:
+            merged[at] = f"{merged[at]},{arg[len(head):]}"
+    chosen = dict(product.prefs) | dict(prefs)
+    return dataclasses.replace(product, args=tuple(merged), prefs=tuple(chosen.items()))
+

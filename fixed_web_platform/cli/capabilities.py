@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..browsers import BrowserUnavailable, launch, resolve
+from ..browsers import BrowserUnavailable, launch
+from ..browsers.products import parse_browser_args, parse_browser_prefs
 from ..errors import OneLineArgumentParser, UsageError, first_line
 from ..harness.page import visit_page
 from ..harness.protocol import probe_spec
-from ..harness.runner import PROBE_TIMEOUT_S
+from ..harness.runner import PROBE_TIMEOUT_S, SweepOptions, resolve_browser
 from ..harness.server import JobServer
 from ..precision.webnn_precision import data_types
 from ..probes.adapter import adapter_label
@@ -40,15 +41,12 @@ WEBNN_OPERANDS = (
 )
 
 
-async def probe_browser(
-    server: JobServer, name: BrowserName, devices: Sequence[str], binary: str | None = None,
-    driver: str | None = None,
-) -> dict[str, Any]:
+async def probe_browser(server: JobServer, name: BrowserName, devices: Sequence[str],
+                        options: SweepOptions) -> dict[str, Any]:
     entry: dict[str, Any] = {"browser": name.value}
-    try:
-        resolved = resolve(name, binary, driver)
-    except BrowserUnavailable as exc:
-        return entry | {"status": Outcome.UNAVAILABLE.value, "reason": str(exc)}
+    resolved = resolve_browser(name, options)
+    if isinstance(resolved, BrowserUnavailable):
+        return entry | {"status": Outcome.UNAVAILABLE.value, "reason": str(resolved)}
     entry |= {"binary": str(resolved.binary), "driver_kind": resolved.driver_kind.value}
     try:
         session = await asyncio.to_thread(launch, resolved)
@@ -70,15 +68,11 @@ async def probe_browser(
     }
 
 
-async def collect(
-    browsers: Sequence[BrowserName], devices: Sequence[str],
-    binaries: dict[BrowserName, str] | None = None, drivers: dict[BrowserName, str] | None = None,
-) -> list[dict[str, Any]]:
-    binaries, drivers = binaries or {}, drivers or {}
+async def collect(browsers: Sequence[BrowserName], devices: Sequence[str],
+                  options: SweepOptions = SweepOptions()) -> list[dict[str, Any]]:
+    """``options``: the binaries, drivers and extra flags a sweep would launch each browser with."""
     async with JobServer() as server:
-        return [
-            await probe_browser(server, b, devices, binaries.get(b), drivers.get(b)) for b in browsers
-        ]
+        return [await probe_browser(server, b, devices, options) for b in browsers]
 
 
 def _types(limits: dict[str, Any], op: str, operand: str) -> str:
@@ -147,11 +141,22 @@ def build_parser() -> OneLineArgumentParser:
         prog="run_real_webgpu_webnn.py capabilities",
         description="Launch each browser once and write its WebGPU/WebNN capability matrix.",
     )
-    p.add_argument("--browser", nargs="+", type=browser_arg, default=list(BrowserName))
-    p.add_argument("--webnn-device", nargs="+", choices=list(WEBNN_DEVICES), default=list(WEBNN_DEVICES))
-    p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH")
-    p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH")
-    p.add_argument("--output-dir", type=Path, default=None)
+    p.add_argument("--browser", nargs="+", type=browser_arg, default=list(BrowserName),
+                   help="browsers to probe (default: every one; those not installed are listed with why)")
+    p.add_argument("--webnn-device", nargs="+", choices=list(WEBNN_DEVICES), default=list(WEBNN_DEVICES),
+                   help="WebNN deviceTypes to ask for a context on")
+    p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH",
+                   help="browser binary to use instead of discovery")
+    p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH",
+                   help="WebDriver binary to use instead of discovery")
+    p.add_argument("--browser-arg", action="append", default=[], metavar="NAME=ARG",
+                   help="an extra Chromium switch, as the main command takes it (e.g. "
+                        "chrome=--enable-features=Vulkan): see which adapter it gives")
+    p.add_argument("--browser-pref", action="append", default=[], metavar="NAME=KEY=VALUE",
+                   help="an extra Firefox preference, as the main command takes it")
+    p.add_argument("--output-dir", type=Path, default=None,
+                   help="where to write capabilities.json and capabilities.md (default "
+                        "results/<UTC time>_capabilities/)")
     return p
 
 
@@ -165,10 +170,14 @@ def capabilities_command(argv: Sequence[str]) -> int:
         write_atomically(out_dir / "capabilities.json", "{}\n")
     except OSError as exc:
         raise UsageError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
-    entries = asyncio.run(collect(
-        browsers, devices, overrides(args.browser_binary, browsers, "--browser-binary"),
-        overrides(args.driver, browsers, "--driver"),
-    ))
+    try:
+        options = SweepOptions(binaries=overrides(args.browser_binary, browsers, "--browser-binary"),
+                               drivers=overrides(args.driver, browsers, "--driver"),
+                               browser_args=parse_browser_args(args.browser_arg),
+                               browser_prefs=parse_browser_prefs(args.browser_pref))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    entries = asyncio.run(collect(browsers, devices, options))
     json_path, md_path = write(entries, devices, out_dir)
     print(md_path.read_text())
     print(f"capabilities: {json_path} {md_path}")

@@ -44,8 +44,7 @@ def leave_report(directories: list[Path]) -> Path | None:
     return files.html
 
 
-def report_command(argv: list[str]) -> int:
-    """`report DIR [DIR ...] [--output-dir OUT]`: 0 on success, 2 (one error line) on bad input."""
+def build_parser() -> OneLineArgumentParser:
     parser = OneLineArgumentParser(
         prog="run_real_webgpu_webnn.py report",
         description="Summary tables (Markdown, HTML) and plots from one or more results folders.",
@@ -62,6 +61,12 @@ def report_command(argv: list[str]) -> int:
                              "sideways scrolling, every plot loaded, no headline cell breaking a word) "
                              "and save screenshot.png, screenshot-390px.png and one PNG per "
                              "at-a-glance section")
+    return parser
+
+
+def report_command(argv: list[str]) -> int:
+    """`report DIR [DIR ...] [--output-dir OUT]`: 0 on success, 2 (one error line) on bad input."""
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import sweep, workloads
+from ..browsers.products import parse_browser_args, parse_browser_prefs
 from ..engines.webnn.forms import GRAPH_FORMS
 from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
@@ -168,6 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="browser binary to use instead of discovery")
     p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH",
                    help="WebDriver binary to use instead of discovery")
+    p.add_argument("--browser-arg", action="append", default=[], metavar="NAME=ARG",
+                   help="an extra command-line switch for a Chromium-family browser, after the harness's "
+                        "own (repeat for more), e.g. chrome=--enable-features=Vulkan for a hardware WebGPU "
+                        "adapter on Linux; --enable-features and --disable-features values join the "
+                        "harness's; recorded in environment.json with the browser's flags")
+    p.add_argument("--browser-pref", action="append", default=[], metavar="NAME=KEY=VALUE",
+                   help="an extra preference for Firefox (true/false, a whole number or text), over the "
+                        "harness's own (repeat for more); recorded in environment.json")
     p.add_argument("--remote", default=None, metavar="URL",
                    help="create every browser on this Selenium Grid / W3C WebDriver endpoint "
                         "(e.g. http://127.0.0.1:4444) with the same options as local ones; "
@@ -181,14 +190,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "other's timings")
     p.add_argument("--output-dir", type=Path, default=None,
                    help="write results here exactly (default results/<UTC time>_<label>/)")
-    p.add_argument("--label", default="sweep")
+    p.add_argument("--label", default="sweep",
+                   help="the results folder's name after its UTC time, results/<UTC time>_<label>/ "
+                        "(without --output-dir)")
     p.add_argument("--resume", type=Path, default=None, metavar="DIR",
                    help="continue an interrupted sweep in DIR, skipping runs already on disk "
                         "(its plan.json decides what runs)")
     p.add_argument("--retry-failed", action="store_true",
                    help="with --resume: run again the runs that crashed, timed out or hit a "
                         "harness error")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of every random draw: matmul weights and activations, --random-weights, "
+                        "the synthetic calibration set, inputs made from an ONNX file's signature; the "
+                        "same seed gives the same bytes, recorded in plan.json (default 0)")
     p.add_argument("--no-report", action="store_true",
                    help="skip the report: by default a sweep ends by writing report.html, report.md and "
                         "its plots in <results>/report/ and printing the page's path as its last line")
@@ -249,7 +263,9 @@ def execute_sweep(args: argparse.Namespace, planner: Planner) -> tuple[int, Path
                              must_exist=args.remote is None)
         drivers = overrides(args.driver, browsers, "--driver")
         options = SweepOptions(timing=timing, binaries=binaries, drivers=drivers,
-                               remote=args.remote, serve_host=args.serve_host, parallel=args.parallel)
+                               remote=args.remote, serve_host=args.serve_host, parallel=args.parallel,
+                               browser_args=parse_browser_args(args.browser_arg),
+                               browser_prefs=parse_browser_prefs(args.browser_pref))
         if args.resume is not None:
             plan, remaining, timing, writer = sweep.resume(args.resume, retry_failed=args.retry_failed)
             print(f"resuming {args.resume}: {len(plan) - len(remaining)} of {len(plan)} runs already "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..browsers import (
     resolve_remote,
 )
 from ..browsers.discovery import check_remote_url
+from ..browsers.products import with_extras
 from ..engines.base import Engine, EngineJob, Executed, Refusal
 from ..engines.registry import (
     ENGINES,
@@ -72,6 +73,10 @@ class SweepOptions:
     """Where the page server listens (--serve-host); beyond loopback only when asked."""
     parallel: int = 1
     """Browser sessions running runs at once (--parallel N), each its own grid slot."""
+    browser_args: Mapping[BrowserName, tuple[str, ...]] = field(default_factory=dict)
+    """Extra command-line switches per browser (--browser-arg NAME=ARG), after the harness's own."""
+    browser_prefs: Mapping[BrowserName, tuple[tuple[str, object], ...]] = field(default_factory=dict)
+    """Extra preferences per browser (--browser-pref NAME=KEY=VALUE), over the harness's own."""
 
     def __post_init__(self) -> None:
         """Every check of --remote, --serve-host and --parallel, for the CLI and the API alike
@@ -344,13 +349,20 @@ def asset_mounts() -> dict[str, Any]:
     return mounts
 
 
-def _resolve(browser: BrowserName, options: SweepOptions) -> ResolvedBrowser | BrowserUnavailable:
+def resolve_browser(browser: BrowserName, options: SweepOptions) -> ResolvedBrowser | BrowserUnavailable:
+    """The browser as the options launch it: found (locally or on --remote), with the user's extra
+    switches and preferences; or why it cannot be."""
     try:
         if options.remote:
-            return resolve_remote(browser, options.remote, options.binaries.get(browser))
-        return resolve(browser, options.binaries.get(browser), options.drivers.get(browser))
+            found = resolve_remote(browser, options.remote, options.binaries.get(browser))
+        else:
+            found = resolve(browser, options.binaries.get(browser), options.drivers.get(browser))
     except BrowserUnavailable as exc:
         return exc
+    extra_args, extra_prefs = options.browser_args.get(browser, ()), options.browser_prefs.get(browser, ())
+    if not extra_args and not extra_prefs:
+        return found
+    return replace(found, product=with_extras(found.product, extra_args, extra_prefs))
 
 
 def _say_interrupts_once(loop: asyncio.AbstractEventLoop) -> None:
@@ -388,7 +400,7 @@ async def run_sweep(
     overlap = Overlap()
     browsers = list(dict.fromkeys(r.browser for r in plan))
     resolved = dict(zip(browsers, await asyncio.gather(
-        *(asyncio.to_thread(_resolve, b, options) for b in browsers)), strict=True))
+        *(asyncio.to_thread(resolve_browser, b, options) for b in browsers)), strict=True))
 
     async def session_worker(server: JobServer) -> None:
         runner: BrowserRunner | None = None

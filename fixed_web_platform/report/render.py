@@ -655,8 +655,9 @@ def adapter_caveat(rows: pd.DataFrame) -> str:
         return ""
     which = "; ".join(f"{browser}: {adapter.removesuffix(FALLBACK_MARK)}"
                       for (browser, adapter), _ in soft.groupby(["browser", "adapter"], sort=True))
-    share = "Every" if len(soft) == len(gpu) else f"{len(soft)} of the {len(gpu)}"
-    return (f"Software adapter: {share} WebGPU run{'s' if len(gpu) != 1 else ''} here ran on a fallback adapter "
+    share = (("The" if len(gpu) == 1 else f"All {len(gpu)}") if len(soft) == len(gpu)
+             else f"{len(soft)} of the {len(gpu)}")
+    return (f"Software adapter: {share} ok WebGPU run{'s' if len(gpu) != 1 else ''} here ran on a fallback adapter "
             f"({which}), which runs WebGPU on the CPU. Compare these figures with each other, not with a "
             f"GPU's; settings it affects say 'fallback adapter'.")
 

@@ -50,77 +50,169 @@ def utc_now() -> str:
 @dataclass(frozen=True)
 class ResultRow:
     schema_version: int
+    """The result schema this row was written with (vocabulary.SCHEMA_VERSION); readers refuse
+    newer ones."""
     run_id: int
+    """The run's place in plan.json (0, 1, ...): the key joining the row to samples.jsonl and
+    outputs/."""
     repetition: int
+    """Which round of --repetitions this run belongs to (0-based); each round runs in fresh
+    browser sessions."""
     timestamp_utc: str
+    """When the row was written (UTC, ISO 8601)."""
     browser: str
+    """The browser asked for: chrome, edge, firefox or safari."""
     browser_version: str
+    """The version the browser reported (blank when it never started)."""
     engine: str
+    """Who built the work: harness (the harness's WGSL kernels and WebNN graphs), ort (ONNX
+    Runtime Web), wllama (llama.cpp in WebAssembly)."""
     platform: str
+    """The API asked for: webgpu, webnn or wasm (ONNX Runtime Web's CPU provider)."""
     executed_on: str
     """Where the weight-bearing work ran (an ORT run may fall back to wasm); empty without a run."""
     precision_mode: str
+    """WebNN's precision mode: standard (precisions the spec does not guarantee are upgraded to
+    8-bit, and the reason says so) or experimental (tried as asked; the browser's error is the
+    row's reason)."""
     adapter: str
+    """The WebGPU adapter as the page's probe saw it: vendor/architecture/device, ending '
+    (fallback)' when the browser says it is a fallback (software) adapter such as SwiftShader or
+    lavapipe; blank off WebGPU."""
     device_type: str
+    """WebNN's MLContext deviceType (cpu, gpu, npu); blank on other platforms."""
     kind: str
     """The workload kind (matmul, encoder, ...): which kind columns the row has."""
     workload: str
+    """The workload's name: a built-in matmul shape (bert-base-attn-gemm), a --shape, or a
+    model's label."""
     bits_requested: int
+    """The weight precision asked for: 32 (float32 baseline), 16, 8, 4 or 2."""
     bits_executed: int | None
+    """What ran, read from what the page actually bound: the size of the weight buffer the WGSL
+    kernel had (on the dequant- path, the packed buffer the dequantize step bound) or the
+    dataType of the WebNN operand holding the weights. A mismatch with the job makes the run
+    invalid; an upgrade (standard mode) is reported here and in the reason."""
     weight_format: str
+    """How the weights were held, e.g. int4-block32-asymmetric, int8-per-channel-symmetric,
+    float16, float32."""
     weight_dtype: str
+    """The data type the weights were stored in (for WebNN the MLOperand type used)."""
     scale_dtype: str
+    """The data type of the quantization scales (blank without scales)."""
     zero_point_dtype: str
+    """The data type of the zero points (blank without zero points)."""
     compute_dtype: str
+    """The arithmetic the kernel or graph the harness offered uses (f32, or f16 only where the
+    adapter has shader-f16), not the page's word."""
     block_size: int
+    """Values along K sharing one scale and zero point for 8/4/2-bit block weights (--block-
+    size); 0 where not blockwise."""
     outcome: str
+    """What happened: one of the closed set of outcomes (reference/outcomes). Only ok rows carry
+    measured figures."""
     reason: str
+    """Why, in words: the browser's error, the upgrade made, what was not at rest; on one line
+    (samples.jsonl keeps the whole text)."""
     latency_ms_median: float | None = None
+    """Median of the timed samples in milliseconds, on timing_source; computed in Python from
+    the raw samples in samples.jsonl."""
     latency_ms_p10: float | None = None
+    """10th percentile of the timed samples (ms)."""
     latency_ms_p90: float | None = None
+    """90th percentile of the timed samples (ms)."""
     latency_cv: float | None = None
+    """Coefficient of variation of the timed samples (stdev / mean)."""
     latency_ms_mean: float | None = None
+    """Mean of the timed samples (ms)."""
     latency_ms_stdev: float | None = None
+    """Standard deviation of the timed samples (ms)."""
     latency_ms_iqr: float | None = None
+    """Interquartile range of the timed samples (ms)."""
     n_samples: int = 0
+    """Timed samples kept (after the cold iteration and the warm-ups)."""
     min_samples: int = 0
+    """The minimum number of timed samples asked for (--min-iterations)."""
     samples_short: bool | None = None
     """True when fewer timed samples came back than the minimum asked for (time budget hit)."""
     unstable: bool | None = None
+    """True when the samples' CV is over 10% or the slowest sample is over twice the median."""
     instability: str = ""
     """Why the samples are unstable (CV over 10%, or the slowest sample over 2x the median)."""
     pages: int = 0
+    """Page loads pooled into this row (--repeat)."""
     timing_source: str = ""
+    """Where the headline latency comes from: gpu-timestamp (WebGPU timestamp queries, where the
+    adapter has them) or wall-clock (from submit to completion)."""
     cold_ms: float | None = None
+    """The first (cold) iteration's time, kept apart from the warm-ups and the timed samples
+    (ms)."""
     wall_ms_median: float | None = None
+    """Median wall-clock time of the timed iterations (ms), kept beside GPU timestamps."""
     gpu_ms_median: float | None = None
+    """Median GPU-timestamp time of the timed iterations (ms); blank without timestamp
+    queries."""
     compile_ms: float | None = None
+    """Time to compile the run's shaders or build its graph (ms), part of a cold start."""
     gflops: float | None = None
+    """2*M*K*N / median latency for a matmul; a whole model's forward-pass FLOPs (linear layers
+    and attention) / median latency."""
     weight_bytes: int | None = None
+    """Bytes handed to the kernel or graph for the weights: packed values + scales + zero points
+    (on the dequant- path the float32 scratch copy counts in gpu_buffer_bytes instead); for
+    WebNN what was handed to the graph builder (the backend may repack it)."""
     weight_bytes_f32: int | None = None
+    """The float32 bytes of the same weights."""
     compression: float | None = None
+    """weight_bytes_f32 / weight_bytes."""
     gpu_buffer_bytes: int | None = None
+    """Bytes of every WebGPU buffer the run created."""
     js_heap_bytes: int | None = None
+    """The page's JavaScript heap: measureUserAgentSpecificMemory() (the pages are cross-origin
+    isolated), else performance.memory; blank with the reason in js_heap_source."""
     js_heap_source: str = ""
+    """Which API gave js_heap_bytes, or why there is none."""
     proc_rss_baseline_bytes: int | None = None
+    """The browser's whole process tree (renderer, GPU, utility processes) at rest before the
+    page's work: RSS summed over the tree (psutil)."""
     proc_rss_peak_bytes: int | None = None
+    """Peak RSS of the browser's process tree during the run, sampled every 100 ms."""
     proc_rss_delta_bytes: int | None = None
+    """proc_rss_peak_bytes minus proc_rss_baseline_bytes: what the run added."""
     proc_uss_peak_bytes: int | None = None
+    """Peak USS of the tree (memory no other process shares), read as often as keeps the read
+    under 2% of one core (the kernel walks every mapping to give it)."""
     proc_pss_peak_bytes: int | None = None
+    """Peak PSS of the tree (shared pages split between their sharers), read like USS."""
     proc_count: int | None = None
+    """Processes in the browser's tree during the run."""
     rel_error_vs_float: float | None = None
+    """What quantization costs: relative error of the output against the float64 result with the
+    ORIGINAL float weights."""
     max_abs_error_vs_float: float | None = None
+    """Largest absolute difference from the float64 result with the original weights."""
     snr_db: float | None = None
+    """Signal-to-noise ratio of the output against the float64 result with the original weights
+    (dB)."""
     cosine_vs_float: float | None = None
+    """Cosine similarity of the output with the float64 result with the original weights."""
     rel_error_vs_dequantized: float | None = None
+    """Is the kernel right: relative error against the float64 result with the DEQUANTIZED
+    weights (the same bytes the page held)."""
     kernel_tolerance: float | None = None
+    """The bound rel_error_vs_dequantized must stay under (1e-5 for f32 arithmetic, 1e-2 for
+    f16); above it the row is invalid."""
     shader: str = ""
+    """The WGSL source(s) run, e.g. matmul_quant.wgsl; 'dequantize.wgsl>matmul_f32.wgsl' is a
+    step then the kernel; a model joins its layers' kernels with '+'."""
     session_run: int | None = None
     """This run's place in its browser session (0: the first after the browser started, whose
     process memory includes the browser warming up)."""
     threads: int | None = None
     """ORT: wasm threads in effect (the page reports it)."""
     engine_version: str = ""
+    """The engine build the page loaded, as the engine reports it (e.g. ONNX Runtime Web's
+    version, wllama's)."""
     outputs_file: str = ""
     """outputs/<run_id>.npz: what the kind saves to recompute its figures (a model's outputs,
     inputs and both references); blank when it saves nothing."""

@@ -1,0 +1,69 @@
+"""The documentation: the site builds with --strict (every page in the nav, every link and
+anchor resolves), the reference pages are what the code generates today, and the README's links
+lead somewhere."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixed_web_platform import docs_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+MKDOCS = [sys.executable, "-m", "mkdocs", "build", "--strict"]  # not --quiet: it hides the warnings --strict counts
+
+
+def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MKDOCS, "--config-file", str(config), "--site-dir", str(site)],
+                          capture_output=True, text=True, timeout=300,
+                          env=os.environ | {"NO_MKDOCS_2_WARNING": "1"})
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    done = _build(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "site" / "reference" / "columns" / "index.html").is_file()
+
+
+def test_a_page_missing_from_the_nav_fails_the_build(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    (tmp_path / "docs" / "orphan.md").write_text("# Nobody links here\n")
+    done = _build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode != 0 and "orphan.md" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(docs_reference.PAGES))
+def test_the_reference_is_what_the_code_says(name: str) -> None:
+    committed = (docs_reference.REFERENCE_DIR / name).read_text()
+    assert committed == docs_reference.PAGES[name](), (
+        f"docs/reference/{name} is stale: run .venv/bin/python -m fixed_web_platform.docs_reference")
+
+
+def test_the_reference_names_every_option_column_and_outcome() -> None:
+    from fixed_web_platform.cli.run import build_parser
+    from fixed_web_platform.results.rows import ResultRow
+    from fixed_web_platform.vocabulary import Outcome
+
+    cli, columns, outcomes = (docs_reference.PAGES[n]() for n in ("cli.md", "columns.md", "outcomes.md"))
+    options = [o for a in build_parser()._actions for o in a.option_strings if o.startswith("--") and o != "--help"]  # noqa: SLF001
+    assert all(f"`{o}`" in cli for o in options)
+    assert all(f"| `{c}` |" in columns for c in ResultRow.columns())
+    assert all(f"| `{o.value}` |" in outcomes for o in Outcome)
+    # every core column and every outcome says what it means
+    assert not re.search(r"^\| `\w+` \| [^|]+ \|\s*\|$", columns, re.M)
+    assert not re.search(r"^\| `\w+` \| (yes|no) \|\s*\|$", outcomes, re.M)
+
+
+def test_every_readme_link_leads_to_a_file() -> None:
+    text = (ROOT / "README.md").read_text()
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text)
+               if not t.startswith(("http", "#"))]
+    assert targets and not [t for t in targets if not (ROOT / t).exists()]
+    assert 150 <= len(text.splitlines()) <= 250  # a front door; the rest lives in docs/
