@@ -54,10 +54,14 @@ def test_the_view_check_catches_overflow_and_broken_plots(tmp_path) -> None:
     page.write_text('<!DOCTYPE html><html><body><h2>x</h2><div style="width:3000px;height:1000px">wide</div>'
                     '<img src="plots/missing.png"><ul><li class="pick">below the fold</li></ul>'
                     '<table class="headline" style="width:60px"><tr><th>bits</th>'
-                    '<td style="overflow-wrap:anywhere">harness</td></tr></table></body></html>')
+                    '<td style="overflow-wrap:anywhere">harness</td></tr></table>'
+                    '<table class="env"><tr><td style="width:90px;overflow-wrap:anywhere">/usr/<wbr>bin/<wbr>'
+                    'chromium-webnn-launcher</td></tr></table></body></html>')
     (view,) = view_report(page, tmp_path / "bad.png")
     assert view.overflows and view.scroll_width >= 3000
     assert view.broken_images == ["plots/missing.png"]
     assert [b["word"] for b in view.broken_words] == ["harness"]  # squeezed into 'ha/rn/es/s'
+    assert [b["word"] for b in view.broken_env_words] == ["chromium-webnn-launcher"]  # '/usr/' and 'bin/' fit
     problems = view.problems()
-    assert len(problems) == 4 and "breaks the word 'harness'" in problems[2] and "first screen" in problems[3]
+    assert len(problems) == 5 and "breaks the word 'harness'" in problems[2] and "first screen" in problems[4]
+    assert "environment cell breaks 'chromium-webnn-launcher'" in problems[3]

@@ -546,6 +546,25 @@ def environment_table(sweeps: Sweeps) -> pd.DataFrame:
                                      columns=columns)
 
 
+PATH_COLUMNS = ("binary", "WebGPU adapter", "ran on")
+"""Environment cells holding paths or slash-joined names: they may wrap after each '/'."""
+
+
+def env_html(env: pd.DataFrame) -> str:
+    """The environment table: every word whole at a laptop's width, a path wrapping after its
+    slashes rather than inside a name (the view check measures it)."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in env.columns)
+    body = []
+    for record in env.to_dict("records"):
+        cells = []
+        for column, value in record.items():
+            text = html.escape("" if value is None or (isinstance(value, float) and value != value) else str(value))
+            cells.append(f"<td>{text.replace('/', '/<wbr>') if column in PATH_COLUMNS else text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table class="data env"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
 def machine_lines(sweeps: Sweeps) -> list[str]:
     lines = []
     for name in sweeps.names:
@@ -624,6 +643,7 @@ STYLE = (
     "table.data.headline span.w{white-space:nowrap}"
     "table.data.detail th,table.data.detail td{white-space:nowrap;max-width:none;overflow-wrap:normal}"
     "table.data.detail td:last-child{white-space:normal;min-width:16em}"
+    "table.data.env td{overflow-wrap:normal;max-width:32em}"
     "table.data tr td.better{background:#dff3df}table.data tr td.worse{background:#f8dede}"
     "table.data tr td.same{background:#eeeeee}"
     "ul.picks{margin:0.3em 0 0.6em;padding-left:1.3em;max-width:70em}ul.picks li{margin:0.2em 0}"
@@ -780,7 +800,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         how_to_read_html(how_to_read),
         "<h2>Sweeps</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in sweep_lines), "</ul>",
         "<h2>Environment</h2>", "<ul>", *(f"<li>{e(line)}</li>" for line in machine_lines(sweeps)),
-        "</ul>", html_table(env) if not env.empty else "<p>(no browsers recorded)</p>",
+        "</ul>", env_html(env) if not env.empty else "<p>(no browsers recorded)</p>",
         "<h2 id=\"summary\">Summary (ok runs)</h2>",
         "<p class=\"note\">One row per configuration with every column; the table scrolls sideways "
         "in its own box. The same figures are in summary.csv next to this page.</p>",

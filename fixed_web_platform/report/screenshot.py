@@ -6,7 +6,8 @@ The checks, per width:
 - every image loads;
 - no header or cell of a headline table breaks inside a word: each cell's longest word, measured
   in the cell's own font, fits the cell's content width;
-- the first pick of the at-a-glance section is on the first screen (at 1280 px).
+- the first pick of the at-a-glance section is on the first screen (at 1280 px);
+- at 1280 px no cell of the environment's tables breaks inside a word (a path wraps after a '/').
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ for (const cell of document.querySelectorAll('table.headline th, table.headline 
     if (width > room + 0.5) brokenWords.push({word, width: Math.round(width), room: Math.round(room)});
   }
 }
+// the environment's tables (browser binaries, adapters) at a laptop's width: a path may wrap
+// after a '/', never inside a name
+const brokenEnvWords = [];
+for (const cell of document.querySelectorAll('table.env td')) {
+  const style = getComputedStyle(cell);
+  ctx.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+  const room = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  for (const word of cell.textContent.split(/\s+/).flatMap((w) => w.split(/(?<=\/)/)).filter(Boolean)) {
+    const width = ctx.measureText(word).width;
+    if (width > room + 0.5) brokenEnvWords.push({word, width: Math.round(width), room: Math.round(room)});
+  }
+}
 const pick = document.querySelector('li.pick');
 Promise.all([...document.images].map((img) => img.decode().catch(() => null))).then(() => done({
   scrollWidth: document.documentElement.scrollWidth,
@@ -46,6 +59,7 @@ Promise.all([...document.images].map((img) => img.decode().catch(() => null))).t
   picks: [...document.querySelectorAll('li.pick')].map((li) => li.textContent),
   firstPickTop: pick ? pick.getBoundingClientRect().top : null,
   brokenWords,
+  brokenEnvWords,
   firstHeading: (document.querySelector('h2') || {}).textContent || '',
 }));
 """
@@ -65,6 +79,8 @@ class ReportView:
     first_heading: str
     screenshot: Path
     section_shots: list[Path] = field(default_factory=list)
+    broken_env_words: list[dict] = field(default_factory=list)
+    """Words of the environment tables wider than their cell (a path may wrap after '/')."""
 
     @property
     def overflows(self) -> bool:
@@ -81,6 +97,9 @@ class ReportView:
         found += [f"plot did not load: {src}" for src in self.broken_images]
         found += [f"at {self.width} px a headline cell breaks the word {b['word']!r} ({b['width']} px in "
                   f"{b['room']} px)" for b in self.broken_words]
+        if self.width >= WIDTH:
+            found += [f"at {self.width} px an environment cell breaks {b['word']!r} ({b['width']} px in "
+                      f"{b['room']} px)" for b in self.broken_env_words]
         if self.width >= WIDTH and self.picks and (self.first_pick_top is None or self.first_pick_top > height):
             found.append(f"at {self.width} px the first pick is below the first screen ({self.first_pick_top} px)")
         return found
@@ -115,7 +134,8 @@ def view_report(html_path: Path, png_path: Path, *, widths: tuple[int, ...] = (W
                 width, int(facts["scrollWidth"]), int(facts["clientWidth"]), list(facts["images"]),
                 int(facts["headlineRows"]), int(facts["headlineCells"]), [str(p) for p in facts["picks"]],
                 None if facts["firstPickTop"] is None else float(facts["firstPickTop"]),
-                list(facts["brokenWords"]), str(facts["firstHeading"]), png, shots))
+                list(facts["brokenWords"]), str(facts["firstHeading"]), png, shots,
+                list(facts["brokenEnvWords"])))
     finally:
         session.close()
     return views
