@@ -6,6 +6,8 @@ its plan back and runs only what has no row on disk yet.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +27,7 @@ def start(plan: Sequence[RunSpec], timing: TimingConfig, *, output_dir: Path | N
                          "another folder")
     writer = ResultWriter(output_dir or new_results_dir(label))
     save_plan(writer.directory, plan, timing)
+    writer.record_timing(dataclasses.asdict(timing))
     return writer
 
 

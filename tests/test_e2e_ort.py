@@ -102,6 +102,9 @@ def test_samples_and_report_side_by_side(chrome, tmp_path: Path) -> None:  # noq
     ort = summary[(summary["engine"] == "ort") & (summary["platform"] == "webgpu")]
     assert not ort.empty and ort["latency_vs_harness"].notna().all()
     assert "latency vs harness" in files.markdown.read_text()
+    # the engine build the pages reported loading is on record, and in the report's environment
+    assert json.loads((out / "environment.json").read_text())["engines"] == {"ort": ["1.30.0"]}
+    assert "engine builds: ort 1.30.0" in files.html.read_text()
 
 
 def rows_by_id(rows: dict) -> dict:

@@ -265,6 +265,8 @@ class BrowserRunner:
             outcome, reason = Outcome(page.status), page.reason
             if page.probe and run.platform is Platform.WEBGPU:
                 self.writer.record_browser(run.browser, {"probe": page.probe, "probe_utc": utc_now()})
+            if page.engine_version:
+                self.writer.record_engine(run.engine.value, page.engine_version)
             if page.status != "ok":
                 break
             pages.append(page)

@@ -576,9 +576,28 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
         lines.append(
             f"{name}: {m.get('system', '')} {m.get('release', '')} {m.get('machine', '')}, "
             f"{m.get('cpu_count', '?')} CPUs, {fmt_bytes(m.get('memory_bytes')) or '?'} RAM, "
-            f"Python {m.get('python', '?')}; created {env.get('created_utc', '?')}{_made_by(env)}"
+            f"Python {m.get('python', '?')}; created {env.get('created_utc', '?')}{_engines(env)}"
+            f"{_timing(env)}{_made_by(env)}"
         )
     return lines
+
+
+def _engines(env: dict[str, Any]) -> str:
+    """'; engine builds: ort 1.30.0, wllama ...' (the builds the pages reported loading)."""
+    engines = env.get("engines") if isinstance(env.get("engines"), dict) else {}
+    builds = [f"{name} {', '.join(map(str, got))}" for name, got in engines.items() if isinstance(got, list) and got]
+    return f"; engine builds: {'; '.join(builds)}" if builds else ""
+
+
+def _timing(env: dict[str, Any]) -> str:
+    """'; timing: 3 warm-ups, >= 10 iterations and >= 1 s per page, ...' from environment.json."""
+    t = env.get("timing") if isinstance(env.get("timing"), dict) else {}
+    if not t:
+        return ""
+    floor = f" (and >= {t['warmup_min_s']:g} s)" if t.get("warmup_min_s") else ""
+    return (f"; timing: {t.get('warmup')} warm-ups{floor}, >= {t.get('min_iterations')} timed iterations and "
+            f">= {t.get('min_time_s'):g} s per page (at most {t.get('max_iterations')}), {t.get('repeat')} page "
+            f"load(s) per run, {t.get('timeout_s'):g} s timeout")
 
 
 def _made_by(env: dict[str, Any]) -> str:

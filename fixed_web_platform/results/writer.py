@@ -262,6 +262,19 @@ class ResultWriter:
         self.environment["browsers"].setdefault(name, {}).update(info)
         self.write_environment()
 
+    def record_engine(self, engine: str, build: str) -> None:
+        """An engine build a page loaded, as the page reported it (ONNX Runtime Web's version,
+        wllama's llama.cpp build): environment.json's ``engines``, each build once."""
+        builds = self.environment.setdefault("engines", {}).setdefault(engine, [])
+        if build and build not in builds:
+            builds.append(build)
+            self.write_environment()
+
+    def record_timing(self, timing: dict[str, Any]) -> None:
+        """The timing protocol every page of the sweep follows (also in plan.json)."""
+        self.environment["timing"] = timing
+        self.write_environment()
+
     def write_environment(self) -> None:
         write_atomically(self.environment_path, json.dumps(json_safe(self.environment), indent=2) + "\n")
 
