@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 
@@ -66,3 +67,16 @@ def test_notebook_runs_on_a_real_sweep(tmp_path, monkeypatch):
     tables = "".join(o.get("data", {}).get("text/plain", "") for o in outputs
                      if o.output_type == "execute_result")
     assert "test-tiny" in tables and "4x64x64" in tables
+
+
+def test_notebook_plots_a_model_sweep(minilm_chrome, monkeypatch):  # noqa: ANN001
+    """A whole-model folder (the shared MiniLM sweep): no matmul rows, and still every ok kind drawn."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    _execute(nb, monkeypatch, minilm_chrome.out)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    drawn = re.search(r"encoder: (\d+) ok configurations, (\d+) plots", text)
+    assert drawn and int(drawn.group(1)) > 0 and int(drawn.group(2)) >= 3, text
+    images = [o for o in outputs if o.output_type == "display_data" and "image/png" in o.get("data", {})]
+    assert len(images) == int(drawn.group(2))  # the matmul cells draw nothing here
