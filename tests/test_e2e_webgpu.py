@@ -181,6 +181,7 @@ def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
     assert "--user-agent=precision-harness-check" in env["browsers"]["chrome"]["launch_args"]
     assert "chrome=--user-agent=precision-harness-check" in env["provenance"]["command"]
     assert env["timing"] | {"warmup": 1, "min_iterations": 3, "min_time_s": 0} == env["timing"]  # the protocol run
+    assert env["machine"]["os"] and env["machine"]["cpu_model"]  # what ran it, by name
     # the sweep leaves its report, and says where as its last line
     page = out / "report" / "report.html"
     assert proc.stdout.strip().splitlines()[-1] == f"report: {page}"

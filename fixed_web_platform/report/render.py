@@ -574,7 +574,8 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
             lines.append(f"{name}: no environment.json")
             continue
         lines.append(
-            f"{name}: {m.get('system', '')} {m.get('release', '')} {m.get('machine', '')}, "
+            f"{name}: {m['os'] + ', ' if m.get('os') else ''}{m.get('system', '')} {m.get('release', '')} "
+            f"{m.get('machine', '')}, {m['cpu_model'] + ', ' if m.get('cpu_model') else ''}"
             f"{m.get('cpu_count', '?')} CPUs, {fmt_bytes(m.get('memory_bytes')) or '?'} RAM, "
             f"Python {m.get('python', '?')}; created {env.get('created_utc', '?')}{_engines(env)}"
             f"{_timing(env)}{_made_by(env)}"

@@ -299,12 +299,34 @@ def machine_info() -> dict[str, Any]:
         "release": uname.release,
         "machine": uname.machine,
         "processor": uname.processor,
+        "cpu_model": _cpu_model() or uname.processor,
+        "os": _os_name(),
         "cpu_count": psutil.cpu_count(logical=True),
         "memory_bytes": psutil.virtual_memory().total,
         "python": sys.version.split()[0],
         "packages": {d: _version(d) for d in ("selenium", "aiohttp", "numpy", "marionette-driver", "onnx",
                                             "onnxruntime", "torch", "transformers")},
     }
+
+
+def _cpu_model() -> str:
+    """The CPU's name ('Intel(R) Xeon(R) Processor @ 2.80GHz'); '' where /proc/cpuinfo has none."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _os_name() -> str:
+    """The distribution ('Debian GNU/Linux 12 (bookworm)'), else the system and its release."""
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME", "")
+    except OSError:
+        return f"{platform.system()} {platform.release()}".strip()
 
 
 def provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
