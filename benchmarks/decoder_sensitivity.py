@@ -2,7 +2,7 @@
 8-bit except one role (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head)
 at the low bits, measured in the browser on the harness's WGSL decoder, beside uniform 8-bit and
 uniform low-bit; teacher-forced KL(fp32 || engine) and next-token top-1 agreement per probe. What
-fixed_web_platform/workloads/decoder/data/mixed_precision.json was chosen from (README).
+fixed_web_platform/workloads/decoder/data/mixed_precision.json was chosen from (docs/guides/decoders.md).
 
     .venv/bin/python benchmarks/decoder_sensitivity.py [--model smollm2-135m] [--low-bits 4]
     .venv/bin/python benchmarks/decoder_sensitivity.py --from results/<dir>

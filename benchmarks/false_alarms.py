@@ -15,7 +15,7 @@ of each --factor is planted in one configuration at a time on that night and the
 configuration's raw samples multiplied) and counted caught when that night or the next calls it a
 regression; "whole sweep" plants it in every configuration at once.
 
-    # 10 pairs of back-to-back sweeps, e.g. (see README, "Comparing sweeps"):
+    # 10 pairs of back-to-back sweeps, e.g. (see docs/guides/comparing-and-history.md):
     for i in 01 02 ...; do for s in a b; do
       .venv/bin/python run_real_webgpu_webnn.py --platform webgpu --browser chrome \\
           --bits 8 4 --shape 4x256x256 --repetitions 5 --output-dir /tmp/fa/pair${i}_$s

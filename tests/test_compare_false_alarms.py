@@ -1,7 +1,7 @@
 """compare on recorded real sweeps: ten pairs of back-to-back sweeps of the same code on this
 machine (Chromium WebGPU on SwiftShader, 8 and 4 bits, three shapes, --repetitions 5), kept
 trimmed in tests/fixtures/false_alarms/sweeps.tar.gz (made by benchmarks/false_alarms.py
---save-fixture; the README's "Comparing sweeps" has the command and the table these tests pin)."""
+--save-fixture; docs/guides/comparing-and-history.md has the command and the table these tests pin)."""
 
 from __future__ import annotations
 
@@ -101,14 +101,14 @@ def test_a_planted_slowdown_carries_its_interval_and_units(pairs) -> None:  # no
 # ---------------------------------------------------------------------------------------------
 # The history judge (compare OLDEST ... CURRENT), night after night, on two recorded histories of
 # the same code, each in the order recorded and reversed (a second same-code history from the same
-# measurements): README, "Regressions against history".
+# measurements): docs/guides/comparing-and-history.md.
 # - nightly_history.tar.gz: 23 sweeps with the nightly's settings (--bits 32 16 8 4 2
 #   --repetitions 5, the two BERT-base shapes, Chromium WebGPU on SwiftShader), one after another;
 # - sweeps.tar.gz: the 20 sweeps above (bits 8 4, three shapes), pairs in the order recorded.
 
 NIGHTLY = FIXTURE.parent / "nightly_history.tar.gz"
 FACTORS = (1.5, 2.0)
-"""The targets' steps (benchmarks/false_alarms.py --history gives 1.2x too, for the README)."""
+"""The targets' steps (benchmarks/false_alarms.py --history gives 1.2x too, for the docs)."""
 
 
 def _both_orders(series: list) -> dict[str, HistoryTally]:
@@ -158,6 +158,6 @@ def test_the_history_catches_more_than_one_baseline(pairs, pairs_tallies) -> Non
     pairwise = tally(both, repetitions=RECOMMENDED_REPEAT, factor=1.5)
     assert pairwise.count(Verdict.REGRESSION) / pairwise.configurations < 0.5
     assert _rate(pairs_tallies, 1.5) >= 0.90  # 171 of 180 here
-    assert _rate(pairs_tallies, 2.0) >= 0.95  # 175 of 180 here (see README: one other precision per shape)
+    assert _rate(pairs_tallies, 2.0) >= 0.95  # 175 of 180 here (see docs/guides/comparing-and-history.md: one other precision per shape)
     assert _sum(pairs_tallies, Verdict.REGRESSION) == 0
     assert _sum(pairs_tallies, Verdict.IMPROVEMENT) == 0

@@ -5,7 +5,7 @@ figure is on disk. Chrome (SwiftShader takes about 40 s per tiny.en encoder pass
 small random-weight Whisper (tests/speech_models.py) at 4 bits through the same page, through the
 harness's WebNN graphs (standard mode: as 8-bit), and through ONNX Runtime Web on wasm and WebNN,
 whose transcripts must be the harness's WGSL ones (ORT's WebGPU provider on
-SwiftShader takes about a minute even for this model: the README's sweep measures it)."""
+SwiftShader takes about a minute even for this model: docs/guides/speech.md's sweep measures it)."""
 
 from __future__ import annotations
 

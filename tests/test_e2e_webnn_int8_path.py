@@ -4,7 +4,7 @@ per-channel weights on the WebGPU kernels too; the weight-only per-channel form 
 ONNX Runtime Web's int8 QDQ models of the same numbers on its WebNN and wasm providers. What is checked is what a user relies on: every
 row ran, says its granularity and graph form, and matches its float64 reference (with the int8
 output for the fused form); the fused and control rows differ only by the output's quantization.
-Speed is not asserted here (README and benchmarks carry the figures)."""
+Speed is not asserted here (docs/guides and benchmarks carry the figures)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The history judge (analysis/history.py): series built by hand for its rules, result folders
 written with ResultWriter for the command line (compare with many sweeps, history), and the
-figures the README gives, asserted on the recorded sweeps of this machine."""
+figures docs/guides/comparing-and-history.md gives, asserted on the recorded sweeps of this machine."""
 
 from __future__ import annotations
 

@@ -120,7 +120,7 @@ def test_float32_division_is_within_wpt_tolerance() -> None:
 
 
 def test_float16_division_breaks_a_case() -> None:
-    """The README's warning: dividing in float16 moves a float16 vector by 2."""
+    """Why the reference quantizes in float32: dividing in float16 moves a float16 vector by 2."""
     case = CASES_BY_NAME["quantizeLinear float16 tensor with int32 zeroPoint"]
     bad = _run_case(case, compute_dtype="float16")
     assert np.abs(bad - _tensor(case["expected"])).max() == 2

@@ -38,11 +38,11 @@ from .stats import RatioInterval, welch_ratio_interval
 
 DEFAULT_ALPHA = 0.001
 """The interval of the ratio is at level 1 - alpha (99.9%): measured on back-to-back sweeps of the
-same code here, 0.01 still called one configuration in 60 (a sweep-wide drift; README)."""
+same code here, 0.01 still called one configuration in 60 (a sweep-wide drift; docs/guides/comparing-and-history.md)."""
 MIN_PAGES = 3
 """Units (repetitions or page loads) per side below which their spread is not known well enough."""
 RECOMMENDED_REPEAT = 5
-"""The --repetitions the README, the nightly workflow and the 'insufficient' note recommend."""
+"""The --repetitions the docs, the nightly workflow and the 'insufficient' note recommend."""
 FAR_EFFECT = 1.0
 """With 2 units per side, a change this large whose units do not overlap is still called."""
 DEFAULT_MIN_EFFECT = 0.10

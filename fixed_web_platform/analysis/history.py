@@ -8,7 +8,7 @@ of the same measurements:
 - ``absolute``: the configuration's own latency, night after night. It sees every change,
   including those that move a whole browser session alike, and all the machine's drift with it
   (on this 2-core machine whole sweeps of the same code ran up to 1.9x slower while something
-  else loaded the CPU: README, "Regressions against history").
+  else loaded the CPU: docs/guides/comparing-and-history.md).
 - ``session`` (drift-free): in each round, the configuration's latency with the session's drift
   taken out: the drift is the median, over the OTHER configurations measured in the same browser
   session (those of the same setting, i.e. its work at other precisions, when there are at least

@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-time", dest="warmup_min_s", type=float, default=None, metavar="S",
                    help="warm-ups also continue until S seconds have passed (default 0: the count alone); "
                         "Chromium's WebAssembly (ONNX Runtime's wasm kernels, wllama) speeds up after seconds "
-                        "of running, so give wasm sweeps in Chromium a few seconds (README, 'Timing')")
+                        "of running, so give wasm sweeps in Chromium a few seconds (docs/guides/onnx-file.md has the figures)")
     p.add_argument("--min-iterations", "--iterations", dest="min_iterations", type=positive_arg,
                    default=None,
                    help=f"timed iterations per page at least (default {TimingConfig.min_iterations}; "

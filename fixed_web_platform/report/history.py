@@ -50,8 +50,8 @@ def what_changed(judged: HistoryComparison) -> list[str]:
     for browser, j in judged.moved.items():
         lines.append(f"**whole session**: {browser}'s configurations as a whole ran {j.effect:+.1%} "
                      f"{_when(j.since, j.nights_after)} against their history (limit +-{j.limit:.1%}): machine "
-                     "load or a change common to all of them; not called a regression (see README, "
-                     "\"Regressions against history\")")
+                     "load or a change common to all of them; not called a regression (see docs/guides/"
+                     "comparing-and-history.md)")
     for h in judged.history:
         for view, found in h.steps.items():
             if view is not h.decided_by:  # the absolute view's steps on a shared machine: drift, plotted only

@@ -50,12 +50,12 @@ GRAPH_FORMS = (*LAYOUT_FORMS, SCALE_AFTER_FORM, QDQ_FORM)
 GRAPH_FORM_ENV = "FWP_WEBNN_GRAPH_FORM"
 """A default form for every WebNN run of a sweep (--graph-form wins)."""
 MODEL_FORM = "pretransposed_gemm"
-"""Whole models' default where no int8 kernel applies (the fastest float form measured: README)."""
+"""Whole models' default where no int8 kernel applies (the fastest float form measured: docs/guides/webnn-integer-path.md)."""
 MATMUL_FORM = "transpose"
 """The matmul sweep's default where no int8 kernel applies."""
 PER_CHANNEL_WEIGHT_ONLY_FORM = SCALE_AFTER_FORM
 """Per-channel 8-bit weights with float activations: gemm(x, cast(q), {bTranspose: true}) * scale,
-measured faster than gemm(x, dequantizeLinear(q), {bTranspose: true}) here (README)."""
+measured faster than gemm(x, dequantizeLinear(q), {bTranspose: true}) here (docs/guides/webnn-integer-path.md)."""
 
 
 def check_form(form: str) -> None:

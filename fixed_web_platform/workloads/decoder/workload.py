@@ -26,7 +26,7 @@ DEFAULT_NEW_TOKENS = 32
 DEFAULT_EVAL_LEN = 64
 MIN_EVAL_LEN = 8
 DECODER_RULES = Path(__file__).parent / "data" / "mixed_precision.json"
-"""--mixed-precision for decoders (chosen from a measured sensitivity run: README)."""
+"""--mixed-precision for decoders (chosen from a measured sensitivity run: docs/guides/decoders.md)."""
 
 
 def builtin_texts() -> tuple[str, ...]:
