@@ -25,7 +25,7 @@ from ..report.markdown import markdown_lines
 from ..results.rows import utc_now
 from ..results.writer import json_safe, machine_info, new_results_dir, write_atomically
 from ..vocabulary import SCHEMA_VERSION, WEBNN_DEVICES, BrowserName, Outcome
-from .run import browser_arg, overrides
+from .run import add_launch_options, browser_arg, overrides
 
 FEATURES = ("shader-f16", "timestamp-query", "subgroups")
 WGSL_FEATURES = ("packed_4x8_integer_dot_product",)
@@ -145,15 +145,7 @@ def build_parser() -> OneLineArgumentParser:
                    help="browsers to probe (default: every one; those not installed are listed with why)")
     p.add_argument("--webnn-device", nargs="+", choices=list(WEBNN_DEVICES), default=list(WEBNN_DEVICES),
                    help="WebNN deviceTypes to ask for a context on")
-    p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH",
-                   help="browser binary to use instead of discovery")
-    p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH",
-                   help="WebDriver binary to use instead of discovery")
-    p.add_argument("--browser-arg", action="append", default=[], metavar="NAME=ARG",
-                   help="an extra Chromium switch, as the main command takes it (e.g. "
-                        "chrome=--enable-features=Vulkan): see which adapter it gives")
-    p.add_argument("--browser-pref", action="append", default=[], metavar="NAME=KEY=VALUE",
-                   help="an extra Firefox preference, as the main command takes it")
+    add_launch_options(p)
     p.add_argument("--output-dir", type=Path, default=None,
                    help="where to write capabilities.json and capabilities.md (default "
                         "results/<UTC time>_capabilities/)")
@@ -164,12 +156,6 @@ def capabilities_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     browsers = list(dict.fromkeys(args.browser))
     devices = list(dict.fromkeys(args.webnn_device))
-    out_dir = args.output_dir or new_results_dir("capabilities")
-    try:  # before any browser starts: a folder we cannot write is bad input
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_atomically(out_dir / "capabilities.json", "{}\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
     try:
         options = SweepOptions(binaries=overrides(args.browser_binary, browsers, "--browser-binary"),
                                drivers=overrides(args.driver, browsers, "--driver"),
@@ -177,6 +163,12 @@ def capabilities_command(argv: Sequence[str]) -> int:
                                browser_prefs=parse_browser_prefs(args.browser_pref))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    out_dir = args.output_dir or new_results_dir("capabilities")
+    try:  # before any browser starts: a folder we cannot write is bad input
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_atomically(out_dir / "capabilities.json", "{}\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
     entries = asyncio.run(collect(browsers, devices, options))
     json_path, md_path = write(entries, devices, out_dir)
     print(md_path.read_text())

@@ -72,6 +72,23 @@ positive_arg = argument(_count(1))
 non_negative_arg = argument(_count(0))
 
 
+def add_launch_options(p: argparse.ArgumentParser) -> None:
+    """How each browser is launched: binaries, drivers and extra switches or preferences (the
+    main command, its subcommands that run sweeps, and capabilities)."""
+    p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH",
+                   help="browser binary to use instead of discovery")
+    p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH",
+                   help="WebDriver binary to use instead of discovery")
+    p.add_argument("--browser-arg", action="append", default=[], metavar="NAME=ARG",
+                   help="an extra command-line switch for a Chromium-family browser, after the harness's "
+                        "own (repeat for more), e.g. chrome=--enable-features=Vulkan for a hardware WebGPU "
+                        "adapter on Linux; --enable-features and --disable-features values join the "
+                        "harness's; recorded in environment.json with the browser's flags")
+    p.add_argument("--browser-pref", action="append", default=[], metavar="NAME=KEY=VALUE",
+                   help="an extra preference for Firefox (true/false, a whole number or text), over the "
+                        "harness's own (repeat for more); recorded in environment.json")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineArgumentParser(
         prog="run_real_webgpu_webnn.py",
@@ -165,18 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precision-rules", type=Path, default=None, metavar="FILE",
                    help="with --model: JSON or YAML rules [{match: GLOB or re:REGEX, bits: B, "
                         "block_size: 32}], first match wins, other layers at --bits")
-    p.add_argument("--browser-binary", action="append", default=[], metavar="[NAME=]PATH",
-                   help="browser binary to use instead of discovery")
-    p.add_argument("--driver", action="append", default=[], metavar="[NAME=]PATH",
-                   help="WebDriver binary to use instead of discovery")
-    p.add_argument("--browser-arg", action="append", default=[], metavar="NAME=ARG",
-                   help="an extra command-line switch for a Chromium-family browser, after the harness's "
-                        "own (repeat for more), e.g. chrome=--enable-features=Vulkan for a hardware WebGPU "
-                        "adapter on Linux; --enable-features and --disable-features values join the "
-                        "harness's; recorded in environment.json with the browser's flags")
-    p.add_argument("--browser-pref", action="append", default=[], metavar="NAME=KEY=VALUE",
-                   help="an extra preference for Firefox (true/false, a whole number or text), over the "
-                        "harness's own (repeat for more); recorded in environment.json")
+    add_launch_options(p)
     p.add_argument("--remote", default=None, metavar="URL",
                    help="create every browser on this Selenium Grid / W3C WebDriver endpoint "
                         "(e.g. http://127.0.0.1:4444) with the same options as local ones; "
