@@ -56,12 +56,12 @@ def test_the_view_check_catches_overflow_and_broken_plots(tmp_path) -> None:
                     '<table class="headline" style="width:60px"><tr><th>bits</th>'
                     '<td style="overflow-wrap:anywhere">harness</td></tr></table>'
                     '<table class="env"><tr><td style="width:90px;overflow-wrap:anywhere">/usr/<wbr>bin/<wbr>'
-                    'chromium-webnn-launcher</td></tr></table></body></html>')
+                    'chromium_webnn_launcher</td></tr></table></body></html>')
     (view,) = view_report(page, tmp_path / "bad.png")
     assert view.overflows and view.scroll_width >= 3000
     assert view.broken_images == ["plots/missing.png"]
     assert [b["word"] for b in view.broken_words] == ["harness"]  # squeezed into 'ha/rn/es/s'
-    assert [b["word"] for b in view.broken_env_words] == ["chromium-webnn-launcher"]  # '/usr/' and 'bin/' fit
+    assert [b["word"] for b in view.broken_env_words] == ["chromium_webnn_launcher"]  # '/usr/' and 'bin/' fit
     problems = view.problems()
     assert len(problems) == 5 and "breaks the word 'harness'" in problems[2] and "first screen" in problems[4]
-    assert "environment cell breaks 'chromium-webnn-launcher'" in problems[3]
+    assert "environment cell breaks 'chromium_webnn_launcher'" in problems[3]

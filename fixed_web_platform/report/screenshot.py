@@ -7,7 +7,8 @@ The checks, per width:
 - no header or cell of a headline table breaks inside a word: each cell's longest word, measured
   in the cell's own font, fits the cell's content width;
 - the first pick of the at-a-glance section is on the first screen (at 1280 px);
-- at 1280 px no cell of the environment's tables breaks inside a word (a path wraps after a '/').
+- at 1280 px no cell of the environment's tables breaks inside a word (a path wraps after a '/',
+  a name after a hyphen).
 """
 
 from __future__ import annotations
@@ -38,13 +39,13 @@ for (const cell of document.querySelectorAll('table.headline th, table.headline 
   }
 }
 // the environment's tables (browser binaries, adapters) at a laptop's width: a path may wrap
-// after a '/', never inside a name
+// after a '/' (and a name after its hyphens, as text does), never inside a name
 const brokenEnvWords = [];
 for (const cell of document.querySelectorAll('table.env td')) {
   const style = getComputedStyle(cell);
   ctx.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
   const room = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-  for (const word of cell.textContent.split(/\s+/).flatMap((w) => w.split(/(?<=\/)/)).filter(Boolean)) {
+  for (const word of cell.textContent.split(/\\s+/).flatMap((w) => w.split(/(?<=[\\/-])/)).filter(Boolean)) {
     const width = ctx.measureText(word).width;
     if (width > room + 0.5) brokenEnvWords.push({word, width: Math.round(width), room: Math.round(room)});
   }
