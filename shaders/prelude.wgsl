@@ -5,7 +5,8 @@
 // format (returning the tile row-major, acc[t * TILE_N + j]) and binds its weight buffers from
 // binding 2 on. Reads past the last row or column are clamped to it (no branch in the inner
 // loop); only the writes are guarded. x is float32 (vec4) or, for int8 activations, four int8
-// to a u32 word ({X_ELEMENT}, filled in by Python).
+// to a u32 word ({X_ELEMENT}, filled in by Python; the DP4A kernel reads their scale and zero
+// point at binding 6).
 override M: u32;
 override K: u32;
 override N: u32;

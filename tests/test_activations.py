@@ -4,6 +4,8 @@ tests/test_e2e_webgpu.py."""
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -82,3 +84,22 @@ def test_the_dp4a_variant_needs_the_wgsl_language_feature() -> None:
     assert source.startswith("requires packed_4x8_integer_dot_product;")
     assert "var<storage, read> x: array<u32>;" in source and "dot4I8Packed" in source
     assert not any(line.lstrip().startswith("//@") for line in source.splitlines())  # all unrolled
+
+
+def test_the_dp4a_matmul_binds_the_scale_and_zero_point_after_the_weights() -> None:
+    """The lone matmul's DP4A kernel reads x's scale and zero point from an 8-byte tensor (float32,
+    then int32) at the binding the model kernels use too, not from override constants."""
+    from fixed_web_platform.engines.wgsl.kernels import ACT_QUANT_BINDING
+    from fixed_web_platform.engines.wgsl.matmul import ACT_QUANT, constants_for, tensors_and_layout
+
+    p = prepare(SMALL, 4, 32, 0, act_bits=8, observer="minmax")
+    tensors, layout = tensors_and_layout(p)
+    assert layout == ["x", "out", "w", "scales", "zero_points", None, ACT_QUANT]
+    assert layout.index(ACT_QUANT) == ACT_QUANT_BINDING
+    assert struct.unpack("<fi", tensors[ACT_QUANT]) == (np.float32(p.act_scale), p.act_zero_point)
+    assert list(tensors)[:-1] == list(p.tensors) and ACT_QUANT not in p.tensors  # other engines' bytes untouched
+    assert not {"X_SCALE", "X_ZERO"} & set(constants_for(p))
+    source = shader_source("matmul_dp4a.wgsl", tiling_for(4, 32), 4, "u32")
+    assert f"@binding({ACT_QUANT_BINDING}) var<storage, read> x_quant" in source and "override X_" not in source
+    float_tensors, float_layout = tensors_and_layout(prepare(SMALL, 4, 32, 0))
+    assert None not in float_layout and ACT_QUANT not in float_tensors

@@ -6,6 +6,7 @@ engines that refuse, and the CLI's words."""
 from __future__ import annotations
 
 import asyncio
+import struct
 
 import numpy as np
 import pytest
@@ -201,3 +202,44 @@ def test_wgsl_model_steps_dequantize_once_when_rows_span_several_tiles(batch: in
         assert s["bindings"][2] == wgsl.DEQUANTIZED and "BITS" not in s["constants"]
     (variant,) = options["linear_variants"]["4"]
     assert variant["shader"] == "dequantize.wgsl>matmul_f32.wgsl"
+
+
+def test_wgsl_int8_steps_bind_the_scale_and_zero_point_so_layers_of_a_shape_share_a_pipeline() -> None:
+    """Each quantize_act and DP4A step binds an 8-byte tensor (float32 scale, int32 zero point:
+    the very values the float64 reference quantizes with) instead of override constants, so
+    the page compiles one pipeline per shape, not one per layer."""
+    from fixed_web_platform.engines.base import EngineJob
+    from fixed_web_platform.engines.wgsl import kernels as wgsl
+    from fixed_web_platform.engines.wgsl.encoder import ACT_QUANT_SUFFIX, INT8_INPUT
+
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [4], act_bits=[8],
+                     engines=[EngineName.HARNESS])[0]
+    job = asyncio.run(build_job(run, TimingConfig(), None))
+    assert isinstance(job, EngineJob)
+    p, steps = job.prepared, job.spec.options["steps"]
+    acts = dict(zip((lp.layer.name for lp in p.plan), p.act_quant))
+    quantize = [s for s in steps if s["op"] == "quantize_act"]
+    linears = [s for s in steps if s["op"] == "linear"]
+    assert len(quantize) == 4 * 6  # one per distinct input a layer: Q, K and V share theirs
+    for s in linears:
+        name = s["bindings"][wgsl.ACT_QUANT_BINDING]
+        assert len(s["bindings"]) == wgsl.ACT_QUANT_BINDING + 1 and name.endswith(ACT_QUANT_SUFFIX)
+        assert s["bindings"][0] == INT8_INPUT and s["bindings"][5] == f"{s['name']}.bias"
+        scale, zero_point = struct.unpack("<fi", job.tensors[name])
+        act = acts[s["name"]]
+        assert (scale, zero_point) == (np.float32(act.scale), act.zero_point) and scale == act.scale
+        assert not {"X_SCALE", "X_ZERO"} & set(s["constants"])
+    for s, after in zip(steps, steps[1:]):
+        if s["op"] == "quantize_act":  # the layer after it reads the same scale and zero point
+            assert after["op"] == "linear" and len(s["bindings"]) == 3
+            assert s["bindings"][2] == after["bindings"][wgsl.ACT_QUANT_BINDING]
+            assert set(s["constants"]) == {"WORDS"}
+    # one tensor per distinct (scale, zero point); every one is bound
+    named = [t for t in job.tensors if t.endswith(ACT_QUANT_SUFFIX)]
+    assert len(named) == len({(a.scale, a.zero_point) for a in p.act_quant if a})
+    assert set(named) == {s["bindings"][wgsl.ACT_QUANT_BINDING] for s in linears}
+    assert set(job.spec.bindings) == set(job.tensors)
+    # what the page compiles: one pipeline per (kernel, constants): three linear shapes, two quantize sizes
+    pipelines = {(s.get("kernel") or s["program"], repr(sorted(s["constants"].items())))
+                 for s in linears + quantize}
+    assert len(pipelines) == 3 + 2

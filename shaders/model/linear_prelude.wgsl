@@ -1,9 +1,10 @@
 // Prelude of a whole model's linear layers, prepended by Python (engines/wgsl/encoder.py) to the
 // matmul kernels' own bodies (shaders/matmul_*.wgsl), so the packed weight formats live in one
 // place. out[M, N] = x[M, K] @ W[N, K]^T + bias, then GELU (exact, erf) where GELU is set.
-// Same bindings as shaders/prelude.wgsl (x 0, out 1, the kernel's weights from 2 on) plus the
-// bias at binding 5. One invocation per tile of TILE_M rows x TILE_N columns (chosen in Python
-// from the shape, as for the matmul sweep); accumulate(n0, m0) returns it row-major.
+// Same bindings as shaders/prelude.wgsl (x 0, out 1, the kernel's weights from 2 on, the DP4A
+// kernel's x scale and zero point at 6) plus the bias at binding 5. One invocation per tile of
+// TILE_M rows x TILE_N columns (chosen in Python from the shape, as for the matmul sweep);
+// accumulate(n0, m0) returns it row-major.
 override M: u32;
 override K: u32;
 override N: u32;

@@ -102,9 +102,12 @@ export async function run(spec, client) {
       byName[name] = device.createBuffer({label: name, size: align4(bytes), usage: GPUBufferUsage.STORAGE});
       return byName[name];
     });
+    // A layout names the buffer of each binding index; null: the kernel has no such binding
+    // (the DP4A kernel's x scale and zero point sit past the model prelude's bias binding).
     const bindGroupFor = (p, layout) => device.createBindGroup({
       layout: p.getBindGroupLayout(0),
-      entries: layout.map((name, binding) => ({binding, resource: {buffer: byName[name]}})),
+      entries: layout.flatMap((name, binding) => (name === null ? [] :
+        [{binding, resource: {buffer: byName[name]}}])),
     });
     const bindGroup = bindGroupFor(pipeline, variant.layout || opts.layout);
     const proBindGroup = pro ? bindGroupFor(proPipeline, pro.layout) : null;

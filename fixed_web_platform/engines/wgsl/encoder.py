@@ -21,8 +21,11 @@ kernel reads; the layer's timestamps cover both.
 Int8 activations (``--act-bits 8``: W8A8 / W4A8): before each layer with a calibrated input
 (models/calibration.py) a ``quantize_act`` step writes its input as int8 words into the ``xq``
 buffer (once for Q, K and V, which share an input), and the layer runs the DP4A kernel
-(shaders/matmul_dp4a.wgsl) on it with that scale and zero point. Its timestamps cover the linear
-kernel; the quantize steps count in the whole pass.
+(shaders/matmul_dp4a.wgsl) on it with that scale and zero point. Both read the scale and zero
+point from an 8-byte tensor (``wgsl.act_quant_bytes``; one per distinct pair, named after the
+first layer with it, ``<layer>.x_quant``) bound with the step, not from override constants, so
+the layers of one shape share one pipeline (the page compiles one per source and constants). Its
+timestamps cover the linear kernel; the quantize steps count in the whole pass.
 What ran is read from the shaders the page names and the weight buffers it bound, never from the
 page's word about its arithmetic.
 """
@@ -57,6 +60,9 @@ POOL_WORKGROUP = 64
 PROGRAMS = ("embed_ln", "attention", "add_ln", "pool", "quantize_act")
 INT8_INPUT = "xq"
 """The activation buffer int8 inputs are quantized into (the largest input's int8 words)."""
+ACT_QUANT_SUFFIX = ".x_quant"
+"""The tensor of a layer's input scale and zero point (wgsl.act_quant_bytes) is named after the
+first layer that has that pair, with this suffix."""
 
 
 def kernel_key(bits: int, act_bits: int) -> str:
@@ -90,6 +96,24 @@ def _unsupported_shape(prepared: PreparedModel) -> str:
     return ""
 
 
+def act_quant_tensors(prepared: PreparedModel) -> tuple[list[str | None], dict[str, bytes]]:
+    """Per plan layer, the name of the tensor holding its input's int8 scale and zero point (None:
+    a float input), and those tensors: one per distinct (scale, zero point), 8 bytes each."""
+    names: list[str | None] = []
+    tensors: dict[str, bytes] = {}
+    named: dict[tuple[float, int], str] = {}
+    for p, act in zip(prepared.plan, prepared.act_quant or (None,) * len(prepared.plan)):
+        if act is None:
+            names.append(None)
+            continue
+        key = (act.scale, act.zero_point)
+        if key not in named:
+            named[key] = p.layer.name + ACT_QUANT_SUFFIX
+            tensors[named[key]] = wgsl.act_quant_bytes(*key)
+        names.append(named[key])
+    return names, tensors
+
+
 def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The forward pass as the page executes it, and the activation buffers it needs (bytes)."""
     cfg = prepared.config
@@ -119,15 +143,17 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
     }]
 
     quantized_now: list[tuple[str, float, int]] = []  # what xq holds: (source, scale, zero point)
+    act_quant_names, _ = act_quant_tensors(prepared)
 
     def linear(index: int, x: str, out: str, gelu: bool = False) -> list[dict[str, Any]]:
         p = prepared.plan[index]
         act = prepared.act_quant[index] if prepared.act_quant else None
         name, k, n = p.layer.name, p.layer.k, p.layer.n
         before: list[dict[str, Any]] = []
+        x_quant = act_quant_names[index]
         if act is not None and quantized_now[-1:] != [(x, act.scale, act.zero_point)]:
-            before.append({"op": "quantize_act", "program": "quantize_act", "bindings": [x, INT8_INPUT],
-                           "constants": {"WORDS": rows * k // 4, "X_SCALE": act.scale, "X_ZERO": act.zero_point},
+            before.append({"op": "quantize_act", "program": "quantize_act",
+                           "bindings": [x, INT8_INPUT, x_quant], "constants": {"WORDS": rows * k // 4},
                            "workgroups": [_groups(rows * k // 4, POOL_WORKGROUP), 1, 1]})
             quantized_now.append((x, act.scale, act.zero_point))
         weights = [f"{name}.w"] + ([f"{name}.scales", f"{name}.zero_points"] if p.bits <= 8 else [])
@@ -135,11 +161,11 @@ def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int
         bindings: list[str | None] = [INT8_INPUT if act else x, out,
                                       *([wgsl.DEQUANTIZED] if dequantize_first else weights)]
         bindings += [None] * (BIAS_BINDING - len(bindings)) + [f"{name}.bias"]
+        if act is not None:
+            bindings += [None] * (wgsl.ACT_QUANT_BINDING - len(bindings)) + [x_quant]
         constants = {"M": rows, "K": k, "N": n} | ({"GELU": 1} if gelu else {})
         if p.bits <= 8 and not dequantize_first:
             constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block}
-        if act is not None:
-            constants |= {"X_SCALE": act.scale, "X_ZERO": act.zero_point}
         kernel = kernel_key(p.bits, 8 if act else 32)
         step = {"op": "linear", "linear": index, "name": name, "bits": p.bits, "kernel": kernel,
                 "weights": weights[0], "bindings": bindings, "constants": constants,
@@ -223,7 +249,7 @@ class WgslEncoder(KindRunner):
         steps, activations = _steps(prepared)
         cfg = prepared.config
         batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
-        tensors = prepared.tensors()
+        tensors = prepared.tensors() | act_quant_tensors(prepared)[1]
         programs = {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
         programs |= {dequantize_program(b): wgsl.dequantize_source(b) for b, a in _kernels(prepared)
                      if prologue(b, a, _tiling(prepared), _rows(prepared))}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,10 @@ DEQUANTIZED = "wf"
 DEQUANTIZE_WORKGROUP = 64
 MAX_GROUPS_X = 65535
 """WebGPU's default maxComputeWorkgroupsPerDimension: wider dispatches fold into a second dimension."""
+ACT_QUANT_BINDING = 6
+"""Where the DP4A kernel (matmul_dp4a.wgsl) binds its input's int8 scale and zero point
+(``act_quant_bytes``): a buffer, not override constants, so layers of one shape share one
+pipeline whatever their calibration. After the weights (2-4) and the model prelude's bias (5)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,14 @@ def variants_for(bits: int, act_bits: int = 32, tiling: Tiling | None = None,
     if dequantize_once(tiling, m):
         return (KernelVariant("matmul_f32.wgsl", "f32", family=f"dequant-w{bits}-f32", prologue=DEQUANTIZE),)
     return (KernelVariant("matmul_quant.wgsl", "f32", family=f"quant-w{bits}"),)
+
+
+def act_quant_bytes(scale: float, zero_point: int) -> bytes:
+    """The 8-byte buffer the int8-activation kernels (matmul_dp4a.wgsl at ACT_QUANT_BINDING,
+    model/quantize_act.wgsl) read x's quantization from: the scale as a float32, then the zero
+    point as an int32, little-endian. The scale is float32-representable (calibration rounds it
+    once), so the kernels use the very value the float64 references quantize with."""
+    return struct.pack("<fi", scale, zero_point)
 
 
 def _unroll(text: str, marker: str, count: int, key: str) -> str:

@@ -3,7 +3,8 @@
 Python composes each kernel (kernels.py), fills in the tile it chose from the shape, and tells the
 page the dispatch size; the page picks the first variant whose features its adapter has. What
 ran is read from the shader the page used and the size of the weight buffer it bound, never from
-the page's word about its arithmetic.
+the page's word about its arithmetic. With int8 activations the DP4A kernel reads x's scale and
+zero point from one more tensor (ACT_QUANT: ``act_quant_bytes``), bound at ACT_QUANT_BINDING.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from ...run_spec import RunSpec, TimingConfig
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner
 from .kernels import (
+    ACT_QUANT_BINDING,
     DEQUANTIZED,
     OUTPUT_BINDING,
     KernelVariant,
     Tiling,
+    act_quant_bytes,
     dequantize_dispatch,
     dequantize_source,
     shader_source,
@@ -26,9 +29,12 @@ from .kernels import (
     variants_for,
 )
 
+ACT_QUANT = "x_quant"
+"""The job's tensor of x's int8 scale and zero point (int8 activations only)."""
+
 
 def variant_options(v: KernelVariant, tiling: Tiling, prepared: PreparedWorkload,
-                    layout: list[str]) -> dict[str, Any]:
+                    layout: list[str | None]) -> dict[str, Any]:
     """A variant as the matmul page gets it. With a prologue: the dequantize step (its source,
     constants, dispatch and bindings: the weight tensors, then the scratch buffer), the scratch
     buffer's size, and the float32 kernel's own constants and bindings (x, out, the scratch)."""
@@ -53,9 +59,20 @@ def constants_for(prepared: PreparedWorkload) -> dict[str, float]:
     constants: dict[str, float] = {"M": w.m, "K": w.k, "N": w.n}
     if prepared.block_size:
         constants |= {"BITS": prepared.bits, "BLOCK_SIZE": prepared.block_size}
-    if prepared.act_bits == 8:
-        constants |= {"X_SCALE": prepared.act_scale, "X_ZERO": prepared.act_zero_point}
     return constants
+
+
+def tensors_and_layout(prepared: PreparedWorkload) -> tuple[dict[str, bytes], list[str | None]]:
+    """The job's tensors (the prepared ones, plus ACT_QUANT with int8 activations) and the
+    kernel's bindings in order: x, out, the weight tensors (from 2 on), and with int8
+    activations ACT_QUANT at ACT_QUANT_BINDING (None: a binding the kernel does not have)."""
+    tensors = dict(prepared.tensors)
+    names = list(tensors)  # x first, then the weight tensors
+    layout: list[str | None] = [names[0], OUTPUT_BINDING, *names[1:]]
+    if prepared.act_bits == 8:
+        tensors[ACT_QUANT] = act_quant_bytes(prepared.act_scale, prepared.act_zero_point)
+        layout += [None] * (ACT_QUANT_BINDING - len(layout)) + [ACT_QUANT]
+    return tensors, layout
 
 
 class WgslMatmul(KindRunner):
@@ -67,9 +84,8 @@ class WgslMatmul(KindRunner):
         w = run.workload
         assert isinstance(w, MatmulWorkload)
         prepared = prepare(w, run.bits, run.weight_block, run.seed, act_bits=run.act_bits, observer=run.observer)
-        names = list(prepared.tensors)  # x first, then the weight tensors
+        tensors, layout = tensors_and_layout(prepared)
         tiling = tiling_for(w.m, w.n)
-        layout = [names[0], OUTPUT_BINDING, *names[1:]]
         options = {
             "variants": [variant_options(v, tiling, prepared, layout)
                          for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m)],
@@ -79,8 +95,8 @@ class WgslMatmul(KindRunner):
             "workgroups": tiling.workgroups(w.m, w.n),
         }
         return EngineJob(
-            spec=self.spec(engine, run, timing, prepared.tensors, prepared.outputs, options, prepared.bits),
-            tensors=prepared.tensors, prepared=prepared,
+            spec=self.spec(engine, run, timing, tensors, prepared.outputs, options, prepared.bits),
+            tensors=tensors, prepared=prepared,
             weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
             scale_dtype="float32" if prepared.block_size else "",
             zero_point_dtype=prepared.weight_dtype if prepared.block_size else "",
