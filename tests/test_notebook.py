@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 from pathlib import Path
@@ -39,6 +40,8 @@ def test_committed_notebook_is_valid_and_has_no_outputs():
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(c.outputs == [] and c.execution_count is None for c in code)
     assert "PRECISION_RESULTS_DIR" in "".join(c.source for c in code)
+    raw = json.loads(NOTEBOOK.read_text())  # nbformat 4.5: every cell has an id (a future hard error)
+    assert all(c.get("id") for c in raw["cells"])
 
 
 def test_kernel_is_this_venvs_python(monkeypatch):
