@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import enum
 import inspect
 import sys
@@ -92,7 +93,7 @@ def cli_page() -> str:
             if isinstance(action, argparse._HelpAction):  # noqa: SLF001
                 continue
             name = ", ".join(f"`{o}`" for o in action.option_strings) or f"`{action.metavar or action.dest}`"
-            help_text = (action.help or "") % {"default": action.default} if action.help else ""
+            help_text = parser._get_formatter()._expand_help(action) if action.help else ""  # noqa: SLF001 - %(default)s as --help shows it
             rows.append([name, _value(action) if action.option_strings else "", _default(action), help_text])
         lines += [*_table(["option", "value", "default", "what it does"], rows), ""]
     return "\n".join(lines)
@@ -106,7 +107,7 @@ def columns_page() -> str:
     from .workloads import KINDS
 
     docs = attribute_docs(ResultRow)
-    fields = {f.name: f for f in __import__("dataclasses").fields(ResultRow)}
+    fields = {f.name: f for f in dataclasses.fields(ResultRow)}
     core = [[f"`{name}`", _type_name(fields[name].type), docs.get(name, "")] for name in ResultRow.core_columns()]
     lines = ["# Result columns", "", HEADER.strip(), "",
              "`results.csv` has one row per planned run with the same columns whatever happened: the core "

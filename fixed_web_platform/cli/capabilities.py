@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from ..browsers import BrowserUnavailable, launch
-from ..browsers.products import parse_browser_args, parse_browser_prefs
 from ..errors import OneLineArgumentParser, UsageError, first_line
 from ..harness.page import visit_page
 from ..harness.protocol import probe_spec
@@ -25,7 +24,7 @@ from ..report.markdown import markdown_lines
 from ..results.rows import utc_now
 from ..results.writer import json_safe, machine_info, new_results_dir, write_atomically
 from ..vocabulary import SCHEMA_VERSION, WEBNN_DEVICES, BrowserName, Outcome
-from .run import add_launch_options, browser_arg, overrides
+from .run import add_launch_options, browser_arg, launch_options
 
 FEATURES = ("shader-f16", "timestamp-query", "subgroups")
 WGSL_FEATURES = ("packed_4x8_integer_dot_product",)
@@ -157,10 +156,7 @@ def capabilities_command(argv: Sequence[str]) -> int:
     browsers = list(dict.fromkeys(args.browser))
     devices = list(dict.fromkeys(args.webnn_device))
     try:
-        options = SweepOptions(binaries=overrides(args.browser_binary, browsers, "--browser-binary"),
-                               drivers=overrides(args.driver, browsers, "--driver"),
-                               browser_args=parse_browser_args(args.browser_arg),
-                               browser_prefs=parse_browser_prefs(args.browser_pref))
+        options = SweepOptions(**launch_options(args, browsers))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     out_dir = args.output_dir or new_results_dir("capabilities")

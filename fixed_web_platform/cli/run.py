@@ -234,6 +234,16 @@ def overrides(values: Sequence[str], browsers: Sequence[BrowserName], flag: str,
     return result
 
 
+def launch_options(args: argparse.Namespace, browsers: Sequence[BrowserName]) -> dict[str, Any]:
+    """SweepOptions' launch fields from add_launch_options' flags (ValueError or UsageError on
+    bad input); a binary is checked to exist only for a local launch."""
+    remote = getattr(args, "remote", None)
+    return {"binaries": overrides(args.browser_binary, browsers, "--browser-binary", must_exist=remote is None),
+            "drivers": overrides(args.driver, browsers, "--driver"),
+            "browser_args": parse_browser_args(args.browser_arg),
+            "browser_prefs": parse_browser_prefs(args.browser_pref)}
+
+
 def platforms_from(words: Sequence[str]) -> list[Platform]:
     chosen: list[Platform] = []
     for word in words:
@@ -265,13 +275,8 @@ def execute_sweep(args: argparse.Namespace, planner: Planner) -> tuple[int, Path
         else:
             plan, timing = planner(args)
         browsers = list(dict.fromkeys(r.browser for r in plan))
-        binaries = overrides(args.browser_binary, browsers, "--browser-binary",
-                             must_exist=args.remote is None)
-        drivers = overrides(args.driver, browsers, "--driver")
-        options = SweepOptions(timing=timing, binaries=binaries, drivers=drivers,
-                               remote=args.remote, serve_host=args.serve_host, parallel=args.parallel,
-                               browser_args=parse_browser_args(args.browser_arg),
-                               browser_prefs=parse_browser_prefs(args.browser_pref))
+        options = SweepOptions(timing=timing, remote=args.remote, serve_host=args.serve_host,
+                               parallel=args.parallel, **launch_options(args, browsers))
         if args.resume is not None:
             plan, remaining, timing, writer = sweep.resume(args.resume, retry_failed=args.retry_failed)
             print(f"resuming {args.resume}: {len(plan) - len(remaining)} of {len(plan)} runs already "
