@@ -42,9 +42,10 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(markdown_lines(list(frame.columns), frame.itertuples(index=False)))
 
 
-def html_table(frame: pd.DataFrame, css: str = "data") -> str:
-    """A wide table scrolls inside its own box; the page never runs off the window."""
-    return ('<div class="scroll">' + frame.to_html(index=False, escape=True, na_rep="", border=0,
+def html_table(frame: pd.DataFrame, css: str = "data", escape: bool = True) -> str:
+    """A wide table scrolls inside its own box; the page never runs off the window. ``escape``
+    False: the cells are HTML already (escaped by the caller)."""
+    return ('<div class="scroll">' + frame.to_html(index=False, escape=escape, na_rep="", border=0,
                                                    classes=css) + "</div>")
 
 

@@ -553,16 +553,12 @@ PATH_COLUMNS = ("binary", "WebGPU adapter", "ran on")
 def env_html(env: pd.DataFrame) -> str:
     """The environment table: every word whole at a laptop's width, a path wrapping after its
     slashes rather than inside a name (the view check measures it)."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in env.columns)
-    body = []
-    for record in env.to_dict("records"):
-        cells = []
-        for column, value in record.items():
-            text = html.escape("" if value is None or (isinstance(value, float) and value != value) else str(value))
-            cells.append(f"<td>{text.replace('/', '/<wbr>') if column in PATH_COLUMNS else text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table class="data env"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+    cells = env.fillna("").astype(str).map(html.escape)
+    for column in PATH_COLUMNS:
+        if column in cells:
+            cells[column] = cells[column].str.replace("/", "/<wbr>", regex=False)
+    cells.columns = [html.escape(str(c)) for c in env.columns]
+    return html_table(cells, "data env", escape=False)
 
 
 def machine_lines(sweeps: Sweeps) -> list[str]:
