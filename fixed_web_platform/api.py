@@ -21,7 +21,7 @@ from .harness.runner import SweepOptions
 from .harness.server import LOOPBACK
 from .plan import DEFAULT_OBSERVER, build_plan, default_engines
 from .progress import PlainProgress
-from .run_spec import MODEL_TIMING, TimingConfig
+from .run_spec import DEFAULT_TIMING, MODEL_TIMING, TimingConfig
 from .vocabulary import (
     DEFAULT_BLOCK_SIZE,
     BrowserName,
@@ -108,7 +108,7 @@ async def run_real_test(
         observer=observer,
     )
     if timing is None:
-        timing = MODEL_TIMING if model is not None else TimingConfig()
+        timing = MODEL_TIMING if model is not None else DEFAULT_TIMING
     label = "api-" + "-".join(dict.fromkeys(r.platform.value for r in plan))
     writer = sweep.start(plan, timing, output_dir=Path(output_dir) if output_dir else None, label=label)
     options = dataclasses.replace(options, timing=timing, progress=PlainProgress() if progress else None)

@@ -14,25 +14,54 @@ from .vocabulary import DEFAULT_GRANULARITY, BrowserName, EngineName, Platform, 
 from .workloads import Workload, workload_from_json
 
 MAX_ITERATIONS_LIMIT = 2048
-"""WebGPU query sets hold at most 4096 timestamps: two per timed iteration."""
+"""WebGPU query sets hold at most 4096 timestamps: two per iteration of the ring (timing.js)."""
+RECORD_CAP = 20_000
+"""The most iterations a page records (a 0.5 ms kernel runs 20,000 in 10 s)."""
+
+WARMUP_FLOORS_S: dict[tuple[str, str, str], float] = {
+    ("ort", "wasm", "chrome"): 3.0,
+    ("ort", "wasm", "edge"): 3.0,
+    ("wllama", "wasm", "chrome"): 3.0,
+    ("wllama", "wasm", "edge"): 3.0,
+}
+"""The floor of ``--warmup-time auto``: seconds every page of an (engine, platform, browser)
+runs before its iterations may count as steady; 0 where not listed. Measured, not guessed:
+Chromium's V8 moves WebAssembly from Liftoff to TurboFan after a budget of executed work, and
+ONNX Runtime's wasm kernels ran 2-11x faster after it (docs/concepts/steady-state.md has the
+sweep that measured each floor: benchmarks/steady_floors.py)."""
+CLOCK_BATCH_MS: dict[tuple[str, str], float] = {("firefox", "webgpu"): 250.0}
+"""Where a page's wall clock is coarse, the page's stop rule judges batches of iterations
+spanning at least this long (Firefox's onSubmittedWorkDone resolves on a ~100 ms tick)."""
 
 
 @dataclass(frozen=True)
 class TimingConfig:
-    """The timing protocol of every run (see web/timing.js for the page's half)."""
+    """The timing protocol of every run (web/timing.js is the page's half;
+    docs/concepts/steady-state.md says how they fit). The dataclass's own defaults are the
+    counts protocol (``--steady off``); DEFAULT_TIMING and MODEL_TIMING are the product's."""
 
     warmup: int = 3
+    """Iterations every page runs before any may count as steady (a floor, never steady)."""
     min_iterations: int = 10
     min_time_s: float = 1.0
     max_iterations: int = 200
+    """Counts mode: the most iterations after the floor. Both modes: the GPU timestamp ring
+    keeps the last max_iterations iterations' timestamps."""
     repeat: int = 1
     """Page loads per run; their samples are pooled (pyperf's processes idea)."""
     timeout_s: float = 120.0
-    warmup_min_s: float = 0.0
-    """Warm-ups also continue until this much time has passed (0: the count alone). A JIT that
-    tiers code up after a budget of work (Chromium's V8 moves WebAssembly from Liftoff to TurboFan
-    after seconds of running; ORT Web's wasm kernels ran 5x faster after about 2 s) needs time,
-    not a count."""
+    warmup_min_s: float | None = 0.0
+    """The floor also runs until this much time has passed (0: the count alone; None: auto, the
+    floor measured for the run's engine, platform and browser, WARMUP_FLOORS_S)."""
+    steady: bool = False
+    """Steady mode: iterate until the trailing window is steady (web/timing.js) or steady_cap_s;
+    off: the counts protocol (min_iterations and min_time_s after the floor)."""
+    steady_cap_s: float = 10.0
+    """Steady mode: a page stops here, steady or not (seconds from its first warm iteration)."""
+    steady_tolerance: float = 0.05
+    """Steady mode: the window's halves' medians agree within this (relative)."""
+    batch_ms: float = 0.0
+    """The stop rule judges batches of iterations at least this long (CLOCK_BATCH_MS, per run)."""
 
     def __post_init__(self) -> None:
         if self.warmup < 0:
@@ -46,21 +75,38 @@ class TimingConfig:
             raise ValueError(f"min time must be a non-negative number of seconds, got {self.min_time_s}")
         if self.repeat < 1:
             raise ValueError(f"repeat must be at least 1, got {self.repeat}")
-        if not (0 <= self.warmup_min_s < float("inf")):
+        if self.warmup_min_s is not None and not (0 <= self.warmup_min_s < float("inf")):
             raise ValueError(f"warm-up time must be a non-negative number of seconds, got {self.warmup_min_s}")
         if not (0 < self.timeout_s < float("inf")):
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout_s}")
+        if not (0 < self.steady_cap_s < float("inf")):
+            raise ValueError(f"steady cap must be a positive number of seconds, got {self.steady_cap_s}")
+        if not (0 < self.steady_tolerance < 1):
+            raise ValueError(f"steady tolerance must be between 0 and 1, got {self.steady_tolerance}")
 
     @property
     def page_budget_ms(self) -> float:
-        """Time one page may spend on timed iterations: half its share of the run's timeout."""
+        """Time one page may spend on its iterations: half its share of the run's timeout."""
         return 1000.0 * self.timeout_s * 0.5 / self.repeat
 
+    def for_run(self, run: RunSpec) -> TimingConfig:
+        """This protocol as one run's pages follow it: the auto floor and the clock's batch
+        resolved for its engine, platform and browser."""
+        floor = self.warmup_min_s
+        if floor is None:
+            floor = WARMUP_FLOORS_S.get((run.engine.value, run.platform.value, run.browser.value), 0.0)
+        batch = CLOCK_BATCH_MS.get((run.browser.value, run.platform.value), 0.0)
+        return dataclasses.replace(self, warmup_min_s=floor, batch_ms=max(self.batch_ms, batch))
 
-MODEL_TIMING = TimingConfig(warmup=1, min_iterations=5, min_time_s=0.0, max_iterations=200, timeout_s=600.0)
-"""Defaults for whole-model sweeps: a forward pass takes seconds on a software adapter, so fewer
-warm-ups and samples per page load (still a cold pass apart, a warm-up, several timed passes)
-and a longer time limit. Any timing flag given on the command line wins."""
+
+DEFAULT_TIMING = TimingConfig(steady=True, warmup_min_s=None)
+"""The main command's protocol for kernels: steady mode after the auto floor."""
+MODEL_TIMING = TimingConfig(warmup=1, min_iterations=5, min_time_s=0.0, max_iterations=200, timeout_s=600.0,
+                            warmup_min_s=None, steady_cap_s=120.0)
+"""Defaults for whole-model sweeps: a forward pass takes seconds on a software adapter, so the
+counts protocol with fewer warm-ups and samples per page load (a cold pass apart, the auto floor,
+several passes whose series is still classified) and a longer time limit; ``--steady on`` asks
+for more. Any timing flag given on the command line wins."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import os
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -25,7 +25,11 @@ v8: rows are a core plus their workload kind's columns: a ``kind`` column (matmu
 v9: ``format_requested`` (an engine's named weight format, e.g. wllama's GGUF types; blank where
     the bits name the format); engine ``wllama``.
 v10: ``granularity`` (block or per-channel weights; older folders read as block at 8/4/2 bits) and
-    ``graph_form`` (the WebNN graph form built, or asked for); both in a configuration's identity."""
+    ``graph_form`` (the WebNN graph form built, or asked for); both in a configuration's identity.
+v11: steady state (docs/concepts/steady-state.md): ``steady_class``, ``steady_tally``,
+    ``warmup_iterations``, ``warmup_s``, ``steady_samples``, ``stop_reason``, ``first_warm_ratio``;
+    figures come from the steady segment; samples.jsonl keeps every page's full ``series``.
+    Older folders read as "not judged"."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""
@@ -36,10 +40,13 @@ COMPUTE_DTYPES = ("f32", "f16", "i8dot")
 """What a kernel's arithmetic ran in: float32, float16, or int8 dot products accumulated in i32
 and rescaled in f32 (the int8-activation kernels)."""
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 """Version of the page protocol (job spec the page fetches, reply it posts).
 v2: the spec names its output tensors (``outputs``: name, dtype, shape); a matmul's m, k, n are
-    its runner's options."""
+    its runner's options.
+v3: every iteration after the cold one is in the reply (``wall_ms``, ``start_ms``), with the
+    floor's length (``floor_iterations``) and ``stop_reason``; ``gpu_ms`` covers the last ones;
+    the spec carries the steady-state rule's fields (web/timing.js)."""
 
 
 class Platform(enum.StrEnum):

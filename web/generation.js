@@ -2,15 +2,16 @@
 // generation, the prefill then new_tokens - 1 decode steps, each new id read back after its step
 // (the per-token timestamps). `prefill()` resolves to the first id, `decode(i, id)` to the i-th
 // given the one before; `before()` and `after()` (optional) run untimed around each generation.
-// Returns the timing protocol's {coldMs, wallMs} with the timed generations ({ttft_ms, token_ms}),
-// the first (cold) prefill's time and the ids of the last timed generation.
+// Returns the timing protocol's result (`timed`, timing.js) with the generations of every iteration
+// after the cold one ({ttft_ms, token_ms}), the first (cold) prefill's time and the ids of the
+// last generation.
 import {timeIterations} from './timing.js';
 
 export async function timeGenerations(spec, newTokens, {prefill, decode, before = null, after = null}) {
   const generations = [];
   let firstForwardMs = null;
   let generated = [];
-  const generate = async (timedIndex) => {
+  const generate = async (index) => {
     if (before) await before();
     const t0 = performance.now();
     const ids = [await prefill()];
@@ -25,12 +26,12 @@ export async function timeGenerations(spec, newTokens, {prefill, decode, before 
     }
     if (after) await after();
     if (firstForwardMs === null) firstForwardMs = tFirst - t0;
-    if (timedIndex !== null) {
+    if (index !== null) {
       generations.push({ttft_ms: tFirst - t0, token_ms: tokenMs});
       generated = ids;
     }
     return last - t0;
   };
-  const {coldMs, wallMs} = await timeIterations(spec, generate);
-  return {coldMs, wallMs, generations, firstForwardMs, generated};
+  const timed = await timeIterations(spec, generate);
+  return {timed, generations, firstForwardMs, generated};
 }

@@ -1,23 +1,103 @@
-// The timing protocol shared by the runners: one cold iteration kept apart, warm-ups discarded,
-// then timed iterations until both a minimum count and a minimum time are reached, with a cap on
-// the count and a time budget (a run that hits the budget first comes back short, and Python
-// marks it). `once(index)` runs one iteration and returns its wall-clock milliseconds; `index`
-// is the timed iteration number, or null for cold and warm-up iterations.
-export async function timeIterations(spec, once) {
-  const budgetStart = performance.now();  // the budget covers cold and warm-up iterations too
-  const coldMs = await once(null);
-  const warmStart = performance.now();  // warm-ups: the count, and at least warmup_min_ms of them
-  const warming = (i) => i < spec.warmup || performance.now() - warmStart < (spec.warmup_min_ms || 0);
-  for (let i = 0; warming(i) && performance.now() - budgetStart < spec.budget_ms; i++) {
-    await once(null);
-  }
+// The timing protocol shared by the runners (docs/concepts/steady-state.md). One cold iteration
+// kept apart; then every iteration is recorded (its wall-clock milliseconds and its start offset
+// from the first warm iteration) until the page stops, and Python decides which of them are
+// steady. The floor, `warmup` iterations and `warmup_min_ms` of them, always runs and never
+// counts as steady. After it:
+// - steady mode stops once the trailing window is steady: a window of the latest iterations,
+//   starting after the floor, covering at least half the elapsed time and at least
+//   2 x min_iterations iterations, whose halves' medians (of batches spanning at least
+//   batch_ms, one iteration each where the clock is fine) agree within `steady_tolerance`;
+//   and it needs min_iterations and min_time_ms after the floor too. Otherwise it stops at
+//   `steady_cap_ms` of elapsed time ('cap').
+// - counts mode (--steady off, the old protocol) stops once min_iterations and min_time_ms are
+//   met after the floor, or at max_iterations after it.
+// Both stop at the page's time budget ('budget') and at record_cap iterations ('record-cap').
+// `once(i, slot)` runs iteration i (null for the cold one) and returns its milliseconds; `slot`
+// is i modulo max_iterations, the GPU timestamp slot of a ring that keeps the last
+// max_iterations iterations (gpuOrder says which slots, oldest first).
+export async function timeIterations(spec, once, clock = performance) {
+  const now = () => clock.now();
+  const budgetStart = now();  // the budget covers the cold iteration and the floor too
+  const coldMs = await once(null, null);
+  const ring = spec.max_iterations;
   const wallMs = [];
-  const start = performance.now();
-  while (wallMs.length < spec.max_iterations) {
-    const elapsed = performance.now() - start;
-    if (wallMs.length >= spec.min_iterations && elapsed >= spec.min_time_ms) break;
-    if (wallMs.length > 0 && performance.now() - budgetStart >= spec.budget_ms) break;
-    wallMs.push(await once(wallMs.length));
+  const startMs = [];
+  const t0 = now();
+  let floor = null;  // iterations in the floor, once it is over
+  let nextCheck = 0;
+  let stopReason = null;
+  for (;;) {
+    const n = wallMs.length;
+    const elapsed = now() - t0;
+    if (floor === null && n >= spec.warmup && elapsed >= (spec.warmup_min_ms || 0)) floor = n;
+    if (floor !== null) {
+      const after = n - floor;
+      const afterMs = after > 0 ? elapsed - startMs[floor] : 0;
+      const enough = after >= spec.min_iterations && afterMs >= spec.min_time_ms;
+      if (!spec.steady) {
+        if (enough) stopReason = 'counts';
+        else if (after >= spec.max_iterations) stopReason = 'max-iterations';
+      } else if (enough && n >= nextCheck) {
+        nextCheck = n + Math.max(1, Math.ceil(0.05 * n));  // a check costs a sort: not every time
+        if (steadyWindow(wallMs, startMs, floor, elapsed, spec)) stopReason = 'steady';
+      }
+      if (!stopReason && spec.steady && elapsed >= spec.steady_cap_ms) stopReason = 'cap';
+    }
+    if (!stopReason && n >= spec.record_cap) stopReason = 'record-cap';
+    if (!stopReason && n > 0 && now() - budgetStart >= spec.budget_ms) stopReason = 'budget';
+    if (stopReason) break;
+    startMs.push(now() - t0);
+    wallMs.push(await once(n, n % ring));
   }
-  return {coldMs, wallMs};
+  return {coldMs, wallMs, startMs, floorIterations: floor ?? wallMs.length, stopReason,
+    gpuOrder: gpuOrder(wallMs.length, ring)};
+}
+
+// The ring slots holding the last min(n, ring) iterations' GPU timestamps, oldest first.
+export function gpuOrder(n, ring) {
+  const kept = Math.min(n, ring);
+  return Array.from({length: kept}, (_, k) => (n - kept + k) % ring);
+}
+
+// The reply's timing fields from timeIterations' result (and the GPU series in iteration order).
+export function timingReply(timed, gpuMs = null) {
+  return {
+    cold_ms: timed.coldMs, wall_ms: timed.wallMs, start_ms: timed.startMs,
+    floor_iterations: timed.floorIterations, stop_reason: timed.stopReason, gpu_ms: gpuMs,
+  };
+}
+
+// The steady-mode stop rule (above), on the series so far; exported for the node test.
+export function steadyWindow(wallMs, startMs, floor, elapsed, spec) {
+  let w = wallMs.length - 1;  // the latest start that makes the window cover half the time
+  while (w >= floor && startMs[w] > elapsed / 2) w--;
+  if (w < floor || wallMs.length - w < 2 * spec.min_iterations) return false;
+  const batches = batchMeans(wallMs.slice(w), spec.batch_ms || 0);
+  const half = Math.floor(batches.length / 2);
+  if (half < 3) return false;
+  const a = median(batches.slice(0, half));
+  const b = median(batches.slice(batches.length - half));
+  return a > 0 && Math.abs(b / a - 1) <= spec.steady_tolerance;
+}
+
+function batchMeans(ms, batchMs) {
+  const out = [];
+  let sum = 0;
+  let count = 0;
+  for (const x of ms) {
+    sum += x;
+    count++;
+    if (sum >= batchMs) {
+      out.push(sum / count);
+      sum = 0;
+      count = 0;
+    }
+  }
+  return out;
+}
+
+function median(xs) {
+  const s = [...xs].sort((p, q) => p - q);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }

@@ -1,9 +1,10 @@
 // How the speech runners time transcription (one timed iteration is one clip end to end): clip 0
 // cold (the transcription that copies out the checks), warm-ups, then timed iterations taking the
-// clips in turn, at least one per clip; then, untimed, every clip no timed iteration reached, so
-// every clip has its ids. `transcribe(clip, check)` resolves to {clip, frontend_ms, encoder_ms,
-// first_token_ms, token_ms, total_ms, ids}. Returns the timing protocol's {coldMs, wallMs}, the
-// timed clips' records (the reply's speech.clips) and each clip's ids.
+// clips in turn, at least one per clip; then, untimed, every clip no iteration reached, so every
+// clip has its ids. `transcribe(clip, check)` resolves to {clip, frontend_ms, encoder_ms,
+// first_token_ms, token_ms, total_ms, ids}. Returns the timing protocol's result (`timed`,
+// timing.js), the records of every iteration after the cold one (the reply's speech.clips) and
+// each clip's ids.
 import {timeIterations} from './timing.js';
 
 export async function timeTranscriptions(spec, clips, transcribe) {
@@ -18,9 +19,9 @@ export async function timeTranscriptions(spec, clips, transcribe) {
     return totalMs;
   };
   const timing = {...spec, min_iterations: Math.min(spec.max_iterations, Math.max(spec.min_iterations, clips))};
-  const {coldMs, wallMs} = await timeIterations(timing, once);
+  const timed = await timeIterations(timing, once);
   for (let c = 0; c < clips; c++) if (transcripts[c] === null) transcripts[c] = (await transcribe(c, false)).ids;
-  return {coldMs, wallMs, records, transcripts};
+  return {timed, records, transcripts};
 }
 
 // Each clip's ids into the reply's int32 [clips, maxTokens] output at `byteOffset`, -1 after its end.

@@ -266,13 +266,17 @@ class ViewJudgement:
 
 
 def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFECT,
-                  alpha: float = DEFAULT_ALPHA) -> list[int]:
-    """Indices where a new level starts (see _change_points)."""
-    return list(_change_points(tuple(float(v) for v in values), min_effect, alpha))
+                  alpha: float = DEFAULT_ALPHA, *, noise: float | None = None, min_size: int = 2,
+                  jump: int = 1) -> list[int]:
+    """Indices where a new level starts (see _change_points). ``noise`` overrides the estimate
+    from successive differences (a series whose neighbours are correlated needs its own, as
+    analysis/steady.py's iterations do); ``min_size`` and ``jump`` are PELT's."""
+    return list(_change_points(tuple(float(v) for v in values), min_effect, alpha, noise, min_size, jump))
 
 
 @functools.lru_cache(maxsize=8192)
-def _change_points(values: tuple[float, ...], min_effect: float, alpha: float) -> tuple[int, ...]:
+def _change_points(values: tuple[float, ...], min_effect: float, alpha: float, noise: float | None = None,
+                   min_size: int = 2, jump: int = 1) -> tuple[int, ...]:
     """Indices where a new level starts: ruptures' PELT (l2 cost, at least 2 nights a segment,
     penalty PENALTY * s^2 * log n with s the noise from successive differences), keeping the
     points where the level moved by more than ``min_effect`` and the move between the segments on
@@ -284,8 +288,8 @@ def _change_points(values: tuple[float, ...], min_effect: float, alpha: float) -
     a = np.asarray(values, dtype=np.float64)
     if a.size < 4:
         return ()
-    sd = _noise(a)
-    ends = ruptures.Pelt(model="l2", min_size=2, jump=1).fit(a.reshape(-1, 1)).predict(
+    sd = _noise(a) if noise is None else max(noise, SD_FLOOR)
+    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=jump).fit(a.reshape(-1, 1)).predict(
         pen=PENALTY * sd * sd * math.log(a.size))
     bounds = [0, *ends]
     kept: list[int] = []

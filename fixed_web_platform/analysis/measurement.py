@@ -8,8 +8,10 @@ dequantized reference and the user's cost against the float64 original-weights r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from ..engines.base import EngineJob, Executed
 from ..harness.protocol import PageDataError, PageReply, parse_outputs
@@ -20,27 +22,114 @@ from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import Outcome, TimingSource
 from ..workloads import kind_named
 from .stats import summarize
+from .steady import SteadyClass, Verdict, classify, run_class, tally
 
 PERFORMANCE_FIGURES = (
     "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv", "latency_ms_mean",
     "latency_ms_stdev", "latency_ms_iqr", "cold_ms", "wall_ms_median", "gpu_ms_median", "gflops",
+    "warmup_iterations", "warmup_s", "steady_samples", "first_warm_ratio",
 )
 """Blank in any row that is not ok (the raw samples stay in samples.jsonl for diagnosis), with
 the row's kind's own speed figures (``Column.performance``)."""
 
 
-def samples_record(pages: Sequence[PageReply], timing_source: str, outcome: str) -> dict[str, Any]:
-    gpu_ok = all(p.gpu_ms is not None for p in pages)
+@dataclass(frozen=True)
+class PageSeries:
+    """One page load's iterations judged (analysis/steady.py): which of them the figures use."""
+
+    page: PageReply
+    verdict: Verdict
+    """The headline series' verdict (GPU timestamps where every page has them, else wall clock)."""
+    wall_verdict: Verdict
+    start: int
+    """The first iteration (of the wall series) the figures use."""
+    gpu_offset: int
+    """The wall series' index of the first GPU timestamp (the ring keeps the last ones)."""
+
+    @property
+    def wall(self) -> tuple[float, ...]:
+        return self.page.wall_ms[self.start:]
+
+    @property
+    def gpu(self) -> tuple[float, ...] | None:
+        g = self.page.gpu_ms
+        return None if g is None else g[self.start - self.gpu_offset:]
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.page
+        return {"wall_ms": list(p.wall_ms), "start_ms": list(p.start_ms), "gpu_ms": None if p.gpu_ms is None
+                else list(p.gpu_ms), "floor_iterations": p.floor_iterations, "stop_reason": p.stop_reason,
+                "figures_from": self.start, "steady": self.verdict.to_json(),
+                **({"wall_steady": self.wall_verdict.to_json()} if self.verdict is not self.wall_verdict else {})}
+
+
+def judge_series(pages: Sequence[PageReply]) -> tuple[list[PageSeries], str]:
+    """Classify every page load's series and pick the iterations the figures use: the steady
+    segment where there is one, else those after the floor; GPU timestamps when every page has
+    usable ones (they cover the last iterations: the figures then start no earlier)."""
+    gpu_usable = all(p.gpu_ms is not None and all(s > 0 for s in p.gpu_ms) for p in pages)
+    out = []
+    for p in pages:
+        wall_verdict = classify(p.wall_ms, p.start_ms, p.floor_iterations)
+        offset = len(p.wall_ms) - len(p.gpu_ms) if gpu_usable and p.gpu_ms else 0
+        verdict = wall_verdict
+        if gpu_usable:
+            starts = [t - p.start_ms[offset] for t in p.start_ms[offset:]]
+            local = classify(p.gpu_ms, starts, max(0, p.floor_iterations - offset))
+            verdict = replace(local, steady_start=local.steady_start + offset,
+                              change_points=tuple(c + offset for c in local.change_points),
+                              warmup_s=None if local.warmup_s is None else p.start_ms[local.steady_start + offset] / 1000)
+        start = max(verdict.steady_start if verdict.settled else p.floor_iterations, offset)
+        if start >= len(p.wall_ms):  # a page cut short in its floor: its last iteration
+            start = len(p.wall_ms) - 1
+        out.append(PageSeries(p, verdict, wall_verdict, start, offset))
+    return out, (TimingSource.GPU_TIMESTAMP if gpu_usable else TimingSource.WALL_CLOCK)
+
+
+def samples_record(series: Sequence[PageSeries], timing_source: str, outcome: str) -> dict[str, Any]:
+    """The run's samples.jsonl record: the samples its figures come from (``wall_ms``,
+    ``gpu_ms``, split by ``samples_per_page``) and every page's whole ``series``."""
+    pages = [s.page for s in series]
+    gpu = [s.gpu for s in series]
     return {
         "outcome": outcome,
         "timing_source": timing_source,
         "cold_ms": [p.cold_ms for p in pages],
-        "wall_ms": [s for p in pages for s in p.wall_ms],
-        "gpu_ms": [s for p in pages for s in p.gpu_ms or ()] if gpu_ok else None,
-        "samples_per_page": [len(p.wall_ms) for p in pages],
+        "wall_ms": [x for s in series for x in s.wall],
+        "gpu_ms": [x for g in gpu for x in g] if all(g is not None for g in gpu) else None,
+        "samples_per_page": [len(s.wall) for s in series],
         "compile_ms": [p.compile_ms for p in pages],
         "gpu_note": next((p.gpu_note for p in pages if p.gpu_note), ""),
+        "series": [s.to_json() for s in series],
     } | ({"kind": [p.kind_fields for p in pages]} if any(p.kind_fields for p in pages) else {})
+
+
+def steady_fields(series: Sequence[PageSeries]) -> dict[str, Any]:
+    """A row's steady-state columns from its page loads' verdicts."""
+    verdicts = [s.verdict for s in series]
+    first = series[0]
+    level = float(np.median(first.wall))
+    stops = sorted({s.page.stop_reason for s in series})
+    return {
+        "steady_class": run_class(verdicts).value,
+        "steady_tally": tally(verdicts),
+        "warmup_iterations": int(np.median([s.start for s in series])),
+        "warmup_s": float(np.median([s.page.start_ms[s.start] / 1000 for s in series])),
+        "steady_samples": sum(len(s.wall) for s in series),
+        "stop_reason": "/".join(stops),
+        "first_warm_ratio": first.page.wall_ms[0] / level if level > 0 else None,
+    }
+
+
+def steady_notes(series: Sequence[PageSeries]) -> list[str]:
+    """What a row's reason says about its series: no steady state, a GPU/wall disagreement."""
+    notes = []
+    if any(s.verdict.steady_class is SteadyClass.NO_STEADY for s in series):
+        notes.append("no steady state: the figures are every iteration after the floor, not a steady level")
+    split = sorted({f"{s.verdict.steady_class} on GPU timestamps, {s.wall_verdict.steady_class} on the wall clock"
+                    for s in series if s.verdict.steady_class is not s.wall_verdict.steady_class
+                    and s.verdict is not s.wall_verdict})
+    return notes + split
 
 
 def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[PageReply],
@@ -57,25 +146,27 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         return row, {"outcome": row.outcome, "reason": row.reason}
     first = pages[0]
     ran = executed[0]
+    kind = kind_named(run.workload.kind)
     problems = sorted({e.problem for e in executed if e.problem})
     problems += sorted({p for p in (prepared.kernel_problem(o) for o in outs) if p})
     vs_float = quant.error_metrics(outs[0], prepared.ref_float)
     kernel_errors = [quant.error_metrics(o, prepared.ref_dequantized)["rel_error"] for o in outs]
     kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
     tolerance = prepared.tolerance(ran.compute_dtype)
-    gpu_samples = [s for p in pages for s in p.gpu_ms or ()]
-    gpu_usable = all(p.gpu_ms is not None for p in pages) and all(s > 0 for s in gpu_samples)
-    wall_samples = [s for p in pages for s in p.wall_ms]
-    headline = gpu_samples if gpu_usable else wall_samples
-    timing_source = TimingSource.GPU_TIMESTAMP if gpu_usable else TimingSource.WALL_CLOCK
+    series, timing_source = judge_series(pages)
+    wall_samples = [x for s in series for x in s.wall]
+    gpu_samples = [x for s in series for x in s.gpu or ()]
+    headline = gpu_samples if timing_source is TimingSource.GPU_TIMESTAMP else wall_samples
     stats = summarize(headline)
-    short = any(len(p.wall_ms) < timing.min_iterations for p in pages)
+    after_floor = [len(p.wall_ms) - p.floor_iterations for p in pages]
+    short = any(n < timing.min_iterations for n in after_floor)
     notes = [base.reason] if base.reason else []
     notes.extend(sorted({e.note for e in executed if e.note}))
     if short:
-        counts = ", ".join(str(len(p.wall_ms)) for p in pages)
-        notes.append(f"short: {counts} timed samples per page, {timing.min_iterations} asked "
+        counts = ", ".join(str(n) for n in after_floor)
+        notes.append(f"short: {counts} samples after the floor per page, {timing.min_iterations} asked "
                      f"(page time budget {timing.page_budget_ms / 1000:g} s)")
+    notes.extend(steady_notes(series))
     outcome = Outcome.OK
     if problems:
         outcome = Outcome.INVALID
@@ -132,7 +223,8 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         threads=first.threads,
         engine_version=first.engine_version,
         **prepared.figures(parsed[0], stats.median),
-        **kind_named(run.workload.kind).speed_figures(run.workload, [p.kind_fields for p in pages]),
+        **steady_fields(series),
+        **kind.speed_figures(run.workload, [kind.from_iteration(s.page.kind_fields, s.start) for s in series]),
     )
     if outcome is not Outcome.OK:  # figures of a run whose output is wrong are not reported
         speed = [*PERFORMANCE_FIGURES, *(c.name for c in kind_named(row.kind).columns if c.performance)]
@@ -147,4 +239,4 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
             proc_pss_peak_bytes=memory.peak_pss,
             proc_count=memory.processes,
         )
-    return row, samples_record(pages, timing_source, row.outcome)
+    return row, samples_record(series, timing_source, row.outcome)

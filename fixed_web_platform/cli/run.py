@@ -23,7 +23,7 @@ from ..precision.observers import OBSERVERS
 from ..progress import for_terminal
 from ..report.sections import terminal_tables
 from ..results.rows import ResultRow
-from ..run_spec import MODEL_TIMING, RunSpec, TimingConfig
+from ..run_spec import DEFAULT_TIMING, MODEL_TIMING, RunSpec, TimingConfig
 from ..vocabulary import (
     ACT_BITS,
     DEFAULT_BITS,
@@ -70,6 +70,20 @@ engine_arg = argument(lambda t: parse_enum(EngineName, t, "engine"))
 bits_arg = argument(parse_bits)
 positive_arg = argument(_count(1))
 non_negative_arg = argument(_count(0))
+
+
+def _seconds(text: str, minimum_exclusive: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not (value > 0 if minimum_exclusive else value >= 0) or value == float("inf"):
+        raise ValueError(f"{text!r} is not a {'positive' if minimum_exclusive else 'non-negative'} number of seconds")
+    return value
+
+
+positive_float_arg = argument(lambda t: _seconds(t, True))
+warmup_time_arg = argument(lambda t: "auto" if t == "auto" else _seconds(t, False))
 
 
 def add_launch_options(p: argparse.ArgumentParser) -> None:
@@ -134,12 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repetitions", type=positive_arg, default=1,
                    help="runs of each configuration (each a fresh page)")
     p.add_argument("--warmup", type=non_negative_arg, default=None,
-                   help=f"warm-up iterations per page (default {TimingConfig.warmup}; "
-                        f"{MODEL_TIMING.warmup} with --model)")
-    p.add_argument("--warmup-time", dest="warmup_min_s", type=float, default=None, metavar="S",
-                   help="warm-ups also continue until S seconds have passed (default 0: the count alone); "
-                        "Chromium's WebAssembly (ONNX Runtime's wasm kernels, wllama) speeds up after seconds "
-                        "of running, so give wasm sweeps in Chromium a few seconds (docs/guides/onnx-file.md has the figures)")
+                   help=f"iterations every page runs before any may count as steady (default "
+                        f"{DEFAULT_TIMING.warmup}; {MODEL_TIMING.warmup} with --model)")
+    p.add_argument("--warmup-time", dest="warmup_min_s", type=warmup_time_arg, default=None, metavar="auto|S",
+                   help="the floor also runs S seconds (default auto: the floor measured for each engine, "
+                        "platform and browser, e.g. 3 s for Chromium's WebAssembly, which speeds up after "
+                        "seconds of running; docs/concepts/steady-state.md)")
+    p.add_argument("--steady", choices=("on", "off"), default=None,
+                   help="on: each page iterates until its series is steady or --steady-cap (default for "
+                        "matmuls); off: the counts protocol, --min-iterations and --min-time after the floor "
+                        "(default with --model: a forward pass takes seconds); either way Python classifies "
+                        "every page's series and takes the figures from its steady segment")
+    p.add_argument("--steady-cap", dest="steady_cap_s", type=positive_float_arg, default=None, metavar="S",
+                   help=f"steady mode: seconds a page iterates at most, steady or not (default "
+                        f"{DEFAULT_TIMING.steady_cap_s:g}; {MODEL_TIMING.steady_cap_s:g} with --model)")
     p.add_argument("--min-iterations", "--iterations", dest="min_iterations", type=positive_arg,
                    default=None,
                    help=f"timed iterations per page at least (default {TimingConfig.min_iterations}; "
@@ -336,7 +358,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         granularity=args.granularity,
         graph_form=["" if f == "default" else f for f in args.graph_form],
     )
-    defaults = MODEL_TIMING if args.model is not None else TimingConfig()
+    defaults = MODEL_TIMING if args.model is not None else DEFAULT_TIMING
 
     def given(value: Any, default: Any) -> Any:
         return default if value is None else value
@@ -344,7 +366,9 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     min_iterations = given(args.min_iterations, defaults.min_iterations)
     timing = TimingConfig(
         warmup=given(args.warmup, defaults.warmup), min_iterations=min_iterations,
-        warmup_min_s=given(args.warmup_min_s, defaults.warmup_min_s),
+        warmup_min_s=defaults.warmup_min_s if args.warmup_min_s in (None, "auto") else args.warmup_min_s,
+        steady=defaults.steady if args.steady is None else args.steady == "on",
+        steady_cap_s=given(args.steady_cap_s, defaults.steady_cap_s),
         min_time_s=given(args.min_time, defaults.min_time_s),
         max_iterations=args.max_iterations or max(defaults.max_iterations, min_iterations),
         repeat=args.repeat, timeout_s=given(args.timeout, defaults.timeout_s),

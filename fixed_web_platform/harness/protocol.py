@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PageDataError
-from ..run_spec import TimingConfig
+from ..run_spec import RECORD_CAP, TimingConfig
 from ..vocabulary import COMPUTE_DTYPES, PROTOCOL_VERSION
 from ..workloads import TensorSpec, WorkloadKind
 from ..workloads.base import TENSOR_DTYPES
@@ -24,6 +24,9 @@ MAX_REASON_CHARS = 2000
 MAX_SAMPLE_MS = 3_600_000.0
 """A timed sample longer than an hour is not a measurement (a forged or broken reply)."""
 PAGE_STATUSES = ("ok", "unsupported", "failed")
+STOP_REASONS = ("steady", "cap", "counts", "max-iterations", "budget", "record-cap")
+"""Why a page stopped iterating (web/timing.js): steady mode's rule held; steady mode's cap; counts
+mode's counts met; counts mode's max_iterations; the page's time budget; the record cap."""
 _RUNNER_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PROBE_RUNNER = "probe"
 """The page's built-in capability probe (web/probe.js), not an engine."""
@@ -67,9 +70,12 @@ class JobSpec:
         }
         if self.timing is not None:
             t = self.timing
+            if t.warmup_min_s is None:
+                raise ValueError("the auto warm-up floor is resolved per run (TimingConfig.for_run) before a job")
             doc |= {"warmup": t.warmup, "warmup_min_ms": t.warmup_min_s * 1000.0, "min_iterations": t.min_iterations,
                     "max_iterations": t.max_iterations, "min_time_ms": t.min_time_s * 1000.0,
-                    "budget_ms": t.page_budget_ms}
+                    "budget_ms": t.page_budget_ms, "steady": t.steady, "steady_cap_ms": t.steady_cap_s * 1000.0,
+                    "steady_tolerance": t.steady_tolerance, "batch_ms": t.batch_ms, "record_cap": RECORD_CAP}
         return doc
 
 
@@ -110,7 +116,15 @@ class PageReply:
     compile_ms: float | None = None
     cold_ms: float | None = None
     wall_ms: tuple[float, ...] = ()
+    """Every iteration after the cold one, in order (the floor's first)."""
+    start_ms: tuple[float, ...] = ()
+    """Each iteration's start, from the first one's."""
+    floor_iterations: int = 0
+    """How many of the first iterations were the floor (never steady)."""
+    stop_reason: str = ""
+    """Why the page stopped iterating (STOP_REASONS)."""
     gpu_ms: tuple[float, ...] | None = None
+    """GPU timestamps of the last len(gpu_ms) iterations (the ring of max_iterations)."""
     gpu_buffer_bytes: int | None = None
     js_heap_bytes: int | None = None
     js_heap_source: str = ""
@@ -211,9 +225,10 @@ def _short(value: Any, name: str, limit: int = 40) -> str:
     return value[:limit]
 
 
-def parse_page_reply(payload: Any, max_iterations: int, kind: WorkloadKind | None = None) -> PageReply:
-    """Check a posted result; timed runs have 1..max_iterations samples (fewer than the minimum
-    asked is allowed here and marked by the runner). ``kind`` checks its own reply fields."""
+def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: WorkloadKind | None = None) -> PageReply:
+    """Check a posted result; timed runs have 1..max_samples iterations after the cold one (fewer
+    than the minimum asked is allowed here and marked by the runner), each with its start offset;
+    GPU timestamps cover the last ones (a ring, timing.js). ``kind`` checks its own reply fields."""
     if not isinstance(payload, dict):
         raise PageDataError("result is not a JSON object")
     version = payload.get("protocol_version")
@@ -233,7 +248,16 @@ def parse_page_reply(payload: Any, max_iterations: int, kind: WorkloadKind | Non
     threads = payload.get("threads")
     gpu = payload.get("gpu_ms")
     gpu_buffer = payload.get("gpu_buffer_bytes")
-    wall = _samples(payload.get("wall_ms"), "wall_ms", max_iterations)
+    wall = _samples(payload.get("wall_ms"), "wall_ms", max_samples)
+    starts = _samples(payload.get("start_ms"), "start_ms", max_samples, exactly=len(wall))
+    if any(b < a for a, b in zip(starts, starts[1:])):
+        raise PageDataError("start_ms goes backwards")
+    floor = payload.get("floor_iterations")
+    if isinstance(floor, bool) or not isinstance(floor, int) or not 0 <= floor <= len(wall):
+        raise PageDataError(f"floor_iterations is not a count of at most {len(wall)}: {floor!r:.20}")
+    stop = payload.get("stop_reason")
+    if stop not in STOP_REASONS:
+        raise PageDataError(f"unknown stop_reason {stop!r:.40}")
     heap_bytes, heap_source = _js_heap(payload.get("js_heap"))
     return PageReply(
         status=status,
@@ -251,13 +275,16 @@ def parse_page_reply(payload: Any, max_iterations: int, kind: WorkloadKind | Non
         compile_ms=_milliseconds(payload.get("compile_ms"), "compile_ms"),
         cold_ms=_milliseconds(payload.get("cold_ms"), "cold_ms"),
         wall_ms=wall,
-        gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", max_iterations, exactly=len(wall)),
+        start_ms=starts,
+        floor_iterations=floor,
+        stop_reason=stop,
+        gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", len(wall)),
         gpu_buffer_bytes=None if gpu_buffer is None else int(_number(gpu_buffer, "gpu_buffer_bytes")),
         js_heap_bytes=heap_bytes,
         js_heap_source=heap_source,
         probe=probe,
         layers=_layers(payload.get("layers")),
-        kind_fields=kind.reply_fields(payload, max_iterations) if kind is not None else {},
+        kind_fields=kind.reply_fields(payload, max_samples) if kind is not None else {},
     )
 
 

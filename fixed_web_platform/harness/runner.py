@@ -219,7 +219,7 @@ class BrowserRunner:
         except Exception as exc:  # noqa: BLE001 - any launch error is this run's failure
             where = f" on {self.resolved.remote_url}" if self.resolved.remote_url else ""
             return _no_row(run, Outcome.FAILED, f"browser failed to start{where}: {first_line(exc)}")
-        timing = self.options.timing
+        timing = self.options.timing.for_run(run)
         job = await build_job(run, timing, self)
         if isinstance(job, Refusal):
             row, samples = _no_row(run, job.outcome, job.reason, browser_version=session.version)
@@ -258,7 +258,7 @@ class BrowserRunner:
             if visit.outcome is not Outcome.OK:
                 break
             try:
-                page = parse_page_reply(visit.payload, timing.max_iterations, kind_named(run.workload.kind))
+                page = parse_page_reply(visit.payload, kind=kind_named(run.workload.kind))
             except PageDataError as exc:
                 outcome, reason, page = Outcome.FAILED, f"page sent malformed data: {exc}", None
                 break

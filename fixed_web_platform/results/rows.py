@@ -130,7 +130,8 @@ class ResultRow:
     latency_ms_iqr: float | None = None
     """Interquartile range of the timed samples (ms)."""
     n_samples: int = 0
-    """Timed samples kept (after the cold iteration and the warm-ups)."""
+    """Timed samples the figures come from (the steady segments; after the floor where there is
+    none to find)."""
     min_samples: int = 0
     """The minimum number of timed samples asked for (--min-iterations)."""
     samples_short: bool | None = None
@@ -141,6 +142,27 @@ class ResultRow:
     """Why the samples are unstable (CV over 10%, or the slowest sample over 2x the median)."""
     pages: int = 0
     """Page loads pooled into this row (--repeat)."""
+    steady_class: str = ""
+    """Did the series settle (docs/concepts/steady-state.md): flat, warm-up, slowdown, no steady
+    state (the figures are then the iterations after the floor, labelled so, and compare and
+    history do not judge them), too short (too few iterations to tell); "not judged" in results
+    from before the steady-state protocol. The worst of the row's page loads."""
+    steady_tally: str = ""
+    """How many page loads had each class, e.g. "warm-up x2, flat x1"; a GPU-timestamp series
+    classed otherwise than its wall-clock series is noted in the reason."""
+    warmup_iterations: int | None = None
+    """Median over page loads of the iterations before the steady segment (the floor included)."""
+    warmup_s: float | None = None
+    """Median over page loads of the seconds from the first warm iteration to the steady segment."""
+    steady_samples: int | None = None
+    """Samples the figures come from: the steady segments, pooled over page loads."""
+    stop_reason: str = ""
+    """Why the pages stopped iterating: steady, cap (steady mode's --steady-cap), counts (the
+    counts protocol), max-iterations, budget (the page's time budget), record-cap; several
+    joined by '/' where page loads differ."""
+    first_warm_ratio: float | None = None
+    """The first iteration after the cold one over the steady median (the start-up cost a user
+    feels beyond the cold iteration); from the first page load."""
     timing_source: str = ""
     """Where the headline latency comes from: gpu-timestamp (WebGPU timestamp queries, where the
     adapter has them) or wall-clock (from submit to completion)."""

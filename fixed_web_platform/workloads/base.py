@@ -182,6 +182,18 @@ class WorkloadKind(ABC):
         page's data is not trusted (raise errors.PageDataError). None here."""
         return {}
 
+    iteration_lists: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """Reply-field lists with one entry per iteration, as (field, key): the figures take them
+    from the steady segment on (``from_iteration``)."""
+
+    def from_iteration(self, fields: Mapping[str, Any], start: int) -> dict[str, Any]:
+        """A page's reply fields with its per-iteration lists from iteration ``start`` on."""
+        out = dict(fields)
+        for field, key in self.iteration_lists:
+            if isinstance(out.get(field), dict) and isinstance(out[field].get(key), list):
+                out[field] = {**out[field], key: out[field][key][start:]}
+        return out
+
     def speed_figures(self, workload: Workload, fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The kind's own speed columns from its reply fields of each page load of a run (e.g.
         time to first token from per-token timestamps). None here."""

@@ -3,6 +3,7 @@
 // fallback, the console tap that reads ORT's verbose node-placement log and its WebGPU profile.
 
 import {jsHeap} from '../memory.js';
+import {timingReply} from '../timing.js';
 
 export const EP_PLATFORM = {
   WebGpuExecutionProvider: 'webgpu', JsExecutionProvider: 'webgpu',
@@ -248,15 +249,13 @@ export function ortFacts(ort, opts, layers, {fallback, placed}) {
 }
 
 // The timing and memory facts of every ORT reply (the page protocol's names).
-export async function timingFacts({half, coldMs, wallMs, compileMs, gpuMs, gpuNote}) {
+export async function timingFacts({half, timed, compileMs, gpuMs, gpuNote}) {
   return {
     compute_dtype: half ? 'f16' : 'f32',
     timestamp_query: gpuMs !== null,
     gpu_note: gpuNote,
     compile_ms: compileMs,
-    cold_ms: coldMs,
-    wall_ms: wallMs,
-    gpu_ms: gpuMs,
+    ...timingReply(timed, gpuMs),
     gpu_buffer_bytes: null,
     js_heap: await jsHeap(),
   };

@@ -15,6 +15,7 @@
 import {jsHeap} from '../memory.js';
 import {timeGenerations} from '../generation.js';
 import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight} from './ort_common.js';
+import {timingReply} from '../timing.js';
 
 const WHERE = {webgpu: 'gpu-buffer', webnn: 'ml-tensor', wasm: 'cpu'};
 // Runs log warnings only: a session made with the fallback logs verbosely (its placement), and a
@@ -107,7 +108,7 @@ export async function run(spec, client) {
 
     let cache = null;
     stage = 'run';
-    const {coldMs, wallMs, generations, firstForwardMs, generated} = await timeGenerations(spec, N, {
+    const {timed, generations, firstForwardMs, generated} = await timeGenerations(spec, N, {
       prefill: async () => { let id; ({id, cache} = await step('prefill', prompt, 0, null)); return id; },
       decode: async (i, previous) => { let id; ({id, cache} = await step('decode', [previous], P + i - 1, cache)); return id; },
       after: () => { release(cache); cache = null; },
@@ -139,9 +140,7 @@ export async function run(spec, client) {
         'weights; ORT loads and compiles a session in one call, so load_weights_ms is session creation; ' +
         'scratch counts the page\'s own logits and zero cache, not ORT\'s activation arena',
       compile_ms: sessionMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       gpu_buffer_bytes: null,
       js_heap: await jsHeap(),
       layers,

@@ -78,14 +78,14 @@ export async function run(spec, client) {
     };
     const release = (out) => { for (const t of Object.values(out)) if (t && t.dispose) t.dispose(); };
     const once = async (index) => {
-      if (index !== null) timedCalls.push(calls);
+      if (index !== null) timedCalls.push(calls);  // every iteration after the cold one
       const t = performance.now();
       const out = await runOnce();
       const ms = performance.now() - t;
       release(out);
       return ms;
     };
-    const {coldMs, wallMs} = await timeIterations(spec, once);
+    const timed = await timeIterations(spec, once);
 
     const out = await runOnce();
     let total = 0;
@@ -125,7 +125,7 @@ export async function run(spec, client) {
       ...ortFacts(ort, opts, layers, {fallback, placed}),
       executed_on: ranOn,  // of every node ORT placed, not only the weight-bearing ones
       placement: off.slice(0, 40).join(', '),
-      ...await timingFacts({half: opts.half, coldMs, wallMs, compileMs, gpuMs, gpuNote}),
+      ...await timingFacts({half: opts.half, timed, compileMs, gpuMs, gpuNote}),
       layers,
       nodes_placed: nodes ? nodes.length : 0,
       fallback_nodes: off.slice(0, MAX_FALLBACK_LISTED),

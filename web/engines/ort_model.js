@@ -61,7 +61,7 @@ export async function run(spec, client) {
     };
     let last = null;
     const once = async (index) => {
-      if (index !== null) timedCalls.push(calls);
+      if (index !== null) timedCalls.push(calls);  // every iteration after the cold one
       const t = performance.now();
       const out = await runOnce(feeds0);
       const ms = performance.now() - t;
@@ -69,7 +69,7 @@ export async function run(spec, client) {
       last = out;
       return ms;
     };
-    const {coldMs, wallMs} = await timeIterations(spec, once);
+    const timed = await timeIterations(spec, once);
     if (last && last.dispose) last.dispose();
 
     const hidden = model.hidden;
@@ -106,7 +106,7 @@ export async function run(spec, client) {
     });
     return {
       ...ortFacts(ort, opts, layers, {fallback, placed}),
-      ...await timingFacts({half, coldMs, wallMs, compileMs, gpuMs, gpuNote}),
+      ...await timingFacts({half, timed, compileMs, gpuMs, gpuNote}),
       layers,
       output: output.buffer,
     };

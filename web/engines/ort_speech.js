@@ -11,6 +11,7 @@
 import {jsHeap} from '../memory.js';
 import {timeTranscriptions, writeTranscripts} from '../transcription.js';
 import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight} from './ort_common.js';
+import {timingReply} from '../timing.js';
 
 const WHERE = {webgpu: 'gpu-buffer', webnn: 'ml-tensor', wasm: 'cpu'};
 const RUN = {logSeverityLevel: 2};
@@ -162,7 +163,7 @@ export async function run(spec, client) {
     };
 
     stage = 'run';
-    const {coldMs, wallMs, records, transcripts} = await timeTranscriptions(spec, opts.clips, transcribe);
+    const {timed, records, transcripts} = await timeTranscriptions(spec, opts.clips, transcribe);
     writeTranscripts(outBytes, encBytes + 4 * V, transcripts, opts.max_tokens);
 
     const layers = opts.ort_layers.map((l) => ({
@@ -175,9 +176,7 @@ export async function run(spec, client) {
       gpu_note: `per-clip wall clock (each new id read back); ${copies} decoder session(s); ORT loads and compiles ` +
         'a session in one call, so load_weights_ms is session creation',
       compile_ms: sessionMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       gpu_buffer_bytes: null,
       js_heap: await jsHeap(),
       layers,

@@ -4,7 +4,7 @@
 // apart from compute, then warm-ups and timed dispatch + readTensor iterations (readTensor is the
 // sync point), and returns the output read back once.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeIterations, timingReply} from '../timing.js';
 import {FORMS, errorText, linearLayers, openContext} from './webnn_graph.js';
 
 const LAYER = 'matmul';
@@ -47,7 +47,7 @@ export async function run(spec, client) {
       await context.readTensor(outTensor);
       return performance.now() - t0;
     };
-    const {coldMs, wallMs} = await timeIterations(spec, once);
+    const timed = await timeIterations(spec, once);
     const output = await context.readTensor(outTensor);
     const heap = await jsHeap();
     return {
@@ -58,9 +58,7 @@ export async function run(spec, client) {
       layers: layerFacts,
       timestamp_query: false,
       compile_ms: buildMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       gpu_buffer_bytes: null,
       js_heap: heap,
       output,

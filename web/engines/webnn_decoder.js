@@ -16,6 +16,7 @@
 import {jsHeap} from '../memory.js';
 import {timeGenerations} from '../generation.js';
 import {errorText, linearLayers, openModel, typedView} from './webnn_graph.js';
+import {timingReply} from '../timing.js';
 
 const MASKED = -1e30;
 const LINEARS_PER_LAYER = 7;  // q, k, v, o, gate, up, down  // an additive attention mask's value for a position a row may not see
@@ -203,7 +204,7 @@ export async function run(spec, client) {
     const readId = async (tensor) => new Int32Array(await context.readTensor(tensor))[0];
 
     stage = 'dispatch';
-    const {coldMs, wallMs, generations, firstForwardMs, generated} = await timeGenerations(spec, nn.new_tokens, {
+    const {timed, generations, firstForwardMs, generated} = await timeGenerations(spec, nn.new_tokens, {
       prefill: async () => {
         dispatchPass('prefill', {first: {ids: promptIds}, last: {id: idTensors[0]}, cacheOut: 0});
         return readId(idTensors[0]);
@@ -255,9 +256,7 @@ export async function run(spec, client) {
         `the prefill, decode and score passes each hold their own copy of the weights; ${segments.length} ` +
         `graph(s) per pass`,
       compile_ms: buildMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       gpu_buffer_bytes: kvBytes + scratch,
       js_heap: heap,
       decoder: {upload_ms: constantMs, first_forward_ms: firstForwardMs, kv_cache_on_device: true,

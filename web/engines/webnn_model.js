@@ -6,7 +6,7 @@
 //
 // Graph forms of a linear layer (options.graph_form) and int8 activations: see webnn_graph.js.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeIterations, timingReply} from '../timing.js';
 import {errorText, linearLayers, openModel, typedView} from './webnn_graph.js';
 
 export async function run(spec, client) {
@@ -102,7 +102,7 @@ export async function run(spec, client) {
       await context.readTensor(passOutputs[0]);
       return performance.now() - t0;
     };
-    const {coldMs, wallMs} = await timeIterations(spec, once);
+    const timed = await timeIterations(spec, once);
     for (let pass = 0; pass < passes; pass++) context.dispatch(graph, passInputs[pass], {out: passOutputs[pass]});
     const output = new Float32Array(passes * B * H);
     for (let pass = 0; pass < passes; pass++) {
@@ -119,9 +119,7 @@ export async function run(spec, client) {
       timestamp_query: false,
       gpu_note: 'WebNN has no GPU timestamps',
       compile_ms: buildMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       gpu_buffer_bytes: null,
       js_heap: heap,
       output: output.buffer,

@@ -19,6 +19,7 @@
 import {jsHeap} from '../memory.js';
 import {timeTranscriptions, writeTranscripts} from '../transcription.js';
 import {errorText, linearLayers, openModel, typedView} from './webnn_graph.js';
+import {timingReply} from '../timing.js';
 
 const MASKED = -1e30;  // an additive attention mask's value for a position a row may not see
 const EPS = 1e-5;
@@ -242,7 +243,7 @@ export async function run(spec, client) {
     };
 
     stage = 'dispatch';
-    const {coldMs, wallMs, records, transcripts} = await timeTranscriptions(spec, nn.clips, transcribe);
+    const {timed, records, transcripts} = await timeTranscriptions(spec, nn.clips, transcribe);
     writeTranscripts(output, encBytes + 4 * V, transcripts, nn.max_tokens);
 
     const heap = await jsHeap();
@@ -262,9 +263,7 @@ export async function run(spec, client) {
       gpu_note: 'per-clip wall clock (each new id read back); WebNN has no GPU timestamps; the encoder, prompt ' +
         'and decode graphs each hold their own copy of the weights they use',
       compile_ms: buildMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       gpu_buffer_bytes: kv + scratch,
       js_heap: heap,
       speech: {upload_ms: constantMs, memory: {weights, kv_cache: kv, scratch}, clips: records},

@@ -5,7 +5,7 @@
 // may carry a prologue (the GEMM path's dequantize step): it is dispatched first in the same
 // compute pass, so the timestamps cover both, and writes the variant's scratch buffers.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeIterations, timingReply} from '../timing.js';
 import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
 
 function unsupported(reason) { return {status: 'unsupported', reason}; }
@@ -116,13 +116,13 @@ export async function run(spec, client) {
     const querySet = hasTimestamps ?
       device.createQuerySet({type: 'timestamp', count: 2 * spec.max_iterations}) : null;
 
-    const dispatchOnce = async (timedIndex) => {
+    const dispatchOnce = async (index, slot) => {
       const encoder = device.createCommandEncoder();
       const passDesc = {};
-      if (querySet && timedIndex !== null) {
+      if (querySet && slot !== null) {
         passDesc.timestampWrites = {
-          querySet, beginningOfPassWriteIndex: 2 * timedIndex,
-          endOfPassWriteIndex: 2 * timedIndex + 1,
+          querySet, beginningOfPassWriteIndex: 2 * slot,
+          endOfPassWriteIndex: 2 * slot + 1,
         };
       }
       const pass = encoder.beginComputePass(passDesc);
@@ -141,8 +141,9 @@ export async function run(spec, client) {
       return performance.now() - t0;
     };
 
-    const {coldMs, wallMs} = await timeIterations(spec, dispatchOnce);
-    const iterations = wallMs.length;
+    const timed = await timeIterations(spec, dispatchOnce);
+    const slots = timed.gpuOrder;  // the ring's slots, oldest iteration first
+    const iterations = Math.min(timed.wallMs.length, spec.max_iterations);
 
     let gpuMs = null;
     const encoder = device.createCommandEncoder();
@@ -169,8 +170,7 @@ export async function run(spec, client) {
       await tsRead.mapAsync(GPUMapMode.READ);
       const ts = new BigUint64Array(tsRead.getMappedRange().slice(0));
       tsRead.unmap();
-      gpuMs = [];
-      for (let i = 0; i < iterations; i++) gpuMs.push(Number(ts[2 * i + 1] - ts[2 * i]) / 1e6);
+      gpuMs = slots.map((s) => Number(ts[2 * s + 1] - ts[2 * s]) / 1e6);
       // A pair that does not increase is a broken timestamp: wall clock leads then.
       if (gpuMs.some((ms) => !(ms > 0))) gpuMs = null;
     }
@@ -188,9 +188,7 @@ export async function run(spec, client) {
       weight_buffer_bytes: tensors.w.byteLength,
       timestamp_query: hasTimestamps,
       compile_ms: compileMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: gpuMs,
+      ...timingReply(timed, gpuMs),
       gpu_buffer_bytes: [...buffers, ...scratch, output].reduce((sum, b) => sum + b.size, 0),
       js_heap: heap,
       output: outBytes,

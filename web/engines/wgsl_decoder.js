@@ -10,6 +10,7 @@
 import {jsHeap} from '../memory.js';
 import {timeGenerations} from '../generation.js';
 import {StepRunner, align4, failedReply} from './wgsl_steps.js';
+import {timingReply} from '../timing.js';
 
 export async function run(spec, client) {
   const opts = spec.options;
@@ -28,7 +29,7 @@ export async function run(spec, client) {
 
     const zero = new Uint32Array([0]);
     stage = 'dispatch';
-    const {coldMs, wallMs, generations, firstForwardMs} = await timeGenerations(spec, opts.new_tokens, {
+    const {timed, generations, firstForwardMs} = await timeGenerations(spec, opts.new_tokens, {
       before: async () => {
         device.queue.writeBuffer(buffers.pos, 0, zero);
         device.queue.writeBuffer(buffers.count, 0, zero);
@@ -78,9 +79,7 @@ export async function run(spec, client) {
       timestamp_query: false,
       gpu_note: 'per-token wall clock (each new id read back)',
       compile_ms: runner.compileMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       gpu_buffer_bytes: all,
       js_heap: heap,
       layers: linearSteps.map((s, l) => ({name: s.name, weight_dtype: runner.chosen[s.kernel].weight_dtype,

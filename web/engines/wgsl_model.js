@@ -7,7 +7,7 @@
 // a prologue (the dequantize step), dispatched in the layer's own pass right before its kernel.
 // Returns raw samples and facts (bound weight buffer sizes, shaders used); decides nothing about them.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeIterations, timingReply} from '../timing.js';
 import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
 import {StageError, bindStep, compilePipelines, dispatchSteps, limitsFor, unsupported, watchErrors} from './wgsl_steps.js';
 
@@ -108,7 +108,7 @@ export async function run(spec, client) {
     await device.queue.onSubmittedWorkDone();
 
     // Timestamps: begin/end of each linear layer's pass, then begin of the first pass and end
-    // of the last (the whole forward pass); resolved into one slot per timed iteration.
+    // of the last (the whole forward pass); resolved into one slot of a ring of max_iterations (timing.js).
     const queryCount = 2 * layerCount + 2;
     const slot = Math.ceil(queryCount * 8 / QUERY_RESOLVE_ALIGN) * QUERY_RESOLVE_ALIGN;
     const querySet = hasTimestamps ? device.createQuerySet({type: 'timestamp', count: queryCount}) : null;
@@ -117,12 +117,12 @@ export async function run(spec, client) {
     }) : null;
 
     const resultBytes = opts.result.bytes;
-    const encodeForward = (pass, timedIndex) => {
+    const encodeForward = (pass, ringSlot) => {
       const encoder = device.createCommandEncoder();
       for (const p of opts.pass_inputs) {
         encoder.copyBufferToBuffer(buffers[p.from], pass * p.bytes, buffers[p.to], 0, p.bytes);
       }
-      const timed = querySet && timedIndex !== null;
+      const stamped = querySet && ringSlot !== null;
       let layer = 0;
       let i = 0;
       while (i < steps.length) {
@@ -130,7 +130,7 @@ export async function run(spec, client) {
         const group = steps[i].op === 'linear' ? [steps[i++]] : [];
         if (!group.length) while (i < steps.length && steps[i].op !== 'linear') group.push(steps[i++]);
         const desc = {};
-        if (timed) {
+        if (stamped) {
           const first = group[0] === steps[0];
           const last = group[group.length - 1] === steps[steps.length - 1];
           const tw = {querySet};
@@ -148,20 +148,20 @@ export async function run(spec, client) {
         if (group[0].op === 'linear') layer++;
       }
       encoder.copyBufferToBuffer(buffers[opts.result.buffer], 0, outputAll, pass * resultBytes, resultBytes);
-      if (timed) encoder.resolveQuerySet(querySet, 0, queryCount, resolveBuffer, timedIndex * slot);
+      if (stamped) encoder.resolveQuerySet(querySet, 0, queryCount, resolveBuffer, ringSlot * slot);
       return encoder.finish();
     };
 
     stage = 'dispatch';
-    const forwardOnce = async (timedIndex) => {
-      const commands = encodeForward(0, timedIndex);
+    const forwardOnce = async (index, ringSlot) => {
+      const commands = encodeForward(0, ringSlot);
       const t0 = performance.now();
       device.queue.submit([commands]);
       await device.queue.onSubmittedWorkDone();
       return performance.now() - t0;
     };
-    const {coldMs, wallMs} = await timeIterations(spec, forwardOnce);
-    const iterations = wallMs.length;
+    const timed = await timeIterations(spec, forwardOnce);
+    const iterations = Math.min(timed.wallMs.length, spec.max_iterations);  // ring slots in use
     for (let p = 0; p < passes; p++) {
       device.queue.submit([encodeForward(p, null)]);
       await device.queue.onSubmittedWorkDone();
@@ -195,7 +195,7 @@ export async function run(spec, client) {
       const span = (it, a, b) => Number(ts[it * slot / 8 + b] - ts[it * slot / 8 + a]) / 1e6;
       gpuMs = [];
       const perLayer = Array.from({length: layerCount}, () => []);
-      for (let it = 0; it < iterations; it++) {
+      for (const it of timed.gpuOrder) {
         gpuMs.push(span(it, 2 * layerCount, 2 * layerCount + 1));
         for (let l = 0; l < layerCount; l++) perLayer[l].push(span(it, 2 * l, 2 * l + 1));
       }
@@ -228,9 +228,7 @@ export async function run(spec, client) {
       weight_buffer_bytes: layerWeightBytes.reduce((a, b) => a + b, 0),
       timestamp_query: hasTimestamps,
       compile_ms: compileMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: gpuMs,
+      ...timingReply(timed, gpuMs),
       gpu_buffer_bytes: gpuBufferBytes,
       js_heap: heap,
       layers: linearSteps.map((s, l) => ({

@@ -13,6 +13,7 @@
 import {jsHeap} from '../memory.js';
 import {timeTranscriptions, writeTranscripts} from '../transcription.js';
 import {StepRunner, align4, failedReply} from './wgsl_steps.js';
+import {timingReply} from '../timing.js';
 
 export async function run(spec, client) {
   const opts = spec.options;
@@ -76,7 +77,7 @@ export async function run(spec, client) {
     };
 
     stage = 'dispatch';
-    const {coldMs, wallMs, records, transcripts} = await timeTranscriptions(spec, clips, transcribe);
+    const {timed, records, transcripts} = await timeTranscriptions(spec, clips, transcribe);
 
     stage = 'readback';
     const readback = device.createBuffer({size: align4(floatBytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
@@ -104,9 +105,7 @@ export async function run(spec, client) {
       timestamp_query: false,
       gpu_note: 'per-clip wall clock (each new id read back)',
       compile_ms: runner.compileMs,
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       gpu_buffer_bytes: all,
       js_heap: heap,
       layers: linearSteps.map((s, l) => ({name: s.name, weight_dtype: runner.chosen[s.kernel].weight_dtype,

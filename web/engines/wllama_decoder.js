@@ -9,7 +9,7 @@
 // clock from the request to the first token. llama.cpp's buffer log lines go back as they are:
 // Python reads from them where the model was held.
 import {jsHeap} from '../memory.js';
-import {timeIterations} from '../timing.js';
+import {timeIterations, timingReply} from '../timing.js';
 
 const BUFFER_LINE = /(model|KV|compute|output) buffer size\s*=\s*([0-9.]+) MiB/;
 const MIB = 1024 * 1024;
@@ -56,7 +56,7 @@ export async function run(spec, client) {
     const generations = [];
     let firstForwardMs = null;
     let promptTokens = null;
-    const generate = async (timedIndex) => {
+    const generate = async (index) => {
       const start = performance.now();
       const chunks = await wllama.createCompletion({
         prompt: opts.prompt.text, max_tokens: opts.new_tokens, temperature: 0, top_k: 1, stream: true,
@@ -83,10 +83,10 @@ export async function run(spec, client) {
         tokenMs.push(Math.max(0, b - a));
       }
       if (firstForwardMs === null) firstForwardMs = firstAt - start;
-      if (timedIndex !== null) generations.push({ttft_ms: firstAt - start, token_ms: tokenMs});
+      if (index !== null) generations.push({ttft_ms: firstAt - start, token_ms: tokenMs});
       return end - start;
     };
-    const {coldMs, wallMs} = await timeIterations(spec, generate);
+    const timed = await timeIterations(spec, generate);
 
     stage = 'generate ids';
     const ids = await wllama.createCompletion({
@@ -160,9 +160,7 @@ export async function run(spec, client) {
       timestamp_query: false,
       gpu_note: 'per-token times from llama.cpp\'s own timings; TTFT by the page\'s clock',
       compile_ms: uploadMs,  // llama.cpp's whole set-up: file fetched, weights placed, graph reserved
-      cold_ms: coldMs,
-      wall_ms: wallMs,
-      gpu_ms: null,
+      ...timingReply(timed),
       js_heap: heap,
       threads: wllama.getNumThreads(),
       engine_version: version,

@@ -31,6 +31,7 @@ from .workload import DEFAULT_EVAL_LEN, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, 
 
 class DecoderKind(WorkloadKind):
     name = DecoderWorkload.kind
+    iteration_lists = ((timing.FIELD, "generations"),)
     columns = (
         *MODEL_COLUMNS,
         Column("prompt_len", int, "Prompt tokens prefilled before the first new token."),

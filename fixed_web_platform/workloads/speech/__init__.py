@@ -33,6 +33,7 @@ from .workload import DEFAULT_CLIPS, DEFAULT_MAX_TOKENS, SpeechWorkload
 
 class SpeechKind(WorkloadKind):
     name = SpeechWorkload.kind
+    iteration_lists = ((timing.FIELD, "clips"), (timing.FIELD, "totals"))
     columns = (
         *MODEL_COLUMNS,
         Column("clips", int, "Clips transcribed (each one 30-second window)."),
