@@ -57,7 +57,7 @@ MIN_SERIES = 10
 """A series of fewer iterations is too short to judge."""
 MIN_STEADY = 5
 """The steady segment needs at least this many iterations."""
-MAX_POINTS = 400
+MAX_POINTS = 200
 """Longer series are judged as this many batch means."""
 EQUIVALENT = 0.05
 """Levels closer than this (relative) are one: the page's stop tolerance."""
@@ -112,8 +112,8 @@ def classify(ms: Sequence[float], start_ms: Sequence[float] | None = None, floor
     y = np.log(np.add.reduceat(x, first) / np.diff(np.append(first, n)))
     keep = ~_outliers(y)
     clean = y[keep]
-    found = change_points(clean, EQUIVALENT, ALPHA, noise=_noise(clean), min_size=max(MIN_STEADY, clean.size // 40),
-                          jump=max(1, clean.size // 100))
+    search = {"min_size": max(MIN_STEADY, clean.size // 40), "jump": max(1, clean.size // 100)}
+    found = change_points(clean, EQUIVALENT, ALPHA, noise=_noise(clean, **search), **search)
     cuts = [int(first[np.flatnonzero(keep)[c]]) for c in found]
     bounds = [0, *cuts, n]
     levels = [float(np.median(x[a:b])) for a, b in zip(bounds, bounds[1:])]
@@ -136,15 +136,23 @@ def classify(ms: Sequence[float], start_ms: Sequence[float] | None = None, floor
                    level_ms=float(np.median(x[steady_start:])), **common)
 
 
-def _noise(y: np.ndarray) -> float:
-    """The spread of one iteration about its neighbourhood (outliers already out), inflated for
-    the correlation of neighbours (a slow spell lasts several iterations): sd * sqrt((1 + r) / (1 - r)), r the lag-1
-    autocorrelation, so a segment mean's spread is not underestimated."""
-    resid = y - _local_median(y, min(51, max(9, (y.size // 4) | 1)))
+def _noise(y: np.ndarray, min_size: int, jump: int) -> float:
+    """The spread of one iteration's log time, inflated for the correlation of neighbours (a
+    slow spell lasts several iterations) so a segment mean's spread is not underestimated:
+    sd * sqrt((1 + r) / (1 - r)), sd and r (lag-1 autocorrelation) of the residuals about a
+    first segmentation that takes every level change beyond chance as if neighbours were
+    independent (it over-segments, so no real level change is left in the residuals)."""
+    rough = change_points(y, 0.0, 0.05, noise=_mad(np.diff(y)) / math.sqrt(2), min_size=min_size, jump=jump)
+    bounds = [0, *rough, y.size]
+    resid = np.concatenate([y[a:b] - np.median(y[a:b]) for a, b in zip(bounds, bounds[1:])])
     sd = float(resid.std())  # not a robust spread: spells of slow iterations are this noise too
     r = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if resid.size > 3 and resid.std() > 0 else 0.0
     r = min(max(r if math.isfinite(r) else 0.0, 0.0), 0.9)
     return sd * math.sqrt((1 + r) / (1 - r))
+
+
+def _mad(d: np.ndarray) -> float:
+    return 1.4826 * float(np.median(np.abs(d - np.median(d))))
 
 
 def _local_median(y: np.ndarray, window: int) -> np.ndarray:

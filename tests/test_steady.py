@@ -1,0 +1,152 @@
+"""Steady state found from the data (analysis/steady.py, analysis/measurement.judge_series), on
+series whose truth is known: synthetic ones with a realistic spread and correlation, and shapes
+recorded from real pages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fixed_web_platform.analysis.measurement import judge_series, steady_fields, steady_notes
+from fixed_web_platform.analysis.steady import SteadyClass, classify, run_class, tally
+from fixed_web_platform.harness.protocol import PageReply
+
+
+def noise(rng: np.random.Generator, n: int, cv: float, phi: float = 0.5) -> np.ndarray:
+    """Multiplicative noise: log-normal with AR(1) correlation phi (a slow spell lasts a while)."""
+    z = np.zeros(n)
+    e = rng.normal(0.0, np.sqrt(1 - phi ** 2), n)
+    for i in range(n):
+        z[i] = (phi * z[i - 1] if i else rng.normal()) + e[i]
+    return np.exp(cv * z)
+
+
+def starts(ms: np.ndarray) -> list[float]:
+    return list(np.concatenate([[0.0], np.cumsum(ms)[:-1]]))
+
+
+def test_a_4x_drop_after_3_s_is_a_warm_up_measured_at_the_fast_level():
+    rng = np.random.default_rng(0)
+    ms = np.concatenate([np.full(375, 8.0), np.full(1600, 2.0)]) * noise(rng, 1975, 0.05)
+    v = classify(ms, starts(ms))
+    assert v.steady_class is SteadyClass.WARMUP
+    assert v.level_ms == pytest.approx(2.0, rel=0.05)
+    assert v.warmup_s == pytest.approx(3.0, abs=0.1)
+    assert 370 <= v.steady_start <= 385
+
+
+@pytest.mark.parametrize("shape", ["drift", "cycles", "sine", "late step"])
+def test_what_never_settles_is_no_steady_state(shape):
+    rng = np.random.default_rng(1)
+    n = 600
+    i = np.arange(n)
+    level = {
+        "drift": np.linspace(1.0, 2.0, n),
+        "cycles": 1 + 0.3 * (i // (n // 8) % 2),
+        "sine": 1 + 0.3 * np.sin(i / n * 2 * np.pi * 3),
+        "late step": np.where(i < 0.9 * n, 1.0, 1.5),
+    }[shape]
+    ms = level * noise(rng, n, 0.03)
+    v = classify(ms, starts(ms))
+    assert v.steady_class is SteadyClass.NO_STEADY, v
+    assert v.level_ms is None and v.steady_start == 0  # the figures: everything after the floor
+
+
+def test_spiky_flat_noise_is_flat_with_its_spikes_left_out_of_the_search():
+    rng = np.random.default_rng(2)
+    ms = noise(rng, 600, 0.03)
+    spikes = rng.choice(600, 12, replace=False)
+    ms[spikes] *= rng.uniform(3, 10, 12)
+    v = classify(ms, starts(ms))
+    assert v.steady_class is SteadyClass.FLAT
+    assert v.outliers >= 10
+    assert v.level_ms == pytest.approx(1.0, rel=0.03)
+
+
+def test_a_slower_last_level_is_a_slowdown():
+    rng = np.random.default_rng(3)
+    ms = np.where(np.arange(600) < 200, 1.0, 1.4) * noise(rng, 600, 0.03)
+    v = classify(ms, starts(ms))
+    assert v.steady_class is SteadyClass.SLOWDOWN
+    assert v.level_ms == pytest.approx(1.4, rel=0.03)
+
+
+def test_the_floor_never_counts_as_steady_and_a_handful_is_too_short():
+    ms = np.ones(100)
+    assert classify(ms, floor=30).steady_start == 30
+    short = classify(np.ones(6), floor=1)
+    assert short.steady_class is SteadyClass.TOO_SHORT and short.steady_start == 1
+
+
+def test_a_coarse_clock_series_is_flat():
+    """Firefox's WebGPU wall clock: every iteration one ~100 ms tick."""
+    rng = np.random.default_rng(4)
+    assert classify(100 + rng.normal(0, 0.5, 60)).steady_class is SteadyClass.FLAT
+
+
+def test_recorded_bimodal_gpu_series_is_flat():
+    """Firefox/lavapipe GPU timestamps of a 128x768x768 matmul (a real page load): spells of
+    ~40 ms among ~21 ms, a few iterations each. Stationary, so flat (its spread is the CV's business)."""
+    gpu = [33.7, 32.9, 20.4, 23.6, 21.6, 29.5, 20.4, 23.1, 21.9, 24.8, 25.4, 22.6, 20.1, 39.0, 44.7, 29.1,
+           38.4, 35.6, 33.3, 20.7, 33.2, 19.0, 20.3, 22.3, 20.6, 20.2, 20.6, 22.3, 40.1, 33.6, 36.0, 44.0,
+           26.5, 40.2, 24.3, 23.3, 19.2, 40.6, 26.4]
+    assert classify(gpu).steady_class is SteadyClass.FLAT
+
+
+def test_false_no_steady_state_on_flat_series_is_at_most_5_percent():
+    """Monte Carlo: flat series with realistic spread (CV 3-15%), AR(1) correlation 0.5 and, in
+    half of them, 2% spikes of 2-6x; 40 series per setting, at most 5% false over all and 10% in
+    any one setting (the calibration sweep behind ALPHA ran 200 per setting up to 1,000
+    iterations: at most 3%)."""
+    rng = np.random.default_rng(5)
+    false_by_setting = {}
+    for n in (12, 40, 150):
+        for cv in (0.03, 0.08, 0.15):
+            false = 0
+            for _ in range(40):
+                ms = noise(rng, n, cv)
+                if rng.random() < 0.5:
+                    at = rng.choice(n, max(1, n // 50), replace=False)
+                    ms[at] *= rng.uniform(2, 6, at.size)
+                false += classify(ms).steady_class is SteadyClass.NO_STEADY
+            false_by_setting[n, cv] = false
+    assert sum(false_by_setting.values()) <= 0.05 * 40 * len(false_by_setting), false_by_setting
+    assert max(false_by_setting.values()) <= 4, false_by_setting
+
+
+def page(wall, gpu=None, floor=0, stop="steady") -> PageReply:
+    wall = tuple(float(x) for x in wall)
+    return PageReply(status="ok", wall_ms=wall, start_ms=tuple(starts(np.asarray(wall))),
+                     floor_iterations=floor, stop_reason=stop,
+                     gpu_ms=None if gpu is None else tuple(float(x) for x in gpu))
+
+
+def test_figures_come_from_the_steady_segment_and_gpu_timestamps_cover_the_last_iterations():
+    rng = np.random.default_rng(6)
+    wall = np.concatenate([np.full(300, 8.0), np.full(1200, 2.0)]) * noise(rng, 1500, 0.03)
+    gpu = wall[-200:] * 0.9  # the ring kept the last 200
+    (s,), source = judge_series([page(wall, gpu, floor=3)])
+    assert source == "gpu-timestamp"
+    assert s.gpu_offset == 1300 and s.start == 1300  # the steady segment starts earlier: GPU limits it
+    assert len(s.wall) == len(s.gpu) == 200
+    assert s.wall_verdict.steady_class is SteadyClass.WARMUP
+    (w,), source = judge_series([page(wall, floor=3)])
+    assert source == "wall-clock" and 295 <= w.start <= 310 and np.median(w.wall) == pytest.approx(2.0, rel=0.03)
+    fields = steady_fields([w])
+    assert fields["steady_class"] == "warm-up" and fields["stop_reason"] == "steady"
+    assert fields["warmup_iterations"] == w.start and fields["warmup_s"] == pytest.approx(2.4, abs=0.1)
+    assert fields["first_warm_ratio"] == pytest.approx(4.0, rel=0.1)
+
+
+def test_a_page_without_a_steady_state_gives_its_figures_after_the_floor_and_says_so():
+    drift = np.linspace(1, 3, 400)
+    (s,), _ = judge_series([page(drift, floor=10)])
+    assert s.verdict.steady_class is SteadyClass.NO_STEADY and s.start == 10
+    assert "no steady state" in steady_notes([s])[0]
+
+
+def test_a_run_shows_its_worst_page_and_tallies_them():
+    flat, nss, short = (classify(np.ones(50)), classify(np.linspace(1, 3, 400)), classify(np.ones(5)))
+    assert run_class([flat, nss]) is SteadyClass.NO_STEADY
+    assert run_class([flat, short]) is SteadyClass.TOO_SHORT
+    assert tally([flat, flat, nss]) == "flat x2, no steady state x1"
