@@ -31,8 +31,8 @@ def test_a_4x_drop_after_3_s_is_a_warm_up_measured_at_the_fast_level():
     v = classify(ms, starts(ms))
     assert v.steady_class is SteadyClass.WARMUP
     assert v.level_ms == pytest.approx(2.0, rel=0.05)
-    assert v.warmup_s == pytest.approx(3.0, abs=0.1)
-    assert 370 <= v.steady_start <= 385
+    assert v.warmup_s == pytest.approx(3.0, abs=0.2)  # cuts fall on PELT's jump (1/40 of the series)
+    assert 350 <= v.steady_start <= 400
 
 
 @pytest.mark.parametrize("shape", ["drift", "cycles", "sine", "late step"])
@@ -131,7 +131,7 @@ def test_figures_come_from_the_steady_segment_and_gpu_timestamps_cover_the_last_
     assert len(s.wall) == len(s.gpu) == 200
     assert s.wall_verdict.steady_class is SteadyClass.WARMUP
     (w,), source = judge_series([page(wall, floor=3)])
-    assert source == "wall-clock" and 295 <= w.start <= 310 and np.median(w.wall) == pytest.approx(2.0, rel=0.03)
+    assert source == "wall-clock" and 280 <= w.start <= 320 and np.median(w.wall) == pytest.approx(2.0, rel=0.03)
     fields = steady_fields([w])
     assert fields["steady_class"] == "warm-up" and fields["stop_reason"] == "steady"
     assert fields["warmup_iterations"] == w.start and fields["warmup_s"] == pytest.approx(2.4, abs=0.1)

@@ -112,7 +112,7 @@ def classify(ms: Sequence[float], start_ms: Sequence[float] | None = None, floor
     y = np.log(np.add.reduceat(x, first) / np.diff(np.append(first, n)))
     keep = ~_outliers(y)
     clean = y[keep]
-    search = {"min_size": max(MIN_STEADY, clean.size // 40), "jump": max(1, clean.size // 100)}
+    search = {"min_size": max(MIN_STEADY, clean.size // 40), "jump": max(1, clean.size // 40)}  # PELT is O((n/jump)^2)
     found = change_points(clean, EQUIVALENT, ALPHA, noise=_noise(clean, **search), **search)
     cuts = [int(first[np.flatnonzero(keep)[c]]) for c in found]
     bounds = [0, *cuts, n]
