@@ -32,6 +32,9 @@ def _ok(**overrides: object) -> dict:
         "compile_ms": 12.5,
         "cold_ms": 3,
         "wall_ms": [1.0, 1.5, 2],
+        "start_ms": [0.0, 1.0, 2.5],
+        "floor_iterations": 1,
+        "stop_reason": "steady",
         "gpu_ms": [0.5, 0.25, 0.75],
         "gpu_buffer_bytes": 4096,
         "probe": {"webgpu": {"available": True}},
@@ -66,9 +69,16 @@ def test_ok_payload_without_gpu_timestamps() -> None:
     ("overrides", "match"),
     [
         ({"wall_ms": []}, "wall_ms has 0 samples"),
-        ({"wall_ms": [1.0, 2.0]}, "gpu_ms has 3 samples, expected 2"),
+        ({"wall_ms": [1.0, 2.0], "start_ms": [0, 1]}, "gpu_ms has 3 samples; between 1 and 2"),
+        ({"wall_ms": [1.0, 2.0]}, "start_ms has 3 samples, expected 2"),
+        ({"start_ms": None}, "start_ms is not a list"),
+        ({"start_ms": [0.0, 2.0, 1.0]}, "start_ms goes backwards"),
+        ({"floor_iterations": 4}, "floor_iterations"),
+        ({"floor_iterations": True}, "floor_iterations"),
+        ({"floor_iterations": None}, "floor_iterations"),
+        ({"stop_reason": "tired"}, "stop_reason"),
         ({"wall_ms": [1.0, 2.0, 3.0, 4.0]}, "wall_ms has 4 samples"),
-        ({"gpu_ms": [1.0]}, "gpu_ms has 1 samples"),
+        ({"gpu_ms": [1.0, 1.0, 1.0, 1.0]}, "gpu_ms has 4 samples"),
         ({"wall_ms": "1,2,3"}, "wall_ms is not a list"),
         ({"wall_ms": [1.0, math.nan, 2.0]}, r"wall_ms\[1\]"),
         ({"gpu_ms": [1.0, 2.0, math.inf]}, r"gpu_ms\[2\]"),
@@ -106,8 +116,10 @@ def test_failed_payload_keeps_its_stage() -> None:
 
 
 def test_fewer_samples_than_the_cap_are_accepted_and_left_to_the_runner_to_mark() -> None:
-    page = parse_page_reply(_ok(wall_ms=[1.0, 2.0], gpu_ms=[0.5, 0.5]), ITERATIONS)
-    assert page.wall_ms == (1.0, 2.0)
+    page = parse_page_reply(_ok(wall_ms=[1.0, 2.0], start_ms=[0.0, 1.0], gpu_ms=[0.5]), ITERATIONS)
+    assert page.wall_ms == (1.0, 2.0) and page.start_ms == (0.0, 1.0)
+    assert page.gpu_ms == (0.5,)  # GPU timestamps of the last iterations (the ring)
+    assert (page.floor_iterations, page.stop_reason) == (1, "steady")
 
 
 def test_js_heap_is_parsed_or_explained() -> None:

@@ -82,6 +82,7 @@ def _page(prepared, wall, gpu=None):
     return PageReply(status="ok", shader=shader, compute_dtype="f32",
                       weight_buffer_bytes=len(prepared.tensors["w"]),
                       compile_ms=1.0, cold_ms=5.0, wall_ms=tuple(wall), gpu_ms=None if gpu is None else tuple(gpu),
+                      start_ms=tuple(float(sum(wall[:i])) for i in range(len(wall))), stop_reason="counts",
                       gpu_buffer_bytes=100)
 
 
@@ -101,7 +102,7 @@ def test_a_short_page_is_marked_not_silently_short():
     row, samples = _measure(run, job, [_page(prepared, [1.0, 1.1, 1.2])], [_exact_output(prepared)], timing)
     assert row.outcome == Outcome.OK
     assert row.samples_short is True and row.n_samples == 3 and row.min_samples == 5
-    assert "short: 3 timed samples per page, 5 asked" in row.reason
+    assert "short: 3 samples after the floor per page, 5 asked" in row.reason
     assert samples["samples_per_page"] == [3]
 
 

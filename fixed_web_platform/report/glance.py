@@ -7,7 +7,8 @@ meet, and any speed figures of its own (a decoder's time to first token and toke
 
 - A headline row per configuration: setting, workload, precision asked (and what ran when it
   differs), median latency with its p10-p90, against the fastest float32 run of the same
-  setting, weight memory, the kind's accuracy figure and the kernel check.
+  setting, its steady-state class (report/steady.py: a median without a steady state is marked),
+  weight memory, the kind's accuracy figure and the kernel check.
 - A pick per setting (browser x engine x platform x workload): of the precisions whose accuracy
   meets the kind's bar, the fastest; of those as fast as it within noise, the one with the
   fewest weight bytes. When fewer bytes within the bar cost speed, the line says so too.
@@ -30,6 +31,7 @@ from ..analysis.compare import DEFAULT_MIN_EFFECT
 from ..probes.adapter import FALLBACK_MARK
 from ..results.rows import setting_columns
 from .markdown import fmt_bytes, markdown_lines, number
+from .steady import MARK_NOTE, any_marked, marked, steady_text
 
 SETTING_KEY = ("sweep", *setting_columns())
 """One setting (results/rows.py: everything but the precision asked for)."""
@@ -82,7 +84,7 @@ class Glance:
 
 DEFAULT_GLANCE = Glance("Other work", Accuracy("rel_error_vs_float", "error vs float", ".1e", False, 0.05))
 """For a kind without a registry entry of its own."""
-HEADLINE = ("setting", "workload", "precision", "median (p10-p90)", "vs float32")
+HEADLINE = ("setting", "workload", "precision", "median (p10-p90)", "vs float32", "steady")
 TAIL = ("weight memory",)
 
 
@@ -289,8 +291,8 @@ def headline_rows(summary: pd.DataFrame, glance: Glance = DEFAULT_GLANCE
             accuracy = glance.accuracy
             value = row.get(accuracy.column)
             rows.append([
-                Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(precision), Cell(median_text(row)),
-                _speed(row, base),
+                Cell(name), Cell(f"{row['workload']} {row['shape']}"), Cell(precision),
+                Cell(marked(median_text(row), row)), _speed(row, base), Cell(steady_text(row)),
                 *(Cell(format(v, f.spec) if (v := number(row.get(f.column))) is not None else "-")
                   for f in glance.figures),
                 _memory(row),
@@ -386,6 +388,8 @@ def glance_markdown(summary: pd.DataFrame, glances: Mapping[str, Glance]) -> str
         lines += ["", *markdown_lines(headline_columns(glance), [[c.text for c in r] for r in rows])]
         for i, text in enumerate(footnotes, 1):
             lines += ["", f"[{i}] {_md(text)}"]
+        if any_marked(own):
+            lines += ["", _md(MARK_NOTE)]
         lines.append("")
     return "\n".join(lines).rstrip()
 
@@ -425,6 +429,8 @@ def glance_html(summary: pd.DataFrame, glances: Mapping[str, Glance]) -> str:
         out.append("</tbody></table></div>")
         if footnotes:
             out.append('<ol class="footnotes">' + "".join(f"<li>{e(t)}</li>" for t in footnotes) + "</ol>")
+        if any_marked(own):
+            out.append(f'<p class="note">{e(MARK_NOTE)}</p>')
         out.append("</section>")
     return "\n".join(out)
 

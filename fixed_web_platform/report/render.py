@@ -39,11 +39,22 @@ from .markdown import fmt_bytes, how_to_read_html, how_to_read_markdown, html_ta
 from .plots import MEMORY_COLUMNS
 from .sections import SECTIONS
 from .sensitivity import sensitivity_section
+from .steady import (
+    MARK_NOTE,
+    ROW_NUMBER_COLUMNS,
+    ROW_TEXT_COLUMNS,
+    any_marked,
+    configuration_steady,
+    marked,
+    steady_section,
+    steady_text,
+    tally_line,
+)
 
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
 TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "kind",
                 "workload", "outcome", "reason", "timing_source", "browser_version", "adapter", *KIND_TEXT_COLUMNS,
-                "outputs_file", "granularity", "graph_form")
+                "outputs_file", "granularity", "graph_form", *ROW_TEXT_COLUMNS)
 BASELINE_KEY = ("sweep", *setting_columns())
 """One benchmarked setting; the 16- and 32-bit rows under the same key (uniform precision plans
 only) are the speed-up baselines."""
@@ -137,7 +148,7 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
                "n_samples",
                "gflops", "weight_bytes", "weight_bytes_f32", "rel_error_vs_float", "snr_db",
                "rel_error_vs_dequantized", "kernel_tolerance", *KIND_INTEGER_COLUMNS,
-               *KIND_FLOAT_COLUMNS, *MEMORY_COLUMNS)
+               *KIND_FLOAT_COLUMNS, *MEMORY_COLUMNS, *ROW_NUMBER_COLUMNS)
     for column in (*KIND_INTEGER_COLUMNS, *KIND_FLOAT_COLUMNS):
         if column not in rows:
             rows[column] = math.nan
@@ -243,6 +254,7 @@ def summary_table(rows: pd.DataFrame,
         rec["kernel_variant"] = _unique_text(group.get("kernel_variant", []))
         rec["n_samples"] = int(group["n_samples"].fillna(0).sum()) if "n_samples" in group else 0
         rec["timing_source"] = _unique_text(group.get("timing_source", []))
+        rec.update(configuration_steady(group))
         median = group["latency_ms_median"].median() if "latency_ms_median" in group else math.nan
         rec["latency_ms_median"] = median
         runs = _pooled_runs(group, samples)
@@ -304,7 +316,8 @@ def summary_table(rows: pd.DataFrame,
         records.append(rec)
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
                "device_type", "kind", "workload", "shape", "m", "k", "n", "granularity", "block_size", "bits_requested",
-               "format_requested", "bits_executed", "act_bits", "observer", "graph_form", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source", "latency_ms_median",
+               "format_requested", "bits_executed", "act_bits", "observer", "graph_form", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source",
+               "steady_class", "steady_warmup_s", "steady_class_runs", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
@@ -425,7 +438,8 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
         out["precision plan"] = summary["precision_plan"]
     out["runs"] = summary["runs"].map(_fmt_int)
     out["timing"] = summary["timing_source"]
-    out["median ms"] = summary["latency_ms_median"].map(_fmt(".3f"))
+    out["steady"] = [steady_text(row) for _, row in summary.iterrows()]
+    out["median ms"] = [marked(_fmt(".3f")(row["latency_ms_median"]), row) for _, row in summary.iterrows()]
     out["p10-p90 ms"] = [
         f"{_fmt('.3f')(a)}-{_fmt('.3f')(b)}" if number(a) is not None and number(b) is not None else ""
         for a, b in zip(summary["latency_ms_p10"], summary["latency_ms_p90"])
@@ -769,9 +783,15 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     glances = {kind: part.glance for kind, part in SECTIONS.items()}
     how_to_read = [*glance_notes(summary, glances), NOTES, MEMORY_NOTES, memory_note]
 
+    steady_tally = tally_line(rows)
+    steady_md, steady_html, steady_plots = steady_section(rows, sweeps.samples, out_dir / "plots", show_sweep)
+    all_plots += steady_plots
+    summary_notes = [MARK_NOTE] if any_marked(summary) else []
+
     # Markdown
     caveat = adapter_caveat(rows)
     md = ["# Precision benchmark report", "", f"Generated {created}. {_context_line(sweeps)}", "",
+          *([steady_tally, ""] if steady_tally else []),
           *([f"**{caveat}**", ""] if caveat else []),
           "## At a glance: which precision to pick, and what it costs", "", glance_markdown(summary, glances), "",
           *how_to_read_markdown(how_to_read), "## Sweeps", ""]
@@ -781,9 +801,11 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     md += ["", markdown_table(env) if not env.empty else "(no browsers recorded)", ""]
     md += ["## Summary (ok runs)", ""]
     md += [markdown_table(shown_summary) if not summary.empty else "No ok runs.", ""]
+    md += [line for note in summary_notes for line in (note, "")]
     md += ["## Runs without a measurement (not ok)", ""]
     md += [markdown_table(shown_not_ok) if not not_ok.empty else "Every run was ok.", ""]
     md += kind_md
+    md += steady_md
     sensitivity_md, sensitivity_html = sensitivity_section(list(sweeps.directories), out_dir / "plots")
     md += sensitivity_md
     activations_md, activations_html = activation_section(summary)
@@ -810,6 +832,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         "<title>Precision benchmark report</title>", f"<style>{STYLE}</style>",
         "</head><body>", "<h1>Precision benchmark report</h1>",
         f"<p>Generated {e(created)}. {e(_context_line(sweeps))}</p>",
+        *([f"<p class=\"steady\">{e(steady_tally)}</p>"] if steady_tally else []),
         *([f"<p class=\"caveat\">{e(caveat)}</p>"] if caveat else []),
         "<h2 id=\"at-a-glance\">At a glance: which precision to pick, and what it costs</h2>",
         glance_html(summary, glances),
@@ -821,9 +844,11 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         "<p class=\"note\">One row per configuration with every column; the table scrolls sideways "
         "in its own box. The same figures are in summary.csv next to this page.</p>",
         html_table(shown_summary, "data detail") if not summary.empty else "<p>No ok runs.</p>",
+        *(f"<p class=\"note\">{e(note)}</p>" for note in summary_notes),
         "<h2 id=\"not-ok\">Runs without a measurement (not ok)</h2>",
         html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
         *kind_html,
+        *steady_html,
         *sensitivity_html,
         *activations_html,
         *history_html,

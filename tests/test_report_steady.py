@@ -1,0 +1,198 @@
+"""Report on steady state (result schema 11): the class beside every latency figure (the worst of a
+configuration's runs), the header's tally, one run-sequence plot per ok run that did not settle
+flat, and folders from before schema 11 saying they were not judged. Hand-made result folders, no
+browser."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fixed_web_platform.plan import build_plan
+from fixed_web_platform.report.render import build_report, load_sweeps
+from fixed_web_platform.report.steady import MARK, WORST_FIRST, _pages, steady_section, worst_class
+from fixed_web_platform.results.rows import ResultRow
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform
+from fixed_web_platform.workloads.matmul import MatmulWorkload
+
+UNIT = MatmulWorkload("unit", 2, 64, 32)
+FLOOR = 3
+
+
+def _series(levels: list[tuple[int, float]], verdict: dict, *, gpu_last: int = 0) -> dict:
+    """One page load's series: ``levels`` as (iterations, ms) runs of a level; the verdict as
+    analysis/steady.py writes it (hand-made here: the report only draws what it is given)."""
+    rng = np.random.default_rng(len(levels))
+    wall = [ms * (1 + 0.01 * rng.standard_normal()) for n, ms in levels for _ in range(n)]
+    start = list(np.cumsum([0.0, *wall[:-1]]))
+    return {"wall_ms": wall, "start_ms": start, "gpu_ms": [w * 0.8 for w in wall[-gpu_last:]] if gpu_last else None,
+            "floor_iterations": FLOOR, "stop_reason": "steady", "figures_from": verdict["steady_start"],
+            "steady": {"change_points": [], "outliers": 0, "warmup_s": None, "level_ms": None, **verdict}}
+
+
+FLAT = _series([(40, 10.0)], {"class": "flat", "steady_start": FLOOR, "level_ms": 10.0})
+WARMUP = _series([(20, 14.0), (40, 10.0)], {"class": "warm-up", "steady_start": 20, "change_points": [20],
+                                            "level_ms": 10.0})
+NO_STEADY = _series([(10, 8.0), (10, 10.0), (10, 12.0), (10, 14.0)],
+                    {"class": "no steady state", "steady_start": FLOOR, "change_points": [10, 20, 30]})
+SLOWDOWN = _series([(20, 5.0), (40, 7.0)], {"class": "slowdown", "steady_start": 20, "change_points": [20],
+                                            "level_ms": 5.6}, gpu_last=50)
+SHORT = _series([(6, 9.0)], {"class": "too short", "steady_start": FLOOR})
+
+
+def _ok(run, page: dict, timing: str = "wall-clock") -> tuple[ResultRow, dict]:
+    figures = page["gpu_ms"] if timing == "gpu-timestamp" else page["wall_ms"]
+    taken = figures[page["figures_from"] - (len(page["wall_ms"]) - len(figures)):]
+    steady = page["steady"]
+    start = page["start_ms"][page["figures_from"]] / 1000
+    row = dataclasses.replace(
+        ResultRow.without_measurement(run, Outcome.OK, "", browser_version="1.0"),
+        bits_executed=run.bits, latency_ms_median=float(np.median(taken)),
+        latency_ms_p10=float(np.percentile(taken, 10)), latency_ms_p90=float(np.percentile(taken, 90)),
+        n_samples=len(taken), timing_source=timing, weight_bytes=1000, weight_bytes_f32=UNIT.n * UNIT.k * 4,
+        rel_error_vs_float=0.01, rel_error_vs_dequantized=1e-7, kernel_tolerance=1e-5,
+        steady_class=steady["class"], steady_tally=f"{steady['class']} x1", warmup_iterations=page["figures_from"],
+        warmup_s=start, steady_samples=len(taken), stop_reason="steady", pages=1)
+    return row, {"timing_source": timing, "wall_ms": page["wall_ms"][page["figures_from"]:],
+                 "gpu_ms": taken if timing == "gpu-timestamp" else None, "samples_per_page": [len(taken)],
+                 "series": [page]}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """chrome 32-bit: flat + warm-up; 8-bit: too short; 4-bit: warm-up + no steady state (two
+    repetitions each); firefox 4-bit: slowdown on GPU timestamps; firefox 8-bit failed."""
+    chrome = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [UNIT], (32, 8, 4), repetitions=2)
+    firefox = [dataclasses.replace(r, run_id=100 + i) for i, r in
+               enumerate(build_plan([BrowserName.FIREFOX], [Platform.WEBGPU], [UNIT], (8, 4)))]
+    run = {(r.bits, r.repetition): r for r in chrome}
+    writer = ResultWriter(tmp_path_factory.mktemp("steady") / "sweep")
+    for spec, page, timing in ((run[32, 0], FLAT, "wall-clock"), (run[32, 1], WARMUP, "wall-clock"),
+                               (run[8, 0], SHORT, "wall-clock"), (run[4, 0], WARMUP, "wall-clock"),
+                               (run[4, 1], NO_STEADY, "wall-clock"), (firefox[1], SLOWDOWN, "gpu-timestamp")):
+        writer.add(*_ok(spec, page, timing))
+    writer.add(ResultRow.without_measurement(firefox[0], Outcome.FAILED, "GPUValidationError"))
+    return writer.directory
+
+
+@pytest.fixture(scope="module")
+def built(folder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("steady-report")
+    return build_report([folder], out), out
+
+
+def _summary_table(md: str) -> pd.DataFrame:
+    lines = [line for line in md.split("## Summary (ok runs)")[1].split("## Runs without")[0].splitlines()
+             if line.startswith("|")]
+    cells = [[c.strip() for c in line.strip("|").split(" | ")] for line in lines]
+    return pd.DataFrame(cells[2:], columns=cells[0])
+
+
+def test_worst_class_goes_no_steady_state_too_short_slowdown_warm_up_flat():
+    order = [c.value for c in WORST_FIRST]
+    assert order == ["no steady state", "too short", "slowdown", "warm-up", "flat"]
+    for i, worst in enumerate(order):
+        assert worst_class(order[i:][::-1]) == worst  # whatever else is there, the worst shows
+    assert worst_class(["flat", ""]) == "flat"  # a run without a class does not hide a judged one
+    assert worst_class([None, float("nan")]) == "not judged"
+
+
+def test_the_summary_shows_the_worst_class_beside_the_median_and_marks_no_steady_state(built):
+    files, _ = built
+    table = _summary_table(files.markdown.read_text())
+    cols = list(table.columns)
+    assert cols.index("steady") == cols.index("median ms") - 1  # beside the figure it qualifies
+    by = {(r["browser"], r["bits"]): r for _, r in table.iterrows()}
+    assert by["chrome", "32"]["steady"] == "warm-up 0.28 s (1 of 2 runs)"  # flat + warm-up: warm-up
+    assert by["chrome", "8"]["steady"] == "too short"
+    assert by["chrome", "4"]["steady"] == "no steady state (1 of 2 runs)"  # warm-up + no steady state
+    assert by["firefox", "4"]["steady"].startswith("slowdown at ")
+    assert by["chrome", "4"]["median ms"].endswith(f" {MARK}")
+    assert [k for k, r in by.items() if r["median ms"].endswith(MARK)] == [("chrome", "4")]
+    csv = pd.read_csv(files.summary_csv)
+    assert list(csv["steady_class"]) == ["warm-up", "too short", "no steady state", "slowdown"]
+    md = files.markdown.read_text()
+    head, glance = md.split("## At a glance")[0], md.split("## At a glance")[1].split("## Sweeps")[0]
+    assert f"{MARK} no steady state: the figure is every iteration after the floor" in glance
+    assert "| median (p10-p90) | vs float32 | steady |" in glance
+    assert [line for line in glance.splitlines() if MARK in line and line.startswith("|")] == \
+        [line for line in glance.splitlines() if "| no steady state (1 of 2 runs) |" in line]
+    page = files.html.read_text()
+    assert "no steady state (1 of 2 runs)" in page and f"{MARK} no steady state: the figure" in page
+    assert "Steady state:" in head
+
+
+def test_the_header_counts_the_ok_runs_of_each_class(built):
+    files, _ = built
+    line = ("Steady state: 1 flat, 2 warm-up, 1 slowdown, 1 too short, 1 no steady state (figures of runs "
+            f"without a steady state are every iteration after the floor, marked {MARK}).")
+    md = files.markdown.read_text()
+    assert line in md.split("## At a glance")[0]  # the first screen, before the tables
+    page = files.html.read_text()
+    assert line in page and page.index(line) < page.index('id="at-a-glance"')
+
+
+def test_one_run_sequence_plot_per_run_that_did_not_settle_flat(built, folder):
+    files, out = built
+    rows = pd.read_csv(folder / "results.csv")
+    expected = {f"run_sequence_run{r.run_id}.png" for r in rows.itertuples()
+                if r.steady_class in ("warm-up", "no steady state", "slowdown")}
+    assert len(expected) == 4
+    drawn = {p.name for p in files.plots if p.name.startswith("run_sequence_")}
+    assert drawn == expected == {p.name for p in (out / "plots").glob("run_sequence_*.png")}
+    flat_or_short = rows[rows["steady_class"].isin(["flat", "too short"])]["run_id"]
+    assert not any(f"run{rid}.png" in name for rid in flat_or_short for name in drawn)
+    md = files.markdown.read_text()
+    section = md.split("## Warm-up and steady state")[1].split("\n## ")[0]
+    assert "flat (one level" in section  # says what the classes mean
+    rank = {"no steady state": 0, "slowdown": 1, "warm-up": 2}  # worst first, then in run order
+    order = sorted((rank[r.steady_class], r.run_id) for r in rows.itertuples() if r.steady_class in rank)
+    assert [line for line in section.splitlines() if line.startswith("![")] == \
+        [f"![run_sequence_run{rid}](plots/run_sequence_run{rid}.png)" for _, rid in order]
+    page = files.html.read_text()
+    assert all(f'<img src="plots/{name}"' in page for name in drawn)
+
+
+def test_the_plots_are_capped_and_the_rest_listed_and_gpu_timestamps_sit_on_their_own_iterations(folder, tmp_path):
+    sweeps = load_sweeps([folder])
+    md, parts, drawn = steady_section(sweeps.rows, sweeps.samples, tmp_path, False, max_plots=1)
+    worst = int(sweeps.rows.loc[sweeps.rows["steady_class"] == "no steady state", "run_id"].iloc[0])
+    assert [p.name for p in drawn] == [f"run_sequence_run{worst}.png"]  # the worst class first
+    listed = md[md.index("Not drawn:") + 2:]
+    assert len([line for line in listed if line.startswith("- ")]) == 3
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == [f"run_sequence_run{worst}.png"]
+    # the GPU series covers the last 50 iterations: each time sits at its own iteration's start
+    (page,) = _pages({"series": [SLOWDOWN]}, gpu=True)
+    assert np.allclose(page["x"], np.asarray(SLOWDOWN["start_ms"][-50:]) / 1000)
+    assert np.allclose(page["y"], SLOWDOWN["gpu_ms"])
+    assert page["steady_from"] == pytest.approx(SLOWDOWN["start_ms"][20] / 1000)
+    assert page["floor"] == pytest.approx(SLOWDOWN["start_ms"][FLOOR] / 1000)
+    (wall,) = _pages({"series": [SLOWDOWN]}, gpu=False)
+    assert len(wall["x"]) == len(SLOWDOWN["wall_ms"])
+    (none,) = _pages({"series": [NO_STEADY]}, gpu=False)
+    assert none["steady_from"] is None and len(none["changes"]) == 3  # no steady segment to highlight
+
+
+def test_a_folder_from_before_schema_11_renders_and_says_not_judged(folder, tmp_path):
+    old = tmp_path / "old"
+    old.mkdir()
+    rows = pd.read_csv(folder / "results.csv", dtype=str, keep_default_na=False)
+    steady = ["steady_class", "steady_tally", "warmup_iterations", "warmup_s", "steady_samples", "stop_reason",
+              "first_warm_ratio"]
+    rows.drop(columns=steady).assign(schema_version="10").to_csv(old / "results.csv", index=False)
+    records = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    (old / "samples.jsonl").write_text("".join(
+        json.dumps({k: v for k, v in r.items() if k != "series"} | {"schema_version": 10}) + "\n" for r in records))
+    files = build_report([old], tmp_path / "out")
+    md = files.markdown.read_text()
+    assert "Steady state: not judged for steady state (results from before schema 11)." in md.split("## At a")[0]
+    assert set(_summary_table(md)["steady"]) == {"not judged"}
+    assert MARK not in md and "## Warm-up and steady state" not in md
+    assert not [p for p in files.plots if p.name.startswith("run_sequence_")]
+    assert "not judged for steady state" in files.html.read_text()
