@@ -179,3 +179,20 @@ def parse_enum(kind: type[enum.StrEnum], value: object, what: str) -> enum.StrEn
         return kind(str(value).lower())
     except ValueError:
         raise ValueError(f"unknown {what} {value!r}; choose from {', '.join(m.value for m in kind)}") from None
+
+
+class SteadyClass(enum.StrEnum):
+    """What a page load's series did (warmup_stats' classes)."""
+
+    FLAT = "flat"
+    """One level from the first iteration after the floor."""
+    WARMUP = "warm-up"
+    """Slower first, then settled at a faster level."""
+    SLOWDOWN = "slowdown"
+    """Settled at a level slower than an earlier one."""
+    NO_STEADY = "no steady state"
+    """The last level covers too little of the series: a drift, a cycle or a late step."""
+    TOO_SHORT = "too short"
+    """Too few iterations to judge (models keep a handful by default)."""
+    NOT_JUDGED = "not judged"
+    """A result from before the steady-state protocol (schema 10 or older)."""

@@ -35,6 +35,7 @@ from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, page_samp
 from ..vocabulary import Outcome
 from ..workloads import DEFAULT_KIND, kind_named
 from .stats import RatioInterval, welch_ratio_interval
+from .steady import SteadyClass
 
 DEFAULT_ALPHA = 0.001
 """The interval of the ratio is at level 1 - alpha (99.9%): measured on back-to-back sweeps of the
@@ -217,6 +218,12 @@ class _Side:
     @property
     def pages(self) -> list[list[float]]:
         return [page for run in self.runs for page in run]
+
+    @property
+    def unsettled(self) -> bool:
+        """Did any ok run's series never reach a steady state (analysis/steady.py)?"""
+        return any(r.get("outcome") is Outcome.OK and r.get("steady_class") == SteadyClass.NO_STEADY
+                   for r in self.rows)
 
     @property
     def units(self) -> list[list[float]]:
@@ -455,6 +462,10 @@ def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: floa
         which = " and ".join(n for n, s in (("baseline", base), ("current", cur)) if not s.pages)
         verdict = Verdict.SKIPPED
         notes.insert(0, f"latency not compared: no raw samples in {which}")
+    elif unsettled := [n for n, side in (("baseline", base), ("current", cur)) if side.unsettled]:
+        verdict = Verdict.SKIPPED
+        notes.insert(0, f"latency not compared: no steady state in {' and '.join(unsettled)} "
+                        "(its figures are not a steady level; docs/concepts/steady-state.md)")
     elif base.timing_sources != cur.timing_sources or len(base.timing_sources) > 1:
         verdict = Verdict.SKIPPED
         notes.insert(0, "latency not compared: timing source differs ("

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import json
 import math
 import statistics
@@ -61,6 +60,9 @@ import numpy as np
 from ..results.reader import CONFIG_KEY, ResultSet, page_samples, sweep_names
 from ..results.rows import setting_columns
 from ..vocabulary import Outcome
+from . import changepoints
+from .changepoints import SD_FLOOR
+from .steady import SteadyClass
 from .compare import (
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
@@ -79,10 +81,6 @@ MAX_HISTORY = 30
 """Nights of history a view looks back at most (the nightly workflow keeps as many)."""
 SESSION_PEERS = 2
 """Other configurations a browser session must hold for the session (drift-free) view."""
-SD_FLOOR = 0.01
-"""Smallest night-to-night standard deviation (of log latency) a view assumes: 1%."""
-PENALTY = 4.0
-"""PELT's penalty per change point, in units of s^2 * log(n)."""
 STEP_NIGHTS = (1, 2)
 """A step is looked for on the newest night and on the night before it (persisting)."""
 STEP_ALPHA = {1: 0.05, 2: 0.95}
@@ -119,6 +117,9 @@ class SweepFigures:
     rounds: Mapping[Config, Mapping[tuple[str, int], float]]
     sources: Mapping[Config, str] = field(default_factory=dict)
     """Each configuration's timing source ('gpu-timestamp', 'wall-clock'; '' unknown)."""
+    unsettled: frozenset[Config] = frozenset()
+    """Configurations with an ok run whose series never reached a steady state: left out of the
+    series, and not judged when the newest sweep has them."""
 
     def view(self, view: View, levels: Mapping[Config, float] | None = None) -> dict[Config, list[float]]:
         """Per configuration, its values in this view, one per browser session. The session view
@@ -164,7 +165,7 @@ class SweepFigures:
         d = math.log(factor)
         return SweepFigures(self.name, self.created, {
             c: ({s: v + d for s, v in by.items()} if config is None or c == config else by)
-            for c, by in self.rounds.items()}, self.sources)
+            for c, by in self.rounds.items()}, self.sources, self.unsettled)
 
 
 _SETTING = [CONFIG_KEY.index(k) for k in setting_columns()]
@@ -182,8 +183,12 @@ def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
     where = rs.directory / "results.csv"
     logs: dict[Config, dict[tuple[str, int], list[float]]] = {}
     sources: dict[Config, set[str]] = {}
+    unsettled: set[Config] = set()
     for record in rs.rows.to_dict("records"):
         if str(record.get("outcome")) != Outcome.OK.value:
+            continue
+        if record.get("steady_class") == SteadyClass.NO_STEADY:
+            unsettled.add(tuple(_config_value(k, record[k], where) for k in CONFIG_KEY))
             continue
         raw = rs.samples.get(int(record["run_id"]))
         if raw is None:
@@ -202,7 +207,7 @@ def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
     rounds = {c: {s: float(np.mean(v)) for s, v in by.items()} for c, by in logs.items()}
     created = str((rs.environment or {}).get("created_utc") or "")
     return SweepFigures(name or rs.directory.name, created, rounds,
-                        {c: "/".join(sorted(v)) for c, v in sources.items()})
+                        {c: "/".join(sorted(v)) for c, v in sources.items()}, frozenset(unsettled))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,57 +271,9 @@ class ViewJudgement:
 
 
 def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFECT,
-                  alpha: float = DEFAULT_ALPHA, *, noise: float | None = None, min_size: int = 2,
-                  jump: int = 1) -> list[int]:
-    """Indices where a new level starts (see _change_points). ``noise`` overrides the estimate
-    from successive differences (a series whose neighbours are correlated needs its own, as
-    analysis/steady.py's iterations do); ``min_size`` and ``jump`` are PELT's."""
-    return list(_change_points(tuple(float(v) for v in values), min_effect, alpha, noise, min_size, jump))
-
-
-@functools.lru_cache(maxsize=8192)
-def _change_points(values: tuple[float, ...], min_effect: float, alpha: float, noise: float | None = None,
-                   min_size: int = 2, jump: int = 1) -> tuple[int, ...]:
-    """Indices where a new level starts: ruptures' PELT (l2 cost, at least 2 nights a segment,
-    penalty PENALTY * s^2 * log n with s the noise from successive differences), keeping the
-    points where the level moved by more than ``min_effect`` and the move between the segments on
-    either side, in units of that noise, is beyond chance at ``alpha`` over the n - 1 places a
-    cut could be made (so noise is never drawn as a step)."""
-    import ruptures
-    from scipy import stats as scipy_stats
-
-    a = np.asarray(values, dtype=np.float64)
-    if a.size < 4:
-        return ()
-    sd = _noise(a) if noise is None else max(noise, SD_FLOOR)
-    ends = ruptures.Pelt(model="l2", min_size=min_size, jump=jump).fit(a.reshape(-1, 1)).predict(
-        pen=PENALTY * sd * sd * math.log(a.size))
-    bounds = [0, *ends]
-    kept: list[int] = []
-    for i in range(1, len(bounds) - 1):  # each cut against every night since the last one kept
-        before, after = a[(kept[-1] if kept else 0):bounds[i]], a[bounds[i]:bounds[i + 1]]
-        moved = after - float(np.median(before))
-        if not _level_moved(moved, math.log1p(min_effect)):
-            continue
-        z = abs(float(after.mean() - before.mean())) / (sd * math.sqrt(1 / after.size + 1 / before.size))
-        if 2 * float(scipy_stats.norm.sf(z)) * (a.size - 1) < alpha:  # Bonferroni: n - 1 places to cut
-            kept.append(int(bounds[i]))
-    return tuple(kept)
-
-
-def _level_moved(moved: np.ndarray, floor: float) -> bool:
-    """Did a segment move beyond ``floor`` as a level, not by one outlier? A short segment (up to
-    3 nights) needs every night beyond it on one side, a longer one its median."""
-    if moved.size <= 3:
-        return bool((moved > floor).all() or (moved < -floor).all())
-    return abs(float(np.median(moved))) > floor
-
-
-def _noise(a: np.ndarray) -> float:
-    """The night-to-night noise of a series from its successive differences (median absolute
-    deviation, scaled to a standard deviation): a step moves one difference, not the estimate."""
-    d = np.diff(a)
-    return max(float(np.median(np.abs(d - np.median(d)))) * 1.4826 / math.sqrt(2), SD_FLOOR)
+                  alpha: float = DEFAULT_ALPHA) -> list[int]:
+    """Indices where a new level starts in a series of nights (analysis/changepoints.py)."""
+    return changepoints.change_points(values, min_effect, alpha)
 
 
 def steps(series: Sequence[Night], min_effect: float = DEFAULT_MIN_EFFECT,
@@ -488,6 +445,10 @@ def _judge(sweeps: Sequence[SweepFigures], alpha: float, min_effect: float, conf
             found[view] = tuple(steps(mine, min_effect, alpha)) if with_steps else ()
             judgements.append(judge_series(view, mine, peers, alpha=alpha, min_effect=min_effect))
         entries.append(_decide(config, judgements, series, found, moved.get(str(config[CONFIG_KEY.index("browser")]))))
+    if configs is None:
+        entries += [HistoryEntry(c, Verdict.SKIPPED, None, (), {}, {}, "no steady state in the newest sweep: its "
+                                 "figures are not a steady level, so not judged (docs/concepts/steady-state.md)")
+                    for c in sorted(sweeps[-1].unsettled - set(sweeps[-1].rounds), key=str)]
     return entries, moved
 
 

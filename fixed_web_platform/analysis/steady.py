@@ -9,7 +9,8 @@ softdevteam/warmup_stats), on one page load's iterations after the cold one
    thousands of iterations; a batch also spans a coarse clock's ticks).
 3. Outliers (a sample further than OUTLIER_K robust deviations from its neighbourhood's median,
    on the log scale) are left out of the change-point search, not out of the figures.
-4. Change points: ruptures' PELT on the log times, with the filter history.py uses for nights: a
+4. Change points: ruptures' PELT on the log times, with the filter the history judge uses for
+   nights (analysis/changepoints.py): a
    cut is kept only where the level moved by at least EQUIVALENT (5%, the page's own tolerance,
    so two levels closer than that are one) and beyond chance at ALPHA (Bonferroni over the places
    a cut could be made). ALPHA is smaller than the nights' because iterations are autocorrelated
@@ -25,7 +26,6 @@ as steady: the steady segment starts at the floor at the earliest.
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,24 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from .history import change_points
-
-
-class SteadyClass(enum.StrEnum):
-    """What a page load's series did (warmup_stats' classes)."""
-
-    FLAT = "flat"
-    """One level from the first iteration after the floor."""
-    WARMUP = "warm-up"
-    """Slower first, then settled at a faster level."""
-    SLOWDOWN = "slowdown"
-    """Settled at a level slower than an earlier one."""
-    NO_STEADY = "no steady state"
-    """The last level covers too little of the series: a drift, a cycle or a late step."""
-    TOO_SHORT = "too short"
-    """Too few iterations to judge (models keep a handful by default)."""
-    NOT_JUDGED = "not judged"
-    """A result from before the steady-state protocol (schema 10 or older)."""
+from ..vocabulary import SteadyClass
+from .changepoints import change_points
 
 
 MIN_SERIES = 10

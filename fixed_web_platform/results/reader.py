@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..engines.webnn.forms import MATMUL_FORM, MODEL_FORM
-from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, TimingSource
+from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, SteadyClass, TimingSource
 from ..workloads import DEFAULT_KIND, KINDS, kind_columns, kind_named
 from .rows import LayerRow, identity_columns
 
@@ -132,11 +132,14 @@ def load(directory: str | Path) -> ResultSet:
         rows = pd.concat([rows, pd.DataFrame(float("nan"), index=rows.index, columns=absent)], axis=1)
     if "act_bits" not in rows:  # folders before activation precision: float activations
         rows["act_bits"] = 32
+    if "steady_class" not in rows:  # folders before the steady-state protocol (schema 11)
+        rows["steady_class"] = np.where(rows["outcome"] == "ok", SteadyClass.NOT_JUDGED.value, "")
     if "granularity" not in rows:  # folders before per-channel weights: blockwise at 8/4/2 bits
         bits = pd.to_numeric(rows["bits_requested"], errors="coerce")
         rows["granularity"] = np.where(bits <= 8, "block", "")
     absent = [c for c in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
-                          "observer", "calibration", "format_requested") if c not in rows]
+                          "observer", "calibration", "format_requested", "steady_tally", "stop_reason")
+              if c not in rows]
     if absent:
         rows = pd.concat([rows, pd.DataFrame("", index=rows.index, columns=absent)], axis=1)
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]
