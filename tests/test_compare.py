@@ -58,6 +58,7 @@ class Run:
     timing_source: str = "gpu-timestamp"
     pages: int = 5
     """Page loads the samples are split into (samples_per_page), as --repeat does."""
+    steady_class: str = "flat"
 
 
 def write_folder(path: Path, runs: list[Run], *, versions: dict[str, str] | None = None) -> Path:
@@ -82,7 +83,7 @@ def write_folder(path: Path, runs: list[Run], *, versions: dict[str, str] | None
             timing_source=r.timing_source, gpu_ms_median=float(np.median(a)),
             rel_error_vs_float=r.rel_error_vs_float,
             rel_error_vs_dequantized=r.rel_error_vs_dequantized,
-            kernel_tolerance=r.kernel_tolerance,
+            kernel_tolerance=r.kernel_tolerance, steady_class=r.steady_class,
         )
         gpu = samples if r.timing_source == "gpu-timestamp" else []
         per_page = [len(chunk) for chunk in np.array_split(np.arange(len(samples)), r.pages)]
@@ -397,6 +398,18 @@ def test_different_timing_sources_are_not_compared(tmp_path: Path) -> None:
     e = _only(_compare(b, c))
     assert e.verdict is Verdict.SKIPPED and "timing source" in e.note
     assert e.interval is None
+
+
+def test_a_side_without_a_steady_state_is_not_judged_and_says_so(tmp_path: Path) -> None:
+    """A 2x slowdown that would be a regression is not called when one side's series never
+    settled (its figure is not a steady level); the same pair settled is called."""
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=60))],
+                 [Run(samples=_samples(20.0, seed=61), steady_class="no steady state")])
+    e = _only(_compare(b, c))
+    assert e.verdict is Verdict.SKIPPED and "no steady state in current" in e.note
+    b, c = _pair(tmp_path / "settled", [Run(samples=_samples(10.0, seed=60))],
+                 [Run(samples=_samples(20.0, seed=61), steady_class="warm-up")])
+    assert _only(_compare(b, c)).verdict is Verdict.REGRESSION
 
 
 def test_non_finite_samples_are_dropped(tmp_path: Path) -> None:

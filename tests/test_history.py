@@ -198,22 +198,22 @@ def test_planting_in_figures_is_planting_in_the_raw_samples(tmp_path: Path) -> N
 # Command line: compare with many sweeps, history
 
 
-def _night_runs(seed: int, slow: float = 1.0) -> list[Run]:
+def _night_runs(seed: int, slow: float = 1.0, steady_class: str = "flat") -> list[Run]:
     out = []
     for r in range(5):
         for w in (Workload("a", 1, 64, 64), Workload("b", 1, 64, 128), Workload("c", 1, 128, 128)):
             factor = slow if w.name == "a" else 1.0
-            out.append(Run(bits=4, workload=w, repetition=r, pages=2,
+            out.append(Run(bits=4, workload=w, repetition=r, pages=2, steady_class=steady_class if w.name == "a" else "flat",
                            samples=[s * factor for s in _samples(3.0 + len(w.name) * w.n / 64,
                                                                  noise=0.02, seed=seed * 100 + r)]))
     return out
 
 
-def _history_folders(root: Path, nights: int, slow_last: float = 1.0) -> list[Path]:
+def _history_folders(root: Path, nights: int, slow_last: float = 1.0, last_class: str = "flat") -> list[Path]:
     folders = []
     for i in range(nights):
-        slow = slow_last if i == nights - 1 else 1.0
-        folders.append(write_folder(root / f"night{i:02d}", _night_runs(i, slow)))
+        slow, steady = (slow_last, last_class) if i == nights - 1 else (1.0, "flat")
+        folders.append(write_folder(root / f"night{i:02d}", _night_runs(i, slow, steady)))
         env = json.loads((folders[-1] / "environment.json").read_text())
         env["created_utc"] = f"2026-11-{i + 1:02d}T03:17:00Z"
         (folders[-1] / "environment.json").write_text(json.dumps(env))
@@ -231,6 +231,14 @@ def test_compare_with_a_history_calls_a_planted_step(tmp_path: Path, capsys: pyt
     assert len(plots) == 3 and all(p.stat().st_size > 5000 for p in plots)
     assert text.count("![") == 3
     capsys.readouterr()
+
+
+def test_a_night_without_a_steady_state_is_not_judged_and_says_so(tmp_path: Path) -> None:
+    folders = _history_folders(tmp_path / "h", 9, slow_last=1.6, last_class="no steady state")
+    result = history_compare([load(f) for f in folders])
+    entry = next(e for e in result.history if e.config[CONFIG_KEY.index("workload")] == "a")
+    assert entry.verdict is Verdict.SKIPPED and "no steady state in the newest sweep" in entry.note
+    assert not any(e.verdict.is_regression for e in result.history)
 
 
 def test_a_folder_of_sweeps_is_its_sweeps_oldest_first(tmp_path: Path) -> None:

@@ -181,6 +181,8 @@ def test_a_schema7_folder_reads_with_its_kinds_and_only_their_columns() -> None:
     assert (matmul.rows["m"] == 1).all() and matmul.rows["model"].eq("").all()
     assert encoder.rows["m"].isna().all()  # schema 7 wrote 0 on model rows: not a matmul's shape
     assert encoder.rows["model"].eq("all-MiniLM-L6-v2").all() and (encoder.rows["batch_size"] == 4).all()
+    ok = matmul.rows["outcome"] == "ok"
+    assert ok.any() and (matmul.rows.loc[ok, "steady_class"] == "not judged").all()  # before schema 11
 
 
 @pytest.mark.parametrize("folder", ["matmul", "encoder"])
