@@ -21,6 +21,7 @@ overlap, or under compare's minimum effect (10%), is "same", never a trend. Cell
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -396,9 +397,10 @@ def glance_markdown(summary: pd.DataFrame, glances: Mapping[str, Glance]) -> str
 
 def _words(text: str) -> str:
     """A headline cell's text with each word unbreakable (a line may break between words, never
-    inside one: not even at a hyphen, as in 'bert-base-ffn-gemv')."""
+    inside one: not even at a hyphen, as in 'bert-base-ffn-gemv'); a no-break space joins what
+    must stay on one line ('0.4 s')."""
     words: list[str] = []
-    for word in text.split():
+    for word in filter(None, re.split(r"[ \t\r\n]+", text)):
         if words and len(words[-1]) == 1 and not words[-1].isalnum():  # '·' stays with the next word
             words[-1] += f" {word}"
         else:

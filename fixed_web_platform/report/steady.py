@@ -99,7 +99,8 @@ def configuration_steady(group: pd.DataFrame) -> dict[str, Any]:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:.2g} s" if value < 10 else f"{value:,.0f} s"
+    """'0.4 s', '12 s': a no-break space keeps the unit with its number in a headline cell."""
+    return f"{value:.2g}\u00a0s" if value < 10 else f"{value:,.0f}\u00a0s"
 
 
 def steady_text(row: Mapping[str, Any] | pd.Series) -> str:
@@ -124,8 +125,9 @@ def no_steady(row: Mapping[str, Any] | pd.Series) -> bool:
 
 
 def marked(text: str, row: Mapping[str, Any] | pd.Series) -> str:
-    """A latency figure's text, with ``MARK`` when its row has no steady state."""
-    return f"{text} {MARK}" if text and no_steady(row) else text
+    """A latency figure's text, with ``MARK`` when its row has no steady state (held to the figure
+    by a no-break space)."""
+    return f"{text}\u00a0{MARK}" if text and no_steady(row) else text
 
 
 def any_marked(table: pd.DataFrame) -> bool:

@@ -42,6 +42,9 @@ class DecoderKind(WorkloadKind):
         Column("prefill_tokens_per_s", float, "Prompt tokens per second of the prefill (prompt_len / TTFT).",
                performance=True),
         DECODE_TOKENS_PER_S,
+        Column("decode_steady_class", str, "Did each generation's decode steps settle, judged after removing "
+               "their growth with context (a straight line fitted per generation): flat, warm-up, slowdown, "
+               "no steady state, too short (fewer than 10 steps); the worst over generations."),
         Column("token_ms_p50", float, "Per-token decode latency, median over every decode step.", performance=True),
         Column("token_ms_p90", float, "Per-token decode latency, 90th percentile.", performance=True),
         Column("token_ms_first", float, "Latency of the first decode step (median over generations).",

@@ -93,6 +93,7 @@ def speed_figures(prompt_len: int, fields: Sequence[Mapping[str, Any]]) -> dict[
     decode = [len(s) / sum(s) * 1000.0 for s in steps if sum(s) > 0]
     first = docs[0]
     return {
+        "decode_steady_class": decode_steady_class(steps),
         "ttft_ms": ttft,
         "prefill_tokens_per_s": prompt_len / ttft * 1000.0 if ttft > 0 else None,
         "decode_tokens_per_s": float(np.median(decode)) if decode else None,
@@ -107,3 +108,21 @@ def speed_figures(prompt_len: int, fields: Sequence[Mapping[str, Any]]) -> dict[
         "kv_cache_bytes": first["memory"]["kv_cache"],
         "scratch_bytes": first["memory"]["scratch"],
     }
+
+
+def decode_steady_class(steps: Sequence[Sequence[float]]) -> str:
+    """Did the decode steps of each generation settle, judged after removing the growth with
+    context they have by design (each step attends over one more token): each generation's steps
+    divided by their least-squares line (times its mean), classified (analysis/steady.py); the
+    worst over generations. Too few steps: too short."""
+    from ...analysis.steady import classify, run_class  # the analysis layer, called at row time
+
+    verdicts = []
+    for s in steps:
+        y = np.asarray(s, dtype=np.float64)
+        if y.size >= 3 and (y > 0).all():
+            x = np.arange(y.size)
+            line = np.polyval(np.polyfit(x, y, 1), x)
+            y = y / np.maximum(line, 1e-9) * float(y.mean()) if (line > 0).all() else y
+        verdicts.append(classify(y))
+    return run_class(verdicts).value if verdicts else ""
