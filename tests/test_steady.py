@@ -153,12 +153,12 @@ def test_a_run_shows_its_worst_page_and_tallies_them():
 
 
 def test_decode_steps_are_judged_after_their_growth_with_context():
-    """Decode steps grow with context by design (a straight line is no drift); a late jump is."""
+    """Decode steps grow with context by design (a straight line is no drift); a jump is not."""
     from fixed_web_platform.workloads.decoder.timing import decode_steady_class
 
     rng = np.random.default_rng(7)
     growing = [list(np.linspace(10, 20, 31) * noise(rng, 31, 0.03)) for _ in range(3)]
     assert decode_steady_class(growing) == "flat"
     jump = [list(np.r_[np.linspace(10, 12, 25), np.full(6, 30.0)] * noise(rng, 31, 0.03))]
-    assert decode_steady_class(jump) == "no steady state"
+    assert decode_steady_class(jump) == "slowdown"  # the last 6 steps take 40% of the time: a level
     assert decode_steady_class([[1.0, 2.0, 3.0]]) == "too short"
