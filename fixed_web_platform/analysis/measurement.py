@@ -53,7 +53,7 @@ class PageSeries:
     @property
     def gpu(self) -> tuple[float, ...] | None:
         g = self.page.gpu_ms
-        return None if g is None else g[self.start - self.gpu_offset:]
+        return None if g is None else g[max(0, self.start - self.gpu_offset):]
 
     def to_json(self) -> dict[str, Any]:
         p = self.page
@@ -71,7 +71,7 @@ def judge_series(pages: Sequence[PageReply]) -> tuple[list[PageSeries], str]:
     out = []
     for p in pages:
         wall_verdict = classify(p.wall_ms, p.start_ms, p.floor_iterations)
-        offset = len(p.wall_ms) - len(p.gpu_ms) if gpu_usable and p.gpu_ms else 0
+        offset = len(p.wall_ms) - len(p.gpu_ms) if p.gpu_ms else 0
         verdict = wall_verdict
         if gpu_usable:
             starts = [t - p.start_ms[offset] for t in p.start_ms[offset:]]
@@ -79,7 +79,8 @@ def judge_series(pages: Sequence[PageReply]) -> tuple[list[PageSeries], str]:
             verdict = replace(local, steady_start=local.steady_start + offset,
                               change_points=tuple(c + offset for c in local.change_points),
                               warmup_s=None if local.warmup_s is None else p.start_ms[local.steady_start + offset] / 1000)
-        start = max(verdict.steady_start if verdict.settled else p.floor_iterations, offset)
+        start = verdict.steady_start if verdict.settled else p.floor_iterations
+        start = max(start, offset) if gpu_usable else start
         if start >= len(p.wall_ms):  # a page cut short in its floor: its last iteration
             start = len(p.wall_ms) - 1
         out.append(PageSeries(p, verdict, wall_verdict, start, offset))

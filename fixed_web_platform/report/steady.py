@@ -19,7 +19,7 @@ import html
 import math
 import re
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,9 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..analysis.steady import SETTLED, SteadyClass
+from ..analysis.steady import SETTLED
 from ..values import number
+from ..vocabulary import SteadyClass
 from ..workloads import DEFAULT_KIND, kind_named
 from .plots import _save
 
@@ -152,7 +153,7 @@ def tally_line(rows: pd.DataFrame) -> str:
     judged += [f"{n} {name}" for name, n in counts.items() if _rank(name) < 0]  # a class this version does not know
     old = counts.get(NOT_JUDGED, 0)
     if not judged:
-        return f"Steady state: {BEFORE_SCHEMA_11}."
+        return f"{BEFORE_SCHEMA_11[0].upper()}{BEFORE_SCHEMA_11[1:]}."
     text = "Steady state: " + ", ".join(judged)
     if counts.get(SteadyClass.NO_STEADY.value):
         text += " (figures of runs without a steady state are every iteration after the floor, marked " + MARK + ")"

@@ -132,16 +132,17 @@ def load(directory: str | Path) -> ResultSet:
         rows = pd.concat([rows, pd.DataFrame(float("nan"), index=rows.index, columns=absent)], axis=1)
     if "act_bits" not in rows:  # folders before activation precision: float activations
         rows["act_bits"] = 32
-    if "steady_class" not in rows:  # folders before the steady-state protocol (schema 11)
-        rows["steady_class"] = np.where(rows["outcome"] == "ok", SteadyClass.NOT_JUDGED.value, "")
+    judged = "steady_class" in rows  # folders before the steady-state protocol (schema 11): not judged
     if "granularity" not in rows:  # folders before per-channel weights: blockwise at 8/4/2 bits
         bits = pd.to_numeric(rows["bits_requested"], errors="coerce")
         rows["granularity"] = np.where(bits <= 8, "block", "")
     absent = [c for c in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
-                          "observer", "calibration", "format_requested", "steady_tally", "stop_reason")
+                          "observer", "calibration", "format_requested", "steady_class", "steady_tally", "stop_reason")
               if c not in rows]
     if absent:
         rows = pd.concat([rows, pd.DataFrame("", index=rows.index, columns=absent)], axis=1)
+    if not judged:
+        rows.loc[rows["outcome"] == "ok", "steady_class"] = SteadyClass.NOT_JUDGED.value
     text = [c for c in rows.columns if c not in (*INTEGER_COLUMNS, *FLOAT_COLUMNS)]
     for column in text:
         rows[column] = rows[column].astype(object).where(rows[column].notna(), "").astype(str)
