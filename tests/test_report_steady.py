@@ -196,3 +196,149 @@ def test_a_folder_from_before_schema_11_renders_and_says_not_judged(folder, tmp_
     assert MARK not in md and "## Warm-up and steady state" not in md
     assert not [p for p in files.plots if p.name.startswith("run_sequence_")]
     assert "<p class=\"steady\">Not judged for steady state (results from before schema 11).</p>" in files.html.read_text()
+
+
+# ------------------------------------------------------- the per-kind tables and the terminal tables
+
+KINDS = {  # kind -> (its own columns, the figure the class sits before)
+    "encoder": ({"model": "enc", "weights": "pretrained", "inputs": "builtin", "batch_size": 2, "seq_len": 8,
+                 "tokens_per_s": 400.0, "cosine_min": 0.99, "cosine_mean": 0.995}, "median ms (p10-p90)"),
+    "decoder": ({"model": "dec", "weights": "pretrained", "inputs": "builtin", "prompt_len": 4, "new_tokens": 16,
+                 "eval_len": 32, "ttft_ms": 120.0, "prefill_tokens_per_s": 33.3, "decode_tokens_per_s": 20.0,
+                 "token_ms_p50": 50.0, "token_ms_last": 60.0}, "TTFT ms"),
+    "speech": ({"model": "asr", "weights": "pretrained", "inputs": "builtin", "clips": 2, "max_tokens": 16,
+                "encoder_ms": 300.0, "decode_tokens_per_s": 30.0, "clip_s": 1.5, "real_time_factor": 0.3,
+                "wer_vs_fp32": 0.0}, "s/clip"),
+    "onnx": ({"model": "net.onnx", "weights": "pretrained", "inputs": "builtin", "onnx_sha256": "ab12",
+              "input_shapes": "x:1x8", "outputs_cosine_min": 0.999}, "median ms"),
+}
+TERMINAL_FIGURE = {"encoder": "median ms", "decoder": "TTFT ms", "speech": "RTF", "onnx": "median ms"}
+DECODE_CLASSES = {0: "flat", 1: "slowdown", 2: "no steady state"}  # a decoder row's decode_steady_class by run
+
+
+def _kind_rows(kind: str, first_id: int) -> list[ResultRow]:
+    """One kind's rows: 32-bit two repetitions (flat, warm-up 0.5 s), 4-bit one (no steady
+    state), 8-bit failed."""
+    fields, _ = KINDS[kind]
+    rows = []
+    for i, (bits, repetition, outcome, steady, warmup_s) in enumerate((
+            (32, 0, "ok", "flat", 0.0), (32, 1, "ok", "warm-up", 0.5), (4, 0, "ok", "no steady state", None),
+            (8, 0, "failed", "", None))):
+        ok = outcome == "ok"
+        row = ResultRow(
+            schema_version=11, run_id=first_id + i, repetition=repetition, timestamp_utc="t", browser="chrome",
+            browser_version="150", engine="harness", platform="webgpu", executed_on="webgpu" if ok else "",
+            precision_mode="standard", adapter="", device_type="", weight_dtype="", scale_dtype="",
+            zero_point_dtype="", compute_dtype="f32", kind=kind, workload=str(fields["model"]), bits_requested=bits,
+            bits_executed=bits if ok else None, weight_format="", block_size=32 if bits < 16 else 0,
+            outcome=outcome, reason="" if ok else "GPUValidationError", steady_class=steady, warmup_s=warmup_s,
+            latency_ms_median=10.0 + i if ok else None, latency_ms_p10=9.0 + i if ok else None,
+            latency_ms_p90=11.0 + i if ok else None, n_samples=20 if ok else 0, timing_source="wall-clock",
+            weight_bytes=1000 if ok else None, weight_bytes_f32=4000 if ok else None)
+        shared = {k: v for k, v in fields.items() if k in {"model", "weights", "inputs", "batch_size", "seq_len",
+                                                             "prompt_len", "new_tokens", "eval_len", "clips",
+                                                             "max_tokens", "onnx_sha256", "input_shapes"}}
+        row = row.with_fields(**(fields if ok else shared), precision_plan=f"uniform:{bits}")
+        if kind == "decoder" and ok:
+            row = row.with_fields(decode_steady_class=DECODE_CLASSES[i])
+        rows.append(row)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory):
+    """(rows, summary, the ResultRows) of a folder with every kind that has a table of its own."""
+    from fixed_web_platform.report.render import summary_table
+
+    written = [r for j, kind in enumerate(KINDS) for r in _kind_rows(kind, 10 * j)]
+    writer = ResultWriter(tmp_path_factory.mktemp("kinds") / "sweep")
+    for row in written:
+        samples = ({"timing_source": "wall-clock", "wall_ms": [row.latency_ms_p10, row.latency_ms_median,
+                                                               row.latency_ms_p90], "samples_per_page": [3]}
+                   if row.outcome == "ok" else {})
+        writer.add(row, samples)
+    sweeps = load_sweeps([writer.directory])
+    return sweeps.rows, summary_table(sweeps.rows, sweeps.samples), written
+
+
+def _kind_tables(kind: str, rows: pd.DataFrame, summary: pd.DataFrame) -> list[pd.DataFrame]:
+    from fixed_web_platform.report.decoders import decoder_tables
+    from fixed_web_platform.report.models import model_tables
+    from fixed_web_platform.report.onnx_files import onnx_tables
+    from fixed_web_platform.report.speech import speech_tables
+
+    if kind == "onnx":
+        return [table for _, table, _ in onnx_tables(rows, summary, show_sweep=False)]
+    tables = {"encoder": model_tables, "decoder": decoder_tables, "speech": speech_tables}[kind]
+    return [table for _, table in tables(rows, summary, show_sweep=False)]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_kind_table_shows_the_class_beside_its_figure_and_marks_no_steady_state(kinds, kind):
+    rows, summary, _ = kinds
+    (table,) = _kind_tables(kind, rows, summary)
+    figure = KINDS[kind][1]
+    cols = list(table.columns)
+    assert "steady" in cols, f"{kind}: no steady column in {cols}"
+    assert cols.index("steady") == cols.index(figure) - 1  # beside the figure it qualifies
+    by_bits = {int(str(b).split()[0]): r for b, (_, r) in zip(table.iloc[:, 1], table.iterrows())}
+    assert by_bits[32]["steady"] == "warm-up 0.5\u00a0s (1 of 2 runs)"  # flat + warm-up: the worst shows
+    assert by_bits[4]["steady"] == "no steady state"
+    assert by_bits[8]["steady"] == "" and by_bits[8][figure] == ""  # failed: no figure, no class
+    assert by_bits[4][figure].endswith(f"\u00a0{MARK}"), f"{kind}: {by_bits[4][figure]!r} not marked"
+    assert by_bits[4][figure][:-2]  # the mark sits on a figure
+    assert not by_bits[32][figure].endswith(MARK)
+
+
+def test_decoder_tables_show_the_decode_steps_class_beside_decode_tokens_per_s(kinds):
+    rows, summary, _ = kinds
+    (table,) = _kind_tables("decoder", rows, summary)
+    cols = list(table.columns)
+    assert cols.index("decode steps") == cols.index("decode tok/s") + 1
+    assert list(table["decode steps"]) == ["slowdown (1 of 2 runs)", "", "no steady state"]  # 32, 8, 4 bits
+
+
+def test_each_kind_section_puts_the_mark_note_under_a_marked_table(kinds):
+    from fixed_web_platform.report.sections import SECTIONS
+    from fixed_web_platform.report.steady import MARK_NOTE
+
+    rows, summary, _ = kinds
+    for kind in KINDS:
+        md, parts = SECTIONS[kind].section(rows[rows["kind"] == kind], summary[summary["kind"] == kind],
+                                           pd.DataFrame(), False, [])
+        text = "\n".join(md)
+        table_end = max(i for i, line in enumerate(md) if line.startswith("|") and MARK in line)
+        assert MARK_NOTE in md[table_end:table_end + 3], f"{kind}: no note under its marked table"
+        assert "Steady: how the configuration's iterations settled" in text
+        assert MARK_NOTE in "\n".join(parts)
+    calm = summary[summary["steady_class"] != "no steady state"]
+    md, _ = SECTIONS["onnx"].section(rows[rows["kind"] == "onnx"], calm[calm["kind"] == "onnx"], pd.DataFrame(),
+                                     False, [])
+    assert MARK not in "\n".join(md).split("<details>")[0]  # nothing marked: no note
+
+
+def test_the_terminal_tables_show_each_runs_class_and_mark_no_steady_state_with_one_legend(kinds):
+    from fixed_web_platform.report.sections import terminal_tables
+    from fixed_web_platform.report.steady import TERMINAL_LEGEND
+
+    *_, written = kinds
+    text = terminal_tables(written)
+    blocks = text.split("\n\n")
+    assert blocks[-1] == TERMINAL_LEGEND and text.count(TERMINAL_LEGEND) == 1
+    assert len(blocks) == len(KINDS) + 1
+    for kind, (fields, _) in KINDS.items():
+        (block,) = [b for b in blocks[:-1] if f"| {fields['model']} " in b]
+        lines = block.splitlines()
+        header = [c.strip() for c in lines[0].strip("| ").split(" | ")]
+        figure = TERMINAL_FIGURE[kind]
+        assert header.index("steady") == header.index(figure) - 1, f"{kind}: {header}"
+        cells = [dict(zip(header, (c.strip() for c in line.strip("| ").split(" | ")))) for line in lines[2:]]
+        assert [c["steady"] for c in cells] == ["flat", "warm-up 0.5 s", "no steady state", "-"]
+        assert [c[figure].endswith(MARK) for c in cells] == [False, False, True, False], f"{kind}: {cells}"
+        if kind == "decoder":
+            assert header.index("decode steps") == header.index("decode tok/s") + 1
+            assert [c["decode steps"] for c in cells] == ["flat", "slowdown", "no steady state", "-"]
+    calm = terminal_tables([r for r in written if r.steady_class != "no steady state"])
+    assert MARK not in calm and TERMINAL_LEGEND not in calm
+    unjudged = terminal_tables([dataclasses.replace(r, steady_class="") for r in written if r.kind == "onnx"])
+    assert "steady" not in unjudged.splitlines()[0]  # rows without a class: no column

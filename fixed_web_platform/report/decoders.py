@@ -2,12 +2,13 @@
 inputs), one row per configuration (browser x engine x platform x bits or format) with time to
 first token, prefill and decode tokens/s, weight memory, and accuracy against PyTorch fp32
 (next-token top-1 agreement, KL, perplexity, leading greedy tokens equal); its plots; and the
-end-of-sweep terminal table of decoder rows.
+end-of-sweep terminal table of decoder rows. Each row's steady-state class of its generations sits
+before the time to first token (marked where there is none), and the class of its decode steps
+(decode_steady_class) after the decode tokens/s (report/steady.py).
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,7 @@ from ..workloads.decoder import DECODER
 from .markdown import (
     how_to_read_html,
     how_to_read_markdown,
-    html_table,
     markdown_lines,
-    markdown_table,
     plot_sections,
 )
 from .models import (
@@ -37,10 +36,19 @@ from .models import (
     _weights_text,
     configurations,
     rows_of_kind,
+    table_html,
+    table_markdown,
 )
 from .plots import _bits_axis, _facets, _model_series, _numbers, _point_label, _save, _suptitle
-from .terminal import _fmt, bits_label
+from .steady import COLUMN, COLUMN_NOTE, marked, runs_text, steady_text
+from .terminal import _fmt, bits_label, class_columns
 
+DECODE_COLUMN = "decode steps"
+"""The column of decode_steady_class, beside the decode tokens/s."""
+DECODE_COLUMN_NOTE = (
+    "Decode steps: how each generation's decode steps settled once their growth with context (one more "
+    "token attended per step) is taken out, the worst over generations and over the ok repetitions; "
+    "the classes are the steady column's (too short: fewer than 10 steps).")
 SETTING = ("model", "weights", "prompt_len", "new_tokens", "eval_len", "inputs")
 PLOT_TITLES = {
     "decoder_speed_vs_bits": "Decoder speed vs bits",
@@ -109,9 +117,11 @@ def decoder_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: boo
             records.append({
                 "browser · engine platform": _setting_name(row, show_sweep),
                 "bits or format": _bits_text(row, ok) + (f" [{row['weight_format']}]" if wllama else ""),
-                "TTFT ms": _f(fig.get("ttft_ms"), ",.0f"),
+                COLUMN: steady_text(ok) if ok is not None else "",
+                "TTFT ms": marked(_f(fig.get("ttft_ms"), ",.0f"), fig),
                 "prefill tok/s": _f(fig.get("prefill_tokens_per_s"), ",.1f"),
                 "decode tok/s": _f(fig.get("decode_tokens_per_s"), ",.2f"),
+                DECODE_COLUMN: runs_text(oks.get("decode_steady_class", [""] * len(oks))) if ok is not None else "",
                 "ms/token p50 (last)": (f"{_f(fig.get('token_ms_p50'), ',.0f')} "
                                         f"({_f(fig.get('token_ms_last'), ',.0f')})"
                                         if number(fig.get("token_ms_p50")) is not None else ""),
@@ -136,10 +146,10 @@ def decoder_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFr
     md = ["## Decoder LLMs", ""]
     parts = ['<h2 id="decoders">Decoder LLMs</h2>']
     for title, table in tables:
-        md += [f"### {title}", "", markdown_table(table), ""]
-        parts += [f"<h3>{html.escape(title)}</h3>", html_table(table, "data decoders")]
-    md += how_to_read_markdown([NOTES])
-    parts.append(how_to_read_html([NOTES]))
+        md += table_markdown(title, table)
+        parts += table_html(title, table, "data decoders")
+    md += how_to_read_markdown([NOTES, COLUMN_NOTE, DECODE_COLUMN_NOTE])
+    parts.append(how_to_read_html([NOTES, COLUMN_NOTE, DECODE_COLUMN_NOTE]))
     plot_md, plot_parts = plot_sections(plots)
     md += plot_md
     parts += plot_parts
@@ -241,4 +251,7 @@ def format_decoder_table(rows: Sequence[ResultRow]) -> str:
         "-" if r["leading_tokens_equal"] is None else f"{r['leading_tokens_equal']}/{r['new_tokens']}",
         _fmt(r.rel_error_vs_dequantized, ".1e"),
     ] for r in rows]
+    header, body = class_columns(header, body, rows, "TTFT ms")
+    header, body = class_columns(header, body, rows, "decode tok/s", column="decode_steady_class",
+                                 name=DECODE_COLUMN, after=True)
     return "\n".join(markdown_lines(header, body))

@@ -4,7 +4,8 @@ not), the whole-model plots (plots.py) and the per-layer precision from layers.c
 A model setting is a model with its weights (pretrained or random), batch x sequence length and
 inputs; its configurations are the browser x engine x platform x bits x precision plan run on it.
 Figures are those of the summary (median over the ok repetitions); a configuration without an ok
-run shows its outcome and reason and no figures.
+run shows its outcome and reason and no figures. Its steady-state class sits beside the median
+(report/steady.py), which is marked where there is no steady state.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .glance import setting_name as _setting_name
 from .glance import what_ran
 from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
 from .plots import MODEL_SETTING, model_setting_title
+from .steady import COLUMN, COLUMN_NOTE, MARK_NOTE, marked, shows_mark, steady_text
 
 CONFIG_KEY = ("sweep", *result_files.CONFIG_KEY)
 
@@ -163,7 +165,8 @@ def model_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
             records.append({
                 "browser · engine platform": _setting_name(row, show_sweep),
                 "bits (precision plan)": _bits_text(row, ok),
-                "median ms (p10-p90)": _latency_text(ok) if has else "",
+                COLUMN: steady_text(ok) if has else "",
+                "median ms (p10-p90)": marked(_latency_text(ok), ok) if has else "",
                 "tokens/s": _f(ok.get("tokens_per_s"), ",.0f") if has else "",
                 "weight MiB": _weights_text(ok) if has else "",
                 "cosine min / mean vs PyTorch fp32": (
@@ -261,13 +264,23 @@ def _int(value: Any) -> str:
 # --------------------------------------------------------------------------------------- output
 
 
+def table_markdown(title: str, table: pd.DataFrame) -> list[str]:
+    """One table of a kind's section under its heading, with ``MARK_NOTE`` when a figure is marked."""
+    return [f"### {title}", "", markdown_table(table), "", *([MARK_NOTE, ""] if shows_mark(table) else [])]
+
+
+def table_html(title: str, table: pd.DataFrame, css: str) -> list[str]:
+    return [f"<h3>{html.escape(title)}</h3>", html_table(table, css),
+            *([f'<p class="note">{html.escape(MARK_NOTE)}</p>'] if shows_mark(table) else [])]
+
+
 def section_markdown(tables: list[tuple[str, pd.DataFrame]], layers: LayerTables,
                      plots: list[tuple[str, str]]) -> list[str]:
     """The section's Markdown lines (from its '## Whole models' heading); plots: (title, file)."""
     md = ["## Whole models", ""]
     for title, table in tables:
-        md += [f"### {title}", "", markdown_table(table), ""]
-    md += how_to_read_markdown([MODEL_NOTES])
+        md += table_markdown(title, table)
+    md += how_to_read_markdown([MODEL_NOTES, COLUMN_NOTE])
     md += _layers_markdown(layers)
     for title, name in plots:
         md += [f"### {title}", "", f"![{name.rsplit('.', 1)[0]}](plots/{name})", ""]
@@ -295,8 +308,8 @@ def section_html(tables: list[tuple[str, pd.DataFrame]], layers: LayerTables,
     e = html.escape
     parts = ['<h2 id="models">Whole models</h2>']
     for title, table in tables:
-        parts += [f"<h3>{e(title)}</h3>", html_table(table, "data models")]
-    parts.append(how_to_read_html([MODEL_NOTES]))
+        parts += table_html(title, table, "data models")
+    parts.append(how_to_read_html([MODEL_NOTES, COLUMN_NOTE]))
     if layers.runs.empty:
         parts.append("<p>No layers.csv lines in these folders (no per-layer precision).</p>")
     else:

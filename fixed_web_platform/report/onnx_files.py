@@ -2,7 +2,8 @@
 (browser x provider x variant) with latency, weight memory, accuracy against onnxruntime fp32
 (lowest output cosine, top-1 of class-score outputs), where ORT placed the graph (the provider
 most nodes ran on, and how many nodes fell back), the kernel check and the outcome; then which
-variant to ship on each browser and provider; its plot; and the end-of-sweep terminal table.
+variant to ship on each browser and provider; its plot; and the end-of-sweep terminal table. The
+row's steady-state class sits before the median, marked where there is no steady state.
 """
 
 from __future__ import annotations
@@ -22,14 +23,24 @@ from .glance import Accuracy, Glance, picks
 from .markdown import (
     how_to_read_html,
     how_to_read_markdown,
-    html_table,
     markdown_lines,
-    markdown_table,
     plot_sections,
 )
-from .models import CONFIG_KEY, _f, _key, _outcome_text, _setting_name, _weights_text, configurations, rows_of_kind
+from .models import (
+    CONFIG_KEY,
+    _f,
+    _key,
+    _outcome_text,
+    _setting_name,
+    _weights_text,
+    configurations,
+    rows_of_kind,
+    table_html,
+    table_markdown,
+)
 from .plots import _facets, _numbers, _save, _suptitle
-from .terminal import _fmt, bits_label
+from .steady import COLUMN, COLUMN_NOTE, marked, steady_text
+from .terminal import _fmt, bits_label, class_columns
 
 SETTING = ("model", "onnx_sha256", "input_shapes", "inputs")
 TITLE = "Your ONNX files"
@@ -107,7 +118,8 @@ def onnx_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
                 "browser · engine platform": _setting_name(row, show_sweep),
                 "variant": _variant(row),
                 "ran on": _ran_on(row, ok),
-                "median ms": _ms(number(fig.get("latency_ms_median"))),
+                COLUMN: steady_text(ok) if ok is not None else "",
+                "median ms": marked(_ms(number(fig.get("latency_ms_median"))), fig),
                 "weight MiB": _weights_text(ok) if ok is not None else "",
                 "cosine min": _f(fig.get("outputs_cosine_min"), ".4f"),
                 "top-1": _f(fig.get("top1_vs_fp32"), ".1%"),
@@ -150,13 +162,13 @@ def onnx_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFrame
     md = [f"## {TITLE}", ""]
     parts = [f'<h2 id="onnx-files">{TITLE}</h2>']
     for title, table, ship in tables:
-        md += [f"### {title}", "", markdown_table(table), "", "Which variant to ship here:", ""]
+        md += [*table_markdown(title, table), "Which variant to ship here:", ""]
         md += [f"- {line}" for line in ship] + [""]
-        parts += [f"<h3>{html.escape(title)}</h3>", html_table(table, "data onnx-files"),
+        parts += [*table_html(title, table, "data onnx-files"),
                   "<p>Which variant to ship here:</p><ul>"
                   + "".join(f"<li>{html.escape(line).replace('**', '')}</li>" for line in ship) + "</ul>"]
-    md += how_to_read_markdown([NOTES])
-    parts.append(how_to_read_html([NOTES]))
+    md += how_to_read_markdown([NOTES, COLUMN_NOTE])
+    parts.append(how_to_read_html([NOTES, COLUMN_NOTE]))
     plot_md, plot_parts = plot_sections(plots)
     md += plot_md
     parts += plot_parts
@@ -203,4 +215,4 @@ def format_onnx_table(rows: Sequence[ResultRow]) -> str:
         _fmt(r["top1_vs_fp32"], ".3f"), "-" if r["nodes_fallback"] is None else str(r["nodes_fallback"]),
         _fmt(r.rel_error_vs_dequantized, ".1e"),
     ] for r in rows]
-    return "\n".join(markdown_lines(header, body))
+    return "\n".join(markdown_lines(*class_columns(header, body, rows, "median ms")))

@@ -27,6 +27,7 @@ from .plots import draw_model_plots, draw_plots
 from .speech import PLOT_TITLES as SPEECH_PLOTS
 from .speech import SPEECH_GLANCE, draw_speech_plots, format_speech_table, speech_section
 from .speech import TITLE as SPEECH_TITLE
+from .steady import terminal_legend
 from .terminal import core_table, format_matmul_table, format_model_table
 
 SectionWriter = Callable[[pd.DataFrame, pd.DataFrame, pd.DataFrame, bool, list[tuple[str, str]]],
@@ -94,7 +95,8 @@ SECTIONS: dict[str, KindReport] = {
 
 
 def terminal_tables(rows: Sequence[ResultRow]) -> str:
-    """The end-of-sweep tables: one per workload kind present, in order of first appearance."""
+    """The end-of-sweep tables: one per workload kind present, in order of first appearance; under
+    them one line saying what the mark on a figure without a steady state means, when one has it."""
     if not rows:
         return SECTIONS["matmul"].terminal([])
     tables = []
@@ -103,5 +105,5 @@ def terminal_tables(rows: Sequence[ResultRow]) -> str:
         part = SECTIONS.get(kind)
         table = part.terminal if part is not None else core_table
         tables.append(table([r for r in rows if r.kind == kind]))
-    return "\n\n".join(filter(None, tables))
+    return "\n\n".join(filter(None, [*tables, terminal_legend(rows)]))
 

@@ -2,12 +2,13 @@
 engine platform x precision) with the stage times (front end, encoder per 30-s window, decode
 tokens/s), seconds per clip and the real-time factor, weight memory, word error rate against the
 clips' transcripts and against PyTorch fp32's, clips transcribed exactly as fp32, the kernel
-check and the outcome; its plot (WER vs bits); and the end-of-sweep terminal table.
+check and the outcome; its plot (WER vs bits); and the end-of-sweep terminal table. The row's
+steady-state class (its clips' end-to-end times, the series judged) sits before the seconds per
+clip, which are marked where there is no steady state (the RTF in the terminal table).
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,22 @@ from ..results.rows import ResultRow
 from ..values import number
 from ..workloads.speech import SPEECH
 from .glance import Accuracy, Figure, Glance
-from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_lines, markdown_table, plot_sections
-from .models import CONFIG_KEY, _bits_text, _f, _key, _outcome_text, _setting_name, _weights_text, configurations
+from .markdown import how_to_read_html, how_to_read_markdown, markdown_lines, plot_sections
+from .models import (
+    CONFIG_KEY,
+    _bits_text,
+    _f,
+    _key,
+    _outcome_text,
+    _setting_name,
+    _weights_text,
+    configurations,
+    table_html,
+    table_markdown,
+)
 from .plots import _facets, _numbers, _save, _suptitle
-from .terminal import _fmt, bits_label
+from .steady import COLUMN, COLUMN_NOTE, marked, steady_text
+from .terminal import _fmt, bits_label, class_columns
 
 SETTING = ("model", "weights", "inputs", "clips", "max_tokens")
 TITLE = "Speech"
@@ -67,7 +80,8 @@ def speech_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
                 "front end ms": _f(fig.get("frontend_ms"), ",.0f"),
                 "encoder ms": _f(fig.get("encoder_ms"), ",.0f"),
                 "decode tok/s": _f(fig.get("decode_tokens_per_s"), ".1f"),
-                "s/clip": _f(fig.get("clip_s"), ".2f"),
+                COLUMN: steady_text(ok) if ok is not None else "",
+                "s/clip": marked(_f(fig.get("clip_s"), ".2f"), fig),
                 "RTF": _f(fig.get("real_time_factor"), ".2f"),
                 "weight MiB": _weights_text(ok) if ok is not None else "",
                 "WER": _f(fig.get("wer"), ".1%"),
@@ -89,10 +103,10 @@ def speech_section(rows: pd.DataFrame, summary: pd.DataFrame, layers: pd.DataFra
     md = [f"## {TITLE}", ""]
     parts = [f'<h2 id="speech">{TITLE}</h2>']
     for title, table in speech_tables(rows, summary, show_sweep=show_sweep):
-        md += [f"### {title}", "", markdown_table(table), ""]
-        parts += [f"<h3>{html.escape(title)}</h3>", html_table(table, "data speech")]
-    md += how_to_read_markdown([NOTES])
-    parts.append(how_to_read_html([NOTES]))
+        md += table_markdown(title, table)
+        parts += table_html(title, table, "data speech")
+    md += how_to_read_markdown([NOTES, COLUMN_NOTE])
+    parts.append(how_to_read_html([NOTES, COLUMN_NOTE]))
     plot_md, plot_parts = plot_sections(plots)
     return md + plot_md, parts + plot_parts
 
@@ -141,4 +155,4 @@ def format_speech_table(rows: Sequence[ResultRow]) -> str:
         _fmt(r["wer"], ".3f"), _fmt(r["wer_vs_fp32"], ".3f"),
         "-" if r["clips_equal_fp32"] is None else str(r["clips_equal_fp32"]), _fmt(r.rel_error_vs_dequantized, ".1e"),
     ] for r in rows]
-    return "\n".join(markdown_lines(header, body))
+    return "\n".join(markdown_lines(*class_columns(header, body, rows, "RTF")))

@@ -6,6 +6,14 @@ run's class is shown.
   ``steady_text`` is that cell ('flat', 'warm-up 0.4 s', 'no steady state (1 of 3 runs)').
 - ``marked``: a latency figure whose class is no steady state carries ``MARK``, explained by
   ``MARK_NOTE`` under the table.
+- The per-kind tables (models, decoders, speech, ONNX files) show ``steady_text`` in a
+  ``COLUMN`` just before a latency figure, which is ``marked`` (the median; a decoder's TTFT; a
+  speech model's seconds per clip, the RTF in its terminal table) (``MARK_NOTE`` under a table
+  with a mark: ``shows_mark``); a kind's own class column (a decoder's decode_steady_class) reads
+  as ``runs_text`` of its ok runs.
+- The end-of-sweep terminal tables: ``terminal_class`` in the same column beside the figure,
+  ``terminal_marked`` on it, ``TERMINAL_LEGEND`` once under the tables (``terminal_legend``); a
+  sweep whose rows have no class (no ok run) prints no such column (``terminal_judged``).
 - ``tally_line``: the header's count of ok runs per class.
 - ``steady_section``: "Warm-up and steady state": one run-sequence plot per ok run that is not
   flat (nor too short), at most ``MAX_PLOTS``, the others listed by name.
@@ -48,8 +56,16 @@ MAX_PLOTS = 12
 PLOT_PREFIX = "run_sequence_"
 TITLE = "Warm-up and steady state"
 MARK = "†"
-MARK_NOTE = (f"{MARK} no steady state: the figure is every iteration after the floor, not a steady level "
-             f"(see {TITLE}).")
+MARK_MEANING = f"{MARK} no steady state: the figure is every iteration after the floor, not a steady level"
+MARK_NOTE = f"{MARK_MEANING} (see {TITLE})."
+COLUMN = "steady"
+"""The class column's heading, in every table that has one."""
+COLUMN_NOTE = (
+    "Steady: how the configuration's iterations settled, the worst class of its ok repetitions "
+    "(flat; warm-up with the seconds to the steady segment; slowdown; no steady state, its figure "
+    f"marked {MARK}; too short); '(1 of 3 runs)' when not all of them had it (see {TITLE}).")
+TERMINAL_LEGEND = (f"{MARK_MEANING}; steady: the run's class (docs/concepts/steady-state.md), "
+                   "'-' for a run without figures.")
 BEFORE_SCHEMA_11 = "not judged for steady state (results from before schema 11)"
 MEANING = (
     "Each page load's iterations after the cold one are classed (docs/concepts/steady-state.md): flat (one "
@@ -129,6 +145,59 @@ def marked(text: str, row: Mapping[str, Any] | pd.Series) -> str:
     """A latency figure's text, with ``MARK`` when its row has no steady state (held to the figure
     by a no-break space)."""
     return f"{text}\u00a0{MARK}" if text and no_steady(row) else text
+
+
+def shows_mark(table: pd.DataFrame) -> bool:
+    """Whether a formatted table (cells as text) has a ``marked`` figure: its ``MARK_NOTE`` goes
+    under it."""
+    return not table.empty and any(str(v).endswith(MARK) for column in table for v in table[column])
+
+
+def runs_text(values: Iterable[Any]) -> str:
+    """The cell of a configuration's class in a column of its own (a decoder's decode_steady_class)
+    from its ok runs' values: the worst, with '(1 of 3 runs)' when not all had it; '' without runs."""
+    classes = [row_class(v) for v in values]
+    if not classes:
+        return ""
+    worst = worst_class(classes)
+    return steady_text({"steady_class": worst, "runs": len(classes), "steady_class_runs": classes.count(worst)})
+
+
+def _field(row: Any, name: str) -> Any:
+    """A column of a row of any sort (a summary Series, a mapping, a ResultRow); None without it."""
+    try:
+        return row[name]
+    except (KeyError, IndexError):
+        return None
+
+
+def _has_class(row: Any, column: str) -> bool:
+    return row_class(_field(row, column)) != NOT_JUDGED
+
+
+def terminal_judged(rows: Iterable[Any], column: str = "steady_class") -> bool:
+    """Whether an end-of-sweep table shows a class column: some row has a class in ``column``."""
+    return any(_has_class(r, column) for r in rows)
+
+
+def terminal_class(row: Any, column: str = "steady_class") -> str:
+    """A result row's class cell in the end-of-sweep table ('warm-up 0.4 s', 'no steady state');
+    '-' without a class (a run that did not measure)."""
+    if not _has_class(row, column):
+        return "-"
+    return steady_text({"steady_class": _field(row, column),
+                        "steady_warmup_s": _field(row, "warmup_s") if column == "steady_class" else None})
+
+
+def terminal_marked(text: str, row: Any) -> str:
+    """A result row's figure in the end-of-sweep table, ``marked`` (not a '-' without a figure)."""
+    return text if text == "-" else marked(text, {"steady_class": _field(row, "steady_class")})
+
+
+def terminal_legend(rows: Iterable[Any]) -> str:
+    """The line under the end-of-sweep tables when a figure in them is marked; '' otherwise."""
+    return TERMINAL_LEGEND if any(row_class(_field(r, "steady_class")) == SteadyClass.NO_STEADY
+                                  for r in rows) else ""
 
 
 def any_marked(table: pd.DataFrame) -> bool:

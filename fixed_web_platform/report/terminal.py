@@ -1,5 +1,7 @@
 """The tables a sweep prints when it ends, one per workload kind (its entry in report/sections.py
-names its table); a kind without one gets the shared core table."""
+names its table); a kind without one gets the shared core table. Each shows the run's steady-state
+class beside its latency figure, marked where there is no steady state (``class_columns``;
+report/steady.py says how)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections.abc import Sequence
 
 from ..results.rows import ResultRow
 from .markdown import markdown_lines
+from .steady import COLUMN, terminal_class, terminal_judged, terminal_marked
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -24,6 +27,23 @@ def bits_label(r: ResultRow) -> str:
             + form)
 
 
+def class_columns(header: list[str], body: list[list[str]], rows: Sequence[ResultRow], figure: str, *,
+                  column: str = "steady_class", name: str = COLUMN, after: bool = False
+                  ) -> tuple[list[str], list[list[str]]]:
+    """The table with the rows' class of ``column`` in a column ``name`` before the column
+    ``figure`` (after it with ``after``), that figure marked for steady_class; unchanged when no
+    row has a class (a sweep without an ok run, rows from before the steady-state protocol)."""
+    if not terminal_judged(rows, column):
+        return header, body
+    at = header.index(figure)
+    where = at + 1 if after else at
+    mark = column == "steady_class"
+    body = [[*(cells[:at]), terminal_marked(cells[at], r) if mark else cells[at], *cells[at + 1:]]
+            for cells, r in zip(body, rows)]
+    return ([*header[:where], name, *header[where:]],
+            [[*cells[:where], terminal_class(r, column), *cells[where:]] for cells, r in zip(body, rows)])
+
+
 def format_model_table(rows: Sequence[ResultRow]) -> str:
     if not rows:
         return ""
@@ -36,7 +56,7 @@ def format_model_table(rows: Sequence[ResultRow]) -> str:
         _fmt(r["cosine_min"], ".5f"), _fmt(r["cosine_mean"], ".5f"), _fmt(r["spearman"], ".4f"),
         _fmt(r["top1_agreement"], ".3f"), _fmt(r.rel_error_vs_dequantized, ".1e"),
     ] for r in rows]
-    return "\n".join(markdown_lines(header, body))
+    return "\n".join(markdown_lines(*class_columns(header, body, rows, "median ms")))
 
 
 def format_matmul_table(rows: Sequence[ResultRow]) -> str:
@@ -50,7 +70,7 @@ def format_matmul_table(rows: Sequence[ResultRow]) -> str:
         "-" if r.latency_ms_p10 is None else f"{r.latency_ms_p10:.3f}-{r.latency_ms_p90:.3f}",
         _fmt(r.gflops, ".2f"), _fmt(r.rel_error_vs_float, ".2e"), _fmt(r.rel_error_vs_dequantized, ".1e"),
     ] for r in rows]
-    return "\n".join(markdown_lines(header, body))
+    return "\n".join(markdown_lines(*class_columns(header, body, rows, "median ms")))
 
 
 def core_table(rows: Sequence[ResultRow]) -> str:
@@ -59,4 +79,4 @@ def core_table(rows: Sequence[ResultRow]) -> str:
     body = [[r.browser, r.engine, r.platform, r.executed_on or "-", r.workload, bits_label(r),
              "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
              _fmt(r.latency_ms_median, ".3f")] for r in rows]
-    return "\n".join(markdown_lines(header, body))
+    return "\n".join(markdown_lines(*class_columns(header, body, rows, "median ms")))
