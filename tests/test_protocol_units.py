@@ -22,7 +22,7 @@ from fixed_web_platform.plan import TimingConfig, build_plan, load_plan, save_pl
 from fixed_web_platform.progress import BarProgress, PlainProgress
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
-from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform, PrecisionMode
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 
 W = Workload("unit", 4, 64, 32)
@@ -167,6 +167,23 @@ def test_plan_file_round_trips(tmp_path: Path):
     timing = TimingConfig(warmup=2, min_iterations=4, min_time_s=0.25, max_iterations=9, repeat=3)
     save_plan(tmp_path, plan, timing)
     assert load_plan(tmp_path) == (plan, timing)
+
+
+def test_a_plan_from_before_the_steady_state_protocol_resumes_with_its_counts(tmp_path: Path):
+    """A schema-10 plan.json has no steady fields: it resumes as it was made (the counts
+    protocol, no floor seconds), and the auto floor resolves per run only for new plans."""
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))
+    old = {"warmup": 3, "min_iterations": 10, "min_time_s": 1.0, "max_iterations": 200, "repeat": 1,
+           "timeout_s": 120.0, "warmup_min_s": 0.0}
+    (tmp_path / "plan.json").write_text(json.dumps({"schema_version": 10, "timing": old,
+                                                    "runs": [r.to_json() for r in plan]}))
+    _, timing = load_plan(tmp_path)
+    assert timing.steady is False and timing.warmup_min_s == 0.0
+    auto = TimingConfig(warmup_min_s=None)
+    wasm = replace(plan[0], engine=EngineName.ORT, platform=Platform.WASM)
+    assert auto.for_run(wasm).warmup_min_s == 3.0 and auto.for_run(plan[0]).warmup_min_s == 0.0
+    firefox = replace(plan[0], browser=BrowserName.FIREFOX)
+    assert auto.for_run(firefox).batch_ms == 250.0 and auto.for_run(plan[0]).batch_ms == 0.0
 
 
 def test_load_plan_refuses_a_folder_without_one(tmp_path: Path):

@@ -287,3 +287,17 @@ def test_sweeps_give_compare_enough_page_loads(job: dict[str, Any], model: bool)
     assert "--repetitions" in words, "without --repetitions each configuration has one unit"
     repetitions = int(words[words.index("--repetitions") + 1])
     assert repetitions >= MIN_PAGES and repetitions >= RECOMMENDED_REPEAT
+
+
+def test_the_timing_flags_give_the_protocol_asked_for():
+    """Matmuls default to steady mode with the auto floor; --model to counts; flags win."""
+    parse = cli.build_parser().parse_args
+    _, timing = cli.plan_from_args(parse([]))
+    assert timing.steady is True and timing.warmup_min_s is None and timing.steady_cap_s == 10.0
+    _, timing = cli.plan_from_args(parse(["--model", "all-MiniLM-L6-v2"]))
+    assert timing.steady is False and timing.warmup_min_s is None and timing.steady_cap_s == 120.0
+    _, timing = cli.plan_from_args(parse(["--steady", "off", "--warmup-time", "2.5", "--steady-cap", "30"]))
+    assert (timing.steady, timing.warmup_min_s, timing.steady_cap_s) == (False, 2.5, 30.0)
+    _, timing = cli.plan_from_args(parse(["--warmup-time", "auto"]))
+    assert timing.warmup_min_s is None
+
