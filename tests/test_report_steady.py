@@ -15,7 +15,8 @@ import pytest
 
 from fixed_web_platform.plan import build_plan
 from fixed_web_platform.report.render import build_report, load_sweeps
-from fixed_web_platform.report.steady import MARK, WORST_FIRST, _pages, steady_section, worst_class
+from fixed_web_platform.report.run_sequence import _pages, steady_section
+from fixed_web_platform.report.steady import MARK, WORST_FIRST, worst_class
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform

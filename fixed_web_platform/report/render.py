@@ -37,6 +37,7 @@ from .glance import glance_html, glance_markdown, glance_notes
 from .history import history_section
 from .markdown import fmt_bytes, how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
 from .plots import MEMORY_COLUMNS
+from .run_sequence import steady_section
 from .sections import SECTIONS
 from .sensitivity import sensitivity_section
 from .steady import (
@@ -46,7 +47,6 @@ from .steady import (
     any_marked,
     configuration_steady,
     marked,
-    steady_section,
     steady_text,
     tally_line,
 )
