@@ -19,16 +19,19 @@ RECORD_CAP = 20_000
 """The most iterations a page records (a 0.5 ms kernel runs 20,000 in 10 s)."""
 
 WARMUP_FLOORS_S: dict[tuple[str, str, str], float] = {
-    ("ort", "wasm", "chrome"): 3.0,
-    ("ort", "wasm", "edge"): 3.0,
-    ("wllama", "wasm", "chrome"): 3.0,
-    ("wllama", "wasm", "edge"): 3.0,
+    ("ort", "wasm", "chrome"): 8.0,
+    ("ort", "wasm", "edge"): 8.0,
+    ("wllama", "wasm", "chrome"): 2.0,
+    ("wllama", "wasm", "edge"): 2.0,
 }
 """The floor of ``--warmup-time auto``: seconds every page of an (engine, platform, browser)
-runs before its iterations may count as steady; 0 where not listed. Measured, not guessed:
-Chromium's V8 moves WebAssembly from Liftoff to TurboFan after a budget of executed work, and
-ONNX Runtime's wasm kernels ran 2-11x faster after it (docs/concepts/steady-state.md has the
-sweep that measured each floor: benchmarks/steady_floors.py)."""
+runs before its iterations may count as steady; 0 where not listed. Measured, not guessed
+(docs/concepts/steady-state.md#the-floors-measured, 2026-11-28): Chromium's V8 moves WebAssembly
+from Liftoff to TurboFan after a budget of executed work, and ONNX Runtime's wasm MiniLM passes
+in Chrome kept getting faster for about 8 s (119 -> 79 ms); llama.cpp's first two generations in
+Chrome were 30% slower (1.3 s). Matmul kernels showed no start-up to skip on any engine (their
+long series were flat, or changed mid-series, not at the start). Edge runs Chromium's V8: as
+Chrome (not measured here)."""
 CLOCK_BATCH_MS: dict[tuple[str, str], float] = {("firefox", "webgpu"): 250.0}
 """Where a page's wall clock is coarse, the page's stop rule judges batches of iterations
 spanning at least this long (Firefox's onSubmittedWorkDone resolves on a ~100 ms tick)."""

@@ -19,6 +19,7 @@ from fixed_web_platform.engines.registry import build_job, read_reply
 from fixed_web_platform.engines.wgsl.kernels import variants_for
 from fixed_web_platform.harness.protocol import PageReply
 from fixed_web_platform.plan import TimingConfig, build_plan, load_plan, save_plan
+from fixed_web_platform.run_spec import WARMUP_FLOORS_S
 from fixed_web_platform.progress import BarProgress, PlainProgress
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
@@ -181,7 +182,7 @@ def test_a_plan_from_before_the_steady_state_protocol_resumes_with_its_counts(tm
     assert timing.steady is False and timing.warmup_min_s == 0.0
     auto = TimingConfig(warmup_min_s=None)
     wasm = replace(plan[0], engine=EngineName.ORT, platform=Platform.WASM)
-    assert auto.for_run(wasm).warmup_min_s == 3.0 and auto.for_run(plan[0]).warmup_min_s == 0.0
+    assert auto.for_run(wasm).warmup_min_s == WARMUP_FLOORS_S[("ort", "wasm", "chrome")] > 0 and auto.for_run(plan[0]).warmup_min_s == 0.0
     firefox = replace(plan[0], browser=BrowserName.FIREFOX)
     assert auto.for_run(firefox).batch_ms == 250.0 and auto.for_run(plan[0]).batch_ms == 0.0
 

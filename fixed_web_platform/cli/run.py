@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"{DEFAULT_TIMING.warmup}; {MODEL_TIMING.warmup} with --model)")
     p.add_argument("--warmup-time", dest="warmup_min_s", type=warmup_time_arg, default=None, metavar="auto|S",
                    help="the floor also runs S seconds (default auto: the floor measured for each engine, "
-                        "platform and browser, e.g. 3 s for Chromium's WebAssembly, which speeds up after "
+                        "platform and browser, e.g. 8 s for ONNX Runtime's WebAssembly in Chromium, which speeds up after "
                         "seconds of running; docs/concepts/steady-state.md)")
     p.add_argument("--steady", choices=("on", "off"), default=None,
                    help="on: each page iterates until its series is steady or --steady-cap (default for "
