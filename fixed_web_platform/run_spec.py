@@ -32,9 +32,10 @@ in Chrome kept getting faster for about 8 s (119 -> 79 ms); llama.cpp's first tw
 Chrome were 30% slower (1.3 s). Matmul kernels showed no start-up to skip on any engine (their
 long series were flat, or changed mid-series, not at the start). Edge runs Chromium's V8: as
 Chrome (not measured here)."""
-CLOCK_BATCH_MS: dict[tuple[str, str], float] = {("firefox", "webgpu"): 250.0}
+CLOCK_BATCH_MS: dict[tuple[str, str], float] = {("firefox", "webgpu"): 90.0}
 """Where a page's wall clock is coarse, the page's stop rule judges batches of iterations
-spanning at least this long (Firefox's onSubmittedWorkDone resolves on a ~100 ms tick)."""
+spanning at least this long: a tick (Firefox's onSubmittedWorkDone resolves on a ~100 ms tick, so
+an iteration there takes at least one; faster ones would be judged several to a batch)."""
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,7 @@ def test_a_plan_from_before_the_steady_state_protocol_resumes_with_its_counts(tm
     wasm = replace(plan[0], engine=EngineName.ORT, platform=Platform.WASM)
     assert auto.for_run(wasm).warmup_min_s == WARMUP_FLOORS_S[("ort", "wasm", "chrome")] > 0 and auto.for_run(plan[0]).warmup_min_s == 0.0
     firefox = replace(plan[0], browser=BrowserName.FIREFOX)
-    assert auto.for_run(firefox).batch_ms == 250.0 and auto.for_run(plan[0]).batch_ms == 0.0
+    assert auto.for_run(firefox).batch_ms == 90.0 and auto.for_run(plan[0]).batch_ms == 0.0
 
 
 def test_load_plan_refuses_a_folder_without_one(tmp_path: Path):

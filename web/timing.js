@@ -5,7 +5,7 @@
 // counts as steady. After it:
 // - steady mode stops once the trailing window is steady: a window of the latest iterations,
 //   starting after the floor, covering at least half the elapsed time and at least
-//   2 x min_iterations iterations, whose halves' medians (of batches spanning at least
+//   min_iterations iterations, whose halves' medians (of batches spanning at least
 //   batch_ms, one iteration each where the clock is fine) agree within `steady_tolerance`;
 //   and it needs min_iterations and min_time_ms after the floor too. Otherwise it stops at
 //   `steady_cap_ms` of elapsed time ('cap').
@@ -71,7 +71,7 @@ export function timingReply(timed, gpuMs = null) {
 export function steadyWindow(wallMs, startMs, floor, elapsed, spec) {
   let w = wallMs.length - 1;  // the latest start that makes the window cover half the time
   while (w >= floor && startMs[w] > elapsed / 2) w--;
-  if (w < floor || wallMs.length - w < 2 * spec.min_iterations) return false;
+  if (w < floor || wallMs.length - w < spec.min_iterations) return false;
   const batches = batchMeans(wallMs.slice(w), spec.batch_ms || 0);
   const half = Math.floor(batches.length / 2);
   if (half < 3) return false;
