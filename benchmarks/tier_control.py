@@ -41,34 +41,30 @@ def sweep(out: Path, args: list[str]) -> None:
 
 
 def control_table(default: Path, pinned: Path) -> pd.DataFrame:
-    keys = ["run_id", "browser", "engine", "platform", "workload", "bits_requested"]
-    a = load(default).rows.set_index("run_id")
-    b = load(pinned).rows.set_index("run_id")
-    rows = []
-    for run_id, row in a.iterrows():
-        if run_id not in b.index or row["outcome"] != "ok" or b.loc[run_id, "outcome"] != "ok":
-            continue
-        ratio = float(row["latency_ms_median"]) / float(b.loc[run_id, "latency_ms_median"])
-        rows.append({**{k: row[k] for k in keys[1:]}, "run_id": run_id,
-                     "steady_class": row.get("steady_class", ""),
-                     "default_ms": round(float(row["latency_ms_median"]), 3),
-                     "pinned_ms": round(float(b.loc[run_id, "latency_ms_median"]), 3),
-                     "default_over_pinned": round(ratio, 3),
-                     "flag": "slower than pinned" if ratio > SLOWER else ""})
-    return pd.DataFrame(rows)
+    """One row per configuration ok on both sides (the same plan: the same run ids)."""
+    label = ["run_id", "browser", "engine", "platform", "workload", "bits_requested", "steady_class"]
+    a, b = load(default).rows, load(pinned).rows
+    both = a[a["outcome"] == "ok"][[*label, "latency_ms_median"]].merge(
+        b[b["outcome"] == "ok"][["run_id", "latency_ms_median"]], on="run_id", suffixes=("_default", "_pinned"))
+    ratio = both["latency_ms_median_default"] / both["latency_ms_median_pinned"]
+    return both[label].assign(default_ms=both["latency_ms_median_default"].round(3),
+                              pinned_ms=both["latency_ms_median_pinned"].round(3),
+                              default_over_pinned=ratio.round(3),
+                              flag=ratio.gt(SLOWER).map({True: "slower than pinned", False: ""}))
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ours, _, theirs = (argv[:argv.index("--")], None, argv[argv.index("--") + 1:]) if "--" in argv else (argv, None, [])
+    cut = argv.index("--") if "--" in argv else len(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output-dir", type=Path, required=True)
-    args = parser.parse_args(ours)
+    args = parser.parse_args(argv[:cut])
+    theirs = argv[cut + 1:]
     sweep(args.output_dir / "default", theirs)
     sweep(args.output_dir / "pinned", [*theirs, *PINNED])
     table = control_table(args.output_dir / "default", args.output_dir / "pinned")
-    print(markdown_table(table))
-    return 1 if (table["flag"] != "").any() else 0
+    print(markdown_table(table) if len(table) else "no configuration ran ok in both sweeps")
+    return 1 if table["flag"].ne("").any() else 0
 
 
 if __name__ == "__main__":
