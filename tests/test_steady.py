@@ -52,6 +52,21 @@ def test_what_never_settles_is_no_steady_state(shape):
     assert v.level_ms is None and v.steady_start == 0  # the figures: everything after the floor
 
 
+def test_a_smooth_drift_in_time_is_no_steady_state_however_pelt_cuts_it():
+    """The scheduled drift page's shape (web/engines/schedule.js, recorded in both browsers): each
+    iteration 0.5 ms x (1 + 20 t), hardly any noise, for 9 s. PELT cuts it into steps a few dozen
+    iterations long; the last covers over a quarter of the time (the slow iterations) and must
+    still not pass as a steady level: its own trend moves it 30%."""
+    rng = np.random.default_rng(4)
+    ms, t = [], 0.0
+    while t < 9000:
+        ms.append(0.5 * (1 + 20 * t / 1000) * float(np.exp(rng.normal(0, 0.002))))
+        t += ms[-1] + 0.1
+    v = classify(ms, starts(np.asarray(ms) + 0.1))
+    assert v.steady_class is SteadyClass.NO_STEADY, v
+    assert len(v.change_points) > 3
+
+
 def test_spiky_flat_noise_is_flat_with_its_spikes_left_out_of_the_search():
     rng = np.random.default_rng(2)
     ms = noise(rng, 600, 0.03)

@@ -16,8 +16,10 @@ softdevteam/warmup_stats), on one page load's iterations after the cold one
    a cut could be made). ALPHA is smaller than the nights' because iterations are autocorrelated
    (a slow spell lasts several iterations), which the noise estimate does not see.
 5. The last segment is the steady state if it covers at least STEADY_SHARE of the series' time
-   and MIN_STEADY iterations; otherwise no steady state (a drift, a cycle, a late step). With a
-   steady state: flat if every earlier segment is within EQUIVALENT of it, warm-up if every
+   and MIN_STEADY iterations, and has no trend of its own: a straight line through it (log time
+   against seconds) that moves the level by EQUIVALENT or more over its span, beyond chance at
+   ALPHA, is a drift PELT cut into steps too short to test. Otherwise no steady state (a drift,
+   a cycle, a late step). With a steady state: flat if every earlier segment is within EQUIVALENT of it, warm-up if every
    earlier one that is not was slower, slowdown if any was faster.
 
 The floor (iterations the page ran before judging, ``--warmup`` / ``--warmup-time``) never counts
@@ -106,7 +108,8 @@ def classify(ms: Sequence[float], start_ms: Sequence[float] | None = None, floor
     steady_start = max(last, floor)
     covers = end_ms - starts[last]  # the level's own span, floor or not
     common = dict(change_points=tuple(cuts), outliers=int((~keep).sum()))
-    if n - steady_start < MIN_STEADY or covers < STEADY_SHARE * end_ms:
+    tail = keep & (first >= steady_start)  # the steady segment's batches, outliers left out
+    if n - steady_start < MIN_STEADY or covers < STEADY_SHARE * end_ms or _drifts(y[tail], starts[first[tail]]):
         return Verdict(SteadyClass.NO_STEADY, steady_start=floor, **common)
     level = levels[-1]
     apart = [v for v in levels[:-1] if abs(v / level - 1) >= EQUIVALENT]
@@ -120,6 +123,29 @@ def classify(ms: Sequence[float], start_ms: Sequence[float] | None = None, floor
                    level_ms=float(np.median(x[steady_start:])), **common)
 
 
+def _drifts(y: np.ndarray, t: np.ndarray) -> bool:
+    """Does the line through ``y`` (log times) against ``t`` (their starts) move the level by
+    EQUIVALENT or more over its span, beyond chance at ALPHA (the slope's t test, its standard
+    error inflated for the residuals' lag-1 correlation as _noise does)?"""
+    from scipy.stats import t as student
+
+    n = y.size
+    if n < MIN_STEADY or np.ptp(t) <= 0:
+        return False
+    slope, intercept = np.polyfit(t, y, 1)
+    resid = y - (slope * t + intercept)
+    r = _lag1(resid)
+    se = math.sqrt(float((resid ** 2).sum()) / (n - 2) / float(((t - t.mean()) ** 2).sum()) * (1 + r) / (1 - r))
+    beyond_chance = se == 0 or abs(slope) / se > student.isf(ALPHA / 2, n - 2)
+    return abs(slope) * float(np.ptp(t)) >= math.log1p(EQUIVALENT) and beyond_chance
+
+
+def _lag1(resid: np.ndarray) -> float:
+    """Residuals' lag-1 autocorrelation, within [0, 0.9]."""
+    r = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if resid.size > 3 and resid.std() > 0 else 0.0
+    return min(max(r if math.isfinite(r) else 0.0, 0.0), 0.9)
+
+
 def _noise(y: np.ndarray, min_size: int, jump: int) -> float:
     """The spread of one iteration's log time, inflated for the correlation of neighbours (a
     slow spell lasts several iterations) so a segment mean's spread is not underestimated:
@@ -130,8 +156,7 @@ def _noise(y: np.ndarray, min_size: int, jump: int) -> float:
     bounds = [0, *rough, y.size]
     resid = np.concatenate([y[a:b] - np.median(y[a:b]) for a, b in zip(bounds, bounds[1:])])
     sd = float(resid.std())  # not a robust spread: spells of slow iterations are this noise too
-    r = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if resid.size > 3 and resid.std() > 0 else 0.0
-    r = min(max(r if math.isfinite(r) else 0.0, 0.0), 0.9)
+    r = _lag1(resid)
     return sd * math.sqrt((1 + r) / (1 - r))
 
 
