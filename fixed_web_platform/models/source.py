@@ -25,6 +25,7 @@ import numpy as np
 
 from ..architectures import ARCHITECTURES, ArchConfig, Architecture, architecture_for
 from . import ctranslate2
+from .gguf_reads import readers_shared
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -202,7 +203,8 @@ def _hf_config(model: ResolvedModel) -> Any:
         return CONFIG_ONLY_MODELS[model.name].default_hf_config(model.name)
     what = f"GGUF file {model.gguf_file}" if model.gguf_file else "config.json"
     try:
-        return AutoConfig.from_pretrained(model.folder, local_files_only=True, **_gguf_kw(model))
+        with readers_shared():
+            return AutoConfig.from_pretrained(model.folder, local_files_only=True, **_gguf_kw(model))
     except Exception as exc:  # noqa: BLE001 - whatever transformers says, one line
         raise ModelError(f"model {model.name}: {what} does not load ({_first(exc)})") from None
 
@@ -231,7 +233,7 @@ def _gguf_weights(model: ResolvedModel, prefix: str) -> dict[str, np.ndarray]:
         hf_logging.disable_progress_bar()  # its progress bars are not the harness's output
         # transformers builds gguf's name map once per submodule (about 400 times, 5 s) and reads
         # the configuration from the file again: the map is built once, the configuration passed
-        with mock.patch.object(gguf_utils, "tqdm", lambda items, **_: items), \
+        with mock.patch.object(gguf_utils, "tqdm", lambda items, **_: items), readers_shared(), \
                 mock.patch.object(gguf, "get_tensor_name_map", functools.cache(gguf.get_tensor_name_map)):
             net = AutoModelForCausalLM.from_pretrained(model.folder, gguf_file=model.gguf_file, config=_configs(model)[2],
                                                        local_files_only=True, dtype="float32")
@@ -346,7 +348,8 @@ def tokenizer(model: ResolvedModel) -> Any:
     folder = model.folder
     if model.gguf_file:
         try:
-            return AutoTokenizer.from_pretrained(folder, local_files_only=True, **_gguf_kw(model))
+            with readers_shared():
+                return AutoTokenizer.from_pretrained(folder, local_files_only=True, **_gguf_kw(model))
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f"model {model.name}: the GGUF file's tokenizer does not load ({_first(exc)})") from None
     if folder is None or not any((folder / f).is_file() for f in ("tokenizer.json", "vocab.txt")):

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ...models import source
+from ...models.gguf_reads import shared_reader
 
 FORMATS = {"Q8_0": 8, "Q4_0": 4, "Q4_1": 4, "F16": 16, "F32": 32}
 """llama.cpp weight format -> the bits it stands for in a sweep's --bits."""
@@ -72,10 +73,8 @@ def requantize(source: Path, target: Path, fmt: str) -> Path:
 
 
 def _reader(path: Path):  # noqa: ANN202 - gguf.GGUFReader, imported lazily
-    import gguf
-
     try:
-        return gguf.GGUFReader(str(path))
+        return shared_reader(path)
     except Exception as exc:  # noqa: BLE001 - whatever the reader says, one line
         raise GgufError(f"GGUF file {path.name} does not parse ({str(exc).strip().splitlines()[0][:160]})") from None
 
