@@ -75,17 +75,20 @@ def _check_rows(rows: pd.DataFrame, where: Path) -> pd.DataFrame:
         if column not in rows:
             continue
         raw = rows[column]
-        numbers = pd.to_numeric(raw, errors="coerce")
-        bad = raw.notna() & numbers.isna() & (raw.astype(str).str.lower() != "nan")
-        if column in INTEGER_COLUMNS:
-            bad |= numbers.notna() & (numbers % 1 != 0)
+        parsed = pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw)
+        numbers = raw if parsed else pd.to_numeric(raw, errors="coerce")  # read as numbers: nothing to parse
+        bad = None if parsed else raw.notna() & numbers.isna() & (raw.astype(str).str.lower() != "nan")
+        if column in INTEGER_COLUMNS and not pd.api.types.is_integer_dtype(numbers):
+            fractional = numbers.notna() & (numbers % 1 != 0)
+            bad = fractional if bad is None else bad | fractional
         if column in ("run_id", "bits_requested"):
-            bad |= numbers.isna()
-        if bad.any():
+            bad = numbers.isna() if bad is None else bad | numbers.isna()
+        if bad is not None and bad.any():
             i = int(bad.to_numpy().nonzero()[0][0])
             raise ResultSchemaError(f"{where}: row {i + 1}, column {column} is not a number: "
                                     f"{raw.iloc[i]!r:.40}")
-        rows[column] = numbers
+        if not parsed:
+            rows[column] = numbers
     outcomes = {o.value for o in Outcome}
     unknown = sorted({str(v) for v in rows["outcome"] if str(v) not in outcomes})
     if unknown:
@@ -178,9 +181,12 @@ def _own_kind_columns(rows: pd.DataFrame, where: Path) -> None:
         rows["kind"] = rows["kind"].map(lambda k: kind_named(k).name if k else DEFAULT_KIND)
     except ValueError as exc:
         raise ResultSchemaError(f"{where}: {exc}") from None
+    others_of: dict[tuple[str, ...], pd.Series] = {}
     for column in kind_columns():
-        having = [k.name for k in KINDS if column.name in {c.name for c in k.columns}]  # shared names: one column
-        others = ~rows["kind"].isin(having)
+        having = tuple(k.name for k in KINDS if column.name in {c.name for c in k.columns})  # shared names: one column
+        if having not in others_of:
+            others_of[having] = ~rows["kind"].isin(having)
+        others = others_of[having]
         if others.any():
             rows.loc[others, column.name] = "" if column.type is str else float("nan")
 
