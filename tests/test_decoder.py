@@ -5,8 +5,6 @@ accuracy figures, the page's per-token reply checked, and bad input as one line.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +15,6 @@ from fixed_web_platform.errors import PageDataError
 from fixed_web_platform.models import rules
 from fixed_web_platform.workloads.decoder import DECODER, accuracy, timing
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def tiny_hf_config(**kw):  # noqa: ANN003, ANN201
@@ -129,9 +126,14 @@ def test_reply_fields_are_checked_and_give_the_speed_figures() -> None:
             DECODER.reply_fields(payload, 10)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(ROOT / "run_real_webgpu_webnn.py"), *args, "--output-dir", "/dev/null/x"]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+def _cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
+    """The command in this process (the entry script's own exit codes: tests/test_cli.py):
+    its exit code and what it wrote on stderr."""
+    from fixed_web_platform.cli.main import main
+
+    capsys.readouterr()
+    code = main([*args, "--output-dir", "/dev/null/x"])
+    return code, capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
@@ -146,24 +148,24 @@ def tiny_folder(tmp_path_factory) -> Path:  # noqa: ANN001
     (["--prompt-len", "40", "--new-tokens", "16"], "longer than the model's context (48 positions)"),
     (["--eval-len", "4"], "evaluation length must be at least 8"),
 ])
-def test_bad_decoder_input_is_one_line_and_exit_2(tiny_folder: Path, args: list[str], message: str) -> None:
-    done = _cli("--model", str(tiny_folder), "--random-weights", *args)
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], done.stderr
+def test_bad_decoder_input_is_one_line_and_exit_2(tiny_folder: Path, args: list[str], message: str, capsys) -> None:  # noqa: ANN001
+    code, err = _cli(capsys, "--model", str(tiny_folder), "--random-weights", *args)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], err
 
 
-def test_a_gguf_that_does_not_parse_and_an_unknown_architecture(tmp_path: Path) -> None:
+def test_a_gguf_that_does_not_parse_and_an_unknown_architecture(tmp_path: Path, capsys) -> None:  # noqa: ANN001
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF\x03\x00\x00\x00 not really")
-    done = _cli("--model", str(broken))
-    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "GGUF file broken.gguf does not load" in done.stderr
+    code, err = _cli(capsys, "--model", str(broken))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "GGUF file broken.gguf does not load" in err
     other = tmp_path / "gpt2"
     other.mkdir()
     (other / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    done = _cli("--model", str(other), "--random-weights")
-    assert done.returncode == 2 and "architecture 'gpt2' is not supported" in done.stderr, done.stderr
+    code, err = _cli(capsys, "--model", str(other), "--random-weights")
+    assert code == 2 and "architecture 'gpt2' is not supported" in err, err
 
 
 def test_webnn_decoder_splits_quantized_passes_into_graphs_under_the_budget() -> None:
