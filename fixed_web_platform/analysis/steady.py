@@ -19,8 +19,9 @@ softdevteam/warmup_stats), on one page load's iterations after the cold one
    and MIN_STEADY iterations, and has no trend of its own: a straight line through it (log time
    against seconds) that moves the level by EQUIVALENT or more over its span, beyond chance at
    ALPHA, is a drift PELT cut into steps too short to test. Otherwise no steady state (a drift,
-   a cycle, a late step). With a steady state: flat if every earlier segment is within EQUIVALENT of it, warm-up if every
-   earlier one that is not was slower, slowdown if any was faster.
+   a cycle, a late step). With a steady state: flat if every earlier segment is within
+   EQUIVALENT of it, warm-up if every earlier one that is not was slower, slowdown if any was
+   faster.
 
 The floor (iterations the page ran before judging, ``--warmup`` / ``--warmup-time``) never counts
 as steady: the steady segment starts at the floor at the earliest.
