@@ -33,9 +33,9 @@ from fixed_web_platform.results.reader import load  # noqa: E402
 PINS = {"firefox": ["--browser-pref", "firefox=javascript.options.wasm_baselinejit=false"]}
 """What pins each browser's WebAssembly tier to its optimizing compiler (verified: it changes
 compile_ms and the page still runs)."""
-NO_PIN = ("no faithful tier pin in Chromium here: --js-flags=--no-liftoff stalls ONNX Runtime's page "
-          "140 s and then fails its fetch, and any --js-flags (even the default tiering budget) ran ORT's wasm "
-          "2-3x slower (docs/concepts/steady-state.md)")
+NO_PIN = ("no faithful tier pin in Chromium here: --js-flags=--no-liftoff stalls ONNX Runtime's page 140 s "
+          "and then fails its fetch, and V8's tiering flags (--wasm-tiering-budget, --no-wasm-dynamic-tiering) "
+          "ran ORT's wasm 2-3x slower (docs/concepts/steady-state.md)")
 SLOWER = 1.10
 """A steady level this much slower than the pinned one is flagged."""
 CONFIGURATION = ["browser", "engine", "platform", "workload", "bits_requested", "weight_format"]
