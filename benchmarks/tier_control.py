@@ -27,6 +27,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from fixed_web_platform.cli.run import build_parser  # noqa: E402
 from fixed_web_platform.report.markdown import markdown_table  # noqa: E402
 from fixed_web_platform.results.reader import load  # noqa: E402
 
@@ -50,31 +51,25 @@ def sweep(out: Path, args: list[str]) -> None:
 
 
 def browsers_asked(args: list[str]) -> list[str]:
-    """The values of ``--browser`` in the main command's arguments (its default: chrome)."""
-    if "--browser" not in args:
-        return ["chrome"]
-    values = args[args.index("--browser") + 1:]
-    return [v for v in values[:next((i for i, v in enumerate(values) if v.startswith("-")), len(values))]]
+    """The browsers the main command would run with these arguments (its own parser, its default)."""
+    known, _ = build_parser().parse_known_args(args)
+    return [b.value for b in known.browser]
 
 
 def pinned_args(args: list[str]) -> list[str] | None:
     """The main command's arguments for the pinned sweep: only the browsers with a pin, each
-    with it (None: none of them has one)."""
+    with it (a repeated --browser replaces the earlier one; None: none of them has one)."""
     pinned = [b for b in browsers_asked(args) if b in PINS]
     if not pinned:
         return None
-    rest = args
-    if "--browser" in args:
-        at = args.index("--browser")
-        rest = args[:at] + args[at + 1 + len(browsers_asked(args)):]
-    return [*rest, "--browser", *pinned, *(arg for b in pinned for arg in PINS[b])]
+    return [*args, "--browser", *pinned, *(arg for b in pinned for arg in PINS[b])]
 
 
-def control_table(default: Path, pinned: Path | None) -> pd.DataFrame:
+def control_table(default: Path, pinned: Path) -> pd.DataFrame:
     """One row per configuration ok in the default sweep, beside its pinned figure where the
     browser has a pin."""
     a = _per_configuration(load(default).rows)
-    b = _per_configuration(load(pinned).rows) if pinned is not None and (pinned / "results.csv").is_file() else a.iloc[:0]
+    b = _per_configuration(load(pinned).rows) if (pinned / "results.csv").is_file() else a.iloc[:0]
     both = a.merge(b[[*CONFIGURATION, "latency_ms_median"]], on=CONFIGURATION, how="left", suffixes=("_default", "_pinned"))
     ratio = both["latency_ms_median_default"] / both["latency_ms_median_pinned"]
     flag = ratio.gt(SLOWER).map({True: "slower than pinned", False: ""})

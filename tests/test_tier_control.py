@@ -16,10 +16,10 @@ spec.loader.exec_module(tier_control)
 
 def test_the_pinned_sweep_keeps_the_browsers_with_a_pin_and_adds_it():
     args = ["--browser", "chrome", "firefox", "--engine", "ort", "--bits", "8"]
-    assert tier_control.pinned_args(args) == [
-        "--engine", "ort", "--bits", "8", "--browser", "firefox",
-        "--browser-pref", "firefox=javascript.options.wasm_baselinejit=false"]
-    assert tier_control.pinned_args(["--engine", "ort"]) is None  # chrome by default: no pin
+    pinned = tier_control.pinned_args(args)
+    assert pinned == [*args, "--browser", "firefox", "--browser-pref", "firefox=javascript.options.wasm_baselinejit=false"]
+    assert tier_control.browsers_asked(pinned) == ["firefox"]  # the repeated --browser is the one in effect
+    assert "firefox" in tier_control.browsers_asked(["--engine", "ort"])  # the main command's default browsers
     assert tier_control.pinned_args(["--browser", "chrome", "edge"]) is None
 
 

@@ -32,10 +32,9 @@ class GgufError(ValueError):
     """A GGUF file that cannot be read or re-written (one line for the user)."""
 
 
-@functools.lru_cache(maxsize=16)
 def tensor_types(path: Path) -> dict[str, str]:
-    """Tensor name -> its stored format ('Q4_1', 'F32', ...). Cached as ``weight_bytes`` is: a file
-    the harness reads is written once, under a name that carries its source's size and time."""
+    """Tensor name -> its stored format ('Q4_1', 'F32', ...), from the file's one parse
+    (models/gguf_reads.py)."""
     return {t.name: t.tensor_type.name for t in _reader(path).tensors}
 
 
@@ -105,7 +104,6 @@ def shipped_format(model: str, random_weights: bool) -> str:
     return names.get(int(field.contents()), "")
 
 
-@functools.lru_cache(maxsize=16)
 def weight_bytes(path: Path) -> tuple[int, int]:
     """(bytes the file's tensors hold, bytes they would hold in float32)."""
     tensors = _reader(path).tensors
