@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from ..files import replacing
 from ..paths import PROJECT_ROOT, RESULTS_ROOT
 from ..vocabulary import SCHEMA_VERSION
 from .rows import LayerRow, ResultRow, utc_now
@@ -44,13 +45,8 @@ def _writing(path: Path) -> Iterator[None]:
 
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` whole or not at all (a full disk never leaves half a file)."""
-    tmp = path.with_name(f".{path.name}.partial")
-    try:
-        with _writing(path):
-            tmp.write_text(text)
-            os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with _writing(path), replacing(path) as partial:
+        partial.write_text(text)
 
 
 LOCK_FILE = ".lock"

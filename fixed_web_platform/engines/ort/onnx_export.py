@@ -15,8 +15,6 @@ import hashlib
 import io
 import json
 import logging
-import os
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ...files import write_bytes_atomically
 from ...paths import PROJECT_ROOT
 from .onnx_matmul import IR_VERSION
 
@@ -57,20 +56,6 @@ def cache_path(model: Any, head: Mapping[str, Any], cache_dir: Path | None = Non
     return (cache_dir or CACHE_DIR) / f"{safe}-{tag}-{export_key(model, head)[:24]}.onnx"
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
 def cached_export(model: Any, head: Mapping[str, Any], export: Callable[[], bytes],
                   cache_dir: Path | None = None) -> bytes:
     """The cached export of ``model`` under ``head``, or ``export()`` written to the cache."""
@@ -85,7 +70,7 @@ def cached_export(model: Any, head: Mapping[str, Any], export: Callable[[], byte
         except Exception:  # noqa: BLE001 - a damaged cache entry: export again
             pass
     data = export()
-    write_atomically(path, data)
+    write_bytes_atomically(path, data)
     return data
 
 

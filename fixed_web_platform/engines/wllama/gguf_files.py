@@ -14,9 +14,11 @@ import functools
 import hashlib
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ...files import replacing
 from ...models import source
 from ...models.gguf_reads import shared_reader
 
@@ -47,7 +49,14 @@ def requantize(source: Path, target: Path, fmt: str) -> Path:
     qtype = gguf.GGMLQuantizationType[fmt]
     reader = _reader(source)
     arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
-    partial = target.with_suffix(".partial")
+    with replacing(target) as partial:
+        _write_requantized(reader, arch, qtype, fmt, partial)
+    return target
+
+
+def _write_requantized(reader: Any, arch: str, qtype: Any, fmt: str, partial: Path) -> None:
+    import gguf
+
     writer = gguf.GGUFWriter(str(partial), arch=arch)
     for field in reader.fields.values():
         if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
@@ -67,8 +76,6 @@ def requantize(source: Path, target: Path, fmt: str) -> Path:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    partial.replace(target)
-    return target
 
 
 def _reader(path: Path):  # noqa: ANN202 - gguf.GGUFReader, imported lazily
@@ -120,8 +127,7 @@ def file_for(source_file: Path, fmt: str, folder: Path) -> Path:
         return target
     folder.mkdir(parents=True, exist_ok=True)
     if fmt == SHIPPED:
-        partial = target.with_suffix(".partial")
-        shutil.copyfile(source_file, partial)
-        partial.replace(target)
+        with replacing(target) as partial:
+            shutil.copyfile(source_file, partial)
         return target
     return requantize(source_file, target, fmt)

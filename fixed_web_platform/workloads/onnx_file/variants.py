@@ -27,7 +27,6 @@ import hashlib
 import io
 import json
 import logging
-import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ...files import replacing
 from ...paths import PROJECT_ROOT
 from . import graph
 
@@ -179,15 +179,8 @@ def _cache_file(sha: str, name: str, block_size: int, extra: Mapping[str, Any]) 
 def _save(model: Any, path: Path) -> None:
     import onnx
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".partial")
-    os.close(fd)
-    try:
-        onnx.save(model, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with replacing(path) as partial:
+        onnx.save(model, str(partial))
 
 
 def _float16(model: Any) -> Any:

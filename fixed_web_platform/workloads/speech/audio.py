@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ...architectures.whisper.config import CHUNK_SECONDS, SAMPLE_RATE
+from ...files import replacing
 from ...paths import PROJECT_ROOT
 
 SENTENCES = Path(__file__).parent / "data" / "sentences.txt"
@@ -78,10 +79,9 @@ def builtin_clips(count: int | None = None) -> tuple[Clip, ...]:
     for i, text in enumerate(sentences):
         path = folder / f"clip{i:02d}.wav"
         if not path.is_file():
-            partial = path.with_suffix(".partial.wav")
-            subprocess.run([program, "-v", VOICE, "-s", str(SPEED_WPM), "-w", str(partial), text],
-                           check=True, capture_output=True)
-            partial.replace(path)
+            with replacing(path) as partial:
+                subprocess.run([program, "-v", VOICE, "-s", str(SPEED_WPM), "-w", str(partial), text],
+                               check=True, capture_output=True)
         clips.append(Clip(path.name, str(path), text))
     return tuple(clips)
 
