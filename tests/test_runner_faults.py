@@ -124,7 +124,7 @@ def test_a_results_folder_that_stops_taking_writes_ends_the_sweep_not_as_a_harne
     environment_writes = []
 
     def write_text(self, text, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
-        if self.name == ".environment.json.partial":
+        if self.name.startswith(".environment.json.") and self.name.endswith(".partial"):
             environment_writes.append(self)
             if len(environment_writes) > 1:  # the folder was fine when the sweep started
                 raise OSError(errno.ENOSPC, "No space left on device")
