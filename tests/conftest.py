@@ -11,7 +11,7 @@ import pytest
 from fixed_web_platform.browsers import BrowserUnavailable, resolve
 from fixed_web_platform.vocabulary import BrowserName
 
-pytest_plugins = ["time_budget", "shared_sweeps", "workers"]
+pytest_plugins = ["workers", "time_budget", "shared_sweeps"]  # workers first: it sets thread counts before numpy loads
 
 
 def require_browser(name: BrowserName) -> None:

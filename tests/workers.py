@@ -9,13 +9,24 @@ tests/conftest.py as a plug-in.
   long end-to-end modules start early and the short unit modules even out the two workers' ends
   (xdist hands out groups in collection order with ``--no-loadscope-reorder``).
 
-Without workers (``-n 0``) the marks do nothing and the order is pytest's own."""
+- Each worker's numpy (OpenBLAS) and PyTorch (OpenMP) use one thread (``THREAD_VARIABLES``):
+  two workers on two cores, each with two threads that spin while they wait, would take CPU from
+  the other worker's browser. Loaded before any module that imports numpy.
+
+Without workers (``-n 0``) none of this applies: the marks do nothing, the order is pytest's own
+and the libraries pick their thread counts themselves."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+WORKER = "PYTEST_XDIST_WORKER" in os.environ
+if WORKER:
+    for variable in THREAD_VARIABLES:
+        os.environ.setdefault(variable, "1")
 
 SHARED_GROUPS = {"minilm_chrome": "shared-minilm", "minilm_firefox": "shared-minilm"}
 """shared_sweeps.py's session fixtures and the group of every module that asks for one."""
@@ -35,6 +46,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             groups[module] = shared or groups.get(module, module)
     for item in items:
         item.add_marker(pytest.mark.xdist_group(groups[_module(item)]))
-    if "PYTEST_XDIST_WORKER" in os.environ:
+    if WORKER:
         browser = {groups[_module(i)] for i in items if i.get_closest_marker("browser")}
         items.sort(key=lambda i: groups[_module(i)] not in browser)  # stable: pytest's order otherwise
