@@ -74,15 +74,21 @@ class Clock:
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.times: dict[str, float] = {}
+        self.per_worker: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.times[report.nodeid] = self.times.get(report.nodeid, 0.0) + report.duration
+        worker = getattr(getattr(report, "node", None), "gateway", None)  # pytest-xdist's worker
+        if worker is not None:
+            self.per_worker[worker.id] = self.per_worker.get(worker.id, 0.0) + report.duration
 
     def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
         if not self.times:
             return
         wall = time.monotonic() - self.started
-        terminalreporter.write_sep("=", f"time: {wall:.0f} s wall, {len(self.times)} tests; the {SLOWEST_SHOWN} "
-                                        "slowest (set-up, call and teardown)")
+        busy = ", ".join(f"{w} {t:.0f} s" for w, t in sorted(self.per_worker.items()))
+        terminalreporter.write_sep("=", f"time: {wall:.0f} s wall, {len(self.times)} tests"
+                                        + (f" (tests' time per worker: {busy})" if busy else "")
+                                        + f"; the {SLOWEST_SHOWN} slowest (set-up, call and teardown)")
         for nodeid, spent in sorted(self.times.items(), key=lambda kv: -kv[1])[:SLOWEST_SHOWN]:
             terminalreporter.write_line(f"{spent:8.1f} s  {nodeid}")

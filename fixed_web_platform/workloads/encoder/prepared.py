@@ -264,9 +264,7 @@ def _flip_floor(model: source.LoadedModel, weights: dict[str, np.ndarray],
     errors = []
     for seed in range(1, INT8_FLIP_SEEDS + 1):
         rng = np.random.default_rng(seed)
-        # (float32 draws: half the time of float64's, and noise of 1e-6 needs no more digits)
-        noisy = {k: np.asarray(v, dtype=np.float64)
-                 * (1 + INT8_FLIP_PERTURBATION * rng.standard_normal(v.shape, dtype=np.float32))
+        noisy = {k: np.asarray(v, dtype=np.float64) * (1 + INT8_FLIP_PERTURBATION * rng.standard_normal(v.shape))
                  for k, v in weights.items()}
         errors.append(error_metrics(embed(model, noisy, *inputs, act), ref)["rel_error"])
     return float(max(errors))
