@@ -2,13 +2,15 @@
 held against a per-test budget, and the run ends with its wall time and its slowest tests.
 
 - A test whose set-up plus call takes longer than ``--test-budget`` seconds (240 by default: the
-  slowest unmarked test takes about 95 s on an idle 2-core machine here, the rest is slack for a
-  loaded one) fails, unless it is marked ``@pytest.mark.budget(seconds, why="...")``: a larger
+  slowest unmarked test takes about 95 s alone on an idle 2-core machine here and 125-160 s beside
+  the other test worker, the rest is slack for a loaded machine) fails, unless it is marked ``@pytest.mark.budget(seconds, why="...")``: a larger
   budget of its own and the reason it must be that long. A module- or session-scoped fixture's set-up counts
   against the first test that asks for it, which is where pytest spends it.
 - A test that failed for its own reason keeps that failure; the budget only turns a pass into a
   failure.
 - ``--test-budget 0`` switches the check off (for profiling under a debugger, say).
+- With test workers (tests/workers.py) the summary also gives each worker's summed test time:
+  two sums close to the wall time say the workers were balanced.
 
 Loaded by tests/conftest.py (``pytest_plugins``)."""
 
