@@ -57,8 +57,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         module = _module(item)
         shared = next((SHARED_GROUPS[f] for f in getattr(item, "fixturenames", ()) if f in SHARED_GROUPS), None)
-        if shared or module not in groups:
-            groups[module] = shared or groups.get(module, module)
+        if shared:
+            groups[module] = shared  # one test asking for a shared sweep takes its whole module along
+        else:
+            groups.setdefault(module, module)
     for item in items:
         item.add_marker(pytest.mark.xdist_group(groups[_module(item)]))
     if WORKER:

@@ -42,21 +42,19 @@ def tensor_types(path: Path) -> dict[str, str]:
 
 def requantize(source: Path, target: Path, fmt: str) -> Path:
     """``source``'s model written to ``target`` with its weight matrices in ``fmt``."""
-    import gguf
-
     if fmt not in FORMATS:
         raise GgufError(f"format {fmt} is not one of {', '.join(FORMATS)}")
-    qtype = gguf.GGMLQuantizationType[fmt]
     reader = _reader(source)
-    arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     with replacing(target) as partial:
-        _write_requantized(reader, arch, qtype, fmt, partial)
+        _write_requantized(reader, fmt, partial)
     return target
 
 
-def _write_requantized(reader: Any, arch: str, qtype: Any, fmt: str, partial: Path) -> None:
+def _write_requantized(reader: Any, fmt: str, partial: Path) -> None:
     import gguf
 
+    qtype = gguf.GGMLQuantizationType[fmt]
+    arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     writer = gguf.GGUFWriter(str(partial), arch=arch)
     for field in reader.fields.values():
         if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
