@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,15 @@ from fixed_web_platform.workloads import EncoderWorkload
 
 MINILM = "all-MiniLM-L6-v2"
 MINILM_TEXTS = builtin_texts()[:6]
-MINILM_SMALL = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=MINILM_TEXTS)
+
+
+@functools.cache
+def minilm_small() -> EncoderWorkload:
+    """The shared sweeps' MiniLM: 3 x 16 tokens of 6 texts (made when first asked for, not at
+    collection: every test worker collects every module)."""
+    return EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=MINILM_TEXTS)
+
+
 MODEL_QUICK = TimingConfig(warmup=1, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=240)
 """The quickest protocol that still has a warm-up and two timed samples (a median and a spread)."""
 
@@ -65,13 +74,13 @@ def _slow_ort_webgpu(run: RunSpec) -> bool:
 
 @pytest.fixture(scope="session")
 def minilm_chrome(tmp_path_factory: pytest.TempPathFactory) -> Swept:
-    return sweep(BrowserName.CHROME, [Platform.WEBGPU, Platform.WEBNN, Platform.WASM], [MINILM_SMALL], (32, 8, 4),
+    return sweep(BrowserName.CHROME, [Platform.WEBGPU, Platform.WEBNN, Platform.WASM], [minilm_small()], (32, 8, 4),
                  tmp_path_factory.mktemp("minilm-chrome"), engines=(EngineName.HARNESS, EngineName.ORT),
                  act_bits=[32, 8], observer="minmax", skip=_slow_ort_webgpu)
 
 
 @pytest.fixture(scope="session")
 def minilm_firefox(tmp_path_factory: pytest.TempPathFactory) -> Swept:
-    return sweep(BrowserName.FIREFOX, [Platform.WEBGPU, Platform.WEBNN], [MINILM_SMALL], (8,),
+    return sweep(BrowserName.FIREFOX, [Platform.WEBGPU, Platform.WEBNN], [minilm_small()], (8,),
                  tmp_path_factory.mktemp("minilm-firefox"), act_bits=[32, 8], observer="minmax",
                  skip=lambda run: run.platform == Platform.WEBNN and run.act_bits == 8)

@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from shared_sweeps import MINILM_SMALL as SMALL
-from shared_sweeps import Swept
+from shared_sweeps import Swept, minilm_small
 
 from fixed_web_platform.report.activations import activation_table
 from fixed_web_platform.report.render import load_sweeps, summary_table
@@ -33,7 +32,7 @@ def chrome(minilm_chrome: Swept):  # noqa: ANN201
 
 
 def _predicted_cosine(bits: int) -> float:
-    p = prepare_model(SMALL, bits, 32, 0, act_bits=8, observer="minmax")
+    p = prepare_model(minilm_small(), bits, 32, 0, act_bits=8, observer="minmax")
     return accuracy.compare(p.ref_dequantized[: p.batches.count], p.ref_float).cosine_mean
 
 

@@ -9,6 +9,7 @@ Speed is not asserted here (docs/guides and benchmarks carry the figures)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import pytest
 from conftest import require_browser
@@ -23,7 +24,12 @@ from fixed_web_platform.workloads import EncoderWorkload, parse_shape
 pytestmark = pytest.mark.browser
 QUICK = TimingConfig(warmup=1, min_iterations=3, min_time_s=0, max_iterations=3, timeout_s=240)
 SHAPE = parse_shape("32x256x128")
-MODEL = EncoderWorkload.create("all-MiniLM-L6-v2", batch_size=2, seq_len=16, texts=builtin_texts()[:4])
+
+
+@functools.cache
+def minilm() -> EncoderWorkload:
+    """MiniLM at 2 x 16 tokens (made when first asked for, not at collection)."""
+    return EncoderWorkload.create("all-MiniLM-L6-v2", batch_size=2, seq_len=16, texts=builtin_texts()[:4])
 
 
 def _rows(tmp_path, platforms, workload, bits=(32, 8), **kw):  # noqa: ANN001, ANN003, ANN202
@@ -94,7 +100,7 @@ def test_fused_form_is_the_default_for_w8a8_per_channel_and_its_control_differs_
 
 @pytest.fixture(scope="module")
 def model_rows(tmp_path_factory):  # noqa: ANN001, ANN201
-    return _rows(tmp_path_factory.mktemp("int8-path-model"), [Platform.WEBNN], MODEL,
+    return _rows(tmp_path_factory.mktemp("int8-path-model"), [Platform.WEBNN], minilm(),
                  act_bits=[32, 8], granularity=["per-channel"])
 
 
@@ -137,7 +143,7 @@ def test_ort_int8_qdq_models_run_the_fused_forms_numbers_on_webnn_and_wasm(ort_q
 
 
 def test_ort_int8_qdq_encoder_runs_on_webnn_with_the_harness_reference(tmp_path) -> None:  # noqa: ANN001
-    (r,) = _rows(tmp_path, [Platform.WEBNN], MODEL, bits=[8], engines=[EngineName.ORT], act_bits=[8],
+    (r,) = _rows(tmp_path, [Platform.WEBNN], minilm(), bits=[8], engines=[EngineName.ORT], act_bits=[8],
                  granularity=["per-channel"])
     assert r.outcome == Outcome.OK, r.reason
     assert (r.graph_form, r.weight_format) == ("gemm_qdq", "QDQ8")

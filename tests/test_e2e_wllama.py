@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +24,18 @@ from fixed_web_platform.workloads.decoder import accuracy
 
 pytestmark = pytest.mark.browser
 QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=300)
-WORKLOAD = DecoderWorkload.create("smollm2-135m", prompt_len=8, new_tokens=4, eval_len=8)
+
+
+@functools.cache
+def workload() -> DecoderWorkload:
+    """Made when a test first runs, not at collection (reading SmolLM2's GGUF for its tokens takes
+    about 12 s, which every test worker would pay)."""
+    return DecoderWorkload.create("smollm2-135m", prompt_len=8, new_tokens=4, eval_len=8)
 
 
 def _sweep(browser: BrowserName, platforms, bits, out: Path, formats=("Q8_0", "Q4_0", SHIPPED)):  # noqa: ANN001, ANN202
     require_browser(browser)
-    plan = build_plan([browser], list(platforms), [WORKLOAD], bits, engines=[EngineName.WLLAMA])
+    plan = build_plan([browser], list(platforms), [workload()], bits, engines=[EngineName.WLLAMA])
     plan = [r for r in plan if r.weight_format in formats]  # Q4_1 re-written: the shipped file's twin here
     plan = [dataclasses.replace(r, run_id=i) for i, r in enumerate(plan)]
     writer = ResultWriter(out)

@@ -6,6 +6,7 @@ engines that refuse, and the CLI's words."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import struct
 
 import numpy as np
@@ -36,7 +37,12 @@ from fixed_web_platform.workloads.encoder.prepared import (
 
 MINILM = "all-MiniLM-L6-v2"
 SHORT = tuple(t for t in builtin_texts() if len(t.split()) <= 8)[:6]
-SMALL = EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=SHORT)
+
+
+@functools.cache
+def small() -> EncoderWorkload:
+    """MiniLM at 3 x 16 tokens (made when first asked for, not at collection)."""
+    return EncoderWorkload.create(MINILM, batch_size=3, seq_len=16, texts=SHORT)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +57,7 @@ def _names(workload: EncoderWorkload) -> tuple[str, ...]:
 def test_calibration_sees_real_tokens_only(minilm) -> None:  # noqa: ANN001
     """Padding and the last batch's filler are never observed: MinMax ranges do not move when the
     sequences get longer (more padding) or the batch leaves filler rows."""
-    names = _names(SMALL)
+    names = _names(small())
     base = calibration.calibrate(minilm, SHORT, 2, 16, "minmax", names)
 
     def same(params: dict) -> bool:
@@ -70,7 +76,7 @@ def test_calibration_sees_real_tokens_only(minilm) -> None:  # noqa: ANN001
 
 
 def test_qparams_are_int8_with_float32_scales(minilm) -> None:  # noqa: ANN001
-    params = calibration.calibrate(minilm, SHORT, 3, 16, "mse", _names(SMALL))
+    params = calibration.calibrate(minilm, SHORT, 3, 16, "mse", _names(small()))
     assert len(params) == 36
     for p in params.values():
         assert -128 <= p.zero_point <= 127 and p.scale > 0
@@ -101,8 +107,8 @@ def test_tolerance_passes_float32_rounding_and_fails_planted_faults() -> None:
     """The kernel check can fail: an engine that quantizes with the zero point off by one or
     clamps at -127 lands beyond the tolerance, one that skips activation quantization is nearer
     the float-activation reference; float32-sized noise passes both."""
-    p = prepare_model(SMALL, 8, 32, 0, act_bits=8, observer="minmax")
-    w_only = prepare_model(SMALL, 8, 32, 0)
+    p = prepare_model(small(), 8, 32, 0, act_bits=8, observer="minmax")
+    w_only = prepare_model(small(), 8, 32, 0)
     tol = p.tolerance("i8dot")
     assert KERNEL_TOLERANCE_F32 < tol < 0.1 and "noise" in p.tolerance_basis
     assert w_only.tolerance("f32") == KERNEL_TOLERANCE_F32 and w_only.kernel_problem(w_only.ref_dequantized) == ""
@@ -147,7 +153,7 @@ def test_webnn_activation_types_follow_the_context() -> None:
 
 
 def test_ort_refuses_blockwise_int8_activations_for_models_before_any_page() -> None:
-    (run,) = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [8], engines=[EngineName.ORT],
+    (run,) = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [small()], [8], engines=[EngineName.ORT],
                         act_bits=[8])
     refusal = asyncio.run(build_job(run, TimingConfig(), None))
     assert refusal.outcome == Outcome.UNSUPPORTED and "int8 activations" in refusal.reason
@@ -155,7 +161,7 @@ def test_ort_refuses_blockwise_int8_activations_for_models_before_any_page() -> 
 
 
 def test_rows_name_the_calibration_set() -> None:
-    runs = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [8], act_bits=[32, 8])
+    runs = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [small()], [8], act_bits=[32, 8])
     assert [r.workload.calibration_label for r in runs] == ["builtin-calibration"] * 2
     calib = set(calibration.builtin_calibration_texts())
     assert len(calib) >= 32 and not calib & set(builtin_texts())  # never evaluated
@@ -212,7 +218,7 @@ def test_wgsl_int8_steps_bind_the_scale_and_zero_point_so_layers_of_a_shape_shar
     from fixed_web_platform.engines.wgsl import kernels as wgsl
     from fixed_web_platform.engines.wgsl.encoder import ACT_QUANT_SUFFIX, INT8_INPUT
 
-    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [4], act_bits=[8],
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [small()], [4], act_bits=[8],
                      engines=[EngineName.HARNESS])[0]
     job = asyncio.run(build_job(run, TimingConfig(), None))
     assert isinstance(job, EngineJob)
