@@ -3,36 +3,52 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest import require_browser
 
+from fixed_web_platform.cli.main import main
 from fixed_web_platform.models.rules import load_rules
 from fixed_web_platform.vocabulary import BrowserName
 
 pytestmark = pytest.mark.browser
-ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a CLI call gave: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _cli(*argv: str) -> Done:
+    """``run_real_webgpu_webnn.py ARGV`` in this process (the entry script's own exit codes are
+    tests/test_cli.py's): no second interpreter importing PyTorch and reading MiniLM again."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return Done(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Done]:
     require_browser(BrowserName.CHROME)
     tmp = tmp_path_factory.mktemp("sensitivity")
     texts = tmp / "texts.txt"
     texts.write_text("A cat sat on the mat.\nStocks fell sharply on Monday.\n"
                      "The recipe needs two eggs.\nRain is expected tomorrow.\n")
     out = tmp / "out"
-    done = subprocess.run(
-        [sys.executable, "run_real_webgpu_webnn.py", "sensitivity", "--model", "all-MiniLM-L6-v2",
-         "--browser", "chrome", "--platform", "webgpu", "--bits", "2", "--group", "kind",
-         "--batch-size", "2", "--seq-len", "16", "--inputs", str(texts),
-         "--accuracy-budget", "cosine>=0.99", "--no-report", "--output-dir", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    done = _cli("sensitivity", "--model", "all-MiniLM-L6-v2", "--browser", "chrome", "--platform", "webgpu",
+                "--bits", "2", "--group", "kind", "--batch-size", "2", "--seq-len", "16", "--inputs", str(texts),
+                "--accuracy-budget", "cosine>=0.99", "--no-report", "--output-dir", str(out))
     return out, done
 
 
@@ -70,9 +86,7 @@ def test_a_plan_for_the_budget_is_found_and_verified_in_the_browser(swept) -> No
 
 def test_the_report_shows_sensitivity_and_the_frontier(swept, tmp_path: Path) -> None:  # noqa: ANN001
     out, _ = swept
-    done = subprocess.run([sys.executable, "run_real_webgpu_webnn.py", "report", str(out),
-                           "--output-dir", str(tmp_path / "report")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = _cli("report", str(out), "--output-dir", str(tmp_path / "report"))
     assert done.returncode == 0, done.stderr
     md = (tmp_path / "report" / "report.md").read_text()
     assert "## Layer sensitivity" in md and "accuracy vs weight bytes" in md
