@@ -23,7 +23,7 @@ def test_report_first_screen_fits_and_every_plot_loads(tmp_path, capsys) -> None
     require_browser(BrowserName.CHROME)
     plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WASM],
                       [MatmulWorkload("view", 4, 256, 256)], [32, 16, 8, 4],
-                      engines=[EngineName.HARNESS, EngineName.ORT], repetitions=2)
+                      engines=[EngineName.HARNESS, EngineName.ORT])
     timing = TimingConfig(warmup=1, min_iterations=3, min_time_s=0, max_iterations=5, timeout_s=90)
     writer = ResultWriter(tmp_path / "sweep")
     asyncio.run(run_sweep(plan, writer, SweepOptions(timing=timing)))

@@ -2,7 +2,7 @@
 held against a per-test budget, and the run ends with its wall time and its slowest tests.
 
 - A test whose set-up plus call takes longer than ``--test-budget`` seconds (240 by default: the
-  slowest unmarked test takes about 95 s alone on an idle 2-core machine here and 125-160 s beside
+  slowest unmarked test takes 100-120 s on an idle 2-core machine here, alone or beside
   the other test worker, the rest is slack for a loaded machine) fails, unless it is marked ``@pytest.mark.budget(seconds, why="...")``: a larger
   budget of its own and the reason it must be that long. A module- or session-scoped fixture's set-up counts
   against the first test that asks for it, which is where pytest spends it.
