@@ -27,7 +27,7 @@ TINY_QUANTIZED_PER_GRAPH = 2_000_000
 """The tiny decoder's tied 8-bit head (30,522 x 64) and one of its two layers fit in a graph, not both layers."""
 QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=3, timeout_s=300)
 ONCE = TimingConfig(warmup=0, min_iterations=1, min_time_s=0, max_iterations=1, timeout_s=300)
-"""The real model's check is of its figures, not its speed: one timed generation."""
+"""For a run whose figures are checked, not its speed (the real SmolLM2, ORT's WebGPU decoder): one timed generation."""
 
 
 def _sweep(browser: BrowserName, workloads, bits, out: Path, platforms=(Platform.WEBGPU,),  # noqa: ANN001, ANN202
