@@ -36,7 +36,8 @@ def _weight_only(swept: Swept) -> dict:
 
 @pytest.fixture(scope="module")
 def chrome(minilm_chrome: Swept, tmp_path_factory):  # noqa: ANN001, ANN201
-    mixed = sweep(BrowserName.CHROME, [Platform.WEBGPU], [mixed_minilm()], (4,), tmp_path_factory.mktemp("model-chrome-mixed"))
+    mixed = sweep(BrowserName.CHROME, [Platform.WEBGPU], [mixed_minilm()], (4,),
+                  tmp_path_factory.mktemp("model-chrome-mixed"))
     return minilm_chrome.out, mixed.out, _weight_only(minilm_chrome) | _weight_only(mixed)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from dataclasses import dataclass
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -20,26 +20,17 @@ from fixed_web_platform.vocabulary import BrowserName
 pytestmark = pytest.mark.browser
 
 
-@dataclass(frozen=True)
-class Done:
-    """What a CLI call gave: its exit code and what it printed."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _cli(*argv: str) -> Done:
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
     """``run_real_webgpu_webnn.py ARGV`` in this process (the entry script's own exit codes are
     tests/test_cli.py's): no second interpreter importing PyTorch and reading MiniLM again."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
-    return Done(code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(list(argv), code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Done]:
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     require_browser(BrowserName.CHROME)
     tmp = tmp_path_factory.mktemp("sensitivity")
     texts = tmp / "texts.txt"
