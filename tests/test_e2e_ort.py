@@ -21,7 +21,7 @@ from fixed_web_platform.workloads import MatmulWorkload
 
 pytestmark = pytest.mark.browser
 SMALL = MatmulWorkload("test-small", 4, 128, 64)
-QUICK = TimingConfig(warmup=1, min_iterations=3, min_time_s=0, max_iterations=5, timeout_s=90)
+QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=2, timeout_s=90)
 BITS = (32, 16, 8, 4, 2)
 
 

@@ -64,13 +64,25 @@ EDGE_SHAPES = (
 EDGE_TILES = {"edge-gemv-n1": "1x1", "edge-gemm": "13x4", "edge-gemv-tile": "3x4"}
 
 
-@pytest.mark.parametrize("browser", [BrowserName.CHROME, BrowserName.FIREFOX])
-def test_tile_edges_are_exact_at_every_bits(browser, tmp_path):
+@pytest.fixture(scope="module", params=[BrowserName.CHROME, BrowserName.FIREFOX])
+def edge_sweep(request, tmp_path_factory):
+    """The edge shapes at every bits, weight-only, and at 8 and 4 bits with int8 activations (the
+    DP4A kernel; on Chromium also WebNN's W8A8): one browser session for both tests below."""
+    browser = request.param
+    require_browser(browser)
+    platforms = [Platform.WEBGPU, Platform.WEBNN] if browser is BrowserName.CHROME else [Platform.WEBGPU]
+    plan = build_plan([browser], platforms, list(EDGE_SHAPES), ALL_BITS, act_bits=[32, 8], observer="minmax")
+    plan = [r for r in plan if r.platform is Platform.WEBGPU or (r.bits == 8 and r.act_bits == 8)]
+    rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path_factory.mktemp(f"edges-{browser}")),
+                                 SweepOptions(timing=QUICK, progress=None)))
+    return browser, {(r.workload, r.platform, r.bits_requested, r.act_bits): r for r in rows}
+
+
+def test_tile_edges_are_exact_at_every_bits(edge_sweep):
     """Shapes that are no multiple of the tile (rows, columns) and K of one block: every kernel
     still within tolerance of the float64 dequantized reference, and the row names its tile."""
-    require_browser(browser)
-    plan = build_plan([browser], [Platform.WEBGPU], list(EDGE_SHAPES), ALL_BITS)
-    rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path), SweepOptions(timing=QUICK, progress=None)))
+    browser, by = edge_sweep
+    rows = [r for (_, platform, _, act), r in by.items() if platform == "webgpu" and act == 32]
     assert len(rows) == len(EDGE_SHAPES) * len(ALL_BITS)
     for row in rows:
         where = f"{browser} {row.workload} {row.bits_requested}-bit"
@@ -225,18 +237,12 @@ def test_a_crashed_renderer_is_a_crash_row_not_a_timeout(tmp_path):
     assert elapsed < 60, f"the crash was only noticed after {elapsed:.0f} s"
 
 
-@pytest.mark.parametrize("browser", [BrowserName.CHROME, BrowserName.FIREFOX])
-def test_int8_activations_run_on_the_dp4a_kernel(browser, tmp_path):
+def test_int8_activations_run_on_the_dp4a_kernel(edge_sweep):
     """W8A8 and W4A8 through dot4I8Packed (both browsers list packed_4x8_integer_dot_product):
     exact integer dot products, so the kernel error is float32 rounding of the rescale; the
     activations cost accuracy on top of the weights'; WebNN runs them through quantizeLinear."""
-    require_browser(browser)
-    platforms = [Platform.WEBGPU, Platform.WEBNN] if browser is BrowserName.CHROME else [Platform.WEBGPU]
-    shapes = list(EDGE_SHAPES)  # 1x32x1 (one block), 37x64x65 (clamped tiles)
-    plan = build_plan([browser], platforms, shapes, [8, 4], act_bits=[32, 8], observer="minmax")
-    rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path), SweepOptions(timing=QUICK, progress=None)))
-    by = {(r.workload, r.platform, r.bits_requested, r.act_bits): r for r in rows}
-    for shape in shapes:
+    browser, by = edge_sweep
+    for shape in EDGE_SHAPES:  # 1x32x1 (one block), 37x64x65 (clamped tiles), 3x64x7 (GEMV)
         for bits in (8, 4):
             row = by[(shape.name, "webgpu", bits, 8)]
             where = f"{browser} {shape.name} W{bits}A8"
@@ -248,7 +254,7 @@ def test_int8_activations_run_on_the_dp4a_kernel(browser, tmp_path):
             if shape.m * shape.n > 100:  # one output (1x32x1) may cancel errors by chance
                 assert row.rel_error_vs_float >= weight_only.rel_error_vs_float * 0.99, where
     if browser is BrowserName.CHROME:  # WebNN's quantizeLinear -> dequantizeLinear on x, beside
-        for shape in shapes:
+        for shape in EDGE_SHAPES:
             webnn = by[(shape.name, "webnn", 8, 8)]
             assert webnn.outcome == Outcome.OK, webnn.reason
             assert webnn.rel_error_vs_dequantized <= webnn.kernel_tolerance, shape.name
