@@ -1,0 +1,145 @@
+"""Weight quantizers: the rules by which a float weight matrix W[N, K] becomes integer codes with a
+scale and a zero per block of ``block_size`` values along K, at 8, 4 or 2 bits.
+
+Every quantizer returns the same form, :class:`BlockCodes`: unsigned codes in [0, 2^bits - 1], a
+float32 scale per block and a zero per block, standing for ``(code - zero) * scale``. The zero is
+an integer (int64) for the quantizers whose bytes every engine takes (WebNN's ``dequantizeLinear``,
+ORT's ``MatMulNBits`` with uint8 zero points, the WGSL kernels) and a float (float32) for the ones
+that keep a float offset per block (llama.cpp's Q4_1, HQQ), which only some engines hold as such.
+
+Each quantizer follows, or calls, the implementation users quantize with, and tests/test_quantizers.py
+checks it against that implementation on the same tensors:
+
+- ``minmax``: the harness's own min/max round-to-nearest (precision/quant.py, the range widened to
+  hold 0, an integer zero point); the same codes, zero points and scales (to one float32 ulp) as
+  ONNX Runtime's default ``MatMulNBits`` quantizer.
+- ``offset``: a float minimum per block, llama.cpp's Q4_1 rule (``d = (max - min) / (2^bits - 1)``,
+  ``code = trunc((x - min) / d + 0.5)``, ``x = code * d + min``) at any bits; at 4 bits and block
+  32 the codes are gguf's Q4_1 codes and its d and m are this scale and minimum in float16.
+- ``hqq``: Half-Quadratic Quantization, onnxruntime's ``HQQWeightOnlyQuantizer`` (its min/max scale,
+  the zero optimised for an l0.7 weight error; a float zero). Needs PyTorch.
+
+Not yet a sweep axis (issue 43 makes it ``--weight-quant``); the matmul and model sweeps hold
+weights through precision/held.py, which is ``minmax``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quant
+
+
+@dataclass(frozen=True)
+class BlockCodes:
+    """W[N, K] held as unsigned codes with a scale and a zero per block of ``block_size`` along K."""
+
+    quantizer: str
+    bits: int
+    block_size: int
+    codes: np.ndarray
+    """int64 [N, K] in [0, 2^bits - 1]."""
+    scale: np.ndarray
+    """float32 [N, K / block_size]."""
+    zero: np.ndarray
+    """[N, K / block_size]: int64 (an integer zero point) or float32 (a float offset)."""
+
+    @property
+    def float_zero(self) -> bool:
+        return self.zero.dtype.kind == "f"
+
+    def dequantize(self) -> np.ndarray:
+        """float64 [N, K]: (code - zero) * scale, blockwise."""
+        n, k = self.codes.shape
+        blocks = self.codes.reshape(n, k // self.block_size, self.block_size).astype(np.float64)
+        values = (blocks - self.zero[..., None].astype(np.float64)) * self.scale[..., None].astype(np.float64)
+        return values.reshape(n, k)
+
+    def weight_error(self, w: np.ndarray) -> float:
+        """Relative RMS error of the held values against the float weights ``w``."""
+        return quant.rel_rms_error(self.dequantize(), np.asarray(w, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class Quantizer:
+    name: str
+    description: str
+    reference: str
+    """The implementation it follows or calls (what tests/test_quantizers.py checks it against)."""
+    float_zero: bool
+    quantize: Callable[[np.ndarray, int, int], BlockCodes]
+    """(W float32 [N, K], bits, block_size) -> BlockCodes."""
+
+
+def _blocks(w: np.ndarray, bits: int, block_size: int) -> np.ndarray:
+    """float32 [N, K / block_size, block_size], after the checks every quantizer shares."""
+    w = np.asarray(w, dtype=np.float32)
+    if bits not in (2, 4, 8):
+        raise ValueError(f"weight quantizers hold 8, 4 or 2 bits, not {bits}")
+    if w.ndim != 2 or w.size == 0:
+        raise ValueError(f"weights must be a non-empty [N, K] matrix, got shape {w.shape}")
+    if block_size <= 0 or w.shape[1] % block_size:
+        raise ValueError(f"K={w.shape[1]} is not a multiple of the block size {block_size}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("weights contain NaN or infinite values")
+    return w.reshape(w.shape[0], -1, block_size)
+
+
+def minmax(w: np.ndarray, bits: int, block_size: int) -> BlockCodes:
+    _blocks(w, bits, block_size)
+    q, params = quant.quantize_weights(w, bits, granularity="blockwise", block_size=block_size)
+    offset = 1 << (bits - 1)  # the signed codes precision/quant.py holds, as unsigned ones
+    return BlockCodes("minmax", bits, block_size, q + offset, params.scale.astype(np.float32),
+                      params.zero_point + offset)
+
+
+def offset(w: np.ndarray, bits: int, block_size: int) -> BlockCodes:
+    """llama.cpp's Q4_1 rule (ggml ``quantize_row_q4_1_ref``, gguf's ``Q4_1.quantize_blocks``) at
+    any bits, in the same float32 arithmetic: the block's own minimum (not widened to 0), round half
+    up. A block whose values are all equal holds them as scale 1 and zero -min."""
+    blocks = _blocks(w, bits, block_size)
+    top = (1 << bits) - 1
+    lo, hi = blocks.min(axis=-1, keepdims=True), blocks.max(axis=-1, keepdims=True)
+    d = (hi - lo) / np.float32(top)
+    with np.errstate(divide="ignore"):
+        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    codes = np.clip(np.trunc((blocks - lo) * inverse + np.float32(0.5)), 0, top).astype(np.int64)
+    flat = d[..., 0] == 0
+    scale = np.where(flat, np.float32(1), d[..., 0]).astype(np.float32)
+    zero = np.where(flat, -lo[..., 0], -lo[..., 0] / np.where(flat, np.float32(1), d[..., 0])).astype(np.float32)
+    return BlockCodes("offset", bits, block_size, codes.reshape(w.shape), scale, zero)
+
+
+def hqq(w: np.ndarray, bits: int, block_size: int) -> BlockCodes:
+    """onnxruntime's HQQ (``HQQWeightOnlyQuantizer.quantize_internal``: 20 iterations at most,
+    lp-norm 0.7) on this one tensor; its scale is floored at 1 / 2e4 (its inverse-scale clamp)."""
+    _blocks(w, bits, block_size)
+    import torch
+    from onnxruntime.quantization.matmul_nbits_quantizer import HQQWeightOnlyQuantConfig, HQQWeightOnlyQuantizer
+
+    quantizer = HQQWeightOnlyQuantizer(HQQWeightOnlyQuantConfig(block_size=block_size, bits=bits))
+    codes, scale, zero = quantizer.quantize_internal(torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32)),
+                                                     bits=bits, group_size=block_size)
+    n = w.shape[0]
+    return BlockCodes("hqq", bits, block_size, codes.numpy().astype(np.int64).reshape(w.shape),
+                      scale.numpy().astype(np.float32).reshape(n, -1), zero.numpy().astype(np.float32).reshape(n, -1))
+
+
+QUANTIZERS: dict[str, Quantizer] = {q.name: q for q in (
+    Quantizer("minmax", "min/max round-to-nearest, the range widened to hold 0, an integer zero point",
+              "onnxruntime's default MatMulNBits quantizer (MLAS)", False, minmax),
+    Quantizer("offset", "a float minimum per block (llama.cpp's Q4_1 rule at any bits)",
+              "gguf's Q4_1 (llama.cpp quantize_row_q4_1_ref)", True, offset),
+    Quantizer("hqq", "Half-Quadratic Quantization: the zero optimised for an l0.7 weight error, a float zero",
+              "onnxruntime's HQQWeightOnlyQuantizer", True, hqq),
+)}
+"""Every weight quantizer by name; the first is the harness's default."""
+
+
+def quantize(w: np.ndarray, bits: int, block_size: int, quantizer: str = "minmax") -> BlockCodes:
+    if quantizer not in QUANTIZERS:
+        raise ValueError(f"weight quantizer {quantizer!r} is not one of {', '.join(QUANTIZERS)}")
+    return QUANTIZERS[quantizer].quantize(w, bits, block_size)

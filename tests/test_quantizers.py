@@ -1,0 +1,107 @@
+"""The weight quantizers (precision/quantizers.py), each against the implementation it follows, on
+the same tensors: ONNX Runtime's default MatMulNBits quantizer (minmax), gguf's Q4_1 (offset),
+ONNX Runtime's HQQ (hqq)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fixed_web_platform.precision import quant, quantizers
+from fixed_web_platform.precision.quantizers import QUANTIZERS, quantize
+
+
+def _weights(n: int = 16, k: int = 256, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((n, k)) * 0.02).astype(np.float32)
+    w[0, :32] = np.abs(w[0, :32]) + 0.01  # an all-positive block: minmax widens it to 0, offset does not
+    w[1, 32:64] = 0.25  # a block of equal values
+    w[2, ::7] += 0.05  # outliers
+    return w
+
+
+def _unpack(packed: np.ndarray, bits: int, count: int) -> np.ndarray:
+    per = 8 // bits
+    fields = np.stack([(packed >> (bits * j)) & ((1 << bits) - 1) for j in range(per)], -1)
+    return fields.reshape(packed.shape[0], -1)[:, :count].astype(np.int64)
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+def test_minmax_is_onnxruntimes_default_matmulnbits_quantizer(bits: int) -> None:
+    from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, DefaultWeightOnlyQuantizer
+
+    w = _weights()
+    ours = quantize(w, bits, 32, "minmax")
+    packed, scales, zero_points = DefaultWeightOnlyQuantizer(
+        DefaultWeightOnlyQuantConfig(block_size=32, bits=bits)).qbits_block_quant(np.ascontiguousarray(w.T))
+    assert np.array_equal(_unpack(packed.reshape(w.shape[0], -1), bits, w.shape[1]), ours.codes)
+    assert np.array_equal(_unpack(zero_points, bits, w.shape[1] // 32), ours.zero)
+    np.testing.assert_allclose(ours.scale, scales, rtol=2.4e-7)  # one float32 ulp: MLAS divides in float32
+    # and it is the harness's held bytes (precision/quant.py), as unsigned codes
+    q, params = quant.quantize_weights(w, bits, granularity="blockwise", block_size=32)
+    np.testing.assert_allclose(ours.dequantize(), quant.dequantize_weights(q, params), rtol=1.2e-7)  # its float32
+
+
+def test_offset_at_4_bits_is_ggufs_q4_1() -> None:
+    import gguf
+
+    w = _weights()
+    # a block of exact halfway values (steps of 1/64): Q4_1 rounds them up, round-half-even would not
+    w[3, :32] = np.concatenate([[0, 15], np.arange(15) + 0.5, np.arange(15)]) / 64
+    ours = quantize(w, 4, 32, "offset")
+    blocks = gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q4_1).reshape(-1, 20)
+    d = blocks[:, 0:2].copy().view(np.float16).reshape(w.shape[0], -1)
+    m = blocks[:, 2:4].copy().view(np.float16).reshape(w.shape[0], -1)
+    nibbles = blocks[:, 4:]
+    codes = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=1).reshape(w.shape).astype(np.int64)  # j, j + 16
+    assert np.array_equal(codes, ours.codes)
+    varied = ours.scale != 1  # gguf keeps d = 0 for a block of equal values; here its scale is 1
+    assert np.array_equal(d[varied], ours.scale[varied].astype(np.float16))
+    assert np.array_equal(m, w.reshape(w.shape[0], -1, 32).min(axis=-1).astype(np.float16))
+    # the float offset: code 0 stands for the block's own minimum, not widened to 0
+    np.testing.assert_allclose(-ours.zero * ours.scale, w.reshape(w.shape[0], -1, 32).min(axis=-1), rtol=1e-6)
+    assert ours.float_zero and not np.all(ours.zero == np.round(ours.zero))
+    assert ours.dequantize()[1, 32:64] == pytest.approx(0.25)  # equal values held exactly
+
+
+@pytest.mark.parametrize("bits", [2, 8])
+def test_offset_at_other_bits_keeps_each_block_within_half_a_step(bits: int) -> None:
+    w = _weights()
+    ours = quantize(w, bits, 32, "offset")
+    assert ours.codes.min() == 0 and ours.codes.max() == (1 << bits) - 1
+    step = np.repeat(ours.scale, 32, axis=1)
+    assert np.all(np.abs(ours.dequantize() - w) <= step * (0.5 + 1e-5))
+
+
+def test_hqq_calls_onnxruntimes_quantizer_and_holds_a_float_zero() -> None:
+    pytest.importorskip("torch")
+    w = _weights(n=64, k=512, seed=3)
+    hqq, minmax = quantize(w, 4, 32, "hqq"), quantize(w, 4, 32, "minmax")
+    assert hqq.codes.shape == w.shape and hqq.scale.shape == hqq.zero.shape == (64, 16)
+    assert hqq.codes.min() >= 0 and hqq.codes.max() <= 15
+    assert hqq.float_zero and not np.all(hqq.zero == np.round(hqq.zero))  # optimised, not rounded
+    # HQQ optimises the zero for an l0.7 weight error; on these weights it beats min/max's RMS too
+    assert hqq.weight_error(w) < minmax.weight_error(w) < 0.2
+
+
+@pytest.mark.parametrize("name", list(QUANTIZERS))
+def test_every_quantizer_loses_more_at_fewer_bits(name: str) -> None:
+    if name == "hqq":
+        pytest.importorskip("torch")
+    w = _weights(n=8, k=128, seed=5)
+    errors = [quantize(w, bits, 32, name).weight_error(w) for bits in (8, 4, 2)]
+    assert errors == sorted(errors) and errors[0] < 0.01 and errors[2] < 0.7, errors
+    assert QUANTIZERS[name].float_zero == quantize(w, 4, 32, name).float_zero
+
+
+def test_bad_input_is_one_clear_error() -> None:
+    w = _weights(n=4, k=64)
+    with pytest.raises(ValueError, match="not one of minmax, offset, hqq"):
+        quantize(w, 4, 32, "gptq")
+    with pytest.raises(ValueError, match="8, 4 or 2 bits, not 3"):
+        quantizers.offset(w, 3, 32)
+    with pytest.raises(ValueError, match="K=64 is not a multiple of the block size 48"):
+        quantize(w, 4, 48, "offset")
+    w[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        quantize(w, 4, 32, "minmax")
