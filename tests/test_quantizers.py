@@ -21,9 +21,8 @@ def _weights(n: int = 16, k: int = 256, seed: int = 1) -> np.ndarray:
 
 
 def _unpack(packed: np.ndarray, bits: int, count: int) -> np.ndarray:
-    per = 8 // bits
-    fields = np.stack([(packed >> (bits * j)) & ((1 << bits) - 1) for j in range(per)], -1)
-    return fields.reshape(packed.shape[0], -1)[:, :count].astype(np.int64)
+    """ORT's rows of packed unsigned fields (first value in the lowest bits, as the harness packs)."""
+    return np.stack([quant.unpack_bits(row, bits, count, signed=False) for row in packed])
 
 
 @pytest.mark.parametrize("bits", [2, 4, 8])

@@ -107,9 +107,8 @@ def offset(w: np.ndarray, bits: int, block_size: int) -> BlockCodes:
     with np.errstate(divide="ignore"):
         inverse = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
     codes = np.clip(np.trunc((blocks - lo) * inverse + np.float32(0.5)), 0, top).astype(np.int64)
-    flat = d[..., 0] == 0
-    scale = np.where(flat, np.float32(1), d[..., 0]).astype(np.float32)
-    zero = np.where(flat, -lo[..., 0], -lo[..., 0] / np.where(flat, np.float32(1), d[..., 0])).astype(np.float32)
+    scale = np.where(d[..., 0] == 0, np.float32(1), d[..., 0]).astype(np.float32)
+    zero = (-lo[..., 0] / scale).astype(np.float32)
     return BlockCodes("offset", bits, block_size, codes.reshape(w.shape), scale, zero)
 
 
