@@ -20,6 +20,7 @@ from .browsers.products import parse_browser_args, parse_browser_prefs
 from .harness.runner import SweepOptions
 from .harness.server import LOOPBACK
 from .plan import DEFAULT_OBSERVER, build_plan, default_engines
+from .precision.quantizers import DEFAULT_QUANTIZER
 from .progress import PlainProgress
 from .run_spec import DEFAULT_TIMING, MODEL_TIMING, TimingConfig
 from .vocabulary import (
@@ -65,6 +66,7 @@ async def run_real_test(
     parallel: int = 1,
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
+    weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
     browser_args: Sequence[str] = (),
@@ -77,7 +79,7 @@ async def run_real_test(
     ``model_options``: options only the model's workload kind takes, by the CLI's names
     (``{"batch_size": 8}`` for an encoder, as the ``batch_size`` argument does).
     ``browser_args`` / ``browser_prefs``: the CLI's --browser-arg NAME=ARG and --browser-pref
-    NAME=KEY=VALUE values."""
+    NAME=KEY=VALUE values. ``weight_quant``: the CLI's --weight-quant (one quantizer or several)."""
     options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel,
                            browser_args=parse_browser_args(browser_args),
                            browser_prefs=parse_browser_prefs(browser_prefs))
@@ -106,6 +108,7 @@ async def run_real_test(
         webnn_device=webnn_device,
         act_bits=_as_list(act_bits),
         observer=observer,
+        weight_quant=weight_quant,
     )
     if timing is None:
         timing = MODEL_TIMING if model is not None else DEFAULT_TIMING
@@ -153,6 +156,7 @@ async def run_real_webnn_test(
     parallel: int = 1,
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
+    weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
     browser_args: Sequence[str] = (),
@@ -165,7 +169,7 @@ async def run_real_webnn_test(
         precision_rules=precision_rules, random_weights=random_weights, inputs=inputs, batch_size=batch_size,
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
-        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration,
+        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, weight_quant=weight_quant, calibration=calibration,
         model_options=model_options, browser_args=browser_args, browser_prefs=browser_prefs)
 
 
@@ -194,6 +198,7 @@ async def run_real_webgpu_test(
     parallel: int = 1,
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
+    weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
     browser_args: Sequence[str] = (),
@@ -206,5 +211,5 @@ async def run_real_webgpu_test(
         precision_rules=precision_rules, random_weights=random_weights, inputs=inputs, batch_size=batch_size,
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
-        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, calibration=calibration,
+        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, weight_quant=weight_quant, calibration=calibration,
         model_options=model_options, browser_args=browser_args, browser_prefs=browser_prefs)

@@ -21,6 +21,7 @@ from pathlib import Path
 from .engines.registry import engine_for, engines_for_platform, planned_refusal
 from .engines.webnn.forms import QDQ_FORM, check_form
 from .precision.observers import OBSERVERS
+from .precision.quantizers import DEFAULT_QUANTIZER, check_quantizer
 from .results.writer import write_atomically
 from .run_spec import RunSpec, TimingConfig
 from .vocabulary import (
@@ -66,6 +67,7 @@ def build_plan(
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     granularity: str | Sequence[str] = DEFAULT_GRANULARITY,
     graph_form: str | Sequence[str] = "",
+    weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
 ) -> list[RunSpec]:
     """Validate everything up front (bad bits, shapes, block sizes, engine/platform pairs no
     engine can run fail before any launch). ``act_bits`` 8 adds int8-activation runs for the
@@ -74,7 +76,11 @@ def build_plan(
     refused (``RunSpec.refused``): its row says why, and no browser starts for it.
     ``granularity`` (one or several of vocabulary.GRANULARITIES) groups the 8/4/2-bit weights;
     ``graph_form`` (one or several; '' the engine's default) multiplies the runs of engines that
-    build several forms (the harness's WebNN graphs: engines/webnn/forms.py)."""
+    build several forms (the harness's WebNN graphs: engines/webnn/forms.py). ``weight_quant`` (one
+    or several of precision/quantizers.QUANTIZERS) multiplies the blockwise 8/4/2-bit runs of
+    engines whose bits name the format (per-channel weights and wllama's GGUF types round by their
+    own rule: one run each, whatever the quantizers); an engine that cannot hold a quantizer's bytes
+    refuses its runs."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, got {repetitions}")
     if webnn_device not in WEBNN_DEVICES:
@@ -97,6 +103,11 @@ def build_plan(
                              f"not one of {', '.join(OBSERVERS)}")
     granularities = list(dict.fromkeys([granularity] if isinstance(granularity, str) else granularity))
     forms = tuple(dict.fromkeys([graph_form] if isinstance(graph_form, str) else graph_form))
+    quantizers = list(dict.fromkeys([weight_quant] if isinstance(weight_quant, str) else weight_quant))
+    if not quantizers:
+        raise ValueError("no weight quantizer given")
+    for q in quantizers:
+        check_quantizer(q)
     for g in granularities:
         block_for(g, block_size)  # the one check of a granularity's name
     for form in forms:
@@ -121,18 +132,24 @@ def build_plan(
                     activations = [(a, o) for a in act_bits for o in (observers if a != 32 else [""])
                                    if a == 32 or b in ACT8_WEIGHT_BITS]  # int8: 8/4-bit weights only
                     groupings = granularities if b <= 8 else [DEFAULT_GRANULARITY]
-                    for (acts, obs), group in itertools.product(activations, groupings):
+                    quants = quantizers if b <= 8 else [DEFAULT_QUANTIZER]
+                    for (acts, obs), group, wq in itertools.product(activations, groupings, quants):
+                        if group != DEFAULT_GRANULARITY and wq != quants[0]:
+                            continue  # per-channel weights are symmetric minmax (precision/held.py): once
                         for engine, platform in pairs:
                             runner = engine_for(engine, platform)
                             assert runner is not None
                             for fmt, form in itertools.product(runner.weight_formats(workload, b, acts),
                                                                runner.graph_forms(forms, acts)):
+                                if fmt and wq != quants[0]:
+                                    continue  # a named format (wllama's GGUF types) rounds by its own rule: once
                                 run = RunSpec(
                                     run_id=len(runs), browser=browser, engine=engine, platform=platform,
                                     workload=workload, bits=b, block_size=block_size, repetition=rep,
                                     precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
                                     act_bits=acts, observer=obs, weight_format=fmt, granularity=group,
                                     graph_form=form,
+                                    weight_quant=wq if group == DEFAULT_GRANULARITY and not fmt else DEFAULT_QUANTIZER,
                                 )
                                 runs.append(dataclasses.replace(run, refused=planned_refusal(run)))
     return runs

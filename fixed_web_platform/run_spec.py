@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from .precision.quantizers import DEFAULT_QUANTIZER
 from .vocabulary import DEFAULT_GRANULARITY, BrowserName, EngineName, Platform, PrecisionMode, block_for, parse_bits
 from .workloads import Workload, workload_from_json
 
@@ -139,6 +140,10 @@ class RunSpec:
     GGUF type such as Q4_0, or 'shipped' for the model's own file); '' where the bits name it."""
     granularity: str = DEFAULT_GRANULARITY
     """How 8/4/2-bit weights are grouped: 'block' (block_size along K) or 'per-channel'."""
+    weight_quant: str = DEFAULT_QUANTIZER
+    """The weight quantizer that makes the 8/4/2-bit codes (precision/quantizers.py: --weight-quant).
+    The default where the bits or an engine's named format decide (32/16 bits, per-channel
+    weights, wllama's GGUF types); plans from before the axis read as it."""
     graph_form: str = ""
     """The graph form asked for, for engines that build one computation several ways (the
     harness's WebNN graphs: engines/webnn/forms.py); '' for the engine's default."""
@@ -156,6 +161,7 @@ class RunSpec:
         acts = f" a{self.act_bits} {self.observer}" if self.act_bits != 32 else ""
         fmt = f" {self.weight_format}" if self.weight_format else ""
         group = " per-channel" if self.granularity == "per-channel" and self.bits <= 8 else ""
+        group += f" {self.weight_quant}" if self.weight_quant != DEFAULT_QUANTIZER else ""
         form = f" [{self.graph_form}]" if self.graph_form else ""
         return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{fmt}{group}{acts}{form} "
                 f"{self.workload.label} rep{self.repetition}")

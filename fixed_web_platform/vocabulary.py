@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import os
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -29,7 +29,10 @@ v10: ``granularity`` (block or per-channel weights; older folders read as block 
 v11: steady state (docs/concepts/steady-state.md): ``steady_class``, ``steady_tally``,
     ``warmup_iterations``, ``warmup_s``, ``steady_samples``, ``stop_reason``, ``first_warm_ratio``;
     figures come from the steady segment; samples.jsonl keeps every page's full ``series``.
-    Older folders read as "not judged"."""
+    Older folders read as "not judged".
+v12: ``weight_quant`` (the weight quantizer that made the 8/4/2-bit codes: minmax, offset, hqq;
+    in a configuration's identity; plan.json's runs carry it). Older folders read as minmax at
+    8/4/2 bits (blank where an engine's named format decides the rounding)."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""

@@ -15,7 +15,8 @@ override SIGN_BITS: u32 = select(select(0xAAAAAAAAu, 0x88888888u, BITS == 4u), 0
 
 @group(0) @binding(0) var<storage, read> wq: array<u32>;
 @group(0) @binding(1) var<storage, read> scales: array<f32>;
-@group(0) @binding(2) var<storage, read> zero_points: array<u32>;
+// zero_points and zero_point(p), block p's zero in the unsigned code domain: a zero-point form's file
+// (shaders/zero_point_packed.wgsl or zero_point_float.wgsl), appended by Python at binding 2.
 @group(0) @binding(3) var<storage, read_write> wf: array<vec4<f32>>;
 
 @compute @workgroup_size({WORKGROUP})
@@ -25,8 +26,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
   let words_per_block = BLOCK_SIZE / per_word;
   let p = gid.y * groups.x * {WORKGROUP}u + gid.x;  // the block this invocation decodes
   if (p >= N * (K / BLOCK_SIZE)) { return; }
-  let zp_bit = p * BITS;
-  let zp = vec4<f32>(f32(((zero_points[zp_bit / 32u] ^ SIGN_BITS) >> (zp_bit % 32u)) & FIELD_MASK));
+  let zp = vec4<f32>(zero_point(p));
   let scale = scales[p];
   let shifts = vec4<u32>(0u, 1u, 2u, 3u) * BITS;
   let mask = vec4<u32>(FIELD_MASK);

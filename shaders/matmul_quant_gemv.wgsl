@@ -15,7 +15,8 @@ override SIGN_BITS: u32 = select(select(0xAAAAAAAAu, 0x88888888u, BITS == 4u), 0
 
 @group(0) @binding(2) var<storage, read> wq: array<u32>;
 @group(0) @binding(3) var<storage, read> scales: array<f32>;
-@group(0) @binding(4) var<storage, read> zero_points: array<u32>;
+// zero_points and zero_point(p), block p's zero in the unsigned code domain: a zero-point form's file
+// (shaders/zero_point_packed.wgsl or zero_point_float.wgsl), appended by Python at binding 4.
 
 fn accumulate(n0: u32, m0: u32) -> array<f32, TILE_M * TILE_N> {
   let per_word = 32u / BITS;
@@ -35,8 +36,7 @@ fn accumulate(n0: u32, m0: u32) -> array<f32, TILE_M * TILE_N> {
   //@rows //@cols var acc{t}_{j} = 0.0;
   for (var b = 0u; b < blocks; b++) {
     //@cols let p{j} = col{j} * blocks + b;
-    //@cols let zp_bit{j} = p{j} * BITS;
-    //@cols let zp{j} = f32(((zero_points[zp_bit{j} / 32u] ^ SIGN_BITS) >> (zp_bit{j} % 32u)) & FIELD_MASK);
+    //@cols let zp{j} = zero_point(p{j});
     //@groups //@cols let zps{g}_{j} = zp{j} * up{g};
     // This block's sum of x * (q - zero_point) per row and column (initialised explicitly: a
     // declaration without initializer inside a loop was not re-zeroed per iteration on SwiftShader).

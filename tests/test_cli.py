@@ -68,6 +68,7 @@ BAD_INPUT = {
                             "--browser", "chrome"], ["--driver", "--remote"]),
     "serve-host-not-here": (["--serve-host", "192.0.2.1"], ["--serve-host", "192.0.2.1"]),
     "parallel-0": (["--parallel", "0"], ["--parallel"]),
+    "weight-quant-unknown": (["--weight-quant", "gptq2"], ["--weight-quant", "gptq2", "hqq"]),
 }
 
 

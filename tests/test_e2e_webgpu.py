@@ -62,27 +62,36 @@ EDGE_SHAPES = (
     Workload("edge-gemv-tile", 3, 64, 7),  # the GEMV kernel (3 rows < 4 columns), columns 4 + 3
 )
 EDGE_TILES = {"edge-gemv-n1": "1x1", "edge-gemm": "13x4", "edge-gemv-tile": "3x4"}
+FLOAT_ZERO = {BrowserName.CHROME: "hqq", BrowserName.FIREFOX: "offset"}
+"""A weight quantizer that keeps a float zero point per block (precision/quantizers.py) per browser:
+the kernels read every such quantizer's bytes alike, so one per browser covers each WGSL compiler."""
 
 
 @pytest.fixture(scope="module", params=[BrowserName.CHROME, BrowserName.FIREFOX])
 def edge_sweep(request, tmp_path_factory):
     """The edge shapes at every bits, weight-only, and at 8 and 4 bits with int8 activations (the
-    DP4A kernel; on Chromium also WebNN's W8A8): one browser session for both tests below."""
+    DP4A kernel; on Chromium also WebNN's W8A8), and at 4 bits weight-only with a quantizer that
+    keeps a float zero point (every packed kernel's other zero-point form): one browser session for
+    the tests below. Rows by (workload, platform, bits, act_bits, weight_quant)."""
     browser = request.param
     require_browser(browser)
     platforms = [Platform.WEBGPU, Platform.WEBNN] if browser is BrowserName.CHROME else [Platform.WEBGPU]
-    plan = build_plan([browser], platforms, list(EDGE_SHAPES), ALL_BITS, act_bits=[32, 8], observer="minmax")
-    plan = [r for r in plan if r.platform is Platform.WEBGPU or (r.bits == 8 and r.act_bits == 8)]
+    plan = build_plan([browser], platforms, list(EDGE_SHAPES), ALL_BITS, act_bits=[32, 8], observer="minmax",
+                      weight_quant=["minmax", FLOAT_ZERO[browser]])
+    plan = [r for r in plan if (r.platform is Platform.WEBGPU or (r.bits == 8 and r.act_bits == 8))
+            and (r.weight_quant == "minmax" or (r.bits == 4 and r.act_bits == 32 and r.platform is Platform.WEBGPU))]
     rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path_factory.mktemp(f"edges-{browser}")),
                                  SweepOptions(timing=QUICK, progress=None)))
-    return browser, {(r.workload, r.platform, r.bits_requested, r.act_bits): r for r in rows}
+    return browser, {(r.workload, r.platform, r.bits_requested, r.act_bits, r.weight_quant or "minmax"): r
+                     for r in rows}
 
 
 def test_tile_edges_are_exact_at_every_bits(edge_sweep):
     """Shapes that are no multiple of the tile (rows, columns) and K of one block: every kernel
     still within tolerance of the float64 dequantized reference, and the row names its tile."""
     browser, by = edge_sweep
-    rows = [r for (_, platform, _, act), r in by.items() if platform == "webgpu" and act == 32]
+    rows = [r for (_, platform, _, act, quantizer), r in by.items()
+            if platform == "webgpu" and act == 32 and quantizer == "minmax"]
     assert len(rows) == len(EDGE_SHAPES) * len(ALL_BITS)
     for row in rows:
         where = f"{browser} {row.workload} {row.bits_requested}-bit"
@@ -244,17 +253,38 @@ def test_int8_activations_run_on_the_dp4a_kernel(edge_sweep):
     browser, by = edge_sweep
     for shape in EDGE_SHAPES:  # 1x32x1 (one block), 37x64x65 (clamped tiles), 3x64x7 (GEMV)
         for bits in (8, 4):
-            row = by[(shape.name, "webgpu", bits, 8)]
+            row = by[(shape.name, "webgpu", bits, 8, "minmax")]
             where = f"{browser} {shape.name} W{bits}A8"
             assert row.outcome == Outcome.OK, f"{where}: {row.reason}"
             assert row.kernel_variant.startswith(f"dp4a-w{bits}a8 tile"), where
             assert row.compute_dtype == "i8dot" and row.observer == "minmax" and row.bits_executed == bits
             assert row.rel_error_vs_dequantized <= 1e-6, where
-            weight_only = by[(shape.name, "webgpu", bits, 32)]
+            weight_only = by[(shape.name, "webgpu", bits, 32, "minmax")]
             if shape.m * shape.n > 100:  # one output (1x32x1) may cancel errors by chance
                 assert row.rel_error_vs_float >= weight_only.rel_error_vs_float * 0.99, where
     if browser is BrowserName.CHROME:  # WebNN's quantizeLinear -> dequantizeLinear on x, beside
         for shape in EDGE_SHAPES:
-            webnn = by[(shape.name, "webnn", 8, 8)]
+            webnn = by[(shape.name, "webnn", 8, 8, "minmax")]
             assert webnn.outcome == Outcome.OK, webnn.reason
             assert webnn.rel_error_vs_dequantized <= webnn.kernel_tolerance, shape.name
+
+
+def test_float_zero_points_run_in_every_packed_kernel(edge_sweep):
+    """The hqq (Chromium) and offset (Firefox) quantizers' weights (a float32 zero point per block) through the GEMV,
+    single-tile and dequantize-first kernels: within tolerance of the float64 reference on the same
+    bytes, the row names the quantizer, the kernel's zero-point form and the bytes it held."""
+    browser, by = edge_sweep
+    for shape in EDGE_SHAPES:
+        blocks = shape.n * shape.k // 32
+        minmax = by[(shape.name, "webgpu", 4, 32, "minmax")]
+        quantizer = FLOAT_ZERO[browser]
+        row = by[(shape.name, "webgpu", 4, 32, quantizer)]
+        where = f"{browser} {shape.name} 4-bit {quantizer}"
+        assert row.outcome == Outcome.OK, f"{where}: {row.outcome} {row.reason}"
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, where
+        assert row.weight_quant == quantizer and row.zero_point_dtype == "float32", where
+        assert "-zf32" in row.kernel_variant and row.kernel_variant.endswith(f" tile {EDGE_TILES[shape.name]}"), \
+            (where, row.kernel_variant)
+        assert row.weight_bytes == shape.n * shape.k // 2 + 8 * blocks and row.bits_executed == 4, where
+        if shape.name == "edge-gemm":  # 4,225 outputs: a finer grid per block costs less than min/max's
+            assert row.rel_error_vs_float < minmax.rel_error_vs_float, (where, row.rel_error_vs_float)

@@ -213,7 +213,7 @@ def test_wgsl_tile_follows_the_shape(m: int, n: int, tile_m: int, tile_n: int, w
 def test_wgsl_unrolls_marked_lines_per_group_row_and_column() -> None:
     from fixed_web_platform.engines.wgsl import kernels as wgsl
 
-    source = wgsl.shader_source("matmul_quant.wgsl", wgsl.Tiling(3, 2), 2)
+    source = wgsl.shader_source("matmul_quant.wgsl", wgsl.Tiling(3, 2), 2, zero="packed")
     assert "//@" not in source.split("fn accumulate")[1]
     # 2-bit: four vec4s per word, each met by 3 rows x 2 columns
     assert source.count("+= dot(") == 4 * 3 * 2

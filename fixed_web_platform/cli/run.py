@@ -20,6 +20,7 @@ from ..harness.server import LOOPBACK
 from ..models.source import DEFAULT_MODEL
 from ..plan import DEFAULT_OBSERVER, build_plan, default_engines, load_plan
 from ..precision.observers import OBSERVERS
+from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..progress import for_terminal
 from ..report.sections import terminal_tables
 from ..results.rows import ResultRow
@@ -139,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how 8/4/2-bit weights share scales: block (--block-size values along K, "
                         "asymmetric; default) and/or per-channel (one symmetric scale per output "
                         "channel), one run each, side by side")
+    p.add_argument("--weight-quant", nargs="+", choices=list(QUANTIZERS), default=[DEFAULT_QUANTIZER],
+                   help="weight quantizer(s) of blockwise 8/4/2-bit weights, one run each, side by side: "
+                        + "; ".join(f"{q.name}: {q.description}" for q in QUANTIZERS.values())
+                        + f" (default {DEFAULT_QUANTIZER}; docs/design/weight-quantizers.md). Engines "
+                        "that cannot hold a quantizer's zero points refuse its runs with the reason")
     p.add_argument("--graph-form", nargs="+", choices=["default", *GRAPH_FORMS], default=["default"],
                    help="the harness's WebNN graphs: how each linear layer is written, one run each "
                         "(default: gemm_qdq for int8 activations with per-channel 8-bit weights, the "
@@ -357,6 +363,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         observer=args.observer,
         granularity=args.granularity,
         graph_form=["" if f == "default" else f for f in args.graph_form],
+        weight_quant=args.weight_quant,
     )
     defaults = MODEL_TIMING if args.model is not None else DEFAULT_TIMING
 

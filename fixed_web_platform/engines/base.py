@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from ..harness.protocol import JobSpec, PageReply
+from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
 from ..workloads import Prepared, TensorSpec, Workload
@@ -134,12 +135,18 @@ class KindRunner(ABC):
     """The page module web/engines/<runner>.js that executes these jobs."""
     act_bits: ClassVar[tuple[int, ...]] = (32,)
     """Activation precisions built (32: float; 8: int8 with calibrated parameters)."""
+    weight_quants: ClassVar[tuple[str, ...]] = (DEFAULT_QUANTIZER,)
+    """Weight quantizers whose bytes it holds (precision/quantizers.py; --weight-quant)."""
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
         """Why this run cannot be built, known before any browser starts ('' when it can)."""
         if run.act_bits not in self.act_bits:
             return (f"{run.act_bits}-bit activations are not built for engine {engine.name} on "
                     f"{engine.platform} for {run.workload.kind} workloads")
+        if run.weight_quant not in self.weight_quants:
+            zero = " (a float zero point per block)" if QUANTIZERS[run.weight_quant].float_zero else ""
+            return (f"weights made by the {run.weight_quant} quantizer{zero} are not held by engine {engine.name} "
+                    f"on {engine.platform} for {run.workload.kind} workloads yet")
         return ""
 
     @abstractmethod

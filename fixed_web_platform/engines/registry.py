@@ -82,10 +82,12 @@ def kind_runner(name: EngineName, platform: Platform, kind: str) -> KindRunner |
     return RUNS.get((name, platform, kind))
 
 
-def _who_runs(kind: str, act_bits: int | None = None) -> str:
-    """'engines that do: harness/webgpu, ...' for a kind (at these activation bits)."""
+def _who_runs(kind: str, act_bits: int | None = None, weight_quant: str | None = None) -> str:
+    """'engines that do: harness/webgpu, ...' for a kind (at these activation bits, with weights
+    from this quantizer)."""
     runs_it = sorted({f"{e}/{p}" for (e, p, k), r in RUNS.items()
-                      if k == kind and (act_bits is None or act_bits in r.act_bits)})
+                      if k == kind and (act_bits is None or act_bits in r.act_bits)
+                      and (weight_quant is None or weight_quant in r.weight_quants)})
     return "engines that do: " + ", ".join(runs_it) if runs_it else "no engine does yet"
 
 
@@ -105,6 +107,8 @@ def planned_refusal(run: RunSpec) -> str:
     why = runner.refusal(engine, run)
     if why and run.act_bits not in runner.act_bits:
         why += f" ({_who_runs(run.workload.kind, run.act_bits)})"
+    elif why and run.weight_quant not in runner.weight_quants:
+        why += f" ({_who_runs(run.workload.kind, weight_quant=run.weight_quant)})"
     return why
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..vocabulary import PER_CHANNEL_BLOCK
 from . import quant
+from .quantizers import DEFAULT_QUANTIZER, quantize
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,9 @@ class HeldWeights:
 
     tensors: dict[str, bytes]
     """w[, scales, zero_points]: packed integers are little-endian u32 words, first element in
-    the lowest bits; 16-bit is float16 bit patterns in u32 words; 32-bit is float32."""
+    the lowest bits; 16-bit is float16 bit patterns in u32 words; 32-bit is float32. Float zero
+    points (quantizers that keep a float offset) are float32, one per block, in the unsigned code
+    domain: a weight is (q + 2^(bits-1) - zero) * scale."""
     w_exec: np.ndarray
     """The values the held bytes stand for (dequantized)."""
     weight_format: str
@@ -26,13 +29,19 @@ class HeldWeights:
     weight_bytes: int
     block_size: int
     """The block along K the bytes were made with (K itself per channel); 0 for float weights."""
+    quantizer: str = ""
+    """The weight quantizer that made the codes (precision/quantizers.py); '' for float weights."""
+    zero_point_dtype: str = ""
+    """How the zero points are held: the weights' integer type, or float32; '' for float weights."""
 
 
-def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = False) -> HeldWeights:
+def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = False,
+                 quantizer: str = DEFAULT_QUANTIZER) -> HeldWeights:
     """The one place a float32 W[N, K] becomes the bytes every engine gets at ``bits``.
     ``block_size`` PER_CHANNEL_BLOCK (0): one symmetric scale per output channel (zero points 0),
     held like blockwise bytes whose block is all of K. ``unsigned`` stores 8/4/2-bit values
-    shifted by 2^(bits-1), zero points too (same values)."""
+    shifted by 2^(bits-1), zero points too (same values). ``quantizer`` names the rule that makes
+    blockwise codes (precision/quantizers.py; per-channel weights are the default's)."""
     if bits == 32:
         return HeldWeights({"w": w.tobytes()}, w, "float32", "float32", w.nbytes, 0)
     if bits == 16:
@@ -40,6 +49,10 @@ def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = Fal
         packed = quant.float16_bits_u32(w16).tobytes()
         return HeldWeights({"w": packed}, w16.astype(np.float32), "float16", "float16", len(packed), 0)
     per_channel = block_size == PER_CHANNEL_BLOCK
+    if quantizer != DEFAULT_QUANTIZER:
+        if per_channel:
+            raise ValueError(f"per-channel weights are held symmetric by {DEFAULT_QUANTIZER}, not {quantizer}")
+        return _hold_codes(w, bits, block_size, unsigned, quantizer)
     if per_channel:
         q, params = quant.quantize_weights(w, bits, granularity="per_channel", symmetric=True)
         block_size = w.shape[1]
@@ -55,4 +68,20 @@ def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = Fal
                "zero_points": quant.pack_u32_words(zero_point, bits).tobytes()}
     grouping = "per-channel" if per_channel else f"block{block_size}"
     return HeldWeights(tensors, w_exec, f"{weight_dtype}-{grouping}-{params.scheme}", weight_dtype,
-                       sum(len(t) for t in tensors.values()), block_size)
+                       sum(len(t) for t in tensors.values()), block_size, DEFAULT_QUANTIZER, weight_dtype)
+
+
+def _hold_codes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quantizer: str) -> HeldWeights:
+    """Blockwise bytes from a registered quantizer's codes: the codes packed like the default's
+    (signed, or unsigned with ``unsigned``), float32 scales, and the zero points packed like the
+    codes when they are integers or as float32 when the quantizer keeps a float offset."""
+    codes = quantize(w, bits, block_size, quantizer)
+    offset = 0 if unsigned else 1 << (bits - 1)
+    weight_dtype = f"{'u' if unsigned else ''}int{bits}"
+    zero = codes.zero.astype(np.float32).tobytes() if codes.float_zero else \
+        quant.pack_u32_words(codes.zero - offset, bits).tobytes()
+    tensors = {"w": quant.pack_u32_words(codes.codes - offset, bits).tobytes(),
+               "scales": codes.scale.astype(np.float32).tobytes(), "zero_points": zero}
+    return HeldWeights(tensors, codes.dequantize(), f"{weight_dtype}-block{block_size}-{quantizer}",
+                       weight_dtype, sum(len(t) for t in tensors.values()), block_size, quantizer,
+                       "float32" if codes.float_zero else weight_dtype)

@@ -19,8 +19,9 @@ checks it against that implementation on the same tensors:
 - ``hqq``: Half-Quadratic Quantization, onnxruntime's ``HQQWeightOnlyQuantizer`` (its min/max scale,
   the zero optimised for an l0.7 weight error; a float zero). Needs PyTorch.
 
-Not yet a sweep axis (issue 43 makes it ``--weight-quant``); the matmul and model sweeps hold
-weights through precision/held.py, which is ``minmax``.
+A sweep's ``--weight-quant`` axis (RunSpec.weight_quant, the rows' ``weight_quant``): held.py makes
+the bytes every engine holds from these codes; engines that cannot hold a quantizer's zero points
+refuse its runs with the reason (KindRunner.weight_quants).
 """
 
 from __future__ import annotations
@@ -138,7 +139,17 @@ QUANTIZERS: dict[str, Quantizer] = {q.name: q for q in (
 """Every weight quantizer by name; the first is the harness's default."""
 
 
-def quantize(w: np.ndarray, bits: int, block_size: int, quantizer: str = "minmax") -> BlockCodes:
-    if quantizer not in QUANTIZERS:
-        raise ValueError(f"weight quantizer {quantizer!r} is not one of {', '.join(QUANTIZERS)}")
-    return QUANTIZERS[quantizer].quantize(w, bits, block_size)
+DEFAULT_QUANTIZER = next(iter(QUANTIZERS))
+"""What sweeps quantize with unless ``--weight-quant`` says otherwise; rows from before the
+quantizer axis read as it."""
+
+
+def check_quantizer(name: str) -> Quantizer:
+    """The one check of a weight quantizer's name (the CLI, the Python API and plan files)."""
+    if name not in QUANTIZERS:
+        raise ValueError(f"weight quantizer {name!r} is not one of {', '.join(QUANTIZERS)}")
+    return QUANTIZERS[name]
+
+
+def quantize(w: np.ndarray, bits: int, block_size: int, quantizer: str = DEFAULT_QUANTIZER) -> BlockCodes:
+    return check_quantizer(quantizer).quantize(w, bits, block_size)

@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..analysis.compare import DEFAULT_MIN_EFFECT
 from ..probes.adapter import FALLBACK_MARK
 from ..results.rows import setting_columns
@@ -172,10 +173,11 @@ def what_ran(row: pd.Series) -> str:
     return ", ".join(notes)
 
 
-def precision_text(row: pd.Series, forms: int = 1, observers: int = 1) -> str:
+def precision_text(row: pd.Series, forms: int = 1, observers: int = 1, quantizers: int = 1) -> str:
     """The precision asked for, short: 'float32', '8-bit', '8-bit per-channel W8A8 gemm_qdq',
-    '4-bit mixed:8x24,4x12', 'Q4_0'. ``forms`` / ``observers``: how many graph forms and
-    activation observers the setting has (each is named only when it tells rows apart)."""
+    '4-bit mixed:8x24,4x12', 'Q4_0', '4-bit hqq'. ``forms`` / ``observers`` / ``quantizers``: how
+    many graph forms, activation observers and weight quantizers the setting has (each is named
+    only when it tells rows apart; a quantizer other than the default always)."""
     bits = int(row["bits_requested"])
     plan = _text(row.get("precision_plan"))
     fmt = _text(row.get("format_requested"))
@@ -186,6 +188,9 @@ def precision_text(row: pd.Series, forms: int = 1, observers: int = 1) -> str:
         text += f" {plan}"
     if _text(row.get("granularity")) == "per-channel":
         text += " per-channel"
+    quantizer = _text(row.get("weight_quant"))
+    if quantizer and (quantizer != DEFAULT_QUANTIZER or quantizers > 1):
+        text += f" {quantizer}"
     acts = number(row.get("act_bits"))
     if acts is not None and int(acts) == 8:
         text += f" W{bits}A8"
@@ -216,7 +221,7 @@ def _settings(summary: pd.DataFrame) -> list[pd.DataFrame]:
 
 
 def _label(setting: pd.DataFrame) -> Any:
-    """row -> its precision text, naming graph forms and observers where the setting has several."""
+    """row -> its precision text, naming graph forms, observers and quantizers where the setting has several."""
     def count(column: str) -> int:
         return setting[column].map(_text).nunique() if column in setting else 1
 
@@ -225,8 +230,10 @@ def _label(setting: pd.DataFrame) -> Any:
                                   errors="coerce") == 8]
     observers = acts8["observer"].map(_text).nunique() if "observer" in acts8 else 1
 
+    quantizers = setting["weight_quant"].map(_text).replace("", pd.NA).nunique() if "weight_quant" in setting else 1
+
     def label(row: pd.Series) -> str:
-        text = precision_text(row, forms, observers)
+        text = precision_text(row, forms, observers, quantizers)
         ran = what_ran(row)
         return f"{text} ({ran})" if ran else text
     return label

@@ -19,6 +19,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from ..precision.quantizers import DEFAULT_QUANTIZER
+
 BITS_ORDER = (32, 16, 8, 4, 2)
 MEMORY_COLUMNS = ("proc_rss_peak_bytes", "proc_rss_delta_bytes", "js_heap_bytes")
 """Process memory figures; optional (older folders do not have them, or they may be empty)."""
@@ -39,12 +41,16 @@ def _series_label(row: pd.Series | dict[str, Any], show_sweep: bool) -> str:
 
 
 def _series(table: pd.DataFrame, show_sweep: bool):
-    keys = ["sweep", "browser", "engine", "platform", "precision_mode", "device_type"]
-    for _, group in table.groupby(keys, sort=False):
+    """One series per browser x engine x platform, and one more per weight quantizer other than
+    the default (its 8/4/2-bit points, beside the default's line)."""
+    quantizer = table.get("weight_quant", pd.Series("", index=table.index)).fillna("")
+    table = table.assign(_quantizer=quantizer.where(quantizer != DEFAULT_QUANTIZER, ""))
+    keys = ["sweep", "browser", "engine", "platform", "precision_mode", "device_type", "_quantizer"]
+    for (*_, quant), group in table.groupby(keys, sort=False):
         loads = pd.to_numeric(group.get("page_loads", pd.Series(dtype=float)), errors="coerce").dropna()
         n = f", {int(loads.min())}" + (f"-{int(loads.max())}" if loads.max() != loads.min() else "") \
             + " page loads/point" if not loads.empty else ""
-        yield (_series_label(group.iloc[0], show_sweep) + n,
+        yield (_series_label(group.iloc[0], show_sweep) + (f" {quant}" if quant else "") + n,
                group.sort_values("bits_requested", ascending=False))
 
 

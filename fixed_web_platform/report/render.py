@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..analysis.stats import median_interval, summarize
 from ..probes.adapter import FALLBACK_MARK, adapter_label
 from ..results import reader as result_files
@@ -54,7 +55,7 @@ from .steady import (
 REQUIRED_COLUMNS = ("run_id", "browser", "platform", "workload", "bits_requested", "outcome")
 TEXT_COLUMNS = ("sweep", "browser", "engine", "platform", "executed_on", "precision_mode", "device_type", "kind",
                 "workload", "outcome", "reason", "timing_source", "browser_version", "adapter", *KIND_TEXT_COLUMNS,
-                "outputs_file", "granularity", "graph_form", *ROW_TEXT_COLUMNS)
+                "outputs_file", "granularity", "weight_quant", "graph_form", *ROW_TEXT_COLUMNS)
 BASELINE_KEY = ("sweep", *setting_columns())
 """One benchmarked setting; the 16- and 32-bit rows under the same key (uniform precision plans
 only) are the speed-up baselines."""
@@ -315,7 +316,8 @@ def summary_table(rows: pd.DataFrame,
             rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
         records.append(rec)
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
-               "device_type", "kind", "workload", "shape", "m", "k", "n", "granularity", "block_size", "bits_requested",
+               "device_type", "kind", "workload", "shape", "m", "k", "n", "granularity", "weight_quant", "block_size",
+               "bits_requested",
                "format_requested", "bits_executed", "act_bits", "observer", "graph_form", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source",
                "steady_class", "steady_warmup_s", "steady_class_runs", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
@@ -434,6 +436,9 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
     if (acts == 8).any():
         out["activations"] = [f"int8 ({o})" if a == 8 else "float"
                               for a, o in zip(acts, summary.get("observer", [""] * len(summary)))]
+    quantizers = summary.get("weight_quant", pd.Series("", index=summary.index)).fillna("")
+    if (~quantizers.isin(["", DEFAULT_QUANTIZER])).any():
+        out["quantizer"] = quantizers
     if (summary["precision_plan"].fillna("") != "").any():
         out["precision plan"] = summary["precision_plan"]
     out["runs"] = summary["runs"].map(_fmt_int)

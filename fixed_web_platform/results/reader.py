@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..engines.webnn.forms import MATMUL_FORM, MODEL_FORM
+from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, SteadyClass, TimingSource
 from ..workloads import DEFAULT_KIND, KINDS, kind_columns, kind_named
 from .rows import LayerRow, identity_columns
@@ -139,6 +140,10 @@ def load(directory: str | Path) -> ResultSet:
     if "granularity" not in rows:  # folders before per-channel weights: blockwise at 8/4/2 bits
         bits = pd.to_numeric(rows["bits_requested"], errors="coerce")
         rows["granularity"] = np.where(bits <= 8, "block", "")
+    if "weight_quant" not in rows:  # folders before the quantizer axis (schema 12): minmax made 8/4/2-bit codes
+        bits = pd.to_numeric(rows["bits_requested"], errors="coerce")
+        named = rows["format_requested"].notna() if "format_requested" in rows else pd.Series(False, index=rows.index)
+        rows = rows.assign(weight_quant=np.where((bits <= 8) & ~named, DEFAULT_QUANTIZER, ""))
     absent = [c for c in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
                           "observer", "calibration", "format_requested", "steady_class", "steady_tally", "stop_reason")
               if c not in rows]

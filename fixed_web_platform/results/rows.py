@@ -22,8 +22,8 @@ from ..workloads import KINDS, kind_columns, kind_named
 
 CORE_SETTING = ("browser", "engine", "platform", "precision_mode", "device_type", "kind", "workload")
 """The core columns that say what ran where (each kind adds what its work is: ``setting_columns``)."""
-CORE_PRECISION = ("bits_requested", "format_requested", "granularity", "block_size", "act_bits", "observer",
-                  "graph_form")
+CORE_PRECISION = ("bits_requested", "format_requested", "granularity", "weight_quant", "block_size", "act_bits",
+                  "observer", "graph_form")
 """The core columns that say which precision was asked for (kinds may add: a model's plan)."""
 
 
@@ -265,6 +265,10 @@ class ResultRow:
     calibration: str = ""
     """What the observer saw: 'synthetic' (matmul sweep), 'builtin-calibration' or the
     --calibration file (models); '' at 32."""
+    weight_quant: str = ""
+    """The weight quantizer that made the 8/4/2-bit codes (--weight-quant: minmax, offset, hqq;
+    docs/design/weight-quantizers.md); blank at 32/16 bits and for an engine's named format
+    (format_requested, e.g. wllama's GGUF types, which round by their own rule)."""
 
     kind_fields: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """The row's values of its kind's columns (workloads/<kind>): shape or model, its figures."""
@@ -346,6 +350,7 @@ class ResultRow:
             granularity=run.granularity if run.bits <= 8 else "",
             graph_form=run.graph_form,
             calibration=run.workload.calibration_label if run.act_bits != 32 else "",
+            weight_quant=run.weight_quant if run.bits <= 8 and not run.weight_format else "",
             kind_fields=run.workload.row_fields(run.bits, run.block_size),
         )
 

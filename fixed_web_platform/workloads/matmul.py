@@ -21,6 +21,7 @@ from ..models.rules import LayerPrecision
 from ..precision import quant
 from ..precision.held import hold_weights
 from ..precision.observers import fake_quantize, make_observer
+from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..vocabulary import PER_CHANNEL_BLOCK
 from .base import Column, TensorSpec, WorkloadKind, integer_text
 
@@ -132,6 +133,10 @@ class PreparedWorkload:
     out_zero_point: int = 0
     """int8 outputs (the WebNN form whose output goes through quantizeLinear -> dequantizeLinear):
     out = (q - zero_point) * scale, per tensor, calibrated like x; 0 when the output stays float."""
+    weight_quant: str = ""
+    """The weight quantizer that made the codes (precision/quantizers.py); '' for float weights."""
+    zero_point_dtype: str = ""
+    """How the zero points are held: the weights' integer type, or float32 (a float offset)."""
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
@@ -256,7 +261,7 @@ def calibrate_outputs(workload: MatmulWorkload, seed: int, observer: str, w_exec
 @functools.lru_cache(maxsize=4)
 def prepare(
     workload: MatmulWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
-    act_bits: int = 32, observer: str = "", out_int8: bool = False,
+    act_bits: int = 32, observer: str = "", out_int8: bool = False, weight_quant: str = DEFAULT_QUANTIZER,
 ) -> PreparedWorkload:
     """Bytes and references for one configuration. ``unsigned`` stores 8/4-bit weights as
     uint8/uint4 (the same values shifted by 2^(bits-1), zero points too) for WebNN contexts
@@ -264,12 +269,12 @@ def prepare(
     x is held as int8 (four to a u32 word, first in the lowest bits) with the scale and zero
     point ``observer`` calibrated; ref_float stays the all-float result. ``out_int8`` (with
     ``act_bits`` 8): the output goes through int8 too, with its own calibrated parameters, and
-    ref_dequantized with it."""
+    ref_dequantized with it. ``weight_quant``: the quantizer of 8/4/2-bit weights (precision/quantizers.py)."""
     validate_shape(workload, bits, block_size)
     x, w = _float_tensors(workload, seed)
     x64 = x.astype(np.float64)
     ref_float = x64 @ w.astype(np.float64).T
-    held = hold_weights(w, bits, block_size, unsigned)
+    held = hold_weights(w, bits, block_size, unsigned, weight_quant)
     tensors = {"x": x.tobytes(), **held.tensors}
     act: dict[str, Any] = {}
     if act_bits == 8:
@@ -299,6 +304,8 @@ def prepare(
         weight_bytes=held.weight_bytes,
         ref_float=ref_float,
         ref_dequantized=ref_dequantized,
+        weight_quant=held.quantizer,
+        zero_point_dtype=held.zero_point_dtype,
         **act,
     )
 

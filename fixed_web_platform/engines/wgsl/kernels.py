@@ -40,6 +40,12 @@ DEQUANTIZED = "wf"
 DEQUANTIZE_WORKGROUP = 64
 MAX_GROUPS_X = 65535
 """WebGPU's default maxComputeWorkgroupsPerDimension: wider dispatches fold into a second dimension."""
+ZERO_FORMS = ("packed", "float")
+"""How a packed-weight kernel reads block zero points (``zero_point(p)``, in the file
+shaders/zero_point_<form>.wgsl appended to it): packed integers like the weights (the minmax
+quantizer), or a float32 per block (the quantizers that keep a float offset: offset, hqq)."""
+ZERO_BINDING = {"matmul_quant.wgsl": 4, "matmul_quant_gemv.wgsl": 4, DEQUANTIZE: 2}
+"""Where each packed-weight kernel binds its zero points (after the weights and scales)."""
 ACT_QUANT_BINDING = 6
 """Where the DP4A kernel (matmul_dp4a.wgsl) binds its input's int8 scale and zero point
 (``act_quant_bytes``): a buffer, not override constants, so layers of one shape share one
@@ -97,6 +103,14 @@ class KernelVariant:
     prologue: str = ""
     """A step the page dispatches first, in the same compute pass (DEQUANTIZE: the packed weights
     decoded into the DEQUANTIZED buffer, which the kernel then reads in their place)."""
+    zero: str = ""
+    """How the packed-weight kernel (or its prologue) reads zero points (ZERO_FORMS); '' for the
+    kernels of float weights and the DP4A kernel (integer zero points of its own)."""
+
+    @property
+    def body_zero(self) -> str:
+        """The zero points' form the kernel's own body reads: '' when its prologue reads them."""
+        return "" if self.prologue else self.zero
 
     @property
     def id(self) -> str:
@@ -129,9 +143,10 @@ def dequantize_once(tiling: Tiling | None, m: int) -> bool:
 
 
 def variants_for(bits: int, act_bits: int = 32, tiling: Tiling | None = None,
-                 m: int = 0) -> tuple[KernelVariant, ...]:
+                 m: int = 0, zero: str = "packed") -> tuple[KernelVariant, ...]:
     """The kernels that may run ``bits`` weights with ``act_bits`` activations on ``tiling`` for
-    ``m`` rows, best first (the page runs the first whose features the adapter has)."""
+    ``m`` rows, best first (the page runs the first whose features the adapter has); ``zero``:
+    how packed weights' zero points are held (ZERO_FORMS)."""
     if act_bits == 8:  # the special path: int8 x int8 dot products (W8A8, W4A8 unpacked to int8)
         return (KernelVariant("matmul_dp4a.wgsl", "i8dot", (DP4A,), family=f"dp4a-w{bits}a8",
                               x_element="u32"),)
@@ -140,11 +155,15 @@ def variants_for(bits: int, act_bits: int = 32, tiling: Tiling | None = None,
     if bits == 16:
         return (KernelVariant("matmul_f16.wgsl", "f16", ("shader-f16",), family="f16"),
                 KernelVariant("matmul_f16_unpack.wgsl", "f32", family="f16-unpack"))
+    if zero not in ZERO_FORMS:
+        raise ValueError(f"zero points are held {' or '.join(ZERO_FORMS)}, not {zero!r}")
+    fz = "-zf32" if zero == "float" else ""  # the kernel_variant names float zero points
     if gemv_tile(tiling):
-        return (KernelVariant("matmul_quant_gemv.wgsl", "f32", family=f"quant-w{bits}-gemv"),)
+        return (KernelVariant("matmul_quant_gemv.wgsl", "f32", family=f"quant-w{bits}{fz}-gemv", zero=zero),)
     if dequantize_once(tiling, m):
-        return (KernelVariant("matmul_f32.wgsl", "f32", family=f"dequant-w{bits}-f32", prologue=DEQUANTIZE),)
-    return (KernelVariant("matmul_quant.wgsl", "f32", family=f"quant-w{bits}"),)
+        return (KernelVariant("matmul_f32.wgsl", "f32", family=f"dequant-w{bits}{fz}-f32", prologue=DEQUANTIZE,
+                              zero=zero),)
+    return (KernelVariant("matmul_quant.wgsl", "f32", family=f"quant-w{bits}{fz}", zero=zero),)
 
 
 def act_quant_bytes(scale: float, zero_point: int) -> bytes:
@@ -169,13 +188,22 @@ def _unroll(text: str, marker: str, count: int, key: str) -> str:
     return "".join(out)
 
 
+def zero_point_source(shader: str, zero: str) -> str:
+    """The zero points' binding and ``zero_point(p)`` for a packed-weight kernel, in ``zero``'s
+    form (ZERO_FORMS); '' when ``zero`` is ''."""
+    if not zero:
+        return ""
+    text = (SHADERS_DIR / f"zero_point_{zero}.wgsl").read_text()
+    return "\n" + text.replace("{ZERO_BINDING}", str(ZERO_BINDING[shader]))
+
+
 def compose(prelude_path: Path, shader: str, tiling: Tiling, bits: int,
-            x_element: str = "vec4<f32>") -> str:
+            x_element: str = "vec4<f32>", zero: str = "") -> str:
     """A kernel body behind a prelude: the body's ``enable`` / ``requires`` directives first, then
     the prelude with the tile sizes and x's element type filled in, then the body (its
     accumulate(n0, m0)) with its ``//@groups`` lines repeated per vec4 of a packed word, its
     ``//@rows`` lines per row and its ``//@cols`` lines per column of the tile (in that order,
-    so markers nest in that order)."""
+    so markers nest in that order), then its zero points' form (``zero_point_source``)."""
     body = (SHADERS_DIR / shader).read_text()
     lines = body.splitlines(keepends=True)
     directive = ("enable ", "requires ")
@@ -188,20 +216,20 @@ def compose(prelude_path: Path, shader: str, tiling: Tiling, bits: int,
     for key, value in (("{TILE_M}", tiling.tile_m), ("{TILE_N}", tiling.tile_n),
                        ("{WORKGROUP_X}", tiling.workgroup_x), ("{X_ELEMENT}", x_element)):
         prelude = prelude.replace(key, str(value))
-    return "".join(enables) + prelude + rest
+    return "".join(enables) + prelude + rest + zero_point_source(shader, zero)
 
 
 @functools.cache
-def shader_source(shader: str, tiling: Tiling, bits: int, x_element: str = "vec4<f32>") -> str:
-    """The kernel as the page compiles it: its directives, the prelude, its body."""
-    return compose(SHADERS_DIR / PRELUDE, shader, tiling, bits, x_element)
+def shader_source(shader: str, tiling: Tiling, bits: int, x_element: str = "vec4<f32>", zero: str = "") -> str:
+    """The kernel as the page compiles it: its directives, the prelude, its body, its zero points."""
+    return compose(SHADERS_DIR / PRELUDE, shader, tiling, bits, x_element, zero)
 
 
 @functools.cache
-def dequantize_source(bits: int) -> str:
-    """The dequantize step for ``bits`` weights, its per-word lines unrolled."""
+def dequantize_source(bits: int, zero: str = "packed") -> str:
+    """The dequantize step for ``bits`` weights with ``zero``'s zero points, its per-word lines unrolled."""
     text = (SHADERS_DIR / DEQUANTIZE).read_text().replace("{WORKGROUP}", str(DEQUANTIZE_WORKGROUP))
-    return _unroll(text, "//@groups", 32 // bits // 4, "{g}")
+    return _unroll(text, "//@groups", 32 // bits // 4, "{g}") + zero_point_source(DEQUANTIZE, zero)
 
 
 def dequantize_dispatch(k: int, n: int, bits: int, block_size: int) -> dict[str, Any]:

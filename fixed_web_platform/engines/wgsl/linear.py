@@ -29,10 +29,10 @@ def weight_dtype_for(bits: int) -> str:
 
 
 @functools.cache
-def linear_source(shader: str, tiling: wgsl.Tiling, bits: int, x_element: str = "vec4<f32>") -> str:
+def linear_source(shader: str, tiling: wgsl.Tiling, bits: int, x_element: str = "vec4<f32>", zero: str = "") -> str:
     """A matmul kernel's body behind the model's linear prelude: enables first, then the
-    prelude with the tile sizes filled in, then the kernel's accumulate(n0, m0)."""
-    return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits, x_element)
+    prelude with the tile sizes filled in, then the kernel's accumulate(n0, m0), then its zero points."""
+    return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits, x_element, zero)
 
 
 def variants(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> list[dict[str, Any]]:
@@ -40,7 +40,7 @@ def variants(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> list[d
     can), with their sources and the family + tile a row's ``kernel_variant`` names."""
     return [{"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
              "family": v.kernel_variant(tiling), "weight_dtype": weight_dtype_for(bits),
-             "source": linear_source(v.shader, tiling, bits, v.x_element)}
+             "source": linear_source(v.shader, tiling, bits, v.x_element, v.body_zero)}
             for v in wgsl.variants_for(bits, act_bits, tiling, rows)]
 
 

@@ -5,6 +5,8 @@ page the dispatch size; the page picks the first variant whose features its adap
 ran is read from the shader the page used and the size of the weight buffer it bound, never from
 the page's word about its arithmetic. With int8 activations the DP4A kernel reads x's scale and
 zero point from one more tensor (ACT_QUANT: ``act_quant_bytes``), bound at ACT_QUANT_BINDING.
+Every weight quantizer's bytes run (``--weight-quant``): a float zero point per block is read
+from a float32 buffer (shaders/zero_point_float.wgsl) where minmax's packed integers are.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...harness.protocol import PageDataError, PageReply
+from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner
@@ -39,12 +42,12 @@ def variant_options(v: KernelVariant, tiling: Tiling, prepared: PreparedWorkload
     constants, dispatch and bindings: the weight tensors, then the scratch buffer), the scratch
     buffer's size, and the float32 kernel's own constants and bindings (x, out, the scratch)."""
     options: dict[str, Any] = {"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
-                               "source": shader_source(v.shader, tiling, prepared.bits, v.x_element)}
+                               "source": shader_source(v.shader, tiling, prepared.bits, v.x_element, v.body_zero)}
     if v.prologue:
         w = prepared.workload
         x, out, *weights = layout
         options |= {
-            "prologue": {"shader": v.prologue, "source": dequantize_source(prepared.bits),
+            "prologue": {"shader": v.prologue, "source": dequantize_source(prepared.bits, v.zero),
                          "layout": [*weights, DEQUANTIZED],
                          **dequantize_dispatch(w.k, w.n, prepared.bits, prepared.block_size)},
             "scratch": {DEQUANTIZED: w.n * w.k * 4},
@@ -75,20 +78,33 @@ def tensors_and_layout(prepared: PreparedWorkload) -> tuple[dict[str, bytes], li
     return tensors, layout
 
 
+def zero_form(prepared: PreparedWorkload) -> str:
+    """How the kernel reads the prepared weights' zero points (kernels.ZERO_FORMS)."""
+    return "float" if prepared.zero_point_dtype == "float32" else "packed"
+
+
 class WgslMatmul(KindRunner):
     runner = "wgsl"
     act_bits = (32, 8)
+    weight_quants = tuple(QUANTIZERS)
+
+    def refusal(self, engine: Engine, run: RunSpec) -> str:
+        if run.act_bits == 8 and QUANTIZERS[run.weight_quant].float_zero:
+            return (f"the int8-activation kernel (DP4A) subtracts integer zero points in i32; the "
+                    f"{run.weight_quant} quantizer keeps a float zero per block")
+        return super().refusal(engine, run)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob:
         w = run.workload
         assert isinstance(w, MatmulWorkload)
-        prepared = prepare(w, run.bits, run.weight_block, run.seed, act_bits=run.act_bits, observer=run.observer)
+        prepared = prepare(w, run.bits, run.weight_block, run.seed, act_bits=run.act_bits, observer=run.observer,
+                           weight_quant=run.weight_quant)
         tensors, layout = tensors_and_layout(prepared)
         tiling = tiling_for(w.m, w.n)
         options = {
             "variants": [variant_options(v, tiling, prepared, layout)
-                         for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m)],
+                         for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m, zero_form(prepared))],
             "constants": constants_for(prepared),
             "layout": layout,
             "tiling": tiling.to_json(),
@@ -99,7 +115,7 @@ class WgslMatmul(KindRunner):
             tensors=tensors, prepared=prepared,
             weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
             scale_dtype="float32" if prepared.block_size else "",
-            zero_point_dtype=prepared.weight_dtype if prepared.block_size else "",
+            zero_point_dtype=prepared.zero_point_dtype,
             details={"tiling": tiling.to_json()},
         )
 
@@ -107,7 +123,7 @@ class WgslMatmul(KindRunner):
         w, prepared = run.workload, job.prepared
         assert isinstance(w, MatmulWorkload) and isinstance(prepared, PreparedWorkload)
         tiling = Tiling(**job.spec.options["tiling"])
-        variant = next((v for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m)
+        variant = next((v for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m, zero_form(prepared))
                         if v.id == page.shader), None)
         if variant is None:
             return Executed(None, "", engine.platform.value,
