@@ -32,7 +32,8 @@ v11: steady state (docs/concepts/steady-state.md): ``steady_class``, ``steady_ta
     Older folders read as "not judged".
 v12: ``weight_quant`` (the weight quantizer that made the 8/4/2-bit codes: minmax, offset, hqq;
     in a configuration's identity; plan.json's runs carry it). Older folders read as minmax at
-    8/4/2 bits (blank where an engine's named format decides the rounding)."""
+    8/4/2 bits (blank where an engine's named format decides the rounding). layers.csv
+    ``weight_error`` (each layer's held weights against the float ones)."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import report_reads_well
-from shared_sweeps import MINILM, MINILM_TEXTS, Swept, sweep
+from shared_sweeps import MINILM, MINILM_TEXTS, Swept, minilm_small, sweep
 
 from fixed_web_platform.models import rules
 from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform
@@ -27,18 +27,25 @@ def mixed_minilm() -> EncoderWorkload:
                                   rules=rules.mixed_precision_rules(), rules_name="mixed-precision")
 
 
-def _weight_only(swept: Swept) -> dict:
-    """The weight-only rows by (engine, platform, bits, precision plan); the int8-activation rows
-    of the shared sweep are test_e2e_model_int8's."""
+def _weight_only(swept: Swept, quantizer: str = "minmax") -> dict:
+    """The weight-only rows by (engine, platform, bits, precision plan) whose weights ``quantizer``
+    made (float ones too); the int8-activation rows of the shared sweep are test_e2e_model_int8's."""
     return {(r.engine, r.platform, r.bits_requested, r.precision_plan.split(":")[0]): r
-            for r in swept.rows if r.act_bits == 32}
+            for r in swept.rows if r.act_bits == 32 and r.weight_quant in ("", quantizer)}
 
 
 @pytest.fixture(scope="module")
-def chrome(minilm_chrome: Swept, tmp_path_factory):  # noqa: ANN001, ANN201
-    mixed = sweep(BrowserName.CHROME, [Platform.WEBGPU], [mixed_minilm()], (4,),
-                  tmp_path_factory.mktemp("model-chrome-mixed"))
-    return minilm_chrome.out, mixed.out, _weight_only(minilm_chrome) | _weight_only(mixed)
+def second(tmp_path_factory) -> Swept:  # noqa: ANN001
+    """One more Chromium session: MiniLM at 4 bits under the mixed-precision rules, and uniform with
+    HQQ's weights (a float zero point per block) beside the shared sweep's min/max ones."""
+    return sweep(BrowserName.CHROME, [Platform.WEBGPU], [mixed_minilm(), minilm_small()], (4,),
+                 tmp_path_factory.mktemp("model-chrome-second"), weight_quant=["minmax", "hqq"],
+                 skip=lambda run: (run.workload == mixed_minilm()) == (run.weight_quant == "hqq"))
+
+
+@pytest.fixture(scope="module")
+def chrome(minilm_chrome: Swept, second: Swept):  # noqa: ANN201
+    return minilm_chrome.out, second.out, _weight_only(minilm_chrome) | _weight_only(second)
 
 
 @pytest.mark.budget(400, why="pays for the shared MiniLM sweep in Chromium (shared_sweeps.minilm_chrome): 17 runs on "
@@ -95,7 +102,7 @@ def test_mixed_precision_is_more_accurate_than_4bit_in_fewer_bytes_than_8bit(chr
     assert mixed.cosine_mean > four.cosine_mean
     assert four.weight_bytes < mixed.weight_bytes < eight.weight_bytes
     layers = pd.read_csv(mixed_out / "layers.csv")
-    counts = layers.groupby("bits_executed").size().to_dict()
+    counts = layers[layers.run_id == mixed.run_id].groupby("bits_executed").size().to_dict()
     assert counts == {4: 12, 8: 24}
 
 
@@ -115,3 +122,22 @@ def test_the_report_of_a_minilm_sweep_reads_at_a_laptops_and_a_phones_width(chro
     assert any(re.match(r"minilm-chrome0: chrome · harness webgpu( · fallback adapter)?, all-MiniLM-L6-v2", pick)
                and ": none:" not in pick for pick in laptop.picks), laptop.picks
     assert [s.name for s in laptop.section_shots] == ["screenshot-glance-encoder.png"]
+
+
+def test_hqq_weights_run_in_the_wgsl_encoder_and_cost_less_per_layer(chrome, second: Swept) -> None:  # noqa: ANN001
+    """The same MiniLM at 4 bits with HQQ's codes: the kernels read its float zero points (the
+    row's kernel check on the same bytes), each layer's weight error is in layers.csv, and HQQ's is
+    below min/max's on average; the row names the quantizer and the bytes it held."""
+    shared_out, _, rows = chrome
+    minmax = rows[("harness", "webgpu", 4, "uniform")]
+    (hqq,) = [r for r in second.rows if r.weight_quant == "hqq"]
+    assert hqq.outcome == Outcome.OK, hqq.reason
+    assert hqq.rel_error_vs_dequantized <= hqq.kernel_tolerance
+    assert hqq.zero_point_dtype == "float32" and "-zf32" in hqq.kernel_variant, hqq.kernel_variant
+    assert hqq.weight_bytes > minmax.weight_bytes  # a float32 zero per block where min/max packs 4 bits
+    errors = {}
+    for out, row in ((shared_out, minmax), (second.out, hqq)):
+        layers = pd.read_csv(out / "layers.csv")
+        errors[row.weight_quant] = layers[layers.run_id == row.run_id].set_index("layer")["weight_error"]
+    assert len(errors["hqq"]) == 36 and errors["minmax"].between(0.05, 0.15).all(), errors["minmax"].describe()
+    assert errors["hqq"].mean() < errors["minmax"].mean()

@@ -57,7 +57,7 @@ def test_minmax_bytes_are_unchanged_and_per_channel_stays_minmax() -> None:
 
 
 def test_the_plan_multiplies_blockwise_packed_runs_and_engines_refuse_what_they_cannot_hold() -> None:
-    runs = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WEBNN], [SHAPE], [32, 4],
+    runs = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WEBNN, Platform.WASM], [SHAPE], [32, 4],
                       engines=[EngineName.HARNESS, EngineName.ORT], act_bits=[32, 8], observer="minmax",
                       granularity=["block", "per-channel"], weight_quant=["minmax", "offset"])
     harness = {(r.bits, r.granularity, r.act_bits, r.weight_quant): r for r in runs
@@ -73,8 +73,10 @@ def test_the_plan_multiplies_blockwise_packed_runs_and_engines_refuse_what_they_
                                                           (EngineName.ORT, Platform.WEBGPU), (EngineName.ORT, Platform.WEBNN)}
     for run in refused:
         assert "offset quantizer (a float zero point per block)" in run.refused, run.refused
-        assert run.refused.endswith("(engines that do: harness/webgpu)"), run.refused
+        assert run.refused.endswith("(engines that do: harness/webgpu, ort/wasm)"), run.refused
     assert not any(r.refused for r in runs if r.weight_quant == "minmax" and r.act_bits == 32)
+    wasm = [r for r in runs if r.platform == Platform.WASM and r.weight_quant == "offset" and r.act_bits == 32]
+    assert len(wasm) == 1 and not wasm[0].refused  # ONNX Runtime's CPU MatMulNBits takes float zero points
     with pytest.raises(ValueError, match="weight quantizer 'gptq2' is not one of minmax, offset, hqq"):
         build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SHAPE], [4], weight_quant=["gptq2"])
 

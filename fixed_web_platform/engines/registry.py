@@ -11,7 +11,7 @@ from .base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from .ort import OrtWasm, OrtWebGpu, OrtWebNN
 from .ort.decoder import OrtDecoder
 from .ort.encoder import OrtEncoder
-from .ort.matmul import OrtMatmul
+from .ort.matmul import OrtMatmul, OrtWasmMatmul
 from .ort.onnx import OrtOnnxFile
 from .ort.speech import OrtSpeech
 from .webnn import WebnnEngine
@@ -55,7 +55,7 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (ORT, WEBNN, "matmul"): OrtMatmul(),
     (ORT, WEBNN, "encoder"): OrtEncoder(),
     (ORT, WEBNN, "decoder"): OrtDecoder(),
-    (ORT, WASM, "matmul"): OrtMatmul(),
+    (ORT, WASM, "matmul"): OrtWasmMatmul(),
     (ORT, WASM, "encoder"): OrtEncoder(),
     (ORT, WASM, "decoder"): OrtDecoder(),
     (ORT, WEBGPU, "onnx"): OrtOnnxFile(),

@@ -330,8 +330,10 @@ def ran_on_text(session: BrowserSession) -> str:
 
 def layer_rows(run: RunSpec, job: EngineJob, executed: Executed | None) -> list[LayerRow]:
     """layers.csv lines of a model run (its kind's layer plan; none for a lone matmul): the plan,
-    and what ran where the engine could tell."""
+    what ran where the engine could tell, and what the held weights cost (their error against
+    the float weights, where the harness made the bytes)."""
     ran = {layer.name: layer for layer in executed.layers} if executed is not None else {}
+    held = {layer.name: layer.held for layer in getattr(getattr(job.prepared, "held", None), "layers", ())}
     rows = []
     for p in job.layer_plan:
         done = ran.get(p.layer.name)
@@ -339,7 +341,8 @@ def layer_rows(run: RunSpec, job: EngineJob, executed: Executed | None) -> list[
             run_id=run.run_id, layer=p.layer.name, kind=p.layer.kind, k=p.layer.k, n=p.layer.n,
             bits_requested=p.bits, rule=p.rule, bits_executed=done.bits_executed if done else None,
             weight_dtype=done.weight_dtype if done else "", weight_bytes=done.weight_bytes if done else None,
-            gpu_ms=done.gpu_ms if done else None, act_dtype=done.act_dtype if done else ""))
+            gpu_ms=done.gpu_ms if done else None, act_dtype=done.act_dtype if done else "",
+            weight_error=held[p.layer.name].weight_error if p.layer.name in held else None))
     return rows
 
 

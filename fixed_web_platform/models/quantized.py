@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..precision.held import HeldWeights, hold_weights
+from ..precision.quantizers import DEFAULT_QUANTIZER
+from ..vocabulary import PER_CHANNEL_BLOCK
 from .rules import LayerPrecision
 from .source import LoadedModel
 
@@ -72,7 +74,11 @@ class HeldModel:
 
 
 @functools.lru_cache(maxsize=4)
-def hold_model(model: LoadedModel, plan: tuple[LayerPrecision, ...], unsigned: bool = False) -> HeldModel:
-    layers = tuple(HeldLayer(p, hold_weights(model.weights[f"{p.layer.name}.weight"], p.bits,
-                                             p.block_size, unsigned)) for p in plan)
+def hold_model(model: LoadedModel, plan: tuple[LayerPrecision, ...], unsigned: bool = False,
+               quantizer: str = DEFAULT_QUANTIZER) -> HeldModel:
+    """Every linear layer held at its planned bits; ``quantizer`` makes the blockwise 8/4/2-bit
+    layers' codes (per-channel layers are the default's, symmetric)."""
+    layers = tuple(HeldLayer(p, hold_weights(model.weights[f"{p.layer.name}.weight"], p.bits, p.block_size, unsigned,
+                                             DEFAULT_QUANTIZER if p.block_size == PER_CHANNEL_BLOCK else quantizer))
+                   for p in plan)
     return HeldModel(model, layers, unsigned)

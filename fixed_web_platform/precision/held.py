@@ -4,6 +4,7 @@ with the values those bytes stand for. The matmul sweep and whole models both ho
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,8 @@ class HeldWeights:
     """The weight quantizer that made the codes (precision/quantizers.py); '' for float weights."""
     zero_point_dtype: str = ""
     """How the zero points are held: the weights' integer type, or float32; '' for float weights."""
+    weight_error: float = 0.0
+    """Relative RMS error of ``w_exec`` against the float weights (what the bits and the quantizer cost)."""
 
 
 def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = False,
@@ -42,6 +45,11 @@ def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = Fal
     held like blockwise bytes whose block is all of K. ``unsigned`` stores 8/4/2-bit values
     shifted by 2^(bits-1), zero points too (same values). ``quantizer`` names the rule that makes
     blockwise codes (precision/quantizers.py; per-channel weights are the default's)."""
+    held = _held_bytes(w, bits, block_size, unsigned, quantizer)
+    return dataclasses.replace(held, weight_error=quant.rel_rms_error(held.w_exec, w))
+
+
+def _held_bytes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quantizer: str) -> HeldWeights:
     if bits == 32:
         return HeldWeights({"w": w.tobytes()}, w, "float32", "float32", w.nbytes, 0)
     if bits == 16:

@@ -62,7 +62,7 @@ FLOAT_COLUMNS = ("latency_ms_median", "latency_ms_p10", "latency_ms_p90", "laten
                  "kernel_tolerance", "proc_rss_peak_bytes", "proc_rss_delta_bytes", "js_heap_bytes",
                  *KIND_FLOAT_COLUMNS)
 LAYER_INTEGER_COLUMNS = ("run_id", "k", "n", "bits_requested", "bits_executed", "weight_bytes")
-LAYER_FLOAT_COLUMNS = ("gpu_ms",)
+LAYER_FLOAT_COLUMNS = ("gpu_ms", "weight_error")
 SAMPLE_LISTS = ("wall_ms", "gpu_ms")
 
 

@@ -378,6 +378,10 @@ class LayerRow:
     """Median GPU time of the layer's dispatch (timestamp queries), where the engine has them."""
     act_dtype: str = ""
     """What the layer's input was quantized to where it ran with int8 activations ('' float)."""
+    weight_error: float | None = None
+    """Relative RMS error of the weights as held (the values its bytes stand for) against the
+    float weights: what the bits and the quantizer (--weight-quant) cost this layer; blank where
+    the engine holds bytes of its own (wllama's GGUF files)."""
 
     @classmethod
     def columns(cls) -> list[str]:

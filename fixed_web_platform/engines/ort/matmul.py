@@ -6,11 +6,17 @@ Int8 activations (``--act-bits 8``, with ``--bits 8 --granularity per-channel``)
 model instead, the standard QuantizeLinear/DequantizeLinear form onnxruntime's quantization tools
 write, with the harness's calibrated activation and output parameters and its per-channel int8
 weights (onnx_matmul.qdq_matmul_model): the same numbers as the harness's WebNN ``gemm_qdq``
-form, so ORT's providers are judged beside it on the same references."""
+form, so ORT's providers are judged beside it on the same references.
+
+Weights from a quantizer that keeps a float zero per block (``--weight-quant offset`` / ``hqq``):
+MatMulNBits with float32 zero points, on the wasm provider only (``OrtWasmMatmul``: ORT's CPU
+kernel computes (q - zero_point) * scale with them); its WebGPU and WebNN providers are not given
+them here (their MatMulNBits take uint8 zero points)."""
 
 from __future__ import annotations
 
 from ...harness.protocol import PageDataError, PageReply
+from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, float_input, prepare
@@ -35,11 +41,12 @@ class OrtMatmul(KindRunner):
         assert isinstance(w, MatmulWorkload)
         if run.act_bits == 8:
             return self._qdq_job(engine, run, timing, w)
-        prepared = prepare(w, run.bits, run.weight_block, run.seed, unsigned=True)
+        prepared = prepare(w, run.bits, run.weight_block, run.seed, unsigned=True, weight_quant=run.weight_quant)
         t = prepared.tensors
+        float_zero = prepared.zero_point_dtype == "float32"
         model = matmul_model(k=w.k, n=w.n, bits=prepared.bits,
                              block_size=prepared.block_size, w=t["w"], scales=t.get("scales"),
-                             zero_points=t.get("zero_points"))
+                             zero_points=t.get("zero_points"), float_zero=float_zero)
         tensors = {"x": t["x"], "model": model}
         options = {
             **engine.session_options(run),
@@ -47,14 +54,14 @@ class OrtMatmul(KindRunner):
             "model": "model",
             "input": "x",
         }
-        node = ("MatMul" if prepared.bits >= 16
-                else f"MatMulNBits(bits={prepared.bits}, block_size={prepared.block_size})")
+        node = ("MatMul" if prepared.bits >= 16 else f"MatMulNBits(bits={prepared.bits}, block_size={prepared.block_size}"
+                + (", float zero points)" if float_zero else ")"))
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options, prepared.bits),
             tensors=tensors, prepared=prepared,
             weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
             scale_dtype="float32" if prepared.block_size else "",
-            zero_point_dtype=prepared.weight_dtype if prepared.block_size else "",
+            zero_point_dtype=prepared.zero_point_dtype,
             details={"onnx_node": node, "model_bytes": len(model)},
         )
 
@@ -99,3 +106,9 @@ class OrtMatmul(KindRunner):
         # The model's weights are the bits asked for; ORT has no other form to run them in.
         return Executed(prepared.bits, compute, ran_on, note=note)
 
+
+
+class OrtWasmMatmul(OrtMatmul):
+    """On the wasm provider MatMulNBits also takes float32 zero points: every quantizer's bytes."""
+
+    weight_quants = tuple(QUANTIZERS)

@@ -3,7 +3,8 @@
 MatMulNBits (com.microsoft) for 8/4/2 bits: B is the harness's packed weights as they are
 (row-major W[N, K], first element in the lowest bits, which is MatMulNBits' [N, blocks, blob]
 layout), scales are the harness's, and zero points are repacked per row (MatMulNBits pads each
-row's zero points to whole bytes). MatMul on W^T for 32 bits, and a float16 MatMul with float16
+row's zero points to whole bytes), or float32 ones as they are (the quantizers that keep a float
+zero per block; MatMulNBits computes (q - zero_point) * scale with either). MatMul on W^T for 32 bits, and a float16 MatMul with float16
 input and output for 16 bits (the page converts x and y). Every model is one node, so "where did
 ORT place it" has one answer. ir_version is set explicitly: onnx's default is newer than ORT Web reads.
 """
@@ -39,8 +40,9 @@ def _pack_rows(values: np.ndarray, bits: int) -> np.ndarray:
 
 
 def matmul_model(*, k: int, n: int, bits: int, block_size: int, w: bytes,
-                 scales: bytes | None = None, zero_points: bytes | None = None) -> bytes:
-    """y[M, N] = x[M, K] @ W^T with a dynamic M; float32 x and y except at 16 bits (float16)."""
+                 scales: bytes | None = None, zero_points: bytes | None = None, float_zero: bool = False) -> bytes:
+    """y[M, N] = x[M, K] @ W^T with a dynamic M; float32 x and y except at 16 bits (float16).
+    ``float_zero``: ``zero_points`` are float32, one per block (else packed like the weights)."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["M", k])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M", n])
     opsets = [helper.make_opsetid("", OPSET)]
@@ -61,7 +63,8 @@ def matmul_model(*, k: int, n: int, bits: int, block_size: int, w: bytes,
         blocks = k // block_size
         blob = block_size * bits // 8
         b = np.frombuffer(w, dtype=np.uint8)[: n * blocks * blob].reshape(n, blocks, blob)
-        zp = _pack_rows(_unpack_rows(zero_points, bits, n, blocks), bits).reshape(-1)
+        zp = (np.frombuffer(zero_points, dtype="<f4")[: n * blocks].copy() if float_zero
+              else _pack_rows(_unpack_rows(zero_points, bits, n, blocks), bits).reshape(-1))
         sc = np.frombuffer(scales, dtype="<f4")[: n * blocks].copy()
         nodes = [helper.make_node("MatMulNBits", ["x", "b", "scales", "zero_points"], ["y"],
                                   domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=block_size,

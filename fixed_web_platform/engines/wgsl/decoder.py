@@ -30,9 +30,10 @@ from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
+from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
+from . import WgslRunner
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, dequantize_program, executed_steps, held_fields, prologue, variants
+from .linear import BIAS_BINDING, MIXED_ZERO, dequantize_program, executed_steps, held_fields, model_zero, prologue, variants
 
 RUNNER = "wgsl_decoder"
 DECODER_SHADERS = SHADERS_DIR / "model" / "decoder"
@@ -72,7 +73,7 @@ def _unsupported(prepared: PreparedDecoder) -> str:
         if p.bits <= 8 and (p.block <= 0 or p.layer.k % p.block or p.block % (32 // p.bits)):
             return (f"{p.layer.name}: block size {p.block} does not divide K = {p.layer.k} into whole "
                     f"{32 // p.bits}-value words (the packed kernel's layout)")
-    return ""
+    return "" if model_zero(prepared.held) else MIXED_ZERO
 
 
 class _Forward:
@@ -161,7 +162,7 @@ class _Forward:
 
 def build(prepared: PreparedDecoder) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The job's options (programs, kernels, buffers, the three passes) and its tensors."""
-    cfg, w = prepared.config, prepared.workload
+    cfg, w, zero = prepared.config, prepared.workload, model_zero(prepared.held)
     texts, eval_len = prepared.tokens.eval_ids.shape
     forwards = {"prefill": _Forward(prepared, w.prompt_len, True), "decode": _Forward(prepared, 1, True),
                 "score": _Forward(prepared, eval_len, False)}
@@ -184,9 +185,9 @@ def build(prepared: PreparedDecoder) -> tuple[dict[str, Any], dict[str, bytes]]:
     options = {
         "model": cfg.to_json() | {"name": w.name},
         "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
-        | {dequantize_program(b): wgsl.dequantize_source(b) for b, r in kernels
+        | {dequantize_program(b): wgsl.dequantize_source(b, zero) for b, r in kernels
            if prologue(b, 32, _tiling(prepared, r), r)},
-        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r) for b, r in sorted(kernels)},
+        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r, zero) for b, r in sorted(kernels)},
         "activations": activations | kv,
         "tensor_bytes": {name: len(data) for name, data in tensors.items()},
         "kv_cache": sorted(kv),
@@ -199,7 +200,7 @@ def build(prepared: PreparedDecoder) -> tuple[dict[str, Any], dict[str, bytes]]:
     return options, tensors
 
 
-class WgslDecoder(KindRunner):
+class WgslDecoder(WgslRunner):
     """The decoder's passes as step lists the page executes (web/engines/wgsl_decoder.js)."""
 
     runner = RUNNER
@@ -208,7 +209,7 @@ class WgslDecoder(KindRunner):
                   browser: BrowserFacts) -> EngineJob | Refusal:
         workload = run.workload
         assert isinstance(workload, DecoderWorkload)
-        prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed)
+        prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed, weight_quant=run.weight_quant)
         why = _unsupported(prepared)
         if why:
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL decoder cannot run this model: {why}")

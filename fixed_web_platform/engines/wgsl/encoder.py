@@ -41,16 +41,20 @@ from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import INPUT_TENSORS, PreparedModel, prepare_model
-from ..base import (
-    BrowserFacts,
-    Engine,
-    EngineJob,
-    Executed,
-    KindRunner,
-    Refusal,
-)
+from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
+from . import WgslRunner
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MODEL_SHADERS, bound_layers, dequantize_program, held_fields, prologue, variants
+from .linear import (
+    BIAS_BINDING,
+    MIXED_ZERO,
+    MODEL_SHADERS,
+    bound_layers,
+    dequantize_program,
+    held_fields,
+    model_zero,
+    prologue,
+    variants,
+)
 
 RUNNER = "wgsl_model"
 ROW_WORKGROUP = 64
@@ -93,7 +97,7 @@ def _unsupported_shape(prepared: PreparedModel) -> str:
             if p.block <= 0 or layer.k % p.block or p.block % per_word:
                 return (f"{layer.name}: block size {p.block} does not divide K = {layer.k} "
                         f"into whole {per_word}-value words (the packed kernel's layout)")
-    return ""
+    return "" if model_zero(prepared.held) else MIXED_ZERO
 
 
 def act_quant_tensors(prepared: PreparedModel) -> tuple[list[str | None], dict[str, bytes]]:
@@ -231,7 +235,7 @@ def _tiling(prepared: PreparedModel) -> wgsl.Tiling:
     return wgsl.tiling_for(_rows(prepared), min(p.layer.n for p in prepared.plan))
 
 
-class WgslEncoder(KindRunner):
+class WgslEncoder(WgslRunner):
     """The encoder's forward pass as a step list the page executes (web/engines/wgsl_model.js)."""
 
     runner = RUNNER
@@ -242,7 +246,7 @@ class WgslEncoder(KindRunner):
         workload = run.workload
         assert isinstance(workload, EncoderWorkload)
         prepared = prepare_model(workload, run.bits, run.weight_block, run.seed,
-                                 act_bits=run.act_bits, observer=run.observer)
+                                 act_bits=run.act_bits, observer=run.observer, weight_quant=run.weight_quant)
         why = _unsupported_shape(prepared)
         if why:
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL encoder cannot run this model: {why}")
@@ -251,11 +255,12 @@ class WgslEncoder(KindRunner):
         batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
         tensors = prepared.tensors() | act_quant_tensors(prepared)[1]
         programs = {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
-        programs |= {dequantize_program(b): wgsl.dequantize_source(b) for b, a in _kernels(prepared)
+        zero = model_zero(prepared.held)
+        programs |= {dequantize_program(b): wgsl.dequantize_source(b, zero) for b, a in _kernels(prepared)
                      if prologue(b, a, _tiling(prepared), _rows(prepared))}
         options = {
             "programs": programs,
-            "linear_variants": {kernel_key(b, a): variants(b, a, _tiling(prepared), _rows(prepared))
+            "linear_variants": {kernel_key(b, a): variants(b, a, _tiling(prepared), _rows(prepared), zero)
                                 for b, a in sorted(_kernels(prepared), reverse=True)},
             "tiling": _tiling(prepared).to_json(),
             "activations": activations,
@@ -273,7 +278,8 @@ class WgslEncoder(KindRunner):
         assert isinstance(prepared, PreparedModel)
         plan = prepared.plan
         tiling = wgsl.Tiling(**job.spec.options["tiling"])
-        offered = {v.id: v for b, a in _kernels(prepared) for v in wgsl.variants_for(b, a, tiling, _rows(prepared))}
+        offered = {v.id: v for b, a in _kernels(prepared)
+                   for v in wgsl.variants_for(b, a, tiling, _rows(prepared), model_zero(prepared.held))}
         used = [s for s in page.shader.split("+") if s]
         unknown = [s for s in used if s not in offered]
         if not used or unknown:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,14 @@ ZERO_FORMS = ("packed", "float")
 """How a packed-weight kernel reads block zero points (``zero_point(p)``, in the file
 shaders/zero_point_<form>.wgsl appended to it): packed integers like the weights (the minmax
 quantizer), or a float32 per block (the quantizers that keep a float offset: offset, hqq)."""
+def zero_form(zero_point_dtypes: Iterable[str]) -> str | None:
+    """How the kernels read the zero points of weights held with these zero-point dtypes (one per
+    layer; '' for float layers): 'float' when the quantized ones are float32, 'packed' when they are
+    integers, None for a mix (a model's kernels of one bits read one form)."""
+    forms = {"float" if d == "float32" else "packed" for d in zero_point_dtypes if d}
+    return None if len(forms) > 1 else next(iter(forms), "packed")
+
+
 ZERO_BINDING = {"matmul_quant.wgsl": 4, "matmul_quant_gemv.wgsl": 4, DEQUANTIZE: 2}
 """Where each packed-weight kernel binds its zero points (after the weights and scales)."""
 ACT_QUANT_BINDING = 6

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...harness.protocol import LayerReply, PageDataError, PageReply
+from ...models.quantized import HeldModel
 from ...models.rules import LayerPrecision
 from ...paths import SHADERS_DIR
 from ..base import Engine, EngineJob, Executed, LayerExecuted
@@ -35,13 +36,25 @@ def linear_source(shader: str, tiling: wgsl.Tiling, bits: int, x_element: str = 
     return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits, x_element, zero)
 
 
-def variants(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> list[dict[str, Any]]:
+def variants(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int, zero: str = "packed") -> list[dict[str, Any]]:
     """The job's variants of one linear kernel, best first (the page runs the first its adapter
-    can), with their sources and the family + tile a row's ``kernel_variant`` names."""
+    can), with their sources and the family + tile a row's ``kernel_variant`` names; ``zero``: how
+    the layers' zero points are held (``model_zero``)."""
     return [{"shader": v.id, "compute_dtype": v.compute_dtype, "requires": list(v.requires),
              "family": v.kernel_variant(tiling), "weight_dtype": weight_dtype_for(bits),
              "source": linear_source(v.shader, tiling, bits, v.x_element, v.body_zero)}
-            for v in wgsl.variants_for(bits, act_bits, tiling, rows)]
+            for v in wgsl.variants_for(bits, act_bits, tiling, rows, zero)]
+
+
+MIXED_ZERO = ("its layers hold both integer and float zero points (per-channel layers are minmax's; the "
+              "quantizers with a float zero per block hold blockwise layers)")
+"""Why a model's kernels cannot run: the kernels of one bits read one zero-point form."""
+
+
+def model_zero(held: HeldModel) -> str:
+    """How a model's packed-weight kernels read its layers' zero points (kernels.ZERO_FORMS);
+    '' for a mix (MIXED_ZERO)."""
+    return wgsl.zero_form(layer.held.zero_point_dtype for layer in held.layers) or ""
 
 
 def prologue(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> str:
@@ -93,7 +106,7 @@ def held_fields(held: Sequence[Any]) -> dict[str, str]:
     return {"weight_format": summary_of([h.weight_format for h in held]),
             "weight_dtype": summary_of([h.weight_dtype for h in held]),
             "scale_dtype": "float32" if quantized else "",
-            "zero_point_dtype": summary_of([h.weight_dtype for h in quantized]) if quantized else ""}
+            "zero_point_dtype": summary_of([h.zero_point_dtype for h in quantized]) if quantized else ""}
 
 
 def executed_steps(engine: Engine, job: EngineJob, page: PageReply, plan: Sequence[LayerPrecision]) -> Executed:

@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...harness.protocol import PageDataError, PageReply
-from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, prepare
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner
+from ..base import BrowserFacts, Engine, EngineJob, Executed
+from . import WgslRunner
 from .kernels import (
     ACT_QUANT_BINDING,
     DEQUANTIZED,
@@ -30,6 +30,7 @@ from .kernels import (
     shader_source,
     tiling_for,
     variants_for,
+    zero_form,
 )
 
 ACT_QUANT = "x_quant"
@@ -78,21 +79,13 @@ def tensors_and_layout(prepared: PreparedWorkload) -> tuple[dict[str, bytes], li
     return tensors, layout
 
 
-def zero_form(prepared: PreparedWorkload) -> str:
-    """How the kernel reads the prepared weights' zero points (kernels.ZERO_FORMS)."""
-    return "float" if prepared.zero_point_dtype == "float32" else "packed"
+def _zero(prepared: PreparedWorkload) -> str:
+    return zero_form([prepared.zero_point_dtype]) or "packed"
 
 
-class WgslMatmul(KindRunner):
+class WgslMatmul(WgslRunner):
     runner = "wgsl"
     act_bits = (32, 8)
-    weight_quants = tuple(QUANTIZERS)
-
-    def refusal(self, engine: Engine, run: RunSpec) -> str:
-        if run.act_bits == 8 and QUANTIZERS[run.weight_quant].float_zero:
-            return (f"the int8-activation kernel (DP4A) subtracts integer zero points in i32; the "
-                    f"{run.weight_quant} quantizer keeps a float zero per block")
-        return super().refusal(engine, run)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob:
@@ -104,7 +97,7 @@ class WgslMatmul(KindRunner):
         tiling = tiling_for(w.m, w.n)
         options = {
             "variants": [variant_options(v, tiling, prepared, layout)
-                         for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m, zero_form(prepared))],
+                         for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m, _zero(prepared))],
             "constants": constants_for(prepared),
             "layout": layout,
             "tiling": tiling.to_json(),
@@ -123,7 +116,7 @@ class WgslMatmul(KindRunner):
         w, prepared = run.workload, job.prepared
         assert isinstance(w, MatmulWorkload) and isinstance(prepared, PreparedWorkload)
         tiling = Tiling(**job.spec.options["tiling"])
-        variant = next((v for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m, zero_form(prepared))
+        variant = next((v for v in variants_for(prepared.bits, prepared.act_bits, tiling, w.m, _zero(prepared))
                         if v.id == page.shader), None)
         if variant is None:
             return Executed(None, "", engine.platform.value,

@@ -36,9 +36,10 @@ from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
+from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
+from . import WgslRunner
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MODEL_SHADERS, dequantize_program, executed_steps, held_fields, prologue, variants
+from .linear import BIAS_BINDING, MIXED_ZERO, MODEL_SHADERS, dequantize_program, executed_steps, held_fields, model_zero, prologue, variants
 
 RUNNER = "wgsl_speech"
 SPEECH_SHADERS = SHADERS_DIR / "model" / "speech"
@@ -80,7 +81,7 @@ def _unsupported(prepared: PreparedSpeech) -> str:
         if p.bits <= 8 and (p.block <= 0 or p.layer.k % p.block or p.block % (32 // p.bits)):
             return (f"{p.layer.name}: block size {p.block} does not divide K = {p.layer.k} into whole "
                     f"{32 // p.bits}-value words (the packed kernel's layout)")
-    return ""
+    return "" if model_zero(prepared.held) else MIXED_ZERO
 
 
 class _Passes:
@@ -221,7 +222,7 @@ class _Passes:
 
 def build(prepared: PreparedSpeech) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The job's options (programs, kernels, buffers, the four passes) and its tensors."""
-    cfg, w = prepared.config, prepared.workload
+    cfg, w, zero = prepared.config, prepared.workload, model_zero(prepared.held)
     passes = _Passes(prepared)
     prompt_rows = len(cfg.prompt)
     steps = {"frontend": passes.frontend(), "encoder": passes.encoder(), "prompt": passes.decoder(prompt_rows),
@@ -248,9 +249,9 @@ def build(prepared: PreparedSpeech) -> tuple[dict[str, Any], dict[str, bytes]]:
     options = {
         "model": cfg.to_json() | {"name": w.name},
         "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
-        | {dequantize_program(b): wgsl.dequantize_source(b) for b, r in kernels
+        | {dequantize_program(b): wgsl.dequantize_source(b, zero) for b, r in kernels
            if prologue(b, 32, _tiling(prepared, r), r)},
-        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r) for b, r in sorted(kernels)},
+        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r, zero) for b, r in sorted(kernels)},
         "activations": activations | cache | cross,
         "tensor_bytes": {name: len(data) for name, data in tensors.items()},
         "kv_cache": sorted(cache | cross),
@@ -265,7 +266,7 @@ def build(prepared: PreparedSpeech) -> tuple[dict[str, Any], dict[str, bytes]]:
     return options, tensors
 
 
-class WgslSpeech(KindRunner):
+class WgslSpeech(WgslRunner):
     """Whisper's passes as step lists the page executes (web/engines/wgsl_speech.js)."""
 
     runner = RUNNER
@@ -274,7 +275,7 @@ class WgslSpeech(KindRunner):
                   browser: BrowserFacts) -> EngineJob | Refusal:
         workload = run.workload
         assert isinstance(workload, SpeechWorkload)
-        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed)
+        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, weight_quant=run.weight_quant)
         why = _unsupported(prepared)
         if why:
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL Whisper cannot run this model: {why}")

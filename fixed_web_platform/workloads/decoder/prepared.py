@@ -24,6 +24,7 @@ from ...architectures.llama import reference
 from ...architectures.llama.config import LlamaConfig
 from ...models import rules, source
 from ...models.quantized import HeldModel, hold_model
+from ...precision.quantizers import DEFAULT_QUANTIZER
 from ..base import TensorSpec
 from . import accuracy
 from .tokens import TokenPlan
@@ -165,13 +166,14 @@ def fp32_references(model: source.LoadedModel, workload: DecoderWorkload) -> tup
 
 @functools.lru_cache(maxsize=4)
 def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int,
-                    unsigned: bool = False) -> PreparedDecoder:
+                    unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER) -> PreparedDecoder:
     """Everything a decoder run needs in Python (cached: engines of one configuration share it).
-    ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values)."""
+    ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values); ``weight_quant``
+    makes their codes (precision/quantizers.py)."""
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
-    held = hold_model(loaded, plan, unsigned)
+    held = hold_model(loaded, plan, unsigned, weight_quant)
     tokens = workload.tokens()
     ref_float, generated_fp32 = fp32_references(loaded, workload)
     weights = held.exec_weights()

@@ -27,6 +27,7 @@ from ...models import calibration, rules, source
 from ...models.inputs import Batches, tokenize
 from ...models.quantized import HeldModel, hold_model
 from ...precision.quant import error_metrics
+from ...precision.quantizers import DEFAULT_QUANTIZER
 from ..base import TensorSpec
 from . import accuracy
 from .workload import EncoderConfig, EncoderWorkload
@@ -220,14 +221,16 @@ def pytorch_reference(model: source.LoadedModel, ids: np.ndarray, mask: np.ndarr
 
 @functools.lru_cache(maxsize=4)
 def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
-                  act_bits: int = 32, observer: str = "", out_int8: bool = False) -> PreparedModel:
+                  act_bits: int = 32, observer: str = "", out_int8: bool = False,
+                  weight_quant: str = DEFAULT_QUANTIZER) -> PreparedModel:
     """Everything a model run needs in Python (cached: engines of one configuration share it).
     ``act_bits`` 8: the inputs of the 8- and 4-bit layers are int8, calibrated by ``observer``;
-    ``out_int8`` too: the 8-bit layers' x @ W^T as well (WebNN's fused form)."""
+    ``out_int8`` too: the 8-bit layers' x @ W^T as well (WebNN's fused form). ``weight_quant``
+    makes the 8/4/2-bit layers' codes (precision/quantizers.py)."""
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
-    held = hold_model(loaded, plan, unsigned)
+    held = hold_model(loaded, plan, unsigned, weight_quant)
     batches = tokenize(source.tokenizer(resolved), workload.texts, workload.batch_size, workload.seq_len)
     ids, mask, tt = batches.flat()
     ref_float = pytorch_reference(loaded, ids, mask, tt)

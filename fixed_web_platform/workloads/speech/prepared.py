@@ -28,6 +28,7 @@ from ...architectures.whisper.config import CHUNK_SECONDS, N_FFT, SAMPLE_RATE, W
 from ...models import rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision import quant
+from ...precision.quantizers import DEFAULT_QUANTIZER
 from ..base import TensorSpec
 from . import accuracy, audio
 from .workload import SpeechWorkload
@@ -231,14 +232,15 @@ def fp32_references(model: source.LoadedModel, workload: SpeechWorkload) -> tupl
 
 @functools.lru_cache(maxsize=4)
 def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: int,
-                   unsigned: bool = False) -> PreparedSpeech:
+                   unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER) -> PreparedSpeech:
     """Everything a speech run needs in Python (cached: engines of one configuration share it).
-    ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values; ONNX's MatMulNBits)."""
+    ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values; ONNX's MatMulNBits);
+    ``weight_quant`` makes their codes (precision/quantizers.py)."""
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     cfg = loaded.config
     plan = tuple(rules.assign(cfg.linear_layers(), workload.rules, bits, block_size))
-    held = hold_model(loaded, plan, unsigned)
+    held = hold_model(loaded, plan, unsigned, weight_quant)
     pcm = tuple(audio.read_wav(c.path) for c in workload.clips)
     if any(len(p) > CHUNK_SECONDS * SAMPLE_RATE for p in pcm):
         raise ValueError("a clip is longer than one 30-second window")
