@@ -122,3 +122,22 @@ def test_firefox_runs_ort_webgpu_and_wasm_or_says_why(tmp_path: Path) -> None:
             assert row.rel_error_vs_dequantized <= row.kernel_tolerance
         else:
             assert row.reason
+
+
+def test_float_zero_points_run_on_ort_wasm_with_the_harness_bytes(tmp_path: Path) -> None:
+    """Weights from the offset quantizer (a float32 zero point per block): ORT's wasm MatMulNBits
+    takes them as they are and lands on the harness kernel's figures (the same bytes, the same
+    float64 references); its WebGPU provider is refused with the reason, before any page."""
+    require_browser(BrowserName.CHROME)
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WASM], [SMALL], [4],
+                      engines=[EngineName.HARNESS, EngineName.ORT], weight_quant=["offset"])
+    rows = {(r.engine, r.platform): r for r in asyncio.run(run_sweep(plan, ResultWriter(tmp_path / "q"),
+                                                                     SweepOptions(timing=QUICK)))}
+    harness, wasm, webgpu = rows[("harness", "webgpu")], rows[("ort", "wasm")], rows[("ort", "webgpu")]
+    for row in (harness, wasm):
+        assert row.outcome == Outcome.OK, f"{row.engine}/{row.platform}: {row.reason}"
+        assert row.weight_quant == "offset" and row.zero_point_dtype == "float32"
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, row.engine
+    assert wasm.executed_on == "wasm" and wasm.weight_bytes == harness.weight_bytes
+    assert wasm.rel_error_vs_float == pytest.approx(harness.rel_error_vs_float, rel=1e-4)
+    assert webgpu.outcome == Outcome.UNSUPPORTED and "engines that do: harness/webgpu, ort/wasm" in webgpu.reason
