@@ -77,7 +77,7 @@ def test_the_plan_multiplies_blockwise_packed_runs_and_engines_refuse_what_they_
     assert not any(r.refused for r in runs if r.weight_quant == "minmax" and r.act_bits == 32)
     wasm = [r for r in runs if r.platform == Platform.WASM and r.weight_quant == "offset" and r.act_bits == 32]
     assert len(wasm) == 1 and not wasm[0].refused  # ONNX Runtime's CPU MatMulNBits takes float zero points
-    with pytest.raises(ValueError, match="weight quantizer 'gptq2' is not one of minmax, offset, hqq"):
+    with pytest.raises(ValueError, match="weight quantizer 'gptq2' is not one of minmax, offset, hqq, gptq"):
         build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SHAPE], [4], weight_quant=["gptq2"])
 
 
@@ -116,3 +116,20 @@ def test_packed_kernels_read_a_float_zero_point_per_block_where_the_quantizer_ke
     assert wgsl.variants_for(4, 8, gemm, 37, zero="float")[0].zero == ""  # DP4A reads its own integer ones
     with pytest.raises(ValueError, match="zero points are held packed or float, not 'half'"):
         wgsl.variants_for(4, 32, gemv, 3, zero="half")
+
+
+def test_a_calibrated_quantizer_needs_a_calibration_set_and_integer_zeros_reach_every_engine() -> None:
+    import dataclasses
+    import types
+
+    from fixed_web_platform.engines.registry import engine_for, kind_runner
+
+    (run,) = build_plan([BrowserName.CHROME], [Platform.WEBNN], [SHAPE], [8], weight_quant=["gptq"])
+    assert not run.refused and run.weight_quant == "gptq"  # integer zero points: WebNN holds GPTQ's bytes
+    row = ResultRow.without_measurement(run, Outcome.UNSUPPORTED, "x")
+    assert row.calibration == "synthetic"  # the draws it calibrated on, never the timed x
+    decoder = dataclasses.replace(run, workload=types.SimpleNamespace(kind="decoder", calibration_label=""))
+    engine = engine_for(EngineName.HARNESS, Platform.WEBNN)
+    why = kind_runner(EngineName.HARNESS, Platform.WEBNN, "decoder").refusal(engine, decoder)
+    assert why == ("the gptq quantizer calibrates on inputs apart from the evaluated ones; decoder workloads "
+                   "have no calibration set yet")

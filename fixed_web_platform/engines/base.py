@@ -143,8 +143,12 @@ class KindRunner(ABC):
         if run.act_bits not in self.act_bits:
             return (f"{run.act_bits}-bit activations are not built for engine {engine.name} on "
                     f"{engine.platform} for {run.workload.kind} workloads")
+        quantizer = QUANTIZERS[run.weight_quant]
+        if quantizer.calibrated and not run.workload.calibration_label:
+            return (f"the {run.weight_quant} quantizer calibrates on inputs apart from the evaluated ones; "
+                    f"{run.workload.kind} workloads have no calibration set yet")
         if run.weight_quant not in self.weight_quants:
-            zero = " (a float zero point per block)" if QUANTIZERS[run.weight_quant].float_zero else ""
+            zero = " (a float zero point per block)" if quantizer.float_zero else ""
             return (f"weights made by the {run.weight_quant} quantizer{zero} are not held by engine {engine.name} "
                     f"on {engine.platform} for {run.workload.kind} workloads yet")
         return ""

@@ -93,6 +93,28 @@ def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_l
     return {name: out[shares.get(name, name)] for name in layers}
 
 
+@functools.lru_cache(maxsize=2)
+def input_moments(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,
+                  layers: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """E[x x^T] (float64 [K, K]) of each named layer's input over the calibration texts, at the
+    real tokens only: what a calibrated weight quantizer (gptq) spreads its rounding errors by."""
+    net, modules, batches = _calibration_setup(model, texts, batch_size, seq_len, layers)
+    sums: dict[str, np.ndarray] = {}
+    counts = dict.fromkeys(layers, 0)
+    real_tokens: list[np.ndarray] = []
+
+    def watch(name: str):
+        def hook(_module, args):
+            x = args[0].detach().double().numpy()[real_tokens[-1]]
+            sums[name] = sums.get(name, 0) + x.T @ x
+            counts[name] += len(x)
+        return hook
+
+    handles = [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
+    _forward_all(net, batches, batch_size, real_tokens, handles)
+    return {name: sums[name] / counts[name] for name in layers}
+
+
 def _calibration_setup(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,
                        layers: tuple[str, ...]):  # noqa: ANN202 - (torch module, its linear modules, Batches)
     """The float model, its linear modules by name (ValueError for a name it lacks) and the

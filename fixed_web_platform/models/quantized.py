@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..precision.held import HeldWeights, hold_weights
-from ..precision.quantizers import DEFAULT_QUANTIZER
+from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..vocabulary import PER_CHANNEL_BLOCK
+from . import calibration
 from .rules import LayerPrecision
 from .source import LoadedModel
 
@@ -73,12 +74,25 @@ class HeldModel:
         return sum(v.size * 4 for v in self.model.weights.values())
 
 
+CalibrationSet = tuple[tuple[str, ...], int, int]
+"""What a calibrated quantizer sees a model's layer inputs over: (texts, batch size, sequence length)."""
+
+
 @functools.lru_cache(maxsize=4)
 def hold_model(model: LoadedModel, plan: tuple[LayerPrecision, ...], unsigned: bool = False,
-               quantizer: str = DEFAULT_QUANTIZER) -> HeldModel:
+               quantizer: str = DEFAULT_QUANTIZER, calibration_set: CalibrationSet | None = None) -> HeldModel:
     """Every linear layer held at its planned bits; ``quantizer`` makes the blockwise 8/4/2-bit
-    layers' codes (per-channel layers are the default's, symmetric)."""
+    layers' codes (per-channel layers are the default's, symmetric). A calibrated quantizer (gptq)
+    sees each layer's input over ``calibration_set`` (never the texts a figure is scored on)."""
+    quantized = [p for p in plan if p.bits <= 8 and p.block_size != PER_CHANNEL_BLOCK]
+    moments: dict[str, np.ndarray] = {}
+    if quantized and QUANTIZERS[quantizer].calibrated:
+        if calibration_set is None:
+            raise ValueError(f"the {quantizer} quantizer needs a calibration set apart from the evaluated inputs")
+        moments = calibration.input_moments(model, *calibration_set, tuple(p.layer.name for p in quantized))
     layers = tuple(HeldLayer(p, hold_weights(model.weights[f"{p.layer.name}.weight"], p.bits, p.block_size, unsigned,
-                                             DEFAULT_QUANTIZER if p.block_size == PER_CHANNEL_BLOCK else quantizer))
+                                             quantizer if p in quantized else DEFAULT_QUANTIZER,
+                                             moments.get(p.layer.name)))
                    for p in plan)
     return HeldModel(model, layers, unsigned)
+

@@ -39,17 +39,19 @@ class HeldWeights:
 
 
 def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = False,
-                 quantizer: str = DEFAULT_QUANTIZER) -> HeldWeights:
+                 quantizer: str = DEFAULT_QUANTIZER, hessian: np.ndarray | None = None) -> HeldWeights:
     """The one place a float32 W[N, K] becomes the bytes every engine gets at ``bits``.
     ``block_size`` PER_CHANNEL_BLOCK (0): one symmetric scale per output channel (zero points 0),
     held like blockwise bytes whose block is all of K. ``unsigned`` stores 8/4/2-bit values
     shifted by 2^(bits-1), zero points too (same values). ``quantizer`` names the rule that makes
-    blockwise codes (precision/quantizers.py; per-channel weights are the default's)."""
-    held = _held_bytes(w, bits, block_size, unsigned, quantizer)
+    blockwise codes (precision/quantizers.py; per-channel weights are the default's), ``hessian``
+    the layer's input second moment for a calibrated one (gptq)."""
+    held = _held_bytes(w, bits, block_size, unsigned, quantizer, hessian)
     return dataclasses.replace(held, weight_error=quant.rel_rms_error(held.w_exec, w))
 
 
-def _held_bytes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quantizer: str) -> HeldWeights:
+def _held_bytes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quantizer: str,
+                hessian: np.ndarray | None) -> HeldWeights:
     if bits == 32:
         return HeldWeights({"w": w.tobytes()}, w, "float32", "float32", w.nbytes, 0)
     if bits == 16:
@@ -60,7 +62,7 @@ def _held_bytes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quant
     if quantizer != DEFAULT_QUANTIZER:
         if per_channel:
             raise ValueError(f"per-channel weights are held symmetric by {DEFAULT_QUANTIZER}, not {quantizer}")
-        return _hold_codes(w, bits, block_size, unsigned, quantizer)
+        return _hold_codes(w, bits, block_size, unsigned, quantizer, hessian)
     if per_channel:
         q, params = quant.quantize_weights(w, bits, granularity="per_channel", symmetric=True)
         block_size = w.shape[1]
@@ -79,11 +81,12 @@ def _held_bytes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quant
                        sum(len(t) for t in tensors.values()), block_size, DEFAULT_QUANTIZER, weight_dtype)
 
 
-def _hold_codes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quantizer: str) -> HeldWeights:
+def _hold_codes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quantizer: str,
+                hessian: np.ndarray | None) -> HeldWeights:
     """Blockwise bytes from a registered quantizer's codes: the codes packed like the default's
     (signed, or unsigned with ``unsigned``), float32 scales, and the zero points packed like the
     codes when they are integers or as float32 when the quantizer keeps a float offset."""
-    codes = quantize(w, bits, block_size, quantizer)
+    codes = quantize(w, bits, block_size, quantizer, hessian)
     offset = 0 if unsigned else 1 << (bits - 1)
     weight_dtype = f"{'u' if unsigned else ''}int{bits}"
     zero = codes.zero.astype(np.float32).tobytes() if codes.float_zero else \

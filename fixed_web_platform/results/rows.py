@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..precision.quantizers import QUANTIZERS
 from ..run_spec import RunSpec
 from ..vocabulary import SCHEMA_VERSION, Outcome
 from ..workloads import KINDS, kind_columns, kind_named
@@ -349,7 +350,8 @@ class ResultRow:
             format_requested=run.weight_format,
             granularity=run.granularity if run.bits <= 8 else "",
             graph_form=run.graph_form,
-            calibration=run.workload.calibration_label if run.act_bits != 32 else "",
+            calibration=run.workload.calibration_label
+            if run.act_bits != 32 or QUANTIZERS[run.weight_quant].calibrated else "",
             weight_quant=run.weight_quant if run.bits <= 8 and not run.weight_format else "",
             kind_fields=run.workload.row_fields(run.bits, run.block_size),
         )

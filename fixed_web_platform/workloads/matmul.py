@@ -21,7 +21,7 @@ from ..models.rules import LayerPrecision
 from ..precision import quant
 from ..precision.held import hold_weights
 from ..precision.observers import fake_quantize, make_observer
-from ..precision.quantizers import DEFAULT_QUANTIZER
+from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS, input_moment
 from ..vocabulary import PER_CHANNEL_BLOCK
 from .base import Column, TensorSpec, WorkloadKind, integer_text
 
@@ -224,8 +224,9 @@ def float_input(workload: MatmulWorkload, seed: int) -> np.ndarray:
 
 
 CALIBRATION_BATCHES = 8
-"""Synthetic calibration set of the matmul sweep's int8 activations: this many draws of x from
-the distribution the timed x comes from (other seeds), seen by the observer before x is."""
+"""Synthetic calibration set of the matmul sweep's int8 activations and calibrated weight
+quantizers (gptq): this many draws of x from the distribution the timed x comes from (other
+seeds), seen by the observer (or the quantizer) before x is."""
 
 
 def _calibration_draws(workload: MatmulWorkload, seed: int) -> list[np.ndarray]:
@@ -274,7 +275,10 @@ def prepare(
     x, w = _float_tensors(workload, seed)
     x64 = x.astype(np.float64)
     ref_float = x64 @ w.astype(np.float64).T
-    held = hold_weights(w, bits, block_size, unsigned, weight_quant)
+    # a calibrated quantizer (gptq) sees x's distribution through the calibration draws, never x
+    hessian = input_moment(np.concatenate(_calibration_draws(workload, seed))) \
+        if QUANTIZERS[weight_quant].calibrated and bits <= 8 else None
+    held = hold_weights(w, bits, block_size, unsigned, weight_quant, hessian)
     tensors = {"x": x.tobytes(), **held.tensors}
     act: dict[str, Any] = {}
     if act_bits == 8:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from ...harness.protocol import PageReply
+from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model
@@ -28,6 +29,7 @@ from . import QDQ_FORM, OrtWebEngine, onnx_encoder, placement, qdq_refusal
 
 
 class OrtEncoder(KindRunner):
+    weight_quants = INTEGER_ZERO
     runner = "ort_model"
     act_bits = (32, 8)
 
@@ -48,7 +50,8 @@ class OrtEncoder(KindRunner):
             # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1); the QDQ
             # form holds signed per-channel int8 weights, its layers' int8 outputs calibrated
             prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=not qdq,
-                                     act_bits=run.act_bits, observer=run.observer, out_int8=qdq)
+                                     act_bits=run.act_bits, observer=run.observer, out_int8=qdq,
+                                     weight_quant=run.weight_quant)
             return prepared, onnx_encoder.encoder_model(prepared)
 
         prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds

@@ -16,7 +16,7 @@ them here (their MatMulNBits take uint8 zero points)."""
 from __future__ import annotations
 
 from ...harness.protocol import PageDataError, PageReply
-from ...precision.quantizers import QUANTIZERS
+from ...precision.quantizers import INTEGER_ZERO, QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, float_input, prepare
@@ -28,6 +28,7 @@ from .onnx_matmul import matmul_model, qdq_matmul_model
 class OrtMatmul(KindRunner):
     runner = "ort"
     act_bits = (32, 8)
+    weight_quants = INTEGER_ZERO
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
         return super().refusal(engine, run) or qdq_refusal(run)

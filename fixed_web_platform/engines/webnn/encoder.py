@@ -28,6 +28,7 @@ from typing import Any
 
 from ...harness.protocol import PageReply
 from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
+from ...precision.quantizers import INTEGER_ZERO
 from ...precision.webnn_precision import choose_activation_plan
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
@@ -42,6 +43,7 @@ RUNNER = "webnn_model"
 
 
 class WebnnEncoder(KindRunner):
+    weight_quants = INTEGER_ZERO
     """A whole encoder as one WebNN graph."""
 
     runner = RUNNER
@@ -59,7 +61,8 @@ class WebnnEncoder(KindRunner):
         if act_plan is not None and act_plan.unsupported:
             return Refusal(Outcome.UNSUPPORTED, f"int8 activations: {act_plan.unsupported}", details)
         prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, layer_plans.unsigned,
-                                 act_bits=run.act_bits, observer=run.observer, out_int8=form == QDQ_FORM)
+                                 act_bits=run.act_bits, observer=run.observer, out_int8=form == QDQ_FORM,
+                                 weight_quant=run.weight_quant)
         per_layer = layer_plans.per_layer
         options = {
             "device_type": run.webnn_device,

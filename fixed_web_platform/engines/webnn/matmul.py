@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...harness.protocol import PageDataError, PageReply
+from ...precision.quantizers import INTEGER_ZERO
 from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_activation_plan, choose_weight_plan
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
@@ -24,6 +25,7 @@ from .forms import MATMUL_FORM, QDQ_FORM, choose_form
 
 
 class WebnnMatmul(KindRunner):
+    weight_quants = INTEGER_ZERO
     runner = "webnn"
     act_bits = (32, 8)
 
@@ -45,7 +47,8 @@ class WebnnMatmul(KindRunner):
         w = run.workload
         assert isinstance(w, MatmulWorkload)
         prepared = prepare(w, plan.bits_executed, run.weight_block, run.seed, plan.unsigned,
-                           act_bits=run.act_bits, observer=run.observer, out_int8=form == QDQ_FORM)
+                           act_bits=run.act_bits, observer=run.observer, out_int8=form == QDQ_FORM,
+                           weight_quant=run.weight_quant)
         # The page quantizes x itself (quantizeLinear in the graph): it gets x as float32.
         tensors = prepared.tensors | {"x": float_input(w, run.seed).tobytes()}
         options = {

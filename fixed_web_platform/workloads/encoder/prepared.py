@@ -230,13 +230,13 @@ def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: i
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
-    held = hold_model(loaded, plan, unsigned, weight_quant)
+    texts = workload.calibration_texts or calibration.builtin_calibration_texts()  # never scored
+    held = hold_model(loaded, plan, unsigned, weight_quant, (texts, workload.batch_size, workload.seq_len))
     batches = tokenize(source.tokenizer(resolved), workload.texts, workload.batch_size, workload.seq_len)
     ids, mask, tt = batches.flat()
     ref_float = pytorch_reference(loaded, ids, mask, tt)
     act_quant: tuple[calibration.ActivationQuant | None, ...] = ()
     if act_bits == 8:
-        texts = workload.calibration_texts or calibration.builtin_calibration_texts()
         params = calibration.calibrate(loaded, texts, workload.batch_size, workload.seq_len, observer,
                                        calibration.quantized_inputs(plan))
         act_quant = tuple(params.get(p.layer.name) for p in plan)
