@@ -169,7 +169,8 @@ async def run_real_webnn_test(
         precision_rules=precision_rules, random_weights=random_weights, inputs=inputs, batch_size=batch_size,
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
-        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, weight_quant=weight_quant, calibration=calibration,
+        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, weight_quant=weight_quant,
+        calibration=calibration,
         model_options=model_options, browser_args=browser_args, browser_prefs=browser_prefs)
 
 
@@ -211,5 +212,6 @@ async def run_real_webgpu_test(
         precision_rules=precision_rules, random_weights=random_weights, inputs=inputs, batch_size=batch_size,
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
-        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, weight_quant=weight_quant, calibration=calibration,
+        serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, weight_quant=weight_quant,
+        calibration=calibration,
         model_options=model_options, browser_args=browser_args, browser_prefs=browser_prefs)

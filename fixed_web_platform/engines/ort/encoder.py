@@ -29,9 +29,9 @@ from . import QDQ_FORM, OrtWebEngine, onnx_encoder, placement, qdq_refusal
 
 
 class OrtEncoder(KindRunner):
-    weight_quants = INTEGER_ZERO
     runner = "ort_model"
     act_bits = (32, 8)
+    weight_quants = INTEGER_ZERO
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
         return super().refusal(engine, run) or qdq_refusal(run)

@@ -55,8 +55,9 @@ class OrtMatmul(KindRunner):
             "model": "model",
             "input": "x",
         }
-        node = ("MatMul" if prepared.bits >= 16 else f"MatMulNBits(bits={prepared.bits}, block_size={prepared.block_size}"
-                + (", float zero points)" if float_zero else ")"))
+        zeros = ", float zero points" if float_zero else ""
+        node = ("MatMul" if prepared.bits >= 16
+                else f"MatMulNBits(bits={prepared.bits}, block_size={prepared.block_size}{zeros})")
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options, prepared.bits),
             tensors=tensors, prepared=prepared,
@@ -106,7 +107,6 @@ class OrtMatmul(KindRunner):
                 note += f"; with CPU fallback disabled {engine.platform} refused it: {page.fallback}"
         # The model's weights are the bits asked for; ORT has no other form to run them in.
         return Executed(prepared.bits, compute, ran_on, note=note)
-
 
 
 class OrtWasmMatmul(OrtMatmul):

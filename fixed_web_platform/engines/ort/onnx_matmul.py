@@ -4,9 +4,9 @@ MatMulNBits (com.microsoft) for 8/4/2 bits: B is the harness's packed weights as
 (row-major W[N, K], first element in the lowest bits, which is MatMulNBits' [N, blocks, blob]
 layout), scales are the harness's, and zero points are repacked per row (MatMulNBits pads each
 row's zero points to whole bytes), or float32 ones as they are (the quantizers that keep a float
-zero per block; MatMulNBits computes (q - zero_point) * scale with either). MatMul on W^T for 32 bits, and a float16 MatMul with float16
-input and output for 16 bits (the page converts x and y). Every model is one node, so "where did
-ORT place it" has one answer. ir_version is set explicitly: onnx's default is newer than ORT Web reads.
+zero per block; MatMulNBits computes (q - zero_point) * scale with either). MatMul on W^T for 32
+bits, and a float16 MatMul with float16 input and output for 16 bits (the page converts x and y).
+Every model is one node, so "where did ORT place it" has one answer. ir_version is set explicitly: onnx's default is newer than ORT Web reads.
 """
 
 from __future__ import annotations

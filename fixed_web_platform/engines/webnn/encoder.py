@@ -43,10 +43,10 @@ RUNNER = "webnn_model"
 
 
 class WebnnEncoder(KindRunner):
-    weight_quants = INTEGER_ZERO
     """A whole encoder as one WebNN graph."""
 
     runner = RUNNER
+    weight_quants = INTEGER_ZERO
     act_bits = (32, 8)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,

@@ -25,9 +25,9 @@ from .forms import MATMUL_FORM, QDQ_FORM, choose_form
 
 
 class WebnnMatmul(KindRunner):
-    weight_quants = INTEGER_ZERO
     runner = "webnn"
     act_bits = (32, 8)
+    weight_quants = INTEGER_ZERO
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:

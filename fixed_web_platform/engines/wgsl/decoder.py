@@ -33,7 +33,16 @@ from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import WgslRunner
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MIXED_ZERO, dequantize_program, executed_steps, held_fields, model_zero, prologue, variants
+from .linear import (
+    BIAS_BINDING,
+    MIXED_ZERO,
+    dequantize_program,
+    executed_steps,
+    held_fields,
+    model_zero,
+    prologue,
+    variants,
+)
 
 RUNNER = "wgsl_decoder"
 DECODER_SHADERS = SHADERS_DIR / "model" / "decoder"
@@ -187,7 +196,8 @@ def build(prepared: PreparedDecoder) -> tuple[dict[str, Any], dict[str, bytes]]:
         "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
         | {dequantize_program(b): wgsl.dequantize_source(b, zero) for b, r in kernels
            if prologue(b, 32, _tiling(prepared, r), r)},
-        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r, zero) for b, r in sorted(kernels)},
+        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r, zero)
+                            for b, r in sorted(kernels)},
         "activations": activations | kv,
         "tensor_bytes": {name: len(data) for name, data in tensors.items()},
         "kv_cache": sorted(kv),

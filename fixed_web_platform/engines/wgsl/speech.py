@@ -39,7 +39,17 @@ from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import WgslRunner
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MIXED_ZERO, MODEL_SHADERS, dequantize_program, executed_steps, held_fields, model_zero, prologue, variants
+from .linear import (
+    BIAS_BINDING,
+    MIXED_ZERO,
+    MODEL_SHADERS,
+    dequantize_program,
+    executed_steps,
+    held_fields,
+    model_zero,
+    prologue,
+    variants,
+)
 
 RUNNER = "wgsl_speech"
 SPEECH_SHADERS = SHADERS_DIR / "model" / "speech"
@@ -251,7 +261,8 @@ def build(prepared: PreparedSpeech) -> tuple[dict[str, Any], dict[str, bytes]]:
         "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
         | {dequantize_program(b): wgsl.dequantize_source(b, zero) for b, r in kernels
            if prologue(b, 32, _tiling(prepared, r), r)},
-        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r, zero) for b, r in sorted(kernels)},
+        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r, zero)
+                            for b, r in sorted(kernels)},
         "activations": activations | cache | cross,
         "tensor_bytes": {name: len(data) for name, data in tensors.items()},
         "kv_cache": sorted(cache | cross),
