@@ -264,10 +264,10 @@ class ResultRow:
     """The graph form built (the harness's WebNN graphs: engines/webnn/forms.py), or the one asked
     for when no graph was built; blank for engines with one form."""
     calibration: str = ""
-    """What the observer saw: 'synthetic' (matmul sweep), 'builtin-calibration' or the
-    --calibration file (models); '' at 32."""
+    """What the observer (or a calibrated weight quantizer, gptq) saw: 'synthetic' (matmul sweep),
+    'builtin-calibration' or the --calibration file (models); '' without either."""
     weight_quant: str = ""
-    """The weight quantizer that made the 8/4/2-bit codes (--weight-quant: minmax, offset, hqq;
+    """The weight quantizer that made the 8/4/2-bit codes (--weight-quant: minmax, offset, hqq, gptq;
     docs/design/weight-quantizers.md); blank at 32/16 bits and for an engine's named format
     (format_requested, e.g. wllama's GGUF types, which round by their own rule)."""
 
