@@ -8,12 +8,14 @@ from typing import Protocol, TextIO
 
 from tqdm import tqdm
 
+from .precision.quantizers import DEFAULT_QUANTIZER
 from .results.rows import ResultRow
 from .run_spec import RunSpec
 
 
 def describe(run: RunSpec) -> str:
     fmt = f" {run.weight_format}" if run.weight_format else ""
+    fmt += f" {run.weight_quant}" if run.weight_quant != DEFAULT_QUANTIZER else ""
     return f"{run.browser} {run.engine}/{run.platform} {run.bits}-bit{fmt} {run.workload.label}"
 
 

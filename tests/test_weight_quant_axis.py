@@ -14,6 +14,7 @@ from fixed_web_platform.plan import build_plan
 from fixed_web_platform.precision import quant
 from fixed_web_platform.precision.held import hold_weights
 from fixed_web_platform.precision.quantizers import quantize
+from fixed_web_platform.progress import describe
 from fixed_web_platform.report.glance import precision_text
 from fixed_web_platform.results.reader import load
 from fixed_web_platform.results.rows import ResultRow, identity_columns
@@ -87,6 +88,7 @@ def test_rows_carry_the_quantizer_and_older_folders_read_as_minmax(tmp_path) -> 
     rows = [ResultRow.without_measurement(r, Outcome.UNSUPPORTED, "x") for r in plan]
     assert [(r.bits_requested, r.weight_quant) for r in rows] == [(32, ""), (4, "hqq"), (4, "minmax")]
     assert plan[1].label.startswith("chrome/harness/webgpu 4-bit hqq ")
+    assert describe(plan[1]).startswith("chrome harness/webgpu 4-bit hqq ")  # the progress line
     writer = ResultWriter(tmp_path / "old")
     for row in rows[::2]:
         writer.add(row)
