@@ -146,3 +146,26 @@ def test_a_model_too_large_for_one_onnx_file_is_refused_before_any_export() -> N
     refusal = _job(big, 4, "wasm")
     assert isinstance(refusal, Refusal) and refusal.outcome == Outcome.UNSUPPORTED
     assert "GiB" in refusal.reason and "one ONNX file" in refusal.reason
+
+
+def test_gptq_calibrates_on_the_builtin_set_and_the_onnx_rewrite_holds_its_bytes(workload) -> None:  # noqa: ANN001
+    """A decoder's gptq weights: each layer's input second moment from the built-in calibration
+    sentences through the float model (never the evaluation text), codes on minmax's grid, and
+    ONNX Runtime's MatMulNBits rewrite reproduces the float64 reference on those very bytes."""
+    from fixed_web_platform.models import calibration
+
+    prepared = prepare_decoder(workload, 4, 32, 0, unsigned=True, weight_quant="gptq")
+    minmax = prepare_decoder(workload, 4, 32, 0, unsigned=True)
+    assert {layer.held.quantizer for layer in prepared.held.layers} == {"gptq"}
+    assert workload.calibration_label == calibration.CALIBRATION_NAME
+    names = tuple(layer.name for layer in prepared.held.layers)
+    moments = calibration.token_moments(prepared.held.model, calibration.builtin_calibration_texts(), names)
+    assert all(m.shape == (p.layer.k, p.layer.k) for m, p in zip(moments.values(), prepared.plan))
+    changed = [a.held.tensors["w"] != b.held.tensors["w"] for a, b in zip(prepared.held.layers, minmax.held.layers)]
+    assert all(changed)  # the error feedback moved codes in every layer
+    session = _session(onnx_decoder.decoder_model(prepared).data)
+    _, length = prepared.tokens.eval_ids.shape
+    out = np.stack([session.run([onnx_decoder.LOGITS],
+                                _feeds(row, 0, np.arange(length), prepared.context) | _zeros(prepared))[0][0]
+                    for row in prepared.tokens.eval_ids])
+    assert np.linalg.norm(out - prepared.ref_dequantized) / np.linalg.norm(prepared.ref_dequantized) < 1e-5

@@ -115,6 +115,42 @@ def input_moments(model: LoadedModel, texts: tuple[str, ...], batch_size: int, s
     return {name: sums[name] / counts[name] for name in layers}
 
 
+CALIBRATION_ROW = 64
+"""A decoder's calibration texts go through the float model as rows of this many tokens (their
+tokens joined, every token real: no padding to leave out)."""
+
+
+@functools.lru_cache(maxsize=2)
+def token_moments(model: LoadedModel, texts: tuple[str, ...], layers: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """E[x x^T] of each named layer's input for a decoder: the calibration texts' tokens joined and
+    cut into rows of CALIBRATION_ROW, through the float model (PyTorch, the original weights)."""
+    import torch
+
+    net = model.module()
+    modules = model.architecture.linear_modules(net)
+    tok = tokenizer(model.resolved)
+    ids = [i for text in texts for i in tok(text, add_special_tokens=False)["input_ids"]]
+    rows = np.array(ids[: len(ids) // CALIBRATION_ROW * CALIBRATION_ROW], dtype=np.int64).reshape(-1, CALIBRATION_ROW)
+    if not len(rows):
+        raise ValueError(f"the calibration texts have {len(ids)} tokens, fewer than one row of {CALIBRATION_ROW}")
+    sums: dict[str, np.ndarray] = {}
+
+    def watch(name: str):
+        def hook(_module, args):
+            x = args[0].detach().double().numpy().reshape(-1, args[0].shape[-1])
+            sums[name] = sums.get(name, 0) + x.T @ x
+        return hook
+
+    handles = [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
+    try:
+        with torch.no_grad():
+            net(input_ids=torch.from_numpy(rows))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {name: sums[name] / rows.size for name in layers}
+
+
 def _calibration_setup(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,
                        layers: tuple[str, ...]):  # noqa: ANN202 - (torch module, its linear modules, Batches)
     """The float model, its linear modules by name (ValueError for a name it lacks) and the

@@ -12,6 +12,7 @@ Page tensor names: Hugging Face's for float tensors (``embeddings.word_embedding
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,6 @@ import numpy as np
 from ..precision.held import HeldWeights, hold_weights
 from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..vocabulary import PER_CHANNEL_BLOCK
-from . import calibration
 from .rules import LayerPrecision
 from .source import LoadedModel
 
@@ -74,22 +74,23 @@ class HeldModel:
         return sum(v.size * 4 for v in self.model.weights.values())
 
 
-CalibrationSet = tuple[tuple[str, ...], int, int]
-"""What a calibrated quantizer sees a model's layer inputs over: (texts, batch size, sequence length)."""
+LayerMoments = Callable[[tuple[str, ...]], dict[str, np.ndarray]]
+"""Layer names -> E[x x^T] of each one's input over a calibration set (models/calibration.py)."""
 
 
 @functools.lru_cache(maxsize=4)
 def hold_model(model: LoadedModel, plan: tuple[LayerPrecision, ...], unsigned: bool = False,
-               quantizer: str = DEFAULT_QUANTIZER, calibration_set: CalibrationSet | None = None) -> HeldModel:
+               quantizer: str = DEFAULT_QUANTIZER, moments_of: LayerMoments | None = None) -> HeldModel:
     """Every linear layer held at its planned bits; ``quantizer`` makes the blockwise 8/4/2-bit
     layers' codes (per-channel layers are the default's, symmetric). A calibrated quantizer (gptq)
-    sees each layer's input over ``calibration_set`` (never the texts a figure is scored on)."""
+    sees each layer's input second moment from ``moments_of`` (its kind's calibration set, never
+    the inputs a figure is scored on)."""
     quantized = [p for p in plan if p.bits <= 8 and p.block_size != PER_CHANNEL_BLOCK]
     moments: dict[str, np.ndarray] = {}
     if quantized and QUANTIZERS[quantizer].calibrated:
-        if calibration_set is None:
+        if moments_of is None:
             raise ValueError(f"the {quantizer} quantizer needs a calibration set apart from the evaluated inputs")
-        moments = calibration.input_moments(model, *calibration_set, tuple(p.layer.name for p in quantized))
+        moments = moments_of(tuple(p.layer.name for p in quantized))
     layers = tuple(HeldLayer(p, hold_weights(model.weights[f"{p.layer.name}.weight"], p.bits, p.block_size, unsigned,
                                              quantizer if p in quantized else DEFAULT_QUANTIZER,
                                              moments.get(p.layer.name)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from ...harness.protocol import PageReply
+from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome, Platform
 from ...workloads.decoder import DecoderWorkload
@@ -27,6 +28,7 @@ MAX_MODEL_BYTES = 2**31 - 2**26
 
 class OrtDecoder(KindRunner):
     runner = RUNNER
+    weight_quants = INTEGER_ZERO
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
@@ -42,7 +44,8 @@ class OrtDecoder(KindRunner):
 
         def build() -> tuple[PreparedDecoder, onnx_decoder.DecoderModel]:
             # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1)
-            prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed, unsigned=True)
+            prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed, unsigned=True,
+                                       weight_quant=run.weight_quant)
             return prepared, onnx_decoder.decoder_model(prepared)
 
         prepared, model = await asyncio.to_thread(build)  # an export takes seconds to a minute

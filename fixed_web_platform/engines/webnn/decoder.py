@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from ...architectures.llama.reference import rope_tables
 from ...harness.protocol import PageReply
 from ...models import rules as precision_rules
+from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
@@ -64,6 +65,7 @@ class WebnnDecoder(KindRunner):
     """A decoder LLM as prefill, decode-step and scoring WebNN graphs."""
 
     runner = RUNNER
+    weight_quants = INTEGER_ZERO
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
@@ -73,7 +75,8 @@ class WebnnDecoder(KindRunner):
         workload = plan.workload
         assert isinstance(workload, DecoderWorkload)
         cfg = workload.config()
-        prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned)
+        prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned,
+                                   weight_quant=run.weight_quant)
         texts, eval_len = prepared.tokens.eval_ids.shape
         cos, sin = rope_tables(cfg, prepared.context)
         tensors = prepared.tensors() | {"rope.cos": cos.astype("<f4").tobytes(),

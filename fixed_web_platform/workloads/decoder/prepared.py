@@ -22,9 +22,9 @@ import numpy as np
 
 from ...architectures.llama import reference
 from ...architectures.llama.config import LlamaConfig
-from ...models import rules, source
+from ...models import calibration, rules, source
 from ...models.quantized import HeldModel, hold_model
-from ...precision.quantizers import DEFAULT_QUANTIZER
+from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..base import TensorSpec
 from . import accuracy
 from .tokens import TokenPlan
@@ -173,7 +173,8 @@ def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed:
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
-    held = hold_model(loaded, plan, unsigned, weight_quant)
+    moments = functools.partial(calibration.token_moments, loaded, calibration.builtin_calibration_texts())
+    held = hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
     tokens = workload.tokens()
     ref_float, generated_fp32 = fp32_references(loaded, workload)
     weights = held.exec_weights()

@@ -17,6 +17,7 @@ from ...architectures import Architecture
 from ...architectures.llama.config import LlamaConfig
 from ...models import rules as layer_rules
 from ...models import source
+from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME, read_texts
 from .tokens import TokenPlan, token_plan
 
@@ -101,7 +102,9 @@ class DecoderWorkload:
 
     @property
     def calibration_label(self) -> str:
-        return ""
+        """What a calibrated weight quantizer (gptq) sees: the built-in calibration set, whose
+        sentences are not in the evaluation text (models/calibration.py: token_moments)."""
+        return CALIBRATION_NAME
 
     def tokens(self) -> TokenPlan:
         """The token ids of the prompt and the evaluation rows (tokens.py)."""

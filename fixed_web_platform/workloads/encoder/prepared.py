@@ -27,7 +27,7 @@ from ...models import calibration, rules, source
 from ...models.inputs import Batches, tokenize
 from ...models.quantized import HeldModel, hold_model
 from ...precision.quant import error_metrics
-from ...precision.quantizers import DEFAULT_QUANTIZER
+from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..base import TensorSpec
 from . import accuracy
 from .workload import EncoderConfig, EncoderWorkload
@@ -231,7 +231,8 @@ def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: i
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
     texts = workload.calibration_texts or calibration.builtin_calibration_texts()  # never scored
-    held = hold_model(loaded, plan, unsigned, weight_quant, (texts, workload.batch_size, workload.seq_len))
+    moments = functools.partial(calibration.input_moments, loaded, texts, workload.batch_size, workload.seq_len)
+    held = hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
     batches = tokenize(source.tokenizer(resolved), workload.texts, workload.batch_size, workload.seq_len)
     ids, mask, tt = batches.flat()
     ref_float = pytorch_reference(loaded, ids, mask, tt)
