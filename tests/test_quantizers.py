@@ -96,7 +96,7 @@ def test_every_quantizer_loses_more_at_fewer_bits(name: str) -> None:
 
 def test_bad_input_is_one_clear_error() -> None:
     w = _weights(n=4, k=64)
-    with pytest.raises(ValueError, match="not one of minmax, offset, hqq, gptq"):
+    with pytest.raises(ValueError, match="not one of minmax, offset, hqq, kquant, gptq"):
         quantize(w, 4, 32, "awq")
     with pytest.raises(ValueError, match="8, 4 or 2 bits, not 3"):
         quantizers.offset(w, 3, 32)
@@ -150,3 +150,47 @@ def test_gptq_is_the_column_recursion_it_batches_and_beats_rounding_on_correlate
     assert np.array_equal(quantize(w, 4, 32, "gptq", np.eye(k)).codes, minmax.codes)
     with pytest.raises(ValueError, match="calibration data"):
         quantize(w, 4, 32, "gptq")
+
+
+@pytest.fixture(scope="module")
+def ggml_make_qkx2(tmp_path_factory):  # noqa: ANN001, ANN201
+    """ggml's make_qkx2_quants, compiled from tests/fixtures/ggml_make_qkx2.c with the system's cc."""
+    import ctypes
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    assert compiler, "a C compiler is needed to check kquant against ggml's C (setup installs build-essential)"
+    library = tmp_path_factory.mktemp("ggml") / "libqkx2.so"
+    source = Path(__file__).parent / "fixtures" / "ggml_make_qkx2.c"
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(library), str(source), "-lm"], check=True)
+    lib = ctypes.CDLL(str(library))
+    lib.kquant_block.restype = ctypes.c_float
+    lib.kquant_block.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float),
+                                 ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(ctypes.c_float)]
+
+    def run(block: np.ndarray, nmax: int) -> tuple[np.ndarray, float, float]:
+        x = np.ascontiguousarray(block, dtype=np.float32)
+        codes, the_min = np.zeros(len(x), dtype=np.uint8), ctypes.c_float()
+        scale = lib.kquant_block(len(x), nmax, x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                 codes.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), ctypes.byref(the_min))
+        return codes.astype(np.int64), scale, the_min.value
+    return run
+
+
+@pytest.mark.parametrize("bits", [4, 2, 8])
+def test_kquant_is_ggmls_make_qkx2_quants(ggml_make_qkx2, bits: int) -> None:  # noqa: ANN001
+    w = _weights(n=24, k=256, seed=9)
+    w[5, :32] = -0.125  # a block of equal values (flat after the minimum is clamped to at most 0)
+    ours = quantize(w, bits, 32, "kquant")
+    for row in range(w.shape[0]):
+        for b in range(w.shape[1] // 32):
+            codes, scale, the_min = ggml_make_qkx2(w[row, 32 * b:32 * (b + 1)], (1 << bits) - 1)
+            assert np.array_equal(ours.codes[row, 32 * b:32 * (b + 1)], codes), (row, b)
+            if scale:  # ggml's value is scale * code - the_min; ours (code - zero) * scale
+                assert ours.scale[row, b] == np.float32(scale), (row, b)
+                assert ours.zero[row, b] * ours.scale[row, b] == pytest.approx(the_min, rel=1e-6, abs=1e-9)
+            else:
+                assert -ours.zero[row, b] * ours.scale[row, b] == pytest.approx(-the_min)
+    assert ours.float_zero and ours.weight_error(w) < quantize(w, bits, 32, "offset").weight_error(w)

@@ -30,7 +30,7 @@ def _w() -> np.ndarray:
 
 
 @pytest.mark.parametrize("unsigned", [False, True])
-@pytest.mark.parametrize(("name", "bits"), [("offset", 4), ("offset", 2), ("hqq", 4)])
+@pytest.mark.parametrize(("name", "bits"), [("offset", 4), ("offset", 2), ("hqq", 4), ("kquant", 4)])
 def test_a_float_zero_quantizers_bytes_decode_to_its_codes(name: str, bits: int, unsigned: bool) -> None:
     if name == "hqq":
         pytest.importorskip("torch")
@@ -78,7 +78,7 @@ def test_the_plan_multiplies_blockwise_packed_runs_and_engines_refuse_what_they_
     assert not any(r.refused for r in runs if r.weight_quant == "minmax" and r.act_bits == 32)
     wasm = [r for r in runs if r.platform == Platform.WASM and r.weight_quant == "offset" and r.act_bits == 32]
     assert len(wasm) == 1 and not wasm[0].refused  # ONNX Runtime's CPU MatMulNBits takes float zero points
-    with pytest.raises(ValueError, match="weight quantizer 'gptq2' is not one of minmax, offset, hqq, gptq"):
+    with pytest.raises(ValueError, match="weight quantizer 'gptq2' is not one of minmax, offset, hqq, kquant, gptq"):
         build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SHAPE], [4], weight_quant=["gptq2"])
 
 

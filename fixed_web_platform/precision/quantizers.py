@@ -18,6 +18,12 @@ checks it against that implementation on the same tensors:
   32 the codes are gguf's Q4_1 codes and its d and m are this scale and minimum in float16.
 - ``hqq``: Half-Quadratic Quantization, onnxruntime's ``HQQWeightOnlyQuantizer`` (its min/max scale,
   the zero optimised for an l0.7 weight error; a float zero). Needs PyTorch.
+- ``kquant``: llama.cpp's k-quant search (ggml ``make_qkx2_quants`` as ``quantize_row_q4_K_ref`` calls
+  it) at any bits: per block, 21 candidate scales around (max - min) / (2^bits - 1), each block's
+  codes from it, then the scale and minimum that fit those codes best in a least-squares sense
+  weighted by rms(block) + |x|; the best of them kept. A float minimum (zero). The scales and
+  minimums stay float32 here: Q4_K's 6-bit quantization of them within a super-block of 256 is
+  its file format's, not the search's.
 - ``gptq``: GPTQ (Frantar et al., 2022) on ``minmax``'s grid, calibrated: each column's rounding
   error is spread over the columns not yet quantized through the inverse of the layer's input
   second moment E[x x^T] (``hessian``, from calibration data no figure is scored on). Static
@@ -136,6 +142,67 @@ def hqq(w: np.ndarray, bits: int, block_size: int) -> BlockCodes:
                       scale.numpy().astype(np.float32).reshape(n, -1), zero.numpy().astype(np.float32).reshape(n, -1))
 
 
+KQUANT_SEARCH = (-1.0, 0.1, 20)
+"""make_qkx2_quants' rmin, rdelta and nstep as Q4_K calls it: candidate inverse scales
+(rmin + rdelta * i + 2^bits - 1) / (max - min) for i = 0 .. nstep."""
+
+
+def _running_sum(values: np.ndarray) -> np.ndarray:
+    """Sum along the last axis in order, in float32 (as C's loop adds: numpy's sum pairs terms)."""
+    return np.cumsum(values, axis=-1, dtype=np.float32)[..., -1]
+
+
+def kquant(w: np.ndarray, bits: int, block_size: int) -> BlockCodes:
+    """llama.cpp's ``make_qkx2_quants`` on every block at once, in its float32 arithmetic and order
+    (tests/fixtures/ggml_make_qkx2.c is the C it is checked against)."""
+    blocks = _blocks(w, bits, block_size)
+    n, nb, size = blocks.shape
+    x = blocks.reshape(-1, size)
+    f, top = np.float32, (1 << bits) - 1
+    rmin, rdelta, nstep = KQUANT_SEARCH
+    av_x = np.sqrt(_running_sum(x * x) / f(size)).astype(f)
+    weights = (av_x[:, None] + np.abs(x)).astype(f)
+    minimum = np.minimum(x.min(axis=1), f(0))
+    hi = x.max(axis=1)
+    flat = hi == minimum
+    sum_w, sum_x = _running_sum(weights), _running_sum(weights * x)
+
+    def codes_for(steps: np.float32) -> np.ndarray:
+        """Codes on the grid of ``steps`` steps from the current minimum to the maximum (ggml moves
+        its minimum to each better fit, and the next candidates start from there)."""
+        inverse = (steps / np.where(flat, f(1), hi - minimum)).astype(f)
+        return inverse, np.clip(np.rint((inverse[:, None] * (x - minimum[:, None])).astype(f)), 0, top).astype(f)
+
+    inverse, codes = codes_for(f(top))
+    scale = (f(1) / inverse).astype(f)
+    diff = (scale[:, None] * codes + minimum[:, None]).astype(f) - x
+    best = _running_sum(weights * (diff * diff))
+    for i in range(nstep + 1):
+        _, tried = codes_for(f(f(rmin) + f(rdelta) * f(i)) + f(top))
+        sum_l, sum_l2 = _running_sum(weights * tried), _running_sum(weights * tried * tried)
+        sum_xl = _running_sum(weights * tried * x)
+        d = (sum_w * sum_l2 - sum_l * sum_l).astype(f)
+        fits = d > 0
+        d = np.where(fits, d, f(1))
+        this_scale = ((sum_w * sum_xl - sum_x * sum_l) / d).astype(f)
+        this_min = ((sum_l2 * sum_x - sum_l * sum_xl) / d).astype(f)
+        positive = this_min > 0
+        this_scale = np.where(positive, sum_xl / np.where(sum_l2 > 0, sum_l2, f(1)), this_scale).astype(f)
+        this_min = np.where(positive, f(0), this_min).astype(f)
+        diff = (this_scale[:, None] * tried + this_min[:, None]).astype(f) - x
+        error = _running_sum(weights * (diff * diff))
+        better = fits & (error < best) & ~flat
+        codes = np.where(better[:, None], tried, codes)
+        best = np.where(better, error, best)
+        scale = np.where(better, this_scale, scale)
+        minimum = np.where(better, this_min, minimum)
+    codes = np.where(flat[:, None], f(0), codes)
+    scale = np.where(flat, f(1), scale).astype(f)  # equal values: code 0 stands for them
+    zero = (-minimum / scale).astype(f)
+    return BlockCodes("kquant", bits, block_size, codes.astype(np.int64).reshape(w.shape),
+                      scale.reshape(n, nb), zero.reshape(n, nb))
+
+
 GPTQ_DAMP = 0.1
 """GPTQ's dampening: this share of the mean of E[x_k^2] added to the diagonal before inverting.
 0.1, not the paper's 0.01: on all-MiniLM-L6-v2 at 4 bits (block 32, the built-in calibration set)
@@ -187,6 +254,9 @@ QUANTIZERS: dict[str, Quantizer] = {q.name: q for q in (
               "gguf's Q4_1 (llama.cpp quantize_row_q4_1_ref)", True, offset),
     Quantizer("hqq", "Half-Quadratic Quantization: the zero optimised for an l0.7 weight error, a float zero",
               "onnxruntime's HQQWeightOnlyQuantizer", True, hqq),
+    Quantizer("kquant", "llama.cpp's k-quant search: the scale and a float minimum per block fitted by weighted least "
+              "squares over 21 candidate grids", "ggml's make_qkx2_quants (as Q4_K calls it), compiled from C", True,
+              kquant),
     Quantizer("gptq", "GPTQ on minmax's grid, calibrated: rounding errors spread through the inverse input "
               "second moment (act order, static groups), an integer zero",
               "the column-by-column recursion it batches (tests), and round-to-nearest where inputs are "

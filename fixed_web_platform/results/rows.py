@@ -267,7 +267,8 @@ class ResultRow:
     """What the observer (or a calibrated weight quantizer, gptq) saw: 'synthetic' (matmul sweep),
     'builtin-calibration' or the --calibration file (models); '' without either."""
     weight_quant: str = ""
-    """The weight quantizer that made the 8/4/2-bit codes (--weight-quant: minmax, offset, hqq, gptq;
+    """The weight quantizer that made the 8/4/2-bit codes (--weight-quant: minmax, offset, hqq, kquant,
+    gptq;
     docs/design/weight-quantizers.md); blank at 32/16 bits and for an engine's named format
     (format_requested, e.g. wllama's GGUF types, which round by their own rule)."""
 
