@@ -268,8 +268,7 @@ class ResultRow:
     'builtin-calibration' or the --calibration file (models); '' without either."""
     weight_quant: str = ""
     """The weight quantizer that made the 8/4/2-bit codes (--weight-quant: minmax, offset, hqq, kquant,
-    gptq;
-    docs/design/weight-quantizers.md); blank at 32/16 bits and for an engine's named format
+    gptq; docs/design/weight-quantizers.md); blank at 32/16 bits and for an engine's named format
     (format_requested, e.g. wllama's GGUF types, which round by their own rule)."""
 
     kind_fields: Mapping[str, Any] = field(default_factory=dict, hash=False)
