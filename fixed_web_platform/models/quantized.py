@@ -96,4 +96,3 @@ def hold_model(model: LoadedModel, plan: tuple[LayerPrecision, ...], unsigned: b
                                              moments.get(p.layer.name)))
                    for p in plan)
     return HeldModel(model, layers, unsigned)
-

@@ -22,7 +22,7 @@ class HeldWeights:
     """w[, scales, zero_points]: packed integers are little-endian u32 words, first element in
     the lowest bits; 16-bit is float16 bit patterns in u32 words; 32-bit is float32. Float zero
     points (quantizers that keep a float offset) are float32, one per block, in the unsigned code
-    domain: a weight is (q + 2^(bits-1) - zero) * scale."""
+    domain: a weight is (code - zero) * scale, the code being q + 2^(bits-1) for signed q."""
     w_exec: np.ndarray
     """The values the held bytes stand for (dequantized)."""
     weight_format: str
