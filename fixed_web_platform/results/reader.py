@@ -139,11 +139,13 @@ def load(directory: str | Path) -> ResultSet:
     judged = "steady_class" in rows  # folders before the steady-state protocol (schema 11): not judged
     if "granularity" not in rows:  # folders before per-channel weights: blockwise at 8/4/2 bits
         bits = pd.to_numeric(rows["bits_requested"], errors="coerce")
-        rows["granularity"] = np.where(bits <= 8, "block", "")
+        rows = pd.concat([rows, pd.DataFrame({"granularity": np.where(bits <= 8, "block", "")}, index=rows.index)],
+                         axis=1)
     if "weight_quant" not in rows:  # folders before the quantizer axis (schema 12): minmax made 8/4/2-bit codes
         bits = pd.to_numeric(rows["bits_requested"], errors="coerce")
         named = rows["format_requested"].notna() if "format_requested" in rows else pd.Series(False, index=rows.index)
-        rows = rows.assign(weight_quant=np.where((bits <= 8) & ~named, DEFAULT_QUANTIZER, ""))
+        quantizer = pd.DataFrame({"weight_quant": np.where((bits <= 8) & ~named, DEFAULT_QUANTIZER, "")}, index=rows.index)
+        rows = pd.concat([rows, quantizer], axis=1)  # one concat: inserting into a wide frame fragments it
     absent = [c for c in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
                           "observer", "calibration", "format_requested", "steady_class", "steady_tally", "stop_reason")
               if c not in rows]
