@@ -19,7 +19,8 @@ from fixed_web_platform.cli import main as cli
 from fixed_web_platform.models import ctranslate2, source
 from fixed_web_platform.plan import build_plan
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
-from fixed_web_platform.workloads.speech import SpeechWorkload, accuracy, audio
+from fixed_web_platform.precision.held import hold_weights
+from fixed_web_platform.workloads.speech import SpeechWorkload, accuracy, audio, calibration
 from fixed_web_platform.workloads.speech.prepared import prepare_speech
 
 
@@ -173,6 +174,29 @@ def test_prepared_references_and_plan() -> None:
     assert {"/".join(k) for k, why in refused.items() if not why} == runs
     assert ("does not run speech workloads (engines that do: " + ", ".join(sorted(runs)) + ")"
             in refused[("wllama", "wasm")])
+
+
+def test_speech_calibration_is_apart_from_evaluation_and_reaches_every_layer(tmp_path: Path) -> None:
+    """gptq on Whisper calibrates on the calibration sentences spoken, none of them an evaluation
+    clip; the float model transcribing them reaches every linear layer (encoder, decoder, cross
+    keys and values, output projection), and gptq's 4-bit weights answer those inputs better
+    than min/max's."""
+    assert not {c.reference for c in calibration.calibration_clips()} & set(audio.builtin_sentences())
+    loaded = source.load(source.resolve(str(tiny_whisper(tmp_path / "tiny-whisper"))))
+    layers = tuple(lay.name for lay in loaded.config.linear_layers())
+    moments = calibration.clip_moments(loaded, 3, layers, clips=2)
+    assert set(moments) == set(layers)
+    for name, h in moments.items():
+        k = loaded.weights[f"{name}.weight"].shape[1]
+        assert h.shape == (k, k) and np.allclose(h, h.T) and np.all(np.diag(h) > 0)
+    for name in ("model.encoder.layers.0.fc1", "model.decoder.layers.1.encoder_attn.k_proj", "proj_out"):
+        w = loaded.weights[f"{name}.weight"].astype(np.float64)
+
+        def output_error(quantizer: str, name: str = name, w: np.ndarray = w) -> float:
+            d = hold_weights(w.astype(np.float32), 4, 32, quantizer=quantizer, hessian=moments[name]).w_exec - w
+            return float(np.sum((d @ moments[name]) * d))  # trace(d H d^T)
+
+        assert output_error("gptq") < 0.9 * output_error("minmax"), name
 
 
 @pytest.fixture

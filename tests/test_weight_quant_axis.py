@@ -130,8 +130,8 @@ def test_a_calibrated_quantizer_needs_a_calibration_set_and_integer_zeros_reach_
     assert not run.refused and run.weight_quant == "gptq"  # integer zero points: WebNN holds GPTQ's bytes
     row = ResultRow.without_measurement(run, Outcome.UNSUPPORTED, "x")
     assert row.calibration == "synthetic"  # the draws it calibrated on, never the timed x
-    speech = dataclasses.replace(run, workload=types.SimpleNamespace(kind="speech", calibration_label=""))
+    unseen = dataclasses.replace(run, workload=types.SimpleNamespace(kind="new-kind", calibration_label=""))
     engine = engine_for(EngineName.HARNESS, Platform.WEBNN)
-    why = kind_runner(EngineName.HARNESS, Platform.WEBNN, "speech").refusal(engine, speech)
-    assert why == ("the gptq quantizer calibrates on inputs apart from the evaluated ones; speech workloads "
+    why = kind_runner(EngineName.HARNESS, Platform.WEBNN, "speech").refusal(engine, unseen)
+    assert why == ("the gptq quantizer calibrates on inputs apart from the evaluated ones; new-kind workloads "
                    "have no calibration set yet")

@@ -99,20 +99,46 @@ def input_moments(model: LoadedModel, texts: tuple[str, ...], batch_size: int, s
     """E[x x^T] (float64 [K, K]) of each named layer's input over the calibration texts, at the
     real tokens only: what a calibrated weight quantizer (gptq) spreads its rounding errors by."""
     net, modules, batches = _calibration_setup(model, texts, batch_size, seq_len, layers)
-    sums: dict[str, np.ndarray] = {}
-    counts = dict.fromkeys(layers, 0)
     real_tokens: list[np.ndarray] = []
+    moments = MomentSums(modules, layers, lambda x: x[real_tokens[-1]])
+    _forward_all(net, batches, batch_size, real_tokens, moments.handles)
+    return moments.means()
 
-    def watch(name: str):
-        def hook(_module, args):
-            x = args[0].detach().double().numpy()[real_tokens[-1]]
-            sums[name] = sums.get(name, 0) + x.T @ x
-            counts[name] += len(x)
-        return hook
 
-    handles = [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
-    _forward_all(net, batches, batch_size, real_tokens, handles)
-    return {name: sums[name] / counts[name] for name in layers}
+class MomentSums:
+    """Sums x^T x of the inputs of the named modules, every row of every call, from the moment it
+    is made (forward pre-hooks: ``handles``) until ``means()`` removes them and gives E[x x^T]
+    (float64 [K, K]) per layer. ``rows`` picks the rows that count from a call's input (default:
+    all of them)."""
+
+    def __init__(self, modules: dict[str, Any], layers: tuple[str, ...], rows=None) -> None:
+        self.sums: dict[str, np.ndarray] = {}
+        self.counts = dict.fromkeys(layers, 0)
+        self.rows = rows
+
+        def watch(name: str):
+            def hook(_module, args):
+                x = args[0].detach().double().numpy()
+                x = self.rows(x) if self.rows else x.reshape(-1, x.shape[-1])
+                self.sums[name] = self.sums.get(name, 0) + x.T @ x
+                self.counts[name] += len(x)
+            return hook
+
+        missing = [name for name in layers if name not in modules]
+        if missing:
+            raise ValueError(f"layer {missing[0]} is not a module of the model")
+        self.handles = [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def means(self) -> dict[str, np.ndarray]:
+        self.close()
+        unseen = [name for name, n in self.counts.items() if not n]
+        if unseen:
+            raise ValueError(f"the calibration set never reached layer {unseen[0]}")
+        return {name: self.sums[name] / n for name, n in self.counts.items()}
 
 
 CALIBRATION_ROW = 64
@@ -133,22 +159,13 @@ def token_moments(model: LoadedModel, texts: tuple[str, ...], layers: tuple[str,
     rows = np.array(ids[: len(ids) // CALIBRATION_ROW * CALIBRATION_ROW], dtype=np.int64).reshape(-1, CALIBRATION_ROW)
     if not len(rows):
         raise ValueError(f"the calibration texts have {len(ids)} tokens, fewer than one row of {CALIBRATION_ROW}")
-    sums: dict[str, np.ndarray] = {}
-
-    def watch(name: str):
-        def hook(_module, args):
-            x = args[0].detach().double().numpy().reshape(-1, args[0].shape[-1])
-            sums[name] = sums.get(name, 0) + x.T @ x
-        return hook
-
-    handles = [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
+    moments = MomentSums(modules, layers)
     try:
         with torch.no_grad():
             net(input_ids=torch.from_numpy(rows))
     finally:
-        for handle in handles:
-            handle.remove()
-    return {name: sums[name] / rows.size for name in layers}
+        moments.close()
+    return moments.means()
 
 
 def _calibration_setup(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,

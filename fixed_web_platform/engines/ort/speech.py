@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 
 from ...harness.protocol import PageReply
+from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
 from ...workloads.speech import SpeechWorkload
@@ -26,6 +27,7 @@ RUNNER = "ort_speech"
 
 class OrtSpeech(KindRunner):
     runner = RUNNER
+    weight_quants = INTEGER_ZERO
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
@@ -34,7 +36,8 @@ class OrtSpeech(KindRunner):
         assert isinstance(workload, SpeechWorkload)
 
         def build() -> tuple[PreparedSpeech, onnx_speech.SpeechModel]:
-            prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, unsigned=True)
+            prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, unsigned=True,
+                                      weight_quant=run.weight_quant)
             prepared = dataclasses.replace(prepared, front_end_on_device=False)
             return prepared, onnx_speech.speech_model(prepared)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...harness.protocol import PageReply
+from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
@@ -42,6 +43,7 @@ class WebnnSpeech(KindRunner):
     """Whisper as an encoder graph and prompt / decode-step graphs."""
 
     runner = RUNNER
+    weight_quants = INTEGER_ZERO
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
@@ -51,7 +53,8 @@ class WebnnSpeech(KindRunner):
         workload = plan.workload
         assert isinstance(workload, SpeechWorkload)
         cfg = workload.config()
-        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned)
+        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned,
+                                  run.weight_quant)
         prepared = dataclasses.replace(prepared, front_end_on_device=False)
         tensors = {"features": prepared.features_tensor(), **prepared.suppress_tensors(), **prepared.held.tensors()}
         options = plan.graph_options(run, prepared.plan, prepared.held.layers) | {

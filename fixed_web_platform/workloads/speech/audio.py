@@ -17,6 +17,7 @@ import hashlib
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,13 +67,17 @@ def _espeak_version(program: str) -> str:
 def builtin_clips(count: int | None = None) -> tuple[Clip, ...]:
     """The first ``count`` built-in clips (all by default), spoken now if not cached."""
     sentences = builtin_sentences()
-    if count is not None:
-        if not 1 <= count <= len(sentences):
-            raise ValueError(f"--clips must be between 1 and {len(sentences)} (the built-in set), got {count}")
-        sentences = sentences[:count]
+    if count is not None and not 1 <= count <= len(sentences):
+        raise ValueError(f"--clips must be between 1 and {len(sentences)} (the built-in set), got {count}")
+    return spoken(sentences)[:count]
+
+
+def spoken(sentences: Sequence[str]) -> tuple[Clip, ...]:
+    """``sentences`` spoken by espeak-ng (VOICE, SPEED_WPM), cached under a name that holds
+    espeak-ng's version and the whole set's hash; clip ``i`` is ``clip{i:02d}.wav``."""
     program = _espeak()
     version = _espeak_version(program)
-    digest = hashlib.sha256("\n".join([VOICE, str(SPEED_WPM), *builtin_sentences()]).encode()).hexdigest()[:12]
+    digest = hashlib.sha256("\n".join([VOICE, str(SPEED_WPM), *sentences]).encode()).hexdigest()[:12]
     folder = CACHE / f"espeak-ng-{version}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
     clips = []

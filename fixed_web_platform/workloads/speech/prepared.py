@@ -28,9 +28,9 @@ from ...architectures.whisper.config import CHUNK_SECONDS, N_FFT, SAMPLE_RATE, W
 from ...models import rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision import quant
-from ...precision.quantizers import DEFAULT_QUANTIZER
+from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..base import TensorSpec
-from . import accuracy, audio
+from . import accuracy, audio, calibration
 from .workload import SpeechWorkload
 
 KERNEL_TOLERANCE_F32 = 2e-3
@@ -240,7 +240,8 @@ def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: i
     loaded = source.load(resolved, workload.random_weights, seed)
     cfg = loaded.config
     plan = tuple(rules.assign(cfg.linear_layers(), workload.rules, bits, block_size))
-    held = hold_model(loaded, plan, unsigned, weight_quant)
+    moments = functools.partial(calibration.clip_moments, loaded, workload.max_tokens)
+    held = hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
     pcm = tuple(audio.read_wav(c.path) for c in workload.clips)
     if any(len(p) > CHUNK_SECONDS * SAMPLE_RATE for p in pcm):
         raise ValueError("a clip is longer than one 30-second window")

@@ -16,6 +16,7 @@ from ...architectures import Architecture
 from ...architectures.whisper.config import WhisperConfig
 from ...models import rules as layer_rules
 from ...models import source
+from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME
 from .audio import Clip, builtin_clips, folder_clips
 
@@ -73,7 +74,9 @@ class SpeechWorkload:
 
     @property
     def calibration_label(self) -> str:
-        return ""
+        """What a calibrated weight quantizer (gptq) sees: the built-in calibration sentences,
+        spoken (calibration.py)."""
+        return CALIBRATION_NAME
 
     @property
     def weights(self) -> str:

@@ -1,0 +1,44 @@
+"""The speech kind's calibration split: what a calibrated weight quantizer (gptq) sees of Whisper.
+
+The clips are the built-in calibration sentences (models/data/calibration_sentences.txt, none of
+them in this kind's evaluation set, data/sentences.txt) spoken by espeak-ng as the evaluation
+clips are (audio.spoken). Each goes through the float model (PyTorch, the original weights) as a
+run transcribes it: the encoder over its 30-second window, then greedy decoding by
+decoding.py's rule with the KV cache, so every linear layer sees the rows it sees when scored
+(the encoder's 1500 positions, the cross-attention keys and values of the encoder's output once,
+the decoder's prompt and one row per generated id).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...architectures.whisper import torch_module
+from ...models.calibration import CALIBRATION_NAME, MomentSums, builtin_calibration_texts
+from ...models.source import LoadedModel
+from . import audio
+
+
+
+def calibration_clips(count: int | None = None) -> tuple[audio.Clip, ...]:
+    """The first ``count`` (all by default) calibration sentences, spoken."""
+    return audio.spoken(builtin_calibration_texts())[:count]
+
+
+@functools.lru_cache(maxsize=2)
+def clip_moments(model: LoadedModel, max_tokens: int, layers: tuple[str, ...],
+                 clips: int | None = None) -> dict[str, np.ndarray]:
+    """E[x x^T] of each named linear layer's input over the calibration clips (the first
+    ``clips`` of them, all by default), transcribed by the float model up to ``max_tokens``."""
+    cfg = model.config
+    net = model.module()
+    moments = MomentSums(model.architecture.linear_modules(net), layers)
+    try:
+        for clip in calibration_clips(clips):
+            encoded = torch_module.encode(net, audio.features(audio.read_wav(clip.path), cfg.mels))
+            torch_module.greedy(cfg, net, encoded, max_tokens)
+    finally:
+        moments.close()
+    return moments.means()
