@@ -96,7 +96,7 @@ def test_every_quantizer_loses_more_at_fewer_bits(name: str) -> None:
 
 def test_bad_input_is_one_clear_error() -> None:
     w = _weights(n=4, k=64)
-    with pytest.raises(ValueError, match="not one of minmax, offset, hqq, kquant, gptq"):
+    with pytest.raises(ValueError, match="not one of minmax, offset, hqq, kquant, gptq, gptq-offset"):
         quantize(w, 4, 32, "awq")
     with pytest.raises(ValueError, match="8, 4 or 2 bits, not 3"):
         quantizers.offset(w, 3, 32)
@@ -107,11 +107,12 @@ def test_bad_input_is_one_clear_error() -> None:
         quantize(w, 4, 32, "minmax")
 
 
-def _plain_gptq(w: np.ndarray, bits: int, block: int, h: np.ndarray) -> np.ndarray:
-    """The recursion GPTQ batches, written out: quantize one column (in act order) on minmax's
-    static grid, spread its error over the columns left through the inverse Hessian, then drop the
-    column from the inverse (its Schur complement). No Cholesky, no lazy batches."""
-    grid = quantize(w, bits, block, "minmax")
+def _plain_gptq(w: np.ndarray, bits: int, block: int, h: np.ndarray, grid_name: str = "minmax") -> np.ndarray:
+    """The recursion GPTQ batches, written out: quantize one column (in act order) on the static
+    grid of ``grid_name`` (minmax: round half to even, integer zero; offset: Q4_1's round half up
+    with a float minimum), spread its error over the columns left through the inverse Hessian,
+    then drop the column from the inverse (its Schur complement). No Cholesky, no lazy batches."""
+    grid = quantize(w, bits, block, grid_name)
     w, h = w.astype(np.float64).copy(), h.copy()
     h[np.diag_indices_from(h)] += quantizers.GPTQ_DAMP * np.mean(np.diag(h))
     inverse = np.linalg.inv(h)
@@ -121,7 +122,8 @@ def _plain_gptq(w: np.ndarray, bits: int, block: int, h: np.ndarray) -> np.ndarr
         c, rest = left[0], left[1:]
         g = c // block
         scale, zero = grid.scale[:, g].astype(np.float64), grid.zero[:, g].astype(np.float64)
-        q = np.clip(np.rint(w[:, c] / scale) + zero, 0, (1 << bits) - 1)
+        nearest = np.floor(w[:, c] / scale + zero + 0.5) if grid.float_zero else np.rint(w[:, c] / scale) + zero
+        q = np.clip(nearest, 0, (1 << bits) - 1)
         codes[:, c] = q
         err = (w[:, c] - (q - zero) * scale) / inverse[c, c]
         w[:, rest] -= np.outer(err, inverse[c, rest])
@@ -130,26 +132,32 @@ def _plain_gptq(w: np.ndarray, bits: int, block: int, h: np.ndarray) -> np.ndarr
     return codes
 
 
-def test_gptq_is_the_column_recursion_it_batches_and_beats_rounding_on_correlated_inputs() -> None:
+@pytest.mark.parametrize(("name", "grid_name"), [("gptq", "minmax"), ("gptq-offset", "offset")])
+def test_gptq_is_the_column_recursion_it_batches_and_beats_rounding_on_correlated_inputs(name: str,
+                                                                                           grid_name: str) -> None:
     rng = np.random.default_rng(11)
     k = 256  # two lazy batches of 128 columns
     mix = rng.standard_normal((k, k)) * 0.3 + np.eye(k)
     x = rng.standard_normal((512, k)) @ mix  # correlated inputs
     h = quantizers.input_moment(x)
     w = _weights(n=8, k=k, seed=4)
-    ours = quantize(w, 4, 32, "gptq", h)
-    assert np.array_equal(ours.codes, _plain_gptq(w, 4, 32, h))
-    minmax = quantize(w, 4, 32, "minmax")
-    assert np.array_equal(ours.scale, minmax.scale) and np.array_equal(ours.zero, minmax.zero)  # minmax's grid
-    assert not ours.float_zero
+    ours = quantize(w, 4, 32, name, h)
+    assert np.array_equal(ours.codes, _plain_gptq(w, 4, 32, h, grid_name))
+    rounded = quantize(w, 4, 32, grid_name)
+    assert np.array_equal(ours.scale, rounded.scale) and np.array_equal(ours.zero, rounded.zero)  # the grid's
+    assert ours.float_zero == rounded.float_zero == QUANTIZERS[name].float_zero
 
     def output_error(codes) -> float:
         return float(np.linalg.norm(x @ (codes.dequantize() - w).T) / np.linalg.norm(x @ w.T))
-    assert output_error(ours) < 0.8 * output_error(minmax)  # what it is for: the layer's output
-    # uncorrelated inputs of equal power: no error to spread, it is round-to-nearest on the same grid
-    assert np.array_equal(quantize(w, 4, 32, "gptq", np.eye(k)).codes, minmax.codes)
+    assert output_error(ours) < 0.8 * output_error(rounded)  # what it is for: the layer's output
+    # uncorrelated inputs of equal power: no error to spread, it is the grid's own rounding
+    # (offset's is in float32, this in float64: a value a hair from a half may round apart)
+    plain = quantize(w, 4, 32, name, np.eye(k)).codes
+    assert np.mean(plain == rounded.codes) > 0.999 and np.abs(plain - rounded.codes).max() <= 1
+    if grid_name == "minmax":
+        assert np.array_equal(plain, rounded.codes)
     with pytest.raises(ValueError, match="calibration data"):
-        quantize(w, 4, 32, "gptq")
+        quantize(w, 4, 32, name)
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,10 @@ checks it against that implementation on the same tensors:
   groups (each block's scale and integer zero from the float weights, as ``minmax``), columns in
   descending order of E[x_k^2] (act order), dampening ``GPTQ_DAMP`` of the mean diagonal. Integer
   zero points: every engine that holds ``minmax``'s bytes holds its bytes.
+- ``gptq-offset``: the same GPTQ on ``offset``'s grid (each block's scale and float minimum from the
+  float weights, Q4_1's rule; each column rounded half up onto it). A float zero: the engines that
+  hold ``offset``'s bytes hold its bytes. On a model shipped on a Q4_1 grid (SmolLM2 here) it
+  re-finds that grid where the weights lie on it, and spreads the error where they do not.
 
 A sweep's ``--weight-quant`` axis (RunSpec.weight_quant, the rows' ``weight_quant``): held.py makes
 the bytes every engine holds from these codes; engines that cannot hold a quantizer's zero points
@@ -214,14 +218,26 @@ same at any width, the cost is not)."""
 
 def gptq(w: np.ndarray, bits: int, block_size: int, hessian: np.ndarray | None = None) -> BlockCodes:
     """GPTQ on minmax's grid (module docstring). ``hessian``: E[x x^T] of the layer's input, [K, K]."""
+    return _gptq(w, bits, block_size, hessian, minmax, "gptq")
+
+
+def gptq_offset(w: np.ndarray, bits: int, block_size: int, hessian: np.ndarray | None = None) -> BlockCodes:
+    """GPTQ on offset's grid: each block's scale and float minimum from the float weights (Q4_1's
+    rule), each column rounded half up onto it (module docstring)."""
+    return _gptq(w, bits, block_size, hessian, offset, "gptq-offset")
+
+
+def _gptq(w: np.ndarray, bits: int, block_size: int, hessian: np.ndarray | None,
+          grid_of: Callable[[np.ndarray, int, int], BlockCodes], name: str) -> BlockCodes:
+    """GPTQ with static groups on ``grid_of``'s grid of the float weights."""
     blocks = _blocks(w, bits, block_size)
     n, k = w.shape
     if hessian is None:
-        raise ValueError("gptq needs the layer's input statistics from calibration data (E[x x^T])")
+        raise ValueError(f"{name} needs the layer's input statistics from calibration data (E[x x^T])")
     h = np.array(hessian, dtype=np.float64)
     if h.shape != (k, k) or not np.all(np.isfinite(h)):
-        raise ValueError(f"gptq needs a finite [K, K] = [{k}, {k}] input second moment, got shape {h.shape}")
-    grid = minmax(blocks.reshape(n, k), bits, block_size)  # static groups: the float weights' scale and zero
+        raise ValueError(f"{name} needs a finite [K, K] = [{k}, {k}] input second moment, got shape {h.shape}")
+    grid = grid_of(blocks.reshape(n, k), bits, block_size)  # static groups: the float weights' scale and zero
     scale, zero = grid.scale.astype(np.float64), grid.zero.astype(np.float64)
     top = (1 << bits) - 1
     work = w.astype(np.float64).copy()
@@ -238,12 +254,20 @@ def gptq(w: np.ndarray, bits: int, block_size: int, hessian: np.ndarray | None =
         part, errors = work[:, i1:i2].copy(), np.zeros((n, i2 - i1))
         for i in range(i2 - i1):
             column, group = order[i1 + i], order[i1 + i] // block_size
-            q = np.clip(np.rint(part[:, i] / scale[:, group]) + zero[:, group], 0, top)
+            q = np.clip(round_onto(part[:, i], scale[:, group], zero[:, group], grid.float_zero), 0, top)
             codes[:, column] = q
             errors[:, i] = (part[:, i] - (q - zero[:, group]) * scale[:, group]) / upper[i1 + i, i1 + i]
             part[:, i:] -= np.outer(errors[:, i], upper[i1 + i, i1 + i:i2])
         work[:, i2:] -= errors @ upper[i1:i2, i2:]
-    return BlockCodes("gptq", bits, block_size, codes, grid.scale, grid.zero)
+    return BlockCodes(name, bits, block_size, codes, grid.scale, grid.zero)
+
+
+def round_onto(values: np.ndarray, scale: np.ndarray, zero: np.ndarray, float_zero: bool) -> np.ndarray:
+    """The nearest code of ``values`` on a grid, unclipped: an integer zero point's grid rounds
+    half to even (minmax), a float offset's rounds half up (Q4_1's ``trunc(x / d - min / d + 0.5)``)."""
+    if float_zero:
+        return np.floor(values / scale + zero + 0.5)
+    return np.rint(values / scale) + zero
 
 
 QUANTIZERS: dict[str, Quantizer] = {q.name: q for q in (
@@ -260,6 +284,9 @@ QUANTIZERS: dict[str, Quantizer] = {q.name: q for q in (
               "second moment (act order, static groups), an integer zero",
               "the column-by-column recursion it batches (tests), and round-to-nearest where inputs are "
               "uncorrelated", False, gptq, calibrated=True),
+    Quantizer("gptq-offset", "GPTQ on offset's grid, calibrated: as gptq, with a float minimum per block (Q4_1's "
+              "grid) in place of an integer zero", "the same recursion (tests), and offset's rounding where inputs are "
+              "uncorrelated", True, gptq_offset, calibrated=True),
 )}
 """Every weight quantizer by name; the first is the harness's default."""
 
