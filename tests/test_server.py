@@ -138,3 +138,23 @@ def test_beyond_loopback_only_when_asked_loudly_and_still_token_bound(capsys: py
     assert "WARNING: the page server listens on 0.0.0.0:" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--serve-host"):
         check_serve_host("192.0.2.1")  # TEST-NET: not an address of this machine
+
+
+def test_output_arrives_in_pieces_and_a_piece_sent_again_replaces_itself() -> None:
+    """The page posts its output in pieces at their offsets and sends one again after a network
+    error (web/job_client.js): the pieces join in order, a repeated one is not counted twice, a
+    gap is refused and the whole stays within what the job can send."""
+    async def check(server, job, http, base):  # noqa: ANN001, ANN202
+        async def post(offset, data):  # noqa: ANN001, ANN202
+            async with http.post(f"{base}/output?token={job.token}&offset={offset}", data=data) as r:
+                return r.status
+        assert await post(0, b"a" * 30) == 200
+        assert await post(30, b"b" * 30) == 200
+        assert await post(30, b"c" * 30) == 200  # sent again
+        assert job.output == b"a" * 30 + b"c" * 30
+        assert await post(70, b"d") == 409  # bytes 60-69 never came
+        assert await post(60, b"e" * 5) == 413  # 65 bytes in all
+        assert await post("x", b"") == 400
+        assert await post(60, b"f" * 4) == 200
+        assert job.output == b"a" * 30 + b"c" * 30 + b"ffff"
+    asyncio.run(_with_job(check))

@@ -184,10 +184,19 @@ class JobServer:
         return web.Response(body=data, content_type="application/octet-stream")
 
     async def _post_output(self, request: web.Request) -> web.Response:
-        """At most what this job's output can be (its spec's output_bytes)."""
+        """At most what this job's output can be (its spec's output_bytes), in pieces posted in
+        order: each names its ``offset``; a piece sent again (the page retries one after a network
+        error) replaces itself and whatever followed it."""
         job = self._authorized(request)
         limit = int(job.spec.get("output_bytes") or 0)
-        job.output = await _read_body(request, limit)
+        try:
+            offset = int(request.query.get("offset", "0"))
+        except ValueError:
+            raise web.HTTPBadRequest(text="offset is not an integer") from None
+        held = job.output or b""
+        if not 0 <= offset <= len(held):
+            raise web.HTTPConflict(text=f"output piece at offset {offset}; {len(held)} bytes were received")
+        job.output = held[:offset] + await _read_body(request, limit - offset)  # a piece sent again replaces itself
         return web.json_response({"ok": True})
 
     async def _post_result(self, request: web.Request) -> web.Response:
