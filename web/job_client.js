@@ -27,8 +27,9 @@ export class JobClient {
   }
 
   // The output goes in pieces of OUTPUT_PIECE bytes, in order, each naming its offset (the server
-  // appends it there): Chromium dropped one 50 MB body before its first byte when the page's
-  // memory was large (ONNX Runtime's wasm session of SmolLM2 with 8-bit weights).
+  // appends it there), and a piece that meets a network error goes again: after a long ONNX
+  // Runtime wasm session of SmolLM2, Chromium failed the page's first POST (even one the server had
+  // read whole) and passed the same POST sent again.
   async postOutput(buffer) {
     const bytes = ArrayBuffer.isView(buffer) ? new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
                                              : new Uint8Array(buffer);
