@@ -254,7 +254,7 @@ def _gptq(w: np.ndarray, bits: int, block_size: int, hessian: np.ndarray | None,
         part, errors = work[:, i1:i2].copy(), np.zeros((n, i2 - i1))
         for i in range(i2 - i1):
             column, group = order[i1 + i], order[i1 + i] // block_size
-            q = np.clip(round_onto(part[:, i], scale[:, group], zero[:, group], grid.float_zero), 0, top)
+            q = np.clip(_round_onto(part[:, i], scale[:, group], zero[:, group], grid.float_zero), 0, top)
             codes[:, column] = q
             errors[:, i] = (part[:, i] - (q - zero[:, group]) * scale[:, group]) / upper[i1 + i, i1 + i]
             part[:, i:] -= np.outer(errors[:, i], upper[i1 + i, i1 + i:i2])
@@ -262,7 +262,7 @@ def _gptq(w: np.ndarray, bits: int, block_size: int, hessian: np.ndarray | None,
     return BlockCodes(name, bits, block_size, codes, grid.scale, grid.zero)
 
 
-def round_onto(values: np.ndarray, scale: np.ndarray, zero: np.ndarray, float_zero: bool) -> np.ndarray:
+def _round_onto(values: np.ndarray, scale: np.ndarray, zero: np.ndarray, float_zero: bool) -> np.ndarray:
     """The nearest code of ``values`` on a grid, unclipped: an integer zero point's grid rounds
     half to even (minmax), a float offset's rounds half up (Q4_1's ``trunc(x / d - min / d + 0.5)``)."""
     if float_zero:

@@ -16,10 +16,9 @@ import functools
 import numpy as np
 
 from ...architectures.whisper import torch_module
-from ...models.calibration import CALIBRATION_NAME, MomentSums, builtin_calibration_texts
+from ...models.calibration import MomentSums, builtin_calibration_texts
 from ...models.source import LoadedModel
 from . import audio
-
 
 
 def calibration_clips(count: int | None = None) -> tuple[audio.Clip, ...]:
