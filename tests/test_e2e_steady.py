@@ -51,7 +51,11 @@ def test_a_warm_up_is_measured_at_its_fast_level_and_a_drift_is_flagged(browser)
     step, drift = asyncio.run(_visit_all(browser, [(STEP, FLOOR), (DRIFT, TIMING)]))
 
     assert step.stop_reason == "steady"
-    assert step.floor_iterations > 0 and step.start_ms[-1] > 2 * STEP["switch_ms"]  # the window: half the time
+    # The window covers half the elapsed time and holds (nearly) only fast samples: the page stops
+    # near twice the switch. "Nearly": the halves' medians tolerate a few slow samples at the window's
+    # start, so the window may begin a few slow samples (8 ms each) before the switch.
+    ended_ms = step.start_ms[-1] + step.wall_ms[-1]
+    assert step.floor_iterations > 0 and ended_ms > 2 * (STEP["switch_ms"] - 5 * STEP["slow_ms"])
     (judged,), _ = judge_series([step])
     assert judged.verdict.steady_class is SteadyClass.WARMUP, judged.verdict
     assert judged.verdict.level_ms == pytest.approx(STEP["fast_ms"], rel=0.05)
