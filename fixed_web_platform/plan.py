@@ -29,6 +29,7 @@ from .vocabulary import (
     ACT_BITS,
     DEFAULT_BLOCK_SIZE,
     DEFAULT_GRANULARITY,
+    HELD_FORMAT,
     SCHEMA_VERSION,
     WEBNN_DEVICES,
     BrowserName,
@@ -141,7 +142,8 @@ def build_plan(
                             assert runner is not None
                             for fmt, form in itertools.product(runner.weight_formats(workload, b, acts),
                                                                runner.graph_forms(forms, acts)):
-                                if fmt and wq != quants[0]:
+                                coded = fmt in ("", HELD_FORMAT)  # the quantizer makes its codes
+                                if not coded and wq != quants[0]:
                                     continue  # a named format (wllama's GGUF types) rounds by its own rule: once
                                 run = RunSpec(
                                     run_id=len(runs), browser=browser, engine=engine, platform=platform,
@@ -149,7 +151,7 @@ def build_plan(
                                     precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
                                     act_bits=acts, observer=obs, weight_format=fmt, granularity=group,
                                     graph_form=form,
-                                    weight_quant=wq if group == DEFAULT_GRANULARITY and not fmt else DEFAULT_QUANTIZER,
+                                    weight_quant=wq if group == DEFAULT_GRANULARITY and coded else DEFAULT_QUANTIZER,
                                 )
                                 runs.append(dataclasses.replace(run, refused=planned_refusal(run)))
     return runs

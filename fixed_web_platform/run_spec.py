@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .precision.quantizers import DEFAULT_QUANTIZER
-from .vocabulary import DEFAULT_GRANULARITY, BrowserName, EngineName, Platform, PrecisionMode, block_for, parse_bits
+from .vocabulary import (DEFAULT_GRANULARITY, HELD_FORMAT, BrowserName, EngineName, Platform, PrecisionMode, block_for,
+                         parse_bits)
 from .workloads import Workload, workload_from_json
 
 MAX_ITERATIONS_LIMIT = 2048
@@ -137,19 +138,26 @@ class RunSpec:
     """The calibration observer that gave the activations their scale and zero point ('' at 32)."""
     weight_format: str = ""
     """The weight format asked for, for engines that hold several at one bit width (wllama: a
-    GGUF type such as Q4_0, or 'shipped' for the model's own file); '' where the bits name it."""
+    GGUF type such as Q4_0, 'shipped' for the model's own file, or HELD_FORMAT for the harness's
+    codes); '' where the bits name it."""
     granularity: str = DEFAULT_GRANULARITY
     """How 8/4/2-bit weights are grouped: 'block' (block_size along K) or 'per-channel'."""
     weight_quant: str = DEFAULT_QUANTIZER
     """The weight quantizer that makes the 8/4/2-bit codes (precision/quantizers.py: --weight-quant).
     The default where the bits or an engine's named format decide (32/16 bits, per-channel
-    weights, wllama's GGUF types); plans from before the axis read as it."""
+    weights, wllama's GGUF types but HELD_FORMAT); plans from before the axis read as it."""
     graph_form: str = ""
     """The graph form asked for, for engines that build one computation several ways (the
     harness's WebNN graphs: engines/webnn/forms.py); '' for the engine's default."""
     refused: str = ""
     """Why this run will not be attempted, decided when the plan was built (no module runs its
     engine, platform and workload kind, or its activation precision); '' for a run to attempt."""
+
+    @property
+    def quantized_by(self) -> str:
+        """The weight quantizer that made the held codes: ``weight_quant`` at 8/4/2 bits where the
+        harness's codes are held (no named format, or HELD_FORMAT); '' otherwise."""
+        return self.weight_quant if self.bits <= 8 and self.weight_format in ("", HELD_FORMAT) else ""
 
     @property
     def weight_block(self) -> int:

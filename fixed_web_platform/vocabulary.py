@@ -143,6 +143,10 @@ GRANULARITIES = ("block", "per-channel")
 channel, the block is all of K, zero point 0, as TFLite's int8 spec and PyTorch's
 per_channel_symmetric have it; the form WebNN's TFLite backend fuses into integer kernels)."""
 DEFAULT_GRANULARITY = "block"
+HELD_FORMAT = "held"
+"""The named weight format (``RunSpec.weight_format``) of an engine that writes the harness's own
+codes in its layout (wllama: Q4_1 from the run's --weight-quant codes), planned once per quantizer;
+every other named format rounds by its engine's own rule and runs once."""
 PER_CHANNEL_BLOCK = 0
 """The block size that stands for per-channel in a layer plan or a prepare call (resolved to the
 layer's K where the bytes are made: precision/held.py)."""

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import require_browser
 
-from fixed_web_platform.engines.wllama import SHIPPED
+from fixed_web_platform.engines.wllama import HELD, SHIPPED
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.results.writer import ResultWriter
@@ -33,10 +33,14 @@ def workload() -> DecoderWorkload:
     return DecoderWorkload.create("smollm2-135m", prompt_len=8, new_tokens=4, eval_len=8)
 
 
-def _sweep(browser: BrowserName, platforms, bits, out: Path, formats=("Q8_0", "Q4_0", SHIPPED)):  # noqa: ANN001, ANN202
+def _sweep(browser: BrowserName, platforms, bits, out: Path,  # noqa: ANN001, ANN202
+           formats=("Q8_0", "Q4_0", SHIPPED, f"{HELD} offset")):
+    """``formats``: 'format' for llama.cpp's (planned with minmax), 'held <quantizer>' for the harness's codes."""
     require_browser(browser)
-    plan = build_plan([browser], list(platforms), [workload()], bits, engines=[EngineName.WLLAMA])
-    plan = [r for r in plan if r.weight_format in formats]  # Q4_1 re-written: the shipped file's twin here
+    plan = build_plan([browser], list(platforms), [workload()], bits, engines=[EngineName.WLLAMA],
+                      weight_quant=["minmax", "offset"])
+    plan = [r for r in plan if (f"{HELD} {r.weight_quant}" if r.weight_format == HELD else r.weight_format) in formats
+            and (r.weight_format == HELD or r.weight_quant == "minmax")]  # Q4_1 re-written: the shipped file's twin here
     plan = [dataclasses.replace(r, run_id=i) for i, r in enumerate(plan)]
     writer = ResultWriter(out)
     rows = asyncio.run(run_sweep(plan, writer, SweepOptions(timing=QUICK)))
@@ -51,7 +55,7 @@ def chrome_rows(tmp_path_factory):  # noqa: ANN001, ANN201
     return out, rows | _sweep(BrowserName.CHROME, (Platform.WEBGPU,), (8,), out / "webgpu", ("Q8_0",))
 
 
-@pytest.mark.budget(400, why="wllama runs only real GGUF files: SmolLM2-135M's own and two re-written from it "
+@pytest.mark.budget(400, why="wllama runs only real GGUF files: SmolLM2-135M's own and three re-written from it "
                            "(8 s each), each read back through transformers (about 20 s) for its float64 reference")
 def test_llama_cpp_formats_in_chrome_are_right_and_accuracy_falls_with_bits(chrome_rows) -> None:  # noqa: ANN001
     _, rows = chrome_rows
@@ -68,6 +72,20 @@ def test_llama_cpp_formats_in_chrome_are_right_and_accuracy_falls_with_bits(chro
     assert shipped["kl_mean"] < q4["kl_mean"] and q8["kl_mean"] < q4["kl_mean"]
     assert q4.weight_bytes < shipped.weight_bytes < q8.weight_bytes
     assert q8.weight_format == "gguf Q8_0" and shipped.weight_format == "gguf Q4_1 (as shipped)"
+
+
+def test_the_harness_s_own_codes_run_in_llama_cpp(chrome_rows) -> None:  # noqa: ANN001
+    """The held file: the harness's offset codes as Q4_1 (gguf_files.write_held), the float embedding
+    and a 4-bit head of its own. Its body is the shipped file's bytes, its head 4-bit: it loses less
+    than Q4_0 (every layer re-rounded onto another grid); a query/key row order llama.cpp does not
+    expect would lose far more."""
+    _, rows = chrome_rows
+    held, q4 = rows[("wasm", HELD)], rows[("wasm", "Q4_0")]
+    assert held.outcome == Outcome.OK, held.reason
+    assert held.rel_error_vs_dequantized <= held.kernel_tolerance
+    assert held.weight_quant == "offset" and held.weight_format == "gguf Q4_1 (the harness's offset codes)"
+    assert held.weight_dtype.startswith("Q4_1x211") and "F32" in held.weight_dtype
+    assert held["kl_mean"] < q4["kl_mean"]
 
 
 def test_outputs_on_disk_recompute_the_wllama_figures(chrome_rows) -> None:  # noqa: ANN001

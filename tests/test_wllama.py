@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from fixed_web_platform.engines.registry import engine_for, read_reply
-from fixed_web_platform.engines.wllama import NO_FORMAT, SHIPPED, gguf_files
+from fixed_web_platform.engines.wllama import HELD, NO_FORMAT, SHIPPED, gguf_files
 from fixed_web_platform.engines.wllama.decoder import buffers
 from fixed_web_platform.engines.wllama.prepared import kl_lower_bound
 from fixed_web_platform.harness.protocol import PageReply
 from fixed_web_platform.plan import build_plan
+from fixed_web_platform.precision.quantizers import input_moment, quantize
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
 from fixed_web_platform.workloads import DecoderWorkload
 from fixed_web_platform.workloads.decoder import accuracy
@@ -111,10 +112,61 @@ def smollm2() -> DecoderWorkload:
 
 def test_the_plan_has_a_run_per_llama_cpp_format_and_refuses_2_bit(smollm2: DecoderWorkload) -> None:
     plan = build_plan([BrowserName.CHROME], [Platform.WASM], [smollm2], [8, 4, 2], engines=[EngineName.WLLAMA])
-    assert [(r.bits, r.weight_format) for r in plan] == [(8, "Q8_0"), (4, "Q4_0"), (4, "Q4_1"), (4, SHIPPED), (2, "")]
-    assert [r.refused for r in plan[:4]] == [""] * 4
-    assert plan[4].refused == NO_FORMAT[2]
+    assert [(r.bits, r.weight_format) for r in plan] == [(8, "Q8_0"), (4, "Q4_0"), (4, "Q4_1"), (4, HELD),
+                                                         (4, SHIPPED), (2, "")]
+    assert [r.refused for r in plan[:5]] == [""] * 5
+    assert plan[5].refused == NO_FORMAT[2]
     assert "Q4_0" in plan[1].label
+
+
+def test_held_files_are_planned_per_quantizer_and_refused_off_q4_1s_block(smollm2: DecoderWorkload) -> None:
+    plan = build_plan([BrowserName.CHROME], [Platform.WASM], [smollm2], [4], engines=[EngineName.WLLAMA],
+                      weight_quant=["minmax", "gptq-offset"])
+    assert [(r.weight_format, r.weight_quant) for r in plan] == [
+        ("Q4_0", "minmax"), ("Q4_1", "minmax"), (HELD, "minmax"), (SHIPPED, "minmax"), (HELD, "gptq-offset")]
+    assert all(not r.refused for r in plan)
+    [odd] = [r for r in build_plan([BrowserName.CHROME], [Platform.WASM], [smollm2], [4], block_size=64,
+                                   engines=[EngineName.WLLAMA]) if r.weight_format == HELD]
+    assert "blocks of 32" in odd.refused and "blocks of 64" in odd.refused
+
+
+@pytest.mark.parametrize("quantizer", ["offset", "minmax", "gptq"])
+def test_q4_1_blocks_hold_the_codes_and_offsets_are_gguf_s_own_bytes(quantizer: str) -> None:
+    import gguf
+
+    rng = np.random.default_rng(1)
+    w = (rng.standard_normal((8, 128)) * rng.uniform(0.01, 1, (8, 1))).astype(np.float32)
+    x = rng.standard_normal((256, 128))
+    codes = quantize(w, 4, 32, quantizer, input_moment(x))
+    blocks = gguf_files.q4_1_blocks(codes)
+    held = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType.Q4_1)
+    assert held.shape == w.shape
+    if quantizer == "offset":  # Q4_1's own rule: llama.cpp's bytes exactly
+        assert np.array_equal(blocks, gguf.quants.quantize(w, gguf.GGMLQuantizationType.Q4_1))
+    # the codes' values, with the scale and offset in float16 (half an ulp of each, times 15 steps)
+    step = codes.scale.repeat(32, axis=1)
+    assert np.abs(held - codes.dequantize()).max() <= float((step * 2.0 ** -11 * 16).max())
+    with pytest.raises(gguf_files.GgufError, match="blocks of 32"):
+        gguf_files.q4_1_blocks(quantize(w, 4, 64))
+
+
+@pytest.mark.budget(60, why="SmolLM2-135M's weights read through transformers (about 15 s)")
+def test_offset_codes_of_smollm2_written_for_llama_cpp_are_its_shipped_bytes(smollm2: DecoderWorkload) -> None:
+    """SmolLM2's body ships in Q4_1 and offset re-finds that grid (docs/design/weight-quantizers.md):
+    the harness's codes, packed and row-ordered for llama.cpp (query and key rows permuted), are the
+    shipped tensors byte for byte, which checks the packing, the names and the permutation."""
+    from fixed_web_platform.models import source
+    from fixed_web_platform.precision.held import hold_weights
+
+    loaded = source.load(source.resolve("smollm2-135m"))
+    shipped = {t.name: t for t in gguf_files._reader(gguf_files.model_file("smollm2-135m", False)).tensors}
+    cfg = loaded.config
+    for layer, name, heads in [("self_attn.q_proj", "attn_q", cfg.heads), ("self_attn.k_proj", "attn_k", cfg.kv_heads),
+                               ("mlp.down_proj", "ffn_down", 0)]:
+        codes = hold_weights(loaded.weights[f"model.layers.0.{layer}.weight"], 4, 32, quantizer="offset").codes
+        blocks = gguf_files.q4_1_blocks(codes)
+        ordered = gguf_files._llama_cpp_rows(blocks, heads) if heads else blocks
+        assert np.array_equal(ordered, np.asarray(shipped[f"blk.0.{name}.weight"].data)), name
 
 
 def test_models_that_are_not_gguf_and_rule_sets_are_refused_when_planned(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..vocabulary import PER_CHANNEL_BLOCK
 from . import quant
-from .quantizers import DEFAULT_QUANTIZER, quantize
+from .quantizers import DEFAULT_QUANTIZER, BlockCodes, quantize
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,9 @@ class HeldWeights:
     """How the zero points are held: the weights' integer type, or float32; '' for float weights."""
     weight_error: float = 0.0
     """Relative RMS error of ``w_exec`` against the float weights (what the bits and the quantizer cost)."""
+    codes: BlockCodes | None = None
+    """The unsigned codes, scales and zeros the bytes hold (8/4/2 bits): what a format of another
+    layout (llama.cpp's Q4_1, engines/wllama/gguf_files.py) writes the same values from."""
 
 
 def hold_weights(w: np.ndarray, bits: int, block_size: int, unsigned: bool = False,
@@ -70,15 +73,17 @@ def _held_bytes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quant
         q, params = quant.quantize_weights(w, bits, granularity="blockwise", block_size=block_size)
     w_exec = quant.dequantize_weights(q, params)
     zero_point, weight_dtype = params.zero_point, params.dtype
+    shift = 1 << (bits - 1)
+    codes = BlockCodes(DEFAULT_QUANTIZER, bits, block_size, q + shift, params.scale.astype(np.float32),
+                       params.zero_point + shift)
     if unsigned:
-        offset = 1 << (bits - 1)
-        q, zero_point, weight_dtype = q + offset, zero_point + offset, "u" + params.dtype
+        q, zero_point, weight_dtype = q + shift, zero_point + shift, "u" + params.dtype
     tensors = {"w": quant.pack_u32_words(q, bits).tobytes(),
                "scales": params.scale.astype(np.float32).tobytes(),
                "zero_points": quant.pack_u32_words(zero_point, bits).tobytes()}
     grouping = "per-channel" if per_channel else f"block{block_size}"
     return HeldWeights(tensors, w_exec, f"{weight_dtype}-{grouping}-{params.scheme}", weight_dtype,
-                       sum(len(t) for t in tensors.values()), block_size, DEFAULT_QUANTIZER, weight_dtype)
+                       sum(len(t) for t in tensors.values()), block_size, DEFAULT_QUANTIZER, weight_dtype, codes=codes)
 
 
 def _hold_codes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quantizer: str,
@@ -95,4 +100,4 @@ def _hold_codes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quant
                "scales": codes.scale.astype(np.float32).tobytes(), "zero_points": zero}
     return HeldWeights(tensors, codes.dequantize(), f"{weight_dtype}-block{block_size}-{quantizer}",
                        weight_dtype, sum(len(t) for t in tensors.values()), block_size, quantizer,
-                       "float32" if codes.float_zero else weight_dtype)
+                       "float32" if codes.float_zero else weight_dtype, codes=codes)

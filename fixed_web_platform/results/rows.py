@@ -269,7 +269,7 @@ class ResultRow:
     weight_quant: str = ""
     """The weight quantizer that made the 8/4/2-bit codes (--weight-quant: minmax, offset, hqq, kquant,
     gptq; docs/design/weight-quantizers.md); blank at 32/16 bits and for an engine's named format
-    (format_requested, e.g. wllama's GGUF types, which round by their own rule)."""
+    (format_requested, e.g. wllama's GGUF types, which round by their own rule) but ``held``."""
 
     kind_fields: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """The row's values of its kind's columns (workloads/<kind>): shape or model, its figures."""
@@ -352,7 +352,7 @@ class ResultRow:
             graph_form=run.graph_form,
             calibration=run.workload.calibration_label
             if run.act_bits != 32 or QUANTIZERS[run.weight_quant].calibrated else "",
-            weight_quant=run.weight_quant if run.bits <= 8 and not run.weight_format else "",
+            weight_quant=run.quantized_by,
             kind_fields=run.workload.row_fields(run.bits, run.block_size),
         )
 

@@ -28,9 +28,11 @@ WLLAMA_ASSETS_URL = "/engines/wllama/"
 GGUF_DIR = PROJECT_ROOT / ".cache" / "gguf"
 """GGUF files written for wllama runs (git-ignored), served at ``GGUF_URL``."""
 GGUF_URL = "/gguf/"
-SHIPPED = gguf_files.SHIPPED
-BITS_FORMATS: dict[int, tuple[str, ...]] = {32: ("F32",), 16: ("F16",), 8: ("Q8_0",), 4: ("Q4_0", "Q4_1")}
-"""The llama.cpp formats a sweep's --bits runs (the harness writes each from the model's weights)."""
+SHIPPED, HELD = gguf_files.SHIPPED, gguf_files.HELD
+BITS_FORMATS: dict[int, tuple[str, ...]] = {32: ("F32",), 16: ("F16",), 8: ("Q8_0",), 4: ("Q4_0", "Q4_1", HELD)}
+"""The formats a sweep's --bits runs: llama.cpp's (the harness writes each from the model's
+weights by llama.cpp's rounding) and, at 4 bits, ``held``: the harness's own codes as Q4_1, one
+run per --weight-quant (gguf_files.py)."""
 NO_FORMAT = {2: "llama.cpp's 2-bit formats are not written here: its k-quant Q2_K needs llama.cpp's "
                 "importance search (the gguf package only reads it) and TQ2_0 is ternary, for models "
                 "trained ternary"}

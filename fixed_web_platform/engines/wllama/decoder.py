@@ -17,11 +17,13 @@ from collections import Counter
 from typing import Any
 
 from ...harness.protocol import PageReply
+from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
-from ...vocabulary import BrowserName, Outcome, Platform
+from ...vocabulary import DEFAULT_GRANULARITY, BrowserName, Outcome, Platform
 from ...workloads.decoder import DecoderWorkload
+from ...workloads.decoder.prepared import held_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from . import GGUF_DIR, GGUF_URL, NO_FORMAT, SHIPPED, WLLAMA_ASSETS_URL, WLLAMA_DIR, WllamaEngine, gguf_files
+from . import GGUF_DIR, GGUF_URL, HELD, NO_FORMAT, SHIPPED, WLLAMA_ASSETS_URL, WLLAMA_DIR, WllamaEngine, gguf_files
 from .prepared import TOP_K, prepare_gguf
 
 RUNNER = "wllama_decoder"
@@ -58,6 +60,9 @@ def buffers(log: str) -> dict[str, dict[str, float]]:
 
 class WllamaDecoder(KindRunner):
     runner = RUNNER
+    weight_quants = tuple(QUANTIZERS)
+    """Every quantizer's codes, in ``held`` files (Q4_1 holds integer and float zeros alike); its
+    other formats round by llama.cpp's rules and are planned once, as the default's."""
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
         why = super().refusal(engine, run)
@@ -69,6 +74,11 @@ class WllamaDecoder(KindRunner):
             return hang
         if not run.weight_format:
             return NO_FORMAT.get(run.bits, f"wllama has no llama.cpp format planned for {run.bits}-bit weights")
+        if run.weight_format == HELD and (run.bits, run.block_size, run.granularity) != (
+                gguf_files.HELD_BITS, gguf_files.HELD_BLOCK, DEFAULT_GRANULARITY):
+            return (f"the harness's codes go into llama.cpp's {gguf_files.HELD_TYPE}, which holds {gguf_files.HELD_BITS}-bit "
+                    f"blocks of {gguf_files.HELD_BLOCK} along K, not {run.bits}-bit {run.granularity} blocks of "
+                    f"{run.block_size}")
         if not isinstance(workload, DecoderWorkload):
             return f"wllama runs decoder workloads, not {workload.kind}"
         if workload.rules:
@@ -91,10 +101,15 @@ class WllamaDecoder(KindRunner):
             return Refusal(Outcome.UNAVAILABLE, f"wllama is not installed in {WLLAMA_DIR} (run scripts/setup.sh)")
         source_file = gguf_files.model_file(workload.model, False)
         assert source_file is not None
-        shipped = gguf_files.shipped_format(workload.model, False)
-        path = await asyncio.to_thread(gguf_files.file_for, source_file, run.weight_format, GGUF_DIR)
-        as_shipped = run.weight_format == SHIPPED
-        fmt = shipped if as_shipped else run.weight_format
+        as_shipped, as_held = run.weight_format == SHIPPED, run.weight_format == HELD
+        if as_held:
+            held = await asyncio.to_thread(held_decoder, workload, run.bits, run.block_size, run.seed,
+                                           weight_quant=run.weight_quant)
+            path = await asyncio.to_thread(gguf_files.held_file_for, source_file, held, GGUF_DIR)
+        else:
+            path = await asyncio.to_thread(gguf_files.file_for, source_file, run.weight_format, GGUF_DIR)
+        fmt = (gguf_files.shipped_format(workload.model, False) if as_shipped
+               else gguf_files.HELD_TYPE if as_held else run.weight_format)
         prepared = await asyncio.to_thread(prepare_gguf, workload, fmt, path, as_shipped)
         tokens = prepared.tokens
         texts, length = tokens.eval_ids.shape
@@ -113,7 +128,8 @@ class WllamaDecoder(KindRunner):
                       "top_k": TOP_K, "texts": texts, "rows": length},
         }
         spec = self.spec(engine, run, timing, {}, prepared.outputs, options)
-        label = f"gguf {fmt}" + (" (as shipped)" if run.weight_format == SHIPPED else "")
+        label = f"gguf {fmt}" + (" (as shipped)" if as_shipped else f" (the harness's {run.weight_quant} codes)"
+                                 if as_held else "")
         types = Counter(gguf_files.tensor_types(path).values())
         return EngineJob(spec=spec, tensors={}, prepared=prepared, weight_format=label,
                          weight_dtype=",".join(f"{t}x{n}" for t, n in types.most_common()),

@@ -164,17 +164,26 @@ def fp32_references(model: source.LoadedModel, workload: DecoderWorkload) -> tup
             pytorch_greedy(model, tokens.prompt, workload.new_tokens, tokens.eos))
 
 
+def held_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
+                 weight_quant: str = DEFAULT_QUANTIZER) -> HeldModel:
+    """The decoder's linear layers held at the workload's plan for ``bits``, their codes made by
+    ``weight_quant`` (calibrated ones on the built-in calibration texts): the bytes every engine
+    holds, the harness's and those written into a GGUF file for wllama alike."""
+    resolved = source.resolve(workload.model, workload.random_weights)
+    loaded = source.load(resolved, workload.random_weights, seed)
+    plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
+    moments = functools.partial(calibration.token_moments, loaded, calibration.builtin_calibration_texts())
+    return hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
+
+
 @functools.lru_cache(maxsize=4)
 def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int,
                     unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER) -> PreparedDecoder:
     """Everything a decoder run needs in Python (cached: engines of one configuration share it).
     ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values); ``weight_quant``
     makes their codes (precision/quantizers.py)."""
-    resolved = source.resolve(workload.model, workload.random_weights)
-    loaded = source.load(resolved, workload.random_weights, seed)
-    plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
-    moments = functools.partial(calibration.token_moments, loaded, calibration.builtin_calibration_texts())
-    held = hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
+    held = held_decoder(workload, bits, block_size, seed, unsigned, weight_quant)
+    loaded, plan = held.model, tuple(layer.precision for layer in held.layers)
     tokens = workload.tokens()
     ref_float, generated_fp32 = fp32_references(loaded, workload)
     weights = held.exec_weights()
