@@ -140,3 +140,20 @@ def test_capabilities_command(tmp_path):
     assert edge["status"] == "unavailable" and "msedge" in edge["reason"]
     table = (tmp_path / "capabilities.md").read_text()
     assert "| chrome | 153" in table and "| firefox |" in table and "| edge |" in table
+
+
+def test_a_float_zero_point_is_subtracted_per_block_in_every_layout(tmp_path):
+    """offset's float zero points (one float32 per block) on int4 codes: dequantizeLinear with a zero
+    of 0, then zero x scale subtracted per block (web/engines/webnn_graph.js) in the three layouts a
+    graph form gives the weight ([N, K], [K, N] re-packed, [N x blocks, block]). A wrong offset or
+    layout would put the output off the float64 reference on the held bytes by the size of a step."""
+    require_browser(BrowserName.CHROME)
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBNN], [SMALL], [4], precision_mode=PrecisionMode.EXPERIMENTAL,
+                      weight_quant="offset", graph_form=["transpose", "pretransposed", "blockrows"])
+    rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path), SweepOptions(timing=QUICK, progress=None)))
+    assert [r.graph_form for r in rows] == ["transpose", "pretransposed", "blockrows"]
+    for row in rows:
+        assert row.outcome == Outcome.OK, f"{row.graph_form}: {row.reason}"
+        assert (row.weight_quant, row.weight_dtype, row.zero_point_dtype) == ("offset", "int4", "float32")
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, row.graph_form
+    assert len({round(r.rel_error_vs_float, 6) for r in rows}) == 1  # the same values in every layout

@@ -9,6 +9,7 @@ browser answers for itself.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +106,19 @@ def choose_weight_plan(bits: int, mode: PrecisionMode, limits: dict[str, Any]) -
                           "WebNN defines no 2-bit type; asked for int2, the closest form",
                           asks_unlisted=True)
     raise ValueError(f"bits {bits} is not supported")
+
+
+FLOAT_ZERO = "float32"
+"""How a graph holds a quantizer's float zero points (precision/quantizers.py: offset, hqq, ...):
+one float32 per block, the extra subtraction after dequantizeLinear (web/engines/webnn_graph.js)."""
+
+
+def holding_zeros(plan: WeightPlan, held_zero_dtype: str) -> WeightPlan:
+    """``plan`` for a layer whose bytes hold zero points of ``held_zero_dtype`` (precision/held.py):
+    the plan's integer type, or FLOAT_ZERO where the layer's quantizer keeps a float offset per
+    block (dequantizeLinear's zero point has the codes' integer type: the graph dequantizes with a
+    zero of 0 and subtracts zero x scale per block)."""
+    return dataclasses.replace(plan, zero_point_dtype=FLOAT_ZERO) if held_zero_dtype == FLOAT_ZERO else plan
 
 
 @dataclass(frozen=True)

@@ -216,9 +216,18 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
       const q = builder.constant({dataType: p.weight_dtype, shape: qShape}, typedView(p.weight_dtype, qBuf, n * k));
       const scale = builder.constant({dataType: p.scale_dtype, shape: sShape},
                                      typedView(p.scale_dtype, sBuf, n * blocks));
-      const zeroPoint = builder.constant({dataType: p.zero_point_dtype, shape: sShape},
-                                         typedView(p.zero_point_dtype, zBuf, n * blocks));
+      const floatZero = p.zero_point_dtype === 'float32';
+      // a float zero point: dequantizeLinear with an integer zero of 0, then the block's offset
+      // (zero - shift) * scale subtracted (the codes are q + shift: shift 2^(bits-1) when signed)
+      const zeroPoint = builder.constant({dataType: floatZero ? p.weight_dtype : p.zero_point_dtype, shape: sShape},
+        floatZero ? typedView(p.weight_dtype, new ArrayBuffer(byteLength(p.weight_dtype, n * blocks)), n * blocks)
+          : typedView(p.zero_point_dtype, zBuf, n * blocks));
       weight = builder.dequantizeLinear(q, scale, zeroPoint);
+      if (floatZero) {
+        const layout = blockRows ? 'blockrows' : transposeHere ? 'transposed' : 'rows';
+        weight = subtractBlockOffsets(builder, weight, scale, typedView('float32', zBuf, n * blocks), p,
+                                      {n, k, blocks, layout});
+      }
       if (blockRows) weight = builder.reshape(weight, [n, k]);
       stored = q;
       bytes = byteLength(p.weight_dtype, n * k) + byteLength(p.scale_dtype, n * blocks) +
@@ -265,6 +274,23 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     return out;
   };
   return {linear, layerFacts};
+}
+
+// W - (zero - shift) * scale per block, for a float zero point (precision/held.py: one float32 per
+// block in the unsigned code domain); `weight` is dequantizeLinear's output with a zero of 0 in its
+// form's layout: 'blockrows' [N * blocks, block], 'transposed' [K, N] or 'rows' [N, K]. The
+// offsets are constants of the graph (zero times scale), subtracted per block through a size-1 axis.
+function subtractBlockOffsets(builder, weight, scale, zeros, p, {n, k, blocks, layout}) {
+  const bits = SUB_BYTE_BITS[p.weight_dtype] || 8 * ELEMENT_BYTES[p.weight_dtype];
+  const shift = p.weight_dtype.startsWith('u') ? 0 : 2 ** (bits - 1);
+  let zero = builder.constant({dataType: 'float32', shape: scale.shape}, zeros.map((z) => z - shift));
+  if (scale.dataType !== 'float32') zero = builder.cast(zero, scale.dataType);
+  const offsets = builder.mul(zero, scale);
+  if (layout === 'blockrows') return builder.sub(weight, offsets);  // one offset per row [N * blocks, 1]
+  const block = k / blocks;
+  const [viewed, perBlock, back] = layout === 'transposed' ?
+    [[blocks, block, n], [blocks, 1, n], [k, n]] : [[n, blocks, block], [n, blocks, 1], [n, k]];
+  return builder.reshape(builder.sub(builder.reshape(weight, viewed), builder.reshape(offsets, perBlock)), back);
 }
 
 // A per-channel int8 layer whose output keeps some channels in float (options' out.float_channels,

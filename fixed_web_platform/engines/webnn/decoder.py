@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from ...architectures.llama.reference import rope_tables
 from ...harness.protocol import PageReply
 from ...models import rules as precision_rules
-from ...precision.quantizers import INTEGER_ZERO
+from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
@@ -65,7 +65,7 @@ class WebnnDecoder(KindRunner):
     """A decoder LLM as prefill, decode-step and scoring WebNN graphs."""
 
     runner = RUNNER
-    weight_quants = INTEGER_ZERO
+    weight_quants = tuple(QUANTIZERS)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:

@@ -28,7 +28,7 @@ from typing import Any
 
 from ...harness.protocol import PageReply
 from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
-from ...precision.quantizers import INTEGER_ZERO
+from ...precision.quantizers import QUANTIZERS
 from ...precision.webnn_precision import choose_activation_plan
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
@@ -46,7 +46,7 @@ class WebnnEncoder(KindRunner):
     """A whole encoder as one WebNN graph."""
 
     runner = RUNNER
-    weight_quants = INTEGER_ZERO
+    weight_quants = tuple(QUANTIZERS)
     act_bits = (32, 8)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
@@ -67,8 +67,7 @@ class WebnnEncoder(KindRunner):
         options = {
             "device_type": run.webnn_device,
             "graph_form": form,
-            "webnn_layers": [layer_options(lp, held.precision.block)
-                             for lp, held in zip(per_layer, prepared.held.layers)],
+            "webnn_layers": [layer_options(lp, held) for lp, held in zip(per_layer, prepared.held.layers)],
             "webnn_act": ({"dtype": act_plan.dtype, "zero_point_offset": act_plan.zero_point_offset}
                           if act_plan else None),
         }

@@ -19,7 +19,8 @@ from typing import Any
 
 from ...harness.protocol import PageDataError, PageReply
 from ...models import rules as precision_rules
-from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan, listed
+from ...models.quantized import HeldLayer
+from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan, holding_zeros, listed
 from ...run_spec import RunSpec
 from ...vocabulary import Outcome
 from ..base import BrowserFacts, EngineJob, Executed, LayerExecuted, Refusal
@@ -57,10 +58,12 @@ def unify_signedness(plans: dict[int, WeightPlan], limits: dict[str, Any]) -> di
     return plans | {b: _with_signedness(p, unsigned, limits, why) for b, p in integer.items()}
 
 
-def layer_options(plan: WeightPlan, block_size: int) -> dict[str, Any]:
+def layer_options(plan: WeightPlan, layer: HeldLayer) -> dict[str, Any]:
+    """One linear layer's data types for the page: ``plan``'s, with the zero points its bytes hold."""
+    plan = holding_zeros(plan, layer.held.zero_point_dtype)
     return {"weight_dtype": plan.weight_dtype, "scale_dtype": plan.scale_dtype,
             "zero_point_dtype": plan.zero_point_dtype, "matmul_dtype": plan.matmul_dtype,
-            "block_size": block_size if plan.bits_executed <= 8 else 0}
+            "block_size": layer.precision.block if plan.bits_executed <= 8 else 0}
 
 
 def fallback_note(asked: list[precision_rules.LayerPrecision], layers: list[LayerExecuted],
@@ -110,7 +113,7 @@ class LayerPlans:
     def job_fields(self, held: Sequence[Any]) -> dict[str, Any]:
         """The EngineJob fields every WebNN model job fills alike from its plans and held layers
         (``held``: models.quantized.HeldLayer)."""
-        first = self.per_layer[0]
+        first = holding_zeros(self.per_layer[0], held[0].held.zero_point_dtype)
         formats = sorted({layer.held.weight_format for layer in held})
         return {"weight_format": formats[0] if len(formats) == 1 else "mixed:" + "+".join(formats),
                 "weight_dtype": first.weight_dtype, "scale_dtype": first.scale_dtype,
@@ -208,7 +211,7 @@ class ModelPlan:
         the linear layers (``plan``: the prepared plan) and each one's data types."""
         return {"device_type": run.webnn_device, "graph_form": self.form,
                 "linears": [{"name": p.layer.name, "k": p.layer.k, "n": p.layer.n, "bits": p.bits} for p in plan],
-                "webnn_layers": [layer_options(lp, h.precision.block) for lp, h in zip(self.layers.per_layer, held)]}
+                "webnn_layers": [layer_options(lp, h) for lp, h in zip(self.layers.per_layer, held)]}
 
     def job_fields(self, held: Sequence[Any]) -> dict[str, Any]:
         """The EngineJob fields every WebNN model job fills alike (``held``: the prepared layers)."""

@@ -14,8 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from ...harness.protocol import PageDataError, PageReply
-from ...precision.quantizers import INTEGER_ZERO
-from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_activation_plan, choose_weight_plan
+from ...precision.quantizers import QUANTIZERS
+from ...precision.webnn_precision import (
+    OPERAND_BITS,
+    WeightPlan,
+    choose_activation_plan,
+    choose_weight_plan,
+    holding_zeros,
+)
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.matmul import MatmulWorkload, float_input, prepare
@@ -27,7 +33,7 @@ from .forms import MATMUL_FORM, QDQ_FORM, choose_form
 class WebnnMatmul(KindRunner):
     runner = "webnn"
     act_bits = (32, 8)
-    weight_quants = INTEGER_ZERO
+    weight_quants = tuple(QUANTIZERS)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
@@ -49,6 +55,7 @@ class WebnnMatmul(KindRunner):
         prepared = prepare(w, plan.bits_executed, run.weight_block, run.seed, plan.unsigned,
                            act_bits=run.act_bits, observer=run.observer, out_int8=form == QDQ_FORM,
                            weight_quant=run.weight_quant)
+        plan = holding_zeros(plan, prepared.zero_point_dtype)
         # The page quantizes x itself (quantizeLinear in the graph): it gets x as float32.
         tensors = prepared.tensors | {"x": float_input(w, run.seed).tobytes()}
         options = {

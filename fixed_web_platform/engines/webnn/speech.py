@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...harness.protocol import PageReply
-from ...precision.quantizers import INTEGER_ZERO
+from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
@@ -43,7 +43,7 @@ class WebnnSpeech(KindRunner):
     """Whisper as an encoder graph and prompt / decode-step graphs."""
 
     runner = RUNNER
-    weight_quants = INTEGER_ZERO
+    weight_quants = tuple(QUANTIZERS)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
