@@ -70,11 +70,10 @@ def test_the_plan_multiplies_blockwise_packed_runs_and_engines_refuse_what_they_
     assert not harness[(4, "block", 32, "offset")].refused
     assert "DP4A" in harness[(4, "block", 8, "offset")].refused  # integer zero points in i32
     refused = [r for r in runs if r.weight_quant == "offset" and r.act_bits == 32 and r.refused]
-    assert {(r.engine, r.platform) for r in refused} == {(EngineName.HARNESS, Platform.WEBNN),
-                                                          (EngineName.ORT, Platform.WEBGPU), (EngineName.ORT, Platform.WEBNN)}
+    assert {(r.engine, r.platform) for r in refused} == {(EngineName.ORT, Platform.WEBGPU), (EngineName.ORT, Platform.WEBNN)}
     for run in refused:
         assert "offset quantizer (a float zero point per block)" in run.refused, run.refused
-        assert run.refused.endswith("(engines that do: harness/webgpu, ort/wasm)"), run.refused
+        assert run.refused.endswith("(engines that do: harness/webgpu, harness/webnn, ort/wasm)"), run.refused
     assert not any(r.refused for r in runs if r.weight_quant == "minmax" and r.act_bits == 32)
     wasm = [r for r in runs if r.platform == Platform.WASM and r.weight_quant == "offset" and r.act_bits == 32]
     assert len(wasm) == 1 and not wasm[0].refused  # ONNX Runtime's CPU MatMulNBits takes float zero points
