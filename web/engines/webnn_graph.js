@@ -23,8 +23,9 @@
 //                   quantizeLinear pattern Chromium's TFLite backend fuses into an int8
 //                   FULLY_CONNECTED (engines/webnn/forms.py has the conditions)
 // (float layers: the blockrows forms are the transpose and gemm forms)
-// W is dequantizeLinear(q, scale, zeroPoint) for 8/4/2-bit layers, a constant otherwise; b is the
-// tensor `<name>.bias` when the job sent one.
+// W is dequantizeLinear(q, scale, zeroPoint) for 8/4/2-bit layers (a float zero point, a layer's
+// zero_point_dtype float32: dequantizeLinear with a zero of 0, then the block offsets subtracted,
+// subtractBlockOffsets), a constant otherwise; b is the tensor `<name>.bias` when the job sent one.
 // Int8 activations (options.webnn_act, a layer's `act` scale and zero point): x becomes
 // dequantizeLinear(quantizeLinear(x, s, z), s, z) in front of the layer, s and z [1, 1] constants
 // of options.webnn_act.dtype (the zero point shifted by its zero_point_offset), built once per
