@@ -128,26 +128,29 @@ def test_every_engine_holds_the_quantizers_bytes_it_can(tmp_path: Path) -> None:
     """GPTQ's weights (minmax's grid, integer zero points) at 8 bits: the harness's WGSL and WebNN
     and ORT on every provider hold the same bytes and land on the same figures. The offset
     quantizer's at 4 bits (a float32 zero point per block): ORT's wasm MatMulNBits takes them as they
-    are, beside the WGSL kernels; its WebGPU provider is refused with the reason, before any page."""
+    are, beside the WGSL kernels and the harness's WebNN graph (at 8 bits there: standard mode); ORT's
+    WebGPU provider is refused with the reason, before any page."""
     require_browser(BrowserName.CHROME)
     plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WEBNN, Platform.WASM], [SMALL], [8, 4],
                       engines=[EngineName.HARNESS, EngineName.ORT], weight_quant=["gptq", "offset"])
     plan = [r for r in plan if (r.bits, r.weight_quant) in ((8, "gptq"), (4, "offset"))
-            and (r.weight_quant == "gptq" or r.platform != Platform.WEBNN)]
+            and (r.weight_quant == "gptq" or r.platform != Platform.WEBNN or r.engine == EngineName.HARNESS)]
     rows = {(r.weight_quant, r.engine, r.platform): r
             for r in asyncio.run(run_sweep(plan, ResultWriter(tmp_path / "q"), SweepOptions(timing=QUICK)))}
-    assert len(rows) == 5 + 3
+    assert len(rows) == 5 + 4
     gptq = [r for (q, _, _), r in rows.items() if q == "gptq"]
     for row in gptq:
         assert row.outcome == Outcome.OK, f"{row.engine}/{row.platform}: {row.reason}"
         assert row.calibration == "synthetic" and row.weight_format.endswith("-block32-gptq"), row.weight_format
         assert row.rel_error_vs_dequantized <= row.kernel_tolerance, (row.engine, row.platform)
         assert row.rel_error_vs_float == pytest.approx(gptq[0].rel_error_vs_float, rel=1e-3), (row.engine, row.platform)
-    harness, wasm, webgpu = (rows[("offset", e, p)] for e, p in (("harness", "webgpu"), ("ort", "wasm"), ("ort", "webgpu")))
-    for row in (harness, wasm):
+    harness, wasm, webgpu, webnn = (rows[("offset", e, p)] for e, p in (
+        ("harness", "webgpu"), ("ort", "wasm"), ("ort", "webgpu"), ("harness", "webnn")))
+    for row in (harness, wasm, webnn):
         assert row.outcome == Outcome.OK, f"{row.engine}/{row.platform}: {row.reason}"
         assert row.weight_quant == "offset" and row.zero_point_dtype == "float32"
         assert row.rel_error_vs_dequantized <= row.kernel_tolerance, row.engine
     assert wasm.executed_on == "wasm" and wasm.weight_bytes == harness.weight_bytes
     assert wasm.rel_error_vs_float == pytest.approx(harness.rel_error_vs_float, rel=1e-4)
-    assert webgpu.outcome == Outcome.UNSUPPORTED and "engines that do: harness/webgpu, ort/wasm" in webgpu.reason
+    assert webgpu.outcome == Outcome.UNSUPPORTED, webgpu.reason
+    assert "engines that do: harness/webgpu, harness/webnn, ort/wasm" in webgpu.reason
