@@ -118,6 +118,23 @@ def test_tiny_decoder_on_onnx_runtime_web_in_chrome(chrome_tiny) -> None:  # noq
     assert rows[("ort", "webnn", 8)].reason == ""
 
 
+def test_ort_wasm_holds_a_float_zero_point_per_block(tiny, tmp_path) -> None:  # noqa: ANN001
+    """offset's codes at 4 bits (a float32 zero point per block): ORT's wasm MatMulNBits takes them as
+    they are, and lands on the harness's WGSL decoder's figures on the same bytes; ORT's WebGPU
+    provider (uint8 zero points only) is refused before any page, naming who holds them."""
+    swept = sweep(BrowserName.CHROME, (Platform.WEBGPU, Platform.WASM), [tiny], (4,), tmp_path,
+                  engines=(EngineName.HARNESS, EngineName.ORT), timing=ONCE, weight_quant=["offset"])
+    rows = {(r.engine, r.platform): r for r in swept.rows}
+    harness, wasm, webgpu = rows[("harness", "webgpu")], rows[("ort", "wasm")], rows[("ort", "webgpu")]
+    for row in (harness, wasm):
+        assert row.outcome == Outcome.OK, (row.engine, row.reason)
+        assert row.weight_quant == "offset" and row.zero_point_dtype == "float32", row.engine
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, row.engine
+    assert wasm.executed_on == "wasm" and wasm["kl_mean"] > 0
+    assert wasm["kl_mean"] == pytest.approx(harness["kl_mean"], rel=1e-2)
+    assert webgpu.outcome == Outcome.UNSUPPORTED and "ort/wasm" in webgpu.reason, webgpu.reason
+
+
 def test_tiny_decoder_on_webnn_in_chrome_standard_mode(chrome_tiny) -> None:  # noqa: ANN001
     _, rows = chrome_tiny
     runs = {b: rows[("harness", "webnn", b)] for b in (32, 8, 4, 2)}

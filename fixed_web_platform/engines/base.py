@@ -135,8 +135,13 @@ class KindRunner(ABC):
     """The page module web/engines/<runner>.js that executes these jobs."""
     act_bits: ClassVar[tuple[int, ...]] = (32,)
     """Activation precisions built (32: float; 8: int8 with calibrated parameters)."""
-    weight_quants: ClassVar[tuple[str, ...]] = (DEFAULT_QUANTIZER,)
-    """Weight quantizers whose bytes it holds (precision/quantizers.py; --weight-quant)."""
+    weight_quants: tuple[str, ...] = (DEFAULT_QUANTIZER,)
+    """Weight quantizers whose bytes it holds (precision/quantizers.py; --weight-quant); a class's
+    own, or what the registry gives one instance (one provider's runner holding more)."""
+
+    def __init__(self, weight_quants: tuple[str, ...] | None = None) -> None:
+        if weight_quants is not None:
+            self.weight_quants = weight_quants
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
         """Why this run cannot be built, known before any browser starts ('' when it can)."""

@@ -8,10 +8,10 @@ from ..harness.protocol import PageReply
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
 from .base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from .ort import OrtWasm, OrtWebGpu, OrtWebNN
+from .ort import WASM_QUANTIZERS, OrtWasm, OrtWebGpu, OrtWebNN
 from .ort.decoder import OrtDecoder
 from .ort.encoder import OrtEncoder
-from .ort.matmul import OrtMatmul, OrtWasmMatmul
+from .ort.matmul import OrtMatmul
 from .ort.onnx import OrtOnnxFile
 from .ort.speech import OrtSpeech
 from .webnn import WebnnEngine
@@ -55,15 +55,15 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (ORT, WEBNN, "matmul"): OrtMatmul(),
     (ORT, WEBNN, "encoder"): OrtEncoder(),
     (ORT, WEBNN, "decoder"): OrtDecoder(),
-    (ORT, WASM, "matmul"): OrtWasmMatmul(),
-    (ORT, WASM, "encoder"): OrtEncoder(),
-    (ORT, WASM, "decoder"): OrtDecoder(),
+    (ORT, WASM, "matmul"): OrtMatmul(WASM_QUANTIZERS),
+    (ORT, WASM, "encoder"): OrtEncoder(WASM_QUANTIZERS),
+    (ORT, WASM, "decoder"): OrtDecoder(WASM_QUANTIZERS),
     (ORT, WEBGPU, "onnx"): OrtOnnxFile(),
     (ORT, WEBNN, "onnx"): OrtOnnxFile(),
     (ORT, WASM, "onnx"): OrtOnnxFile(),
     (ORT, WEBGPU, "speech"): OrtSpeech(),
     (ORT, WEBNN, "speech"): OrtSpeech(),
-    (ORT, WASM, "speech"): OrtSpeech(),
+    (ORT, WASM, "speech"): OrtSpeech(WASM_QUANTIZERS),
     (WLLAMA, WASM, "decoder"): WllamaDecoder(),
     (WLLAMA, WEBGPU, "decoder"): WllamaDecoder(),
 }

@@ -13,6 +13,12 @@ from ..vocabulary import PER_CHANNEL_BLOCK
 from . import quant
 from .quantizers import DEFAULT_QUANTIZER, BlockCodes, quantize
 
+FLOAT_ZERO = "float32"
+"""``HeldWeights.zero_point_dtype`` of a quantizer that keeps a float offset per block (offset,
+hqq, ...): one float32 per block, in the unsigned code domain. Each engine says how it holds them
+(WGSL: a float zero buffer; WebNN: a subtraction after dequantizeLinear; ORT wasm: MatMulNBits'
+float zero points)."""
+
 
 @dataclass(frozen=True)
 class HeldWeights:
@@ -100,4 +106,4 @@ def _hold_codes(w: np.ndarray, bits: int, block_size: int, unsigned: bool, quant
                "scales": codes.scale.astype(np.float32).tobytes(), "zero_points": zero}
     return HeldWeights(tensors, codes.dequantize(), f"{weight_dtype}-block{block_size}-{quantizer}",
                        weight_dtype, sum(len(t) for t in tensors.values()), block_size, quantizer,
-                       "float32" if codes.float_zero else weight_dtype, codes=codes)
+                       FLOAT_ZERO if codes.float_zero else weight_dtype, codes=codes)

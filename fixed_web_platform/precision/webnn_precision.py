@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..vocabulary import PrecisionMode
+from .held import FLOAT_ZERO
 from .quant import dtype_bits
 
 SPEC_GUARANTEED_TYPES = ("int8", "uint8", "float16", "float32")
@@ -106,11 +107,6 @@ def choose_weight_plan(bits: int, mode: PrecisionMode, limits: dict[str, Any]) -
                           "WebNN defines no 2-bit type; asked for int2, the closest form",
                           asks_unlisted=True)
     raise ValueError(f"bits {bits} is not supported")
-
-
-FLOAT_ZERO = "float32"
-"""How a graph holds a quantizer's float zero points (precision/quantizers.py: offset, hqq, ...):
-one float32 per block, the extra subtraction after dequantizeLinear (web/engines/webnn_graph.js)."""
 
 
 def holding_zeros(plan: WeightPlan, held_zero_dtype: str) -> WeightPlan:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from ...paths import ENGINES_DIR
+from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec
 from ...vocabulary import EngineName, Platform
 from ...workloads import OnnxFileWorkload, Workload
@@ -28,6 +29,11 @@ ORT_BUNDLE = "ort.webgpu.min.mjs"
 ORT_THREADS = max(1, min(4, os.cpu_count() or 1))
 """wasm threads asked for (pages are cross-origin isolated, so threads are possible); the
 number in effect is what the page reports."""
+WASM_QUANTIZERS = tuple(QUANTIZERS)
+"""What the wasm provider's runners hold: ORT's CPU ``MatMulNBits`` takes float32 zero points
+(one per block, ``(q - zero_point) * scale``) as well as packed uint8 ones, so every quantizer's
+bytes. Its WebGPU and WebNN ``MatMulNBits`` take uint8 zero points only: those runners hold the
+integer-zero quantizers (``INTEGER_ZERO``, each ORT kind runner's own)."""
 
 
 class OrtWebEngine(Engine):

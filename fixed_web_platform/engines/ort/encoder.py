@@ -75,7 +75,7 @@ class OrtEncoder(KindRunner):
             weight_format=kinds[0] if len(kinds) == 1 else "mixed:" + "+".join(kinds),
             weight_dtype=prepared.held.layers[0].held.weight_dtype,
             scale_dtype="float32" if nbits else "",
-            zero_point_dtype=prepared.held.layers[0].held.weight_dtype if nbits else "",
+            zero_point_dtype=prepared.held.layers[0].held.zero_point_dtype if nbits else "",
             details={"onnx_layers": onnx_encoder.summary(encoder.layers), "model_bytes": len(encoder.data),
                      "onnx_opset": onnx_encoder.OPSET},
             graph_form=QDQ_FORM if qdq else "",

@@ -9,14 +9,12 @@ weights (onnx_matmul.qdq_matmul_model): the same numbers as the harness's WebNN 
 form, so ORT's providers are judged beside it on the same references.
 
 Weights from a quantizer that keeps a float zero per block (``--weight-quant offset`` / ``hqq``):
-MatMulNBits with float32 zero points, on the wasm provider only (``OrtWasmMatmul``: ORT's CPU
-kernel computes (q - zero_point) * scale with them); its WebGPU and WebNN providers are not given
-them here (their MatMulNBits take uint8 zero points)."""
+MatMulNBits with float32 zero points, on the wasm provider only (``WASM_QUANTIZERS``)."""
 
 from __future__ import annotations
 
 from ...harness.protocol import PageDataError, PageReply
-from ...precision.quantizers import INTEGER_ZERO, QUANTIZERS
+from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, float_input, prepare
@@ -108,8 +106,3 @@ class OrtMatmul(KindRunner):
         # The model's weights are the bits asked for; ORT has no other form to run them in.
         return Executed(prepared.bits, compute, ran_on, note=note)
 
-
-class OrtWasmMatmul(OrtMatmul):
-    """On the wasm provider MatMulNBits also takes float32 zero points: every quantizer's bytes."""
-
-    weight_quants = tuple(QUANTIZERS)

@@ -39,6 +39,14 @@ def _pack_rows(values: np.ndarray, bits: int) -> np.ndarray:
     return sum(grouped[:, :, i] << (bits * i) for i in range(per_byte)).astype(np.uint8)
 
 
+def nbits_zero_points(zero_points: bytes, bits: int, n: int, blocks: int, float_zero: bool) -> np.ndarray:
+    """MatMulNBits' zero points from the harness's: float32 ones as they are (one per block; ORT's
+    CPU kernel takes them), or packed ones repacked per row (each row padded to whole bytes)."""
+    if float_zero:
+        return np.frombuffer(zero_points, dtype="<f4")[: n * blocks].copy()
+    return _pack_rows(_unpack_rows(zero_points, bits, n, blocks), bits).reshape(-1)
+
+
 def matmul_model(*, k: int, n: int, bits: int, block_size: int, w: bytes,
                  scales: bytes | None = None, zero_points: bytes | None = None, float_zero: bool = False) -> bytes:
     """y[M, N] = x[M, K] @ W^T with a dynamic M; float32 x and y except at 16 bits (float16).
@@ -63,8 +71,7 @@ def matmul_model(*, k: int, n: int, bits: int, block_size: int, w: bytes,
         blocks = k // block_size
         blob = block_size * bits // 8
         b = np.frombuffer(w, dtype=np.uint8)[: n * blocks * blob].reshape(n, blocks, blob)
-        zp = (np.frombuffer(zero_points, dtype="<f4")[: n * blocks].copy() if float_zero
-              else _pack_rows(_unpack_rows(zero_points, bits, n, blocks), bits).reshape(-1))
+        zp = nbits_zero_points(zero_points, bits, n, blocks, float_zero)
         sc = np.frombuffer(scales, dtype="<f4")[: n * blocks].copy()
         nodes = [helper.make_node("MatMulNBits", ["x", "b", "scales", "zero_points"], ["y"],
                                   domain=MS_DOMAIN, K=k, N=n, bits=bits, block_size=block_size,

@@ -66,7 +66,7 @@ class OrtSpeech(KindRunner):
             weight_format=one_or_mixed(layer.weight_dtype for layer in model.layers),
             weight_dtype=one_or_mixed(h.weight_dtype for h in held),
             scale_dtype="float32" if quantized else "",
-            zero_point_dtype=quantized[0].weight_dtype if quantized else "",
+            zero_point_dtype=one_or_mixed(h.zero_point_dtype for h in quantized) if quantized else "",
             details={"onnx_layers": summary(model.layers), "model_bytes": len(model.encoder) + len(model.decoder),
                      "onnx_opset": onnx_speech.OPSET,
                      "onnx_export": "torch.onnx.export (dynamo): encoder + cross keys/values, decoder step with a "

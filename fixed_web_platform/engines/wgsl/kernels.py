@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...paths import SHADERS_DIR
+from ...precision.held import FLOAT_ZERO
 
 PRELUDE = "prelude.wgsl"
 WORKGROUP_X = 64
@@ -49,7 +50,7 @@ def zero_form(zero_point_dtypes: Iterable[str]) -> str | None:
     """How the kernels read the zero points of weights held with these zero-point dtypes (one per
     layer; '' for float layers): 'float' when the quantized ones are float32, 'packed' when they are
     integers, None for a mix (a model's kernels of one bits read one form)."""
-    forms = {"float" if d == "float32" else "packed" for d in zero_point_dtypes if d}
+    forms = {"float" if d == FLOAT_ZERO else "packed" for d in zero_point_dtypes if d}
     return None if len(forms) > 1 else next(iter(forms), "packed")
 
 
