@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import sys
 import time
+from fnmatch import fnmatch
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,7 +43,7 @@ class Variant:
     extra: bool = False
     """The 40 built-in calibration clips and the 80 of EXTRA spoken too."""
     at_8_bits: tuple[str, ...] = ()
-    """Layers whose name contains one of these stay at 8 bits (gptq too)."""
+    """Layers whose name matches one of these patterns (fnmatch) stay at 8 bits (gptq too)."""
 
 
 VARIANTS = {
@@ -52,13 +53,23 @@ VARIANTS = {
     "calib20": Variant("the first 20 calibration clips", calibration_clips=20),
     "calib120": Variant("120 calibration clips (40 + the 80 of benchmarks/data)", extra=True),
     "head8": Variant("the head (proj_out) at 8 bits", at_8_bits=("proj_out",)),
-    "encoder8": Variant("the encoder at 8 bits (decoder and head at 4)", at_8_bits=("model.encoder.",)),
+    "encoder8": Variant("the encoder at 8 bits (decoder and head at 4)", at_8_bits=("model.encoder.*",)),
+    "head-crosskv8": Variant("the head and the cross-attention keys and values at 8 bits (the --mixed-precision "
+                             "rules before this measurement)",
+                             at_8_bits=("proj_out", "*.encoder_attn.k_proj", "*.encoder_attn.v_proj")),
+    "decoder8": Variant("the decoder and the head at 8 bits (the encoder at 4)", at_8_bits=("model.decoder.*", "proj_out")),
+    "encoder-attn8": Variant("the encoder's attention at 8 bits (its feed-forward at 4)",
+                             at_8_bits=("model.encoder.*.self_attn.*",)),
+    "encoder-ffn8": Variant("the encoder's feed-forward at 8 bits (its attention at 4)",
+                            at_8_bits=("model.encoder.*.fc1", "model.encoder.*.fc2")),
 }
 
 
-def run(variant: Variant, workload: SpeechWorkload, loaded: source.LoadedModel, bits: int, block: int) -> tuple[float, int]:
+def run(variant: Variant, workload: SpeechWorkload, loaded: source.LoadedModel, bits: int, block: int
+        ) -> tuple[float, int, int]:
+    """(WER against fp32's transcripts, clips equal to fp32's, bytes of the held linear layers)."""
     cfg = loaded.config
-    plan = tuple(dataclasses.replace(p, bits=8) if any(part in p.layer.name for part in variant.at_8_bits) else p
+    plan = tuple(dataclasses.replace(p, bits=8) if any(fnmatch(p.layer.name, pat) for pat in variant.at_8_bits) else p
                  for p in rules.assign(cfg.linear_layers(), workload.rules, bits, block))
     texts = builtin_calibration_texts()
     if variant.extra:
@@ -83,7 +94,8 @@ def run(variant: Variant, workload: SpeechWorkload, loaded: source.LoadedModel, 
                                            skip_special_tokens=True))
     _, _, reference_ids = prepared.fp32_references(loaded, workload)
     references = [tokenizer.decode(ids, skip_special_tokens=True) for ids in reference_ids]
-    return accuracy.wer(references, hypotheses), sum(a == b for a, b in zip(references, hypotheses))
+    return (accuracy.wer(references, hypotheses), sum(a == b for a, b in zip(references, hypotheses)),
+            sum(layer.held.weight_bytes for layer in held.layers))
 
 
 def main() -> None:
@@ -98,11 +110,12 @@ def main() -> None:
     body = []
     for name in args.variants:
         start = time.monotonic()
-        wer, same = run(VARIANTS[name], workload, loaded, args.bits, args.block_size)
-        body.append([name, VARIANTS[name].what, f"{100 * wer:.1f}%", f"{same} of {len(workload.clips)}"])
-        print(f"{name}: WER vs fp32 {100 * wer:.1f}%, {same} clips = fp32 ({time.monotonic() - start:.0f} s)", flush=True)
+        wer, same, nbytes = run(VARIANTS[name], workload, loaded, args.bits, args.block_size)
+        body.append([name, VARIANTS[name].what, f"{nbytes / 2**20:.1f}", f"{100 * wer:.1f}%", f"{same} of {len(workload.clips)}"])
+        print(f"{name}: WER vs fp32 {100 * wer:.1f}%, {same} clips = fp32, linear layers {nbytes / 2**20:.1f} MiB "
+              f"({time.monotonic() - start:.0f} s)", flush=True)
     print(f"\nwhisper-tiny.en, {args.clips} clips, gptq at {args.bits} bits, block {args.block_size}: WER against fp32's transcripts")
-    print("\n".join(markdown_lines(["variant", "what", "WER vs fp32", "clips = fp32"], body)))
+    print("\n".join(markdown_lines(["variant", "what", "linear layers MiB", "WER vs fp32", "clips = fp32"], body)))
 
 
 if __name__ == "__main__":
