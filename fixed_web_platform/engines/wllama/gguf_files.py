@@ -214,15 +214,8 @@ def file_for(source_file: Path, fmt: str, folder: Path) -> Path:
     ``fmt``, in ``folder`` (written once; the name carries the source's size and time)."""
     stat = source_file.stat()
     key = hashlib.sha256(f"{source_file.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
-    target = folder / f"{source_file.stem}-{key}-{fmt}.gguf"
-    if target.is_file():
-        return target
-    folder.mkdir(parents=True, exist_ok=True)
-    if fmt == SHIPPED:
-        with replacing(target) as partial:
-            shutil.copyfile(source_file, partial)
-        return target
-    return requantize(source_file, target, fmt)
+    write = (lambda t: _copy(source_file, t)) if fmt == SHIPPED else (lambda t: requantize(source_file, t, fmt))
+    return _written_once(folder / f"{source_file.stem}-{key}-{fmt}.gguf", write)
 
 
 def held_file_for(source_file: Path, held: HeldModel, folder: Path) -> Path:
@@ -234,8 +227,19 @@ def held_file_for(source_file: Path, held: HeldModel, folder: Path) -> Path:
         for name, data in sorted(layer.held.tensors.items()):
             digest.update(f"{layer.name}.{name}".encode())
             digest.update(data)
-    target = folder / f"{source_file.stem}-{digest.hexdigest()[:12]}-{HELD}.gguf"
+    return _written_once(folder / f"{source_file.stem}-{digest.hexdigest()[:12]}-{HELD}.gguf",
+                         lambda t: write_held(source_file, t, held))
+
+
+def _written_once(target: Path, write: Callable[[Path], Path]) -> Path:
+    """``target`` as written before, else ``write(target)`` in its folder (made if missing)."""
     if target.is_file():
         return target
-    folder.mkdir(parents=True, exist_ok=True)
-    return write_held(source_file, target, held)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return write(target)
+
+
+def _copy(source_file: Path, target: Path) -> Path:
+    with replacing(target) as partial:
+        shutil.copyfile(source_file, partial)
+    return target
