@@ -23,7 +23,7 @@ from .engines.webnn.forms import QDQ_FORM, check_form
 from .precision.observers import OBSERVERS
 from .precision.quantizers import DEFAULT_QUANTIZER, check_quantizer
 from .results.writer import write_atomically
-from .run_spec import RunSpec, TimingConfig
+from .run_spec import RunSpec, TimingConfig, holds_codes
 from .vocabulary import (
     ACT8_WEIGHT_BITS,
     ACT_BITS,
@@ -133,7 +133,7 @@ def build_plan(
                     activations = [(a, o) for a in act_bits for o in (observers if a != 32 else [""])
                                    if a == 32 or b in ACT8_WEIGHT_BITS]  # int8: 8/4-bit weights only
                     groupings = granularities if b <= 8 else [DEFAULT_GRANULARITY]
-                    quants = quantizers if b <= 8 else [DEFAULT_QUANTIZER]
+                    quants = quantizers if holds_codes(b, workload) else [DEFAULT_QUANTIZER]
                     for (acts, obs), group, wq in itertools.product(activations, groupings, quants):
                         if group != DEFAULT_GRANULARITY and wq != quants[0]:
                             continue  # per-channel weights are symmetric minmax (precision/held.py): once

@@ -115,6 +115,13 @@ several passes whose series is still classified) and a longer time limit; ``--st
 for more. Any timing flag given on the command line wins."""
 
 
+def holds_codes(bits: int, workload: Workload) -> bool:
+    """Some layer of a run at ``bits`` is held as a quantizer's 8/4/2-bit codes: every layer at
+    ``bits``, or the layers a model's precision rules set lower (a sensitivity probe's one layer at
+    4 bits in a float model): where ``--weight-quant`` matters."""
+    return bits <= 8 or any(rule.bits <= 8 for rule in getattr(workload, "rules", ()))
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One planned run: everything the harness needs to execute and label it."""
@@ -155,9 +162,10 @@ class RunSpec:
 
     @property
     def quantized_by(self) -> str:
-        """The weight quantizer that made the held codes: ``weight_quant`` at 8/4/2 bits where the
-        harness's codes are held (no named format, or HELD_FORMAT); '' otherwise."""
-        return self.weight_quant if self.bits <= 8 and self.weight_format in ("", HELD_FORMAT) else ""
+        """The weight quantizer that made the held codes: ``weight_quant`` where some layer is held
+        at 8/4/2 bits (``holds_codes``) as the harness's codes (no named format, or HELD_FORMAT);
+        '' otherwise."""
+        return self.weight_quant if holds_codes(self.bits, self.workload) and self.weight_format in ("", HELD_FORMAT) else ""
 
     @property
     def weight_block(self) -> int:

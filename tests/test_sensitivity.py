@@ -121,6 +121,19 @@ def test_plan_search_keeps_the_fragile_layer_and_lowers_the_rest(tiny: EncoderWo
                baseline_bits=32, block_size=32)
 
 
+def test_probes_and_predictions_hold_the_quantizer_asked_for(tiny_dir: Path, tiny: EncoderWorkload) -> None:
+    """--weight-quant offset: every probe run holds offset's codes, and the plan search predicts with
+    them (the fragile layer's outliers cost less on a float minimum per block than on minmax's grid)."""
+    from fixed_web_platform.cli.sensitivity import build_parser, plan_probes
+
+    runs, _ = plan_probes(build_parser().parse_args(["--model", str(tiny_dir), "--bits", "4", "--weight-quant", "offset"]))
+    assert {r.weight_quant for r in runs if r.bits < 32 or r.workload.rules} == {"offset"}
+    fragile = next(p for p in sensitivity.probes(tiny.architecture(), tiny.config(), "layer") if p.name == FRAGILE)
+    rules = sensitivity.probe_rules(fragile, 4, 32)
+    minmax, offset = (workload_predictor(tiny, 32, 0, q)(rules)["cosine_mean"] for q in ("minmax", "offset"))
+    assert minmax != offset
+
+
 @pytest.mark.parametrize("text", ["cosine>=0.99", "COSINE_MIN >= 0.95", "top1>=0.9", "spearman>=.97"])
 def test_budgets_parse(text: str) -> None:
     b = parse_budget(text)
@@ -135,6 +148,7 @@ def test_budgets_parse(text: str) -> None:
     ["sensitivity", "--bits", "32"],
     ["sensitivity", "--mixed-precision"],
     ["sensitivity", "--model", "./no/such/model"],
+    ["sensitivity", "--weight-quant", "minmax", "hqq"],
 ])
 def test_bad_sensitivity_input_is_one_line(argv: list[str], capsys: pytest.CaptureFixture[str],
                                            tmp_path: Path) -> None:

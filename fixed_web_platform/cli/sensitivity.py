@@ -91,8 +91,16 @@ def plan_probes(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
         [args.baseline_bits], engines=list(dict.fromkeys(args.engine or [EngineName.HARNESS])),
         repetitions=args.repetitions, block_size=args.block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
-        seed=args.seed, webnn_device=args.webnn_device)
+        seed=args.seed, webnn_device=args.webnn_device, weight_quant=[quantizer(args)])
     return plan, sensitivity_timing(args)
+
+
+def quantizer(args: argparse.Namespace) -> str:
+    """The one weight quantizer a sensitivity run probes with (its probes, its plan search's
+    predictions and the plan's verification all hold that quantizer's codes)."""
+    if len(set(args.weight_quant)) != 1:
+        raise ValueError(f"sensitivity probes one weight quantizer at a time, not {' '.join(args.weight_quant)}")
+    return args.weight_quant[0]
 
 
 def sensitivity_timing(args: argparse.Namespace) -> TimingConfig:
@@ -148,7 +156,7 @@ def sensitivity_table(directory: Path, grouping: str | None = None) -> list[sens
     for run in plan:  # probes no engine ran: the numpy forward again
         key = (run.workload, run.bits, run.block_size)
         if key not in predicted:
-            acc = sensitivity.predicted(run.workload, run.bits, run.block_size, run.seed)
+            acc = sensitivity.predicted(run.workload, run.bits, run.block_size, run.seed, run.weight_quant)
             predicted[key] = sensitivity.figures(acc)
     baselines: dict[tuple[str, str, str], tuple[dict[str, float | None], dict[str, float | None]]] = {}
     for run in plan:
@@ -261,7 +269,7 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
     base = dataclasses.replace(base, rules=(), rules_name="")
     probes = sensitivity.probes(base.architecture(), base.config(), args.group)
     found = search(ranking_from(rows, probes), budget,
-                   workload_predictor(base, args.baseline_bits, args.seed),
+                   workload_predictor(base, args.baseline_bits, args.seed, quantizer(args)),
                    baseline_bits=args.baseline_bits, block_size=args.block_size)
     layers = [layer.name for layer in base.config().linear_layers()]
     rules_path = directory / PLAN_RULES_FILE
@@ -277,7 +285,7 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
     def verify_plan(a: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
         timing = sensitivity_timing(a)
         common = {"engines": list(dict.fromkeys(a.engine or [EngineName.HARNESS])), "block_size": a.block_size,
-                  "seed": a.seed, "webnn_device": a.webnn_device, "precision_mode": (
+                  "seed": a.seed, "webnn_device": a.webnn_device, "weight_quant": [quantizer(a)], "precision_mode": (
                           PrecisionMode.EXPERIMENTAL if a.experimental_precision else PrecisionMode.STANDARD)}
         browsers, platforms = list(dict.fromkeys(a.browser)), platforms_from(a.platform)
         runs = (build_plan(browsers, platforms, [planned], [a.baseline_bits], **common)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...models.rules import PrecisionRule
-from . import accuracy
-from .sensitivity import Probe
+from ...precision.quantizers import DEFAULT_QUANTIZER
+from .sensitivity import Probe, figures, predicted
 
 BUDGET_METRICS = {"cosine": "cosine_mean", "cosine_mean": "cosine_mean", "cosine_min": "cosine_min",
                   "spearman": "spearman", "top1": "top1_agreement", "top1_agreement": "top1_agreement"}
@@ -133,14 +133,11 @@ def search(ranking: dict[int, Sequence[Probe]], budget: Budget, predict: Predict
     return FoundPlan(tuple(assigned), baseline_bits, block_size, budget, current, tuple(checks))
 
 
-def workload_predictor(workload: Any, baseline_bits: int, seed: int) -> Predictor:
-    """Predicted accuracy of a plan on this model workload (numpy forward vs PyTorch fp32)."""
-    from .prepared import prepare_model
-
+def workload_predictor(workload: Any, baseline_bits: int, seed: int, weight_quant: str = DEFAULT_QUANTIZER) -> Predictor:
+    """Predicted accuracy of a plan on this model workload (numpy forward vs PyTorch fp32), its
+    8/4/2-bit layers' codes made by ``weight_quant``."""
     def predict(rules: tuple[PrecisionRule, ...]) -> dict[str, float | None]:
         planned = dataclasses.replace(workload, rules=rules, rules_name="plan search")
         block = rules[0].block_size if rules else 32
-        prepared = prepare_model(planned, baseline_bits, block, seed)
-        acc = accuracy.compare(prepared.ref_dequantized, prepared.ref_float)
-        return {m: getattr(acc, m) for m in ("cosine_mean", "cosine_min", "spearman", "top1_agreement")}
+        return figures(predicted(planned, baseline_bits, block, seed, weight_quant))
     return predict

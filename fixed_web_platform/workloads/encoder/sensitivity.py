@@ -21,6 +21,7 @@ from typing import Any
 
 from ...architectures import ArchConfig, Architecture
 from ...models.rules import PrecisionRule
+from ...precision.quantizers import DEFAULT_QUANTIZER
 from ...values import number
 from . import accuracy
 
@@ -87,11 +88,13 @@ def probe_workload(base: Any, probe: Probe | None, bits: int | None, block_size:
     return dataclasses.replace(base, rules=rules, rules_name=probe_label(probe, bits))
 
 
-def predicted(workload: Any, bits: int, block_size: int, seed: int) -> accuracy.EmbeddingAccuracy:
-    """The numpy float64 forward with the weights this run would hold, against PyTorch fp32."""
+def predicted(workload: Any, bits: int, block_size: int, seed: int,
+              weight_quant: str = DEFAULT_QUANTIZER) -> accuracy.EmbeddingAccuracy:
+    """The numpy float64 forward with the weights this run would hold (8/4/2-bit codes by
+    ``weight_quant``), against PyTorch fp32."""
     from .prepared import prepare_model
 
-    prepared = prepare_model(workload, bits, block_size, seed)
+    prepared = prepare_model(workload, bits, block_size, seed, weight_quant=weight_quant)
     return accuracy.compare(prepared.ref_dequantized, prepared.ref_float)
 
 
