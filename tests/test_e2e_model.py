@@ -97,13 +97,13 @@ def test_mixed_precision_is_more_accurate_than_4bit_in_fewer_bytes_than_8bit(chr
     _, mixed_out, rows = chrome
     mixed = rows[("harness", "webgpu", 4, "mixed")]
     assert mixed.outcome == Outcome.OK, mixed.reason
-    assert mixed.precision_plan == "mixed:8x24,4x12"
+    assert mixed.precision_plan == "mixed:8x12,4x24"
     four, eight = rows[("harness", "webgpu", 4, "uniform")], rows[("harness", "webgpu", 8, "uniform")]
     assert mixed.cosine_mean > four.cosine_mean
     assert four.weight_bytes < mixed.weight_bytes < eight.weight_bytes
     layers = pd.read_csv(mixed_out / "layers.csv")
     counts = layers[layers.run_id == mixed.run_id].groupby("bits_executed").size().to_dict()
-    assert counts == {4: 12, 8: 24}
+    assert counts == {4: 24, 8: 12}
 
 
 def test_firefox_runs_webgpu_and_says_it_has_no_webnn(minilm_firefox: Swept) -> None:

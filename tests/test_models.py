@@ -123,10 +123,11 @@ def test_first_matching_rule_wins_and_the_rest_take_bits() -> None:
     assert rules.summary(plan) == "mixed:16x5,8x20,4x5,2x6"
 
 
-def test_mixed_precision_rules_are_data_and_give_8x24_4x12() -> None:
+def test_mixed_precision_rules_keep_ffn_up_and_values_at_8_bits() -> None:
     plan = rules.assign(LAYERS, rules.mixed_precision_rules(), 4, 32)
-    assert rules.summary(plan) == "mixed:8x24,4x12"
-    assert all(p.bits == (8 if p.layer.kind == "attention" else 4) for p in plan)
+    assert rules.summary(plan) == "mixed:8x12,4x24"
+    kept = {p.layer.name.split(".", 3)[-1] for p in plan if p.bits == 8}
+    assert kept == {"intermediate.dense", "attention.self.value"}
     assert rules.summary(rules.assign(LAYERS, (), 4, 32)) == "uniform:4"
 
 

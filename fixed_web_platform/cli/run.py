@@ -205,8 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     for kind in KINDS:  # options only one kind takes (an encoder's --batch-size, --seq-len)
         kind.add_arguments(p)
     p.add_argument("--mixed-precision", action="store_true",
-                   help="with --model: attention projections at 8-bit, feed-forward layers at --bits "
-                        "(the rule set fixed_web_platform/models/data/mixed_precision.json)")
+                   help="with --model: the layers its kind's sensitivity runs found costliest at 8-bit, the "
+                        "rest at --bits (encoders: FFN up and value projections; decoders: the head, down and "
+                        "value projections; Whisper: the encoder's feed-forward; the rule sets "
+                        "fixed_web_platform/models/data/ and workloads/<kind>/data/mixed_precision.json)")
     p.add_argument("--precision-rules", type=Path, default=None, metavar="FILE",
                    help="with --model: JSON or YAML rules [{match: GLOB or re:REGEX, bits: B, "
                         "block_size: 32}], first match wins, other layers at --bits")
