@@ -4,7 +4,7 @@ at the low bits, measured in the browser on the harness's WGSL decoder, beside u
 uniform low-bit; teacher-forced KL(fp32 || engine) and next-token top-1 agreement per probe. What
 fixed_web_platform/workloads/decoder/data/mixed_precision.json was chosen from (docs/guides/decoders.md).
 
-    .venv/bin/python benchmarks/decoder_sensitivity.py [--model smollm2-135m] [--low-bits 4]
+    .venv/bin/python benchmarks/decoder_sensitivity.py [--model smollm2-135m] [--low-bits 4] [--weight-quant gptq-offset]
     .venv/bin/python benchmarks/decoder_sensitivity.py --from results/<dir>
 """
 
@@ -24,6 +24,7 @@ from fixed_web_platform.harness.runner import SweepOptions, run_sweep  # noqa: E
 from fixed_web_platform.models.rules import PrecisionRule  # noqa: E402
 from fixed_web_platform.paths import RESULTS_ROOT  # noqa: E402
 from fixed_web_platform.plan import TimingConfig, build_plan  # noqa: E402
+from fixed_web_platform.precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS  # noqa: E402
 from fixed_web_platform.report.markdown import markdown_lines  # noqa: E402
 from fixed_web_platform.results.writer import ResultWriter  # noqa: E402
 from fixed_web_platform.vocabulary import BrowserName, Platform  # noqa: E402
@@ -46,8 +47,9 @@ def workloads(model: str, low: int, eval_len: int) -> list[DecoderWorkload]:
 
 def table(directory: Path) -> str:
     rows = pd.read_csv(directory / "results.csv", keep_default_na=False)
-    header = ["probe", "plan", "outcome", "KL(fp32 || engine)", "next-token top-1", "perplexity", "weight MiB"]
-    body = [[r["precision_rules"] or f"uniform {r['bits_requested']}-bit", r["precision_plan"], r["outcome"],
+    header = ["probe", "plan", "quantizer", "outcome", "KL(fp32 || engine)", "next-token top-1", "perplexity", "weight MiB"]
+    body = [[r["precision_rules"] or f"uniform {r['bits_requested']}-bit", r["precision_plan"],
+             r.get("weight_quant", "") or "minmax", r["outcome"],
              f"{float(r['kl_mean']):.4f}" if r["kl_mean"] != "" else "", f"{float(r['next_token_top1']):.3f}"
              if r["next_token_top1"] != "" else "", f"{float(r['perplexity']):.2f}" if r["perplexity"] != "" else "",
              f"{float(r['weight_bytes']) / 2**20:.1f}" if r["weight_bytes"] != "" else ""]
@@ -61,14 +63,17 @@ def main() -> int:
     parser.add_argument("--low-bits", type=int, default=4)
     parser.add_argument("--eval-len", type=int, default=64)
     parser.add_argument("--browser", default="chrome")
+    parser.add_argument("--weight-quant", default=DEFAULT_QUANTIZER, choices=list(QUANTIZERS),
+                        help="the quantizer of every 8- and low-bit layer (default %(default)s)")
     parser.add_argument("--from", dest="source", type=Path, default=None)
     args = parser.parse_args()
     if args.source is None:
-        out = RESULTS_ROOT / f"decoder_sensitivity_{args.model}_{args.low_bits}bit"
+        quantizer = "" if args.weight_quant == DEFAULT_QUANTIZER else f"_{args.weight_quant}"
+        out = RESULTS_ROOT / f"decoder_sensitivity_{args.model}_{args.low_bits}bit{quantizer}"
         probes = workloads(args.model, args.low_bits, args.eval_len)
         browser = [BrowserName(args.browser)]
-        runs = (build_plan(browser, [Platform.WEBGPU], probes, [8])
-                + build_plan(browser, [Platform.WEBGPU], probes[:1], [args.low_bits]))
+        runs = (build_plan(browser, [Platform.WEBGPU], probes, [8], weight_quant=args.weight_quant)
+                + build_plan(browser, [Platform.WEBGPU], probes[:1], [args.low_bits], weight_quant=args.weight_quant))
         plan = [replace(r, run_id=i) for i, r in enumerate(runs)]
         writer = ResultWriter(out)
         asyncio.run(run_sweep(plan, writer, SweepOptions(timing=TIMING)))
