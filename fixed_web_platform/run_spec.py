@@ -115,11 +115,16 @@ several passes whose series is still classified) and a longer time limit; ``--st
 for more. Any timing flag given on the command line wins."""
 
 
+def coded_bits(bits: int, workload: Workload) -> set[int]:
+    """The 8/4/2 bits at which layers of a run at ``bits`` are held as a quantizer's codes: the
+    run's own, and those a model's precision rules set (a sensitivity probe's one layer at 4 bits
+    in a float model)."""
+    return {b for b in (bits, *(rule.bits for rule in getattr(workload, "rules", ()))) if b <= 8}
+
+
 def holds_codes(bits: int, workload: Workload) -> bool:
-    """Some layer of a run at ``bits`` is held as a quantizer's 8/4/2-bit codes: every layer at
-    ``bits``, or the layers a model's precision rules set lower (a sensitivity probe's one layer at
-    4 bits in a float model): where ``--weight-quant`` matters."""
-    return bits <= 8 or any(rule.bits <= 8 for rule in getattr(workload, "rules", ()))
+    """Some layer is held as a quantizer's codes: where ``--weight-quant`` matters."""
+    return bool(coded_bits(bits, workload))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from fixed_web_platform.results.reader import load
 from fixed_web_platform.results.rows import ResultRow, identity_columns
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
+from fixed_web_platform.models import rules
+from fixed_web_platform.workloads import EncoderWorkload
 from fixed_web_platform.workloads.matmul import MatmulWorkload
 
 SHAPE = MatmulWorkload("q", 3, 64, 8)
@@ -79,6 +81,20 @@ def test_the_plan_multiplies_blockwise_packed_runs_and_engines_refuse_what_they_
     assert len(wasm) == 1 and not wasm[0].refused  # ONNX Runtime's CPU MatMulNBits takes float zero points
     with pytest.raises(ValueError, match="weight quantizer 'gptq2' is not one of minmax, offset, hqq, kquant, gptq"):
         build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SHAPE], [4], weight_quant=["gptq2"])
+
+
+def test_ort_wasm_holds_float_zero_points_at_4_and_2_bits_only() -> None:
+    """ORT's CPU MatMulNBits fails a run with float zero points at 8 bits (seen in the browser):
+    planned as a refusal that says so, at 8 bits and wherever a model's rules put a layer at 8."""
+    runs = build_plan([BrowserName.CHROME], [Platform.WASM], [SHAPE], [8, 4, 2], engines=[EngineName.ORT],
+                      weight_quant=["offset", "gptq"])
+    refused = {(r.bits, r.weight_quant): r.refused for r in runs}
+    assert "at 4 and 2 bits only, not 8" in refused[(8, "offset")], refused[(8, "offset")]
+    assert not refused[(4, "offset")] and not refused[(2, "offset")] and not refused[(8, "gptq")]
+    mixed = EncoderWorkload.create("all-MiniLM-L6-v2", rules=rules.mixed_precision_rules(), rules_name="mixed")
+    (run,) = build_plan([BrowserName.CHROME], [Platform.WASM], [mixed], [4], engines=[EngineName.ORT],
+                        weight_quant=["hqq"])
+    assert "not 8" in run.refused
 
 
 def test_rows_carry_the_quantizer_and_older_folders_read_as_minmax(tmp_path) -> None:  # noqa: ANN001

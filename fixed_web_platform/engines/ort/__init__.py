@@ -13,11 +13,11 @@ import os
 from pathlib import Path
 
 from ...paths import ENGINES_DIR
-from ...precision.quantizers import QUANTIZERS
-from ...run_spec import RunSpec
+from ...precision.quantizers import INTEGER_ZERO, QUANTIZERS
+from ...run_spec import RunSpec, coded_bits
 from ...vocabulary import EngineName, Platform
 from ...workloads import OnnxFileWorkload, Workload
-from ..base import Engine
+from ..base import Engine, KindRunner
 from ..webnn.forms import QDQ_FORM  # noqa: F401 - ORT's int8 QDQ models are rows of this graph form
 
 ORT_WEB_VERSION = "1.30.0"
@@ -32,8 +32,12 @@ number in effect is what the page reports."""
 WASM_QUANTIZERS = tuple(QUANTIZERS)
 """What the wasm provider's runners hold: ORT's CPU ``MatMulNBits`` takes float32 zero points
 (one per block, ``(q - zero_point) * scale``) as well as packed uint8 ones, so every quantizer's
-bytes. Its WebGPU and WebNN ``MatMulNBits`` take uint8 zero points only: those runners hold the
-integer-zero quantizers (``INTEGER_ZERO``, each ORT kind runner's own)."""
+bytes (at FLOAT_ZERO_BITS). Its WebGPU and WebNN ``MatMulNBits`` take uint8 zero points only:
+those runners hold the integer-zero quantizers (``INTEGER_ZERO``, OrtKindRunner's default)."""
+FLOAT_ZERO_BITS = (4, 2)
+"""The bits at which ORT's CPU ``MatMulNBits`` computes with float zero points. At 8 bits ORT Web
+1.30 fails the run ("Only 2b and 4b quantization is supported for unpacked compute for now",
+``matmul_nbits.cc``; seen in the quantizer sweep, 2026-11-29): refused before any page."""
 
 
 class OrtWebEngine(Engine):
@@ -69,6 +73,28 @@ happen: 20.2 against 11.2 ms at 128x768x3072 here (docs/guides/webnn-integer-pat
 DQ node holds its own scale and zero point (onnx_matmul.qdq_linear_nodes) for the same reason.
 A whole exported encoder keeps 'all': without constant folding its shape arithmetic (Range,
 Expand, Slice) falls to the CPU provider and the graph splits (203 against 83 ms for MiniLM)."""
+
+
+class OrtKindRunner(KindRunner):
+    """What every ORT kind runner built from the harness's bytes shares: the quantizers whose zero
+    points its provider's MatMulNBits takes (the registry widens wasm's), and its refusals."""
+
+    weight_quants = INTEGER_ZERO
+
+    def refusal(self, engine: Engine, run: RunSpec) -> str:
+        return super().refusal(engine, run) or qdq_refusal(run) or float_zero_refusal(run)
+
+
+def float_zero_refusal(run: RunSpec) -> str:
+    """Why ORT's MatMulNBits cannot hold this run's float zero points at some layer's bits ('' when it can)."""
+    if not QUANTIZERS[run.weight_quant].float_zero:
+        return ""
+    other = sorted(coded_bits(run.bits, run.workload) - set(FLOAT_ZERO_BITS), reverse=True)
+    if not other:
+        return ""
+    return (f"ORT's MatMulNBits computes float zero points (the {run.weight_quant} quantizer's) at "
+            f"{' and '.join(map(str, FLOAT_ZERO_BITS))} bits only, not {other[0]} (ORT Web {ORT_WEB_VERSION}: "
+            "'Only 2b and 4b quantization is supported for unpacked compute')")
 
 
 def qdq_refusal(run: RunSpec) -> str:

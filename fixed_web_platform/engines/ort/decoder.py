@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 
 from ...harness.protocol import PageReply
-from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome, Platform
 from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from . import OrtWebEngine, onnx_decoder, placement
+from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
+from . import OrtKindRunner, OrtWebEngine, onnx_decoder, placement
 from .onnx_linears import one_or_mixed, summary
 
 RUNNER = "ort_decoder"
@@ -26,9 +25,8 @@ MAX_MODEL_BYTES = 2**31 - 2**26
 (an untied head copy included), with some room for the graph."""
 
 
-class OrtDecoder(KindRunner):
+class OrtDecoder(OrtKindRunner):
     runner = RUNNER
-    weight_quants = INTEGER_ZERO
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:

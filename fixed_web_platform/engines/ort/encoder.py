@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 
 from ...harness.protocol import PageReply
-from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model
@@ -22,19 +21,14 @@ from ..base import (
     Engine,
     EngineJob,
     Executed,
-    KindRunner,
     Refusal,
 )
-from . import QDQ_FORM, OrtWebEngine, onnx_encoder, placement, qdq_refusal
+from . import QDQ_FORM, OrtKindRunner, OrtWebEngine, onnx_encoder, placement
 
 
-class OrtEncoder(KindRunner):
+class OrtEncoder(OrtKindRunner):
     runner = "ort_model"
     act_bits = (32, 8)
-    weight_quants = INTEGER_ZERO
-
-    def refusal(self, engine: Engine, run: RunSpec) -> str:
-        return super().refusal(engine, run) or qdq_refusal(run)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:

@@ -14,22 +14,17 @@ MatMulNBits with float32 zero points, on the wasm provider only (``WASM_QUANTIZE
 from __future__ import annotations
 
 from ...harness.protocol import PageDataError, PageReply
-from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, float_input, prepare
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner
-from . import QDQ_FORM, QDQ_WEBNN_OPTIMIZATION, OrtWebEngine, qdq_refusal
+from ..base import BrowserFacts, Engine, EngineJob, Executed
+from . import QDQ_FORM, QDQ_WEBNN_OPTIMIZATION, OrtKindRunner, OrtWebEngine
 from .onnx_matmul import matmul_model, qdq_matmul_model
 
 
-class OrtMatmul(KindRunner):
+class OrtMatmul(OrtKindRunner):
     runner = "ort"
     act_bits = (32, 8)
-    weight_quants = INTEGER_ZERO
-
-    def refusal(self, engine: Engine, run: RunSpec) -> str:
-        return super().refusal(engine, run) or qdq_refusal(run)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob:

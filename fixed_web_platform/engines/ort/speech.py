@@ -13,21 +13,19 @@ import asyncio
 import dataclasses
 
 from ...harness.protocol import PageReply
-from ...precision.quantizers import INTEGER_ZERO
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
 from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from . import OrtWebEngine, onnx_speech, placement
+from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
+from . import OrtKindRunner, OrtWebEngine, onnx_speech, placement
 from .onnx_linears import one_or_mixed, summary
 
 RUNNER = "ort_speech"
 
 
-class OrtSpeech(KindRunner):
+class OrtSpeech(OrtKindRunner):
     runner = RUNNER
-    weight_quants = INTEGER_ZERO
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
