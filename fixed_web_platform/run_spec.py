@@ -119,7 +119,7 @@ def coded_bits(bits: int, workload: Workload) -> set[int]:
     """The 8/4/2 bits at which layers of a run at ``bits`` are held as a quantizer's codes: the
     run's own, and those a model's precision rules set (a sensitivity probe's one layer at 4 bits
     in a float model)."""
-    return {b for b in (bits, *(rule.bits for rule in getattr(workload, "rules", ()))) if b <= 8}
+    return {b for b in (bits, *(rule.bits for rule in workload.rules)) if b <= 8}
 
 
 def holds_codes(bits: int, workload: Workload) -> bool:

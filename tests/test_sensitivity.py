@@ -78,9 +78,9 @@ def test_probes_cover_every_layer_once_per_grouping() -> None:
 def test_predicted_sensitivity_finds_the_planted_layers(tiny: EncoderWorkload) -> None:
     drops = {}
     base = sensitivity.figures(sensitivity.predicted(
-        sensitivity.probe_workload(tiny, None, None, 32), 32, 32, 0))
+        sensitivity.probe_workload(tiny, None, None, 32), 32, 32, 0)[0])
     for probe in sensitivity.probes(tiny.architecture(), tiny.config(), "layer"):
-        acc = sensitivity.predicted(sensitivity.probe_workload(tiny, probe, 2, 32), 32, 32, 0)
+        acc, _ = sensitivity.predicted(sensitivity.probe_workload(tiny, probe, 2, 32), 32, 32, 0)
         drops[probe.name] = base["cosine_mean"] - acc.cosine_mean
     ranked = sorted(drops, key=drops.get, reverse=True)
     assert ranked[0] == FRAGILE
@@ -119,6 +119,26 @@ def test_plan_search_keeps_the_fragile_layer_and_lowers_the_rest(tiny: EncoderWo
     with pytest.raises(ValueError, match="baseline"):
         search(ranking, Budget("cosine_mean", 1.0), lambda _r: {"cosine_mean": 0.999},
                baseline_bits=32, block_size=32)
+
+
+def test_plan_search_keeps_the_cheaper_uniform_plan_when_lowering_to_2_bits_first_spends_the_budget() -> None:
+    """The greedy from 2 bits moves the one cheap-at-2 probe, then only two fit at 4 (42 bytes);
+    from 4 bits all four fit (16 bytes): the search keeps the plan with fewer bytes (MiniLM
+    gptq-offset, where uniform 4-bit met the budget at fewer MiB than the 2/4/8 plan found)."""
+    probes = [sensitivity.Probe(name, name, (name,)) for name in "abcd"]
+    cost = {2: {"a": 0.005, "b": 0.02, "c": 0.02, "d": 0.02}, 4: dict.fromkeys("abcd", 0.0024)}
+
+    def predict(rules: tuple) -> dict[str, float | None]:
+        bits = {r.match: r.bits for r in rules}
+        return {"cosine_mean": 1 - sum(cost[b][p] for p, b in bits.items()),
+                "weight_bytes": float(sum(bits.get(p.name, 32) for p in probes))}
+
+    found = search({2: probes, 4: probes}, Budget("cosine_mean", 0.99), predict, baseline_bits=32, block_size=32)
+    assert {p.name: b for p, b in found.assignment} == dict.fromkeys("abcd", 4)
+    assert found.predicted["weight_bytes"] == 16
+    from_2 = [c for c in found.checks if c.floor == 2 and c.met]
+    assert max(c.moved for c in from_2 if c.bits == 4) == 2  # the pass from 2 bits stopped short
+    assert {c.floor for c in found.checks} == {2, 4}
 
 
 def test_probes_and_predictions_hold_the_quantizer_asked_for(tiny_dir: Path, tiny: EncoderWorkload) -> None:

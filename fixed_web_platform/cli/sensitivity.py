@@ -156,7 +156,7 @@ def sensitivity_table(directory: Path, grouping: str | None = None) -> list[sens
     for run in plan:  # probes no engine ran: the numpy forward again
         key = (run.workload, run.bits, run.block_size)
         if key not in predicted:
-            acc = sensitivity.predicted(run.workload, run.bits, run.block_size, run.seed, run.weight_quant)
+            acc, _ = sensitivity.predicted(run.workload, run.bits, run.block_size, run.seed, run.weight_quant)
             predicted[key] = sensitivity.figures(acc)
     baselines: dict[tuple[str, str, str], tuple[dict[str, float | None], dict[str, float | None]]] = {}
     for run in plan:
@@ -301,7 +301,7 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
     print()
     print(markdown_table(frontier))
     (directory / SEARCH_FILE).write_text(json.dumps({
-        "budget": budget.text, "algorithm": "ranked-prefix greedy (workloads/encoder/plan_search.py)",
+        "budget": budget.text, "algorithm": "ranked-prefix greedy from each floor (workloads/encoder/plan_search.py)",
         "baseline_bits": args.baseline_bits, "candidate_bits": low, "group": args.group,
         "predicted": found.predicted, "rules_file": str(rules_path),
         "moved": [{"probe": p.name, "bits": b} for p, b in found.assignment],

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from ..models.rules import LayerPrecision
+from ..models.rules import LayerPrecision, PrecisionRule
 
 TENSOR_DTYPES = {"float32": "<f4", "int32": "<i4"}
 """Element types an output tensor may have on the wire (little-endian)."""
@@ -77,6 +77,11 @@ class Workload(Protocol):
 
     @property
     def flops(self) -> int: ...
+
+    @property
+    def rules(self) -> tuple[PrecisionRule, ...]:
+        """Precision rules setting some linear layers' bits apart from the run's (--mixed-precision,
+        --precision-rules, a sensitivity probe); () where every weight is at the run's bits."""
 
     @property
     def calibration_label(self) -> str:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import psutil
 
-from ..models.rules import LayerPrecision
+from ..models.rules import LayerPrecision, PrecisionRule
 from ..precision import quant
 from ..precision.held import hold_weights
 from ..precision.observers import fake_quantize, make_observer
@@ -46,6 +46,8 @@ class MatmulWorkload:
     k: int
     n: int
     kind: ClassVar[str] = "matmul"
+    rules: ClassVar[tuple[PrecisionRule, ...]] = ()
+    """One weight, at the run's bits."""
 
     @property
     def flops(self) -> int:

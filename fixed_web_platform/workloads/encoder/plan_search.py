@@ -1,14 +1,17 @@
 """A precision plan under an accuracy budget: the fewest weight bytes whose predicted accuracy
 still meets the budget, found from a sensitivity ranking, written as precision rules.
 
-Algorithm (ranked-prefix greedy): start with every layer at the baseline bits. For each low
-precision, lowest first (2, then 4, ...), take the probes still at the baseline, least sensitive
-first (the sensitivity sweep's ranking at that precision), and find by binary search the longest
-prefix that can move to that precision with the plan's predicted accuracy (the numpy float64
-forward with exactly the weights the plan holds) still meeting the budget; move it, go on with the
-next precision. It assumes accuracy falls as more layers lose bits (checked at each probe of the
-search, not proven), costs about log2(probes) forward passes per precision, and is verified in
-the browser afterwards: the plan's run there is judged against the same budget.
+Algorithm (ranked-prefix greedy, from each floor): start with every layer at the baseline bits.
+For each low precision, lowest first (2, then 4, ...), take the probes still at the baseline, least
+sensitive first (the sensitivity sweep's ranking at that precision), and find by binary search the
+longest prefix that can move to that precision with the plan's predicted accuracy (the numpy
+float64 forward with exactly the weights the plan holds) still meeting the budget; move it, go on
+with the next precision. Moving layers to 2 bits first can spend the budget that would have let
+every layer take 4 (MiniLM: 2/4/8 mixed at 56.3 MiB where uniform 4-bit meets the budget at 53.2),
+so the greedy runs once from each floor (2 and up, 4 and up, ...) and the plan holding the fewest
+predicted weight bytes wins. It assumes accuracy falls as more layers lose bits (checked at each
+probe of the search, not proven), costs about log2(probes) forward passes per precision and floor,
+and is verified in the browser afterwards: the plan's run there is judged against the same budget.
 """
 
 from __future__ import annotations
@@ -63,11 +66,14 @@ def parse_budget(text: str) -> Budget:
 class Check:
     """One predicted plan tried during the search."""
 
+    floor: int
+    """The lowest precision of the greedy pass this check belongs to."""
     bits: int
     moved: int
     """How many of the candidates at ``bits`` were moved in the plan tried."""
     value: float | None
     met: bool
+    weight_bytes: float | None
 
 
 @dataclass(frozen=True)
@@ -91,24 +97,41 @@ class FoundPlan:
 
     def rules_json(self, all_layers: Sequence[str]) -> dict[str, Any]:
         return {"description": f"found by the sensitivity plan search for {self.budget.text} "
-                               f"(ranked-prefix greedy, predicted {self.budget.metric} "
+                               f"(ranked-prefix greedy from each floor, predicted {self.budget.metric} "
                                f"{self.budget.value(self.predicted)})",
                 "rules": [r.to_json() for r in self.rules(all_layers)]}
 
 
 Predictor = Callable[[tuple[PrecisionRule, ...]], dict[str, float | None]]
+"""A plan's rules -> its predicted accuracy figures and ``weight_bytes``."""
 
 
 def search(ranking: dict[int, Sequence[Probe]], budget: Budget, predict: Predictor, *,
            baseline_bits: int, block_size: int) -> FoundPlan:
     """``ranking``: per low precision, the probes least sensitive first. ``predict``: a plan's
-    rules -> its predicted accuracy figures. ValueError when the baseline misses the budget."""
+    rules -> its predicted figures. The greedy from each floor; the plan meeting the budget with
+    the fewest predicted weight bytes. ValueError when the baseline misses the budget."""
     base = predict(())
     if not budget.met(base):
         raise ValueError(f"the baseline (every layer at {baseline_bits}-bit) already misses "
                          f"{budget.text}: predicted {budget.metric} {budget.value(base)}")
-    assigned: list[tuple[Probe, int]] = []
     checks: list[Check] = []
+    plans = [_greedy({b: ranking[b] for b in ranking if b >= floor}, budget, predict, base, block_size, floor, checks)
+             for floor in sorted(ranking)] or [((), base)]
+    assignment, figures_ = min(plans, key=lambda plan: _bytes(plan[1]))
+    return FoundPlan(assignment, baseline_bits, block_size, budget, figures_, tuple(checks))
+
+
+def _bytes(figures_: dict[str, float | None]) -> float:
+    v = figures_.get("weight_bytes")
+    return float("inf") if v is None else float(v)
+
+
+def _greedy(ranking: dict[int, Sequence[Probe]], budget: Budget, predict: Predictor, base: dict[str, float | None],
+            block_size: int, floor: int, checks: list[Check]) -> tuple[tuple[tuple[Probe, int], ...], dict[str, float | None]]:
+    """One ranked-prefix greedy pass over ``ranking``'s precisions, lowest first; its checks
+    appended to ``checks``."""
+    assigned: list[tuple[Probe, int]] = []
     current = base
 
     def rules_for(plan: Sequence[tuple[Probe, int]]) -> tuple[PrecisionRule, ...]:
@@ -121,23 +144,24 @@ def search(ranking: dict[int, Sequence[Probe]], budget: Budget, predict: Predict
         best = current
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            figures = predict(rules_for([*assigned, *((p, bits) for p in candidates[:mid])]))
-            ok = budget.met(figures)
-            checks.append(Check(bits, mid, budget.value(figures), ok))
+            figures_ = predict(rules_for([*assigned, *((p, bits) for p in candidates[:mid])]))
+            ok = budget.met(figures_)
+            checks.append(Check(floor, bits, mid, budget.value(figures_), ok, figures_.get("weight_bytes")))
             if ok:
-                lo, best = mid, figures
+                lo, best = mid, figures_
             else:
                 hi = mid - 1
         assigned.extend((p, bits) for p in candidates[:lo])
         current = best
-    return FoundPlan(tuple(assigned), baseline_bits, block_size, budget, current, tuple(checks))
+    return tuple(assigned), current
 
 
 def workload_predictor(workload: Any, baseline_bits: int, seed: int, weight_quant: str = DEFAULT_QUANTIZER) -> Predictor:
     """Predicted accuracy of a plan on this model workload (numpy forward vs PyTorch fp32), its
-    8/4/2-bit layers' codes made by ``weight_quant``."""
+    8/4/2-bit layers' codes made by ``weight_quant``, and the weight bytes it holds."""
     def predict(rules: tuple[PrecisionRule, ...]) -> dict[str, float | None]:
         planned = dataclasses.replace(workload, rules=rules, rules_name="plan search")
         block = rules[0].block_size if rules else 32
-        return figures(predicted(planned, baseline_bits, block, seed, weight_quant))
+        acc, weight_bytes = predicted(planned, baseline_bits, block, seed, weight_quant)
+        return {**figures(acc), "weight_bytes": float(weight_bytes)}
     return predict

@@ -89,13 +89,13 @@ def probe_workload(base: Any, probe: Probe | None, bits: int | None, block_size:
 
 
 def predicted(workload: Any, bits: int, block_size: int, seed: int,
-              weight_quant: str = DEFAULT_QUANTIZER) -> accuracy.EmbeddingAccuracy:
+              weight_quant: str = DEFAULT_QUANTIZER) -> tuple[accuracy.EmbeddingAccuracy, int]:
     """The numpy float64 forward with the weights this run would hold (8/4/2-bit codes by
-    ``weight_quant``), against PyTorch fp32."""
+    ``weight_quant``), against PyTorch fp32; and the weight bytes it holds."""
     from .prepared import prepare_model
 
     prepared = prepare_model(workload, bits, block_size, seed, weight_quant=weight_quant)
-    return accuracy.compare(prepared.ref_dequantized, prepared.ref_float)
+    return accuracy.compare(prepared.ref_dequantized, prepared.ref_float), prepared.weight_bytes
 
 
 METRICS = ("cosine_mean", "cosine_min", "spearman", "top1_agreement")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...architectures.base import LinearLayer
+from ...models.rules import PrecisionRule
 from ...vocabulary import PER_CHANNEL_BLOCK
 from . import graph, inputs, reference
 from .graph import OnnxFileError, TensorSig
@@ -37,6 +38,8 @@ class OnnxFileWorkload:
     q4f16: bool = False
     """Also run the q4f16 variant at 4 bits (--q4f16)."""
     kind: ClassVar[str] = "onnx"
+    rules: ClassVar[tuple[PrecisionRule, ...]] = ()
+    """The file's MatMul weights all at the run's bits."""
 
     @classmethod
     def create(cls, model: str, *, dims: dict[str, int] | None = None, id_range: tuple[int, int] | None = None,
