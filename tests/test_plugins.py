@@ -46,6 +46,7 @@ class _Pretend:
     def __init__(self, kind: str) -> None:
         self.kind, self.name, self.label = kind, f"pretend-{kind}", kind
         self.calibration_label = ""
+        self.rules = ()  # no precision rules: every weight at the run's bits
 
     def validate(self, bits: int, block_size: int) -> None:
         pass
