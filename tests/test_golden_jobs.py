@@ -1,0 +1,118 @@
+"""The jobs the harness's own engines build for the three model kinds, held as golden files.
+
+Each case builds one job, with no browser, for a tiny random-weight model of an architecture
+(BERT, Llama, Whisper) on the harness's WGSL steps or WebNN graphs. The job's page part is
+compared with tests/fixtures/golden_jobs/<case>.json: the runner, the bindings, the outputs, the
+engine's options (the step lists, the graph descriptions) and a digest of every tensor's bytes.
+A change to how a forward pass is written down (the op graph and its lowerings) must leave these
+files byte-identical; a change meant to alter them regenerates them with
+``GOLDEN_UPDATE=1 pytest tests/test_golden_jobs.py`` and the diff is reviewed with the commit.
+WGSL program text and long strings are held as digests to keep the files readable."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from speech_models import tiny_whisper
+from test_decoder import tiny_hf_config
+from test_webnn_precision import CHROMIUM_LIMITS
+
+from fixed_web_platform.engines.base import EngineJob
+from fixed_web_platform.engines.registry import build_job
+from fixed_web_platform.models import source
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform, PrecisionMode
+from fixed_web_platform.workloads import DecoderWorkload, EncoderWorkload
+from fixed_web_platform.workloads.speech import SpeechWorkload
+
+GOLDEN = Path(__file__).parent / "fixtures" / "golden_jobs"
+LONG = 160
+"""Strings longer than this (WGSL sources) are held as their digest."""
+
+
+class Chromium:
+    """A browser whose WebNN CPU context lists Chromium's data types (tests/test_webnn_precision.py)."""
+
+    async def webnn_context(self, device: str) -> dict[str, Any]:
+        return {"available": True, "limits": CHROMIUM_LIMITS}
+
+
+def _digest(data: bytes | str) -> str:
+    raw = data.encode() if isinstance(data, str) else data
+    return f"sha256:{hashlib.sha256(raw).hexdigest()[:16]}:{len(raw)}"
+
+
+def _held(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _held(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_held(v) for v in value]
+    if isinstance(value, str) and len(value) > LONG:
+        return _digest(value)
+    return value
+
+
+def page_part(job: EngineJob) -> dict[str, Any]:
+    """What the page is sent, with tensors and long texts as digests (timing is the runner's)."""
+    spec = job.spec.to_json()
+    return _held({k: spec[k] for k in ("runner", "engine", "platform", "bits", "bindings", "outputs", "options")}
+                 | {"tensors": {name: _digest(data) for name, data in sorted(job.tensors.items())}})
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("golden-models")
+    bert = root / "tiny-bert"
+    from transformers import BertConfig
+
+    BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+               max_position_embeddings=64).save_pretrained(bert)
+    minilm = source.resolve("all-MiniLM-L6-v2").folder
+    assert minilm is not None
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (minilm / name).is_file():
+            shutil.copy(minilm / name, bert / name)
+    llama = root / "tiny-llama"
+    tiny_hf_config(vocab_size=30522, hidden_size=32, intermediate_size=64, max_position_embeddings=64).save_pretrained(llama)
+    return {
+        "root": str(root),
+        "encoder": EncoderWorkload.create(str(bert), batch_size=2, seq_len=8, random_weights=True),
+        "decoder": DecoderWorkload.create(str(llama), prompt_len=6, new_tokens=3, eval_len=8, random_weights=True),
+        "speech": SpeechWorkload.from_options(str(tiny_whisper(root / "tiny-whisper")), clips=1, max_tokens=4),
+    }
+
+
+CASES = {  # case -> (kind, platform, bits, act_bits, precision mode)
+    "encoder-webgpu-w4": ("encoder", Platform.WEBGPU, 4, 32, PrecisionMode.STANDARD),
+    "encoder-webgpu-w8a8": ("encoder", Platform.WEBGPU, 8, 8, PrecisionMode.STANDARD),
+    "encoder-webnn-w4": ("encoder", Platform.WEBNN, 4, 32, PrecisionMode.EXPERIMENTAL),
+    "encoder-webnn-w8a8": ("encoder", Platform.WEBNN, 8, 8, PrecisionMode.STANDARD),
+    "decoder-webgpu-w4": ("decoder", Platform.WEBGPU, 4, 32, PrecisionMode.STANDARD),
+    "decoder-webnn-w4": ("decoder", Platform.WEBNN, 4, 32, PrecisionMode.EXPERIMENTAL),
+    "speech-webgpu-w4": ("speech", Platform.WEBGPU, 4, 32, PrecisionMode.STANDARD),
+    "speech-webnn-w4": ("speech", Platform.WEBNN, 4, 32, PrecisionMode.EXPERIMENTAL),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_job_is_the_golden_one(case: str, models: dict[str, Any]) -> None:
+    kind, platform, bits, act_bits, mode = CASES[case]
+    plan = build_plan([BrowserName.CHROME], [platform], [models[kind]], [bits], engines=[EngineName.HARNESS],
+                      act_bits=[act_bits], precision_mode=mode)
+    (run,) = [r for r in plan if r.act_bits == act_bits]
+    job = asyncio.run(build_job(run, TimingConfig(), Chromium()))
+    assert isinstance(job, EngineJob), job
+    text = json.dumps(page_part(job), indent=1, sort_keys=True).replace(models["root"], "<models>") + "\n"
+    path = GOLDEN / f"{case}.json"
+    if os.environ.get("GOLDEN_UPDATE") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.is_file(), f"no golden file {path.name}: run with GOLDEN_UPDATE=1 and review it"
+    assert text == path.read_text(), f"{case}'s job changed: diff it with GOLDEN_UPDATE=1 and git diff"
