@@ -11,7 +11,7 @@ class UsageError(Exception):
 
 
 class PageDataError(ValueError):
-    """The page posted something that does not have the agreed shape (harness/protocol.py checks
+    """The page posted something that does not have the agreed shape (page_protocol.py checks
     the common reply, a workload kind its own fields)."""
 
 

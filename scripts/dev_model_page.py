@@ -23,13 +23,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fixed_web_platform.browsers import resolve  # noqa: E402
-from fixed_web_platform.engines.registry import build_job, engine_for, read_reply  # noqa: E402
 from fixed_web_platform.engines.base import Refusal  # noqa: E402
+from fixed_web_platform.engines.registry import build_job, engine_for, read_reply  # noqa: E402
 from fixed_web_platform.harness.page import leave_page, visit_page  # noqa: E402
-from fixed_web_platform.harness.protocol import parse_outputs, parse_page_reply  # noqa: E402
 from fixed_web_platform.harness.runner import BrowserRunner, SweepOptions, asset_mounts  # noqa: E402
 from fixed_web_platform.harness.server import JobServer  # noqa: E402
 from fixed_web_platform.models.inputs import builtin_texts  # noqa: E402
+from fixed_web_platform.page_protocol import parse_outputs, parse_page_reply  # noqa: E402
 from fixed_web_platform.plan import RunSpec, TimingConfig  # noqa: E402
 from fixed_web_platform.precision import quant  # noqa: E402
 from fixed_web_platform.results.writer import ResultWriter  # noqa: E402

@@ -2,7 +2,7 @@
 slow for 3 s then 4x faster is measured at its fast level and classed warm-up (its flat slow
 plateau is what a floor is for: the rule alone would stop on it, docs/concepts/steady-state.md);
 a drifting page is flagged as never steady, at the cap. The page's stop rule (web/timing.js) and Python's classification
-(analysis/steady.py) meet a series whose truth is known."""
+(series/steady.py) meet a series whose truth is known."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import pytest
 from conftest import require_browser
 
 from fixed_web_platform.analysis.measurement import judge_series
-from fixed_web_platform.analysis.steady import SteadyClass
 from fixed_web_platform.browsers.sessions import launch
 from fixed_web_platform.harness.page import visit_page
-from fixed_web_platform.harness.protocol import JobSpec, parse_page_reply
 from fixed_web_platform.harness.runner import SweepOptions, resolve_browser
 from fixed_web_platform.harness.server import JobServer
+from fixed_web_platform.page_protocol import JobSpec, parse_page_reply
 from fixed_web_platform.run_spec import TimingConfig
+from fixed_web_platform.series.steady import SteadyClass
 from fixed_web_platform.vocabulary import BrowserName, Outcome
 
 pytestmark = [pytest.mark.browser,

@@ -20,7 +20,7 @@ from fixed_web_platform.engines.registry import (
     kind_runner,
     read_reply,
 )
-from fixed_web_platform.harness.protocol import PageDataError, PageReply
+from fixed_web_platform.page_protocol import PageDataError, PageReply
 from fixed_web_platform.paths import WEB_DIR
 from fixed_web_platform.plan import RunSpec, TimingConfig, build_plan
 from fixed_web_platform.vocabulary import (

@@ -1,4 +1,4 @@
-"""models/gguf_reads.py: a GGUF file is parsed once per process, by the harness and by
+"""formats/gguf_reads.py: a GGUF file is parsed once per process, by the harness and by
 transformers' calls alike, and again when the file changes."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from fixed_web_platform.models.gguf_reads import readers_shared, shared_reader
+from fixed_web_platform.formats.gguf_reads import readers_shared, shared_reader
 
 
 def _write(path: Path, value: float) -> Path:

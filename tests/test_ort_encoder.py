@@ -106,7 +106,7 @@ def _model_job(bits: int, platform: str):
 
 def test_model_job_and_what_ran_per_layer() -> None:
     from fixed_web_platform.engines.registry import read_reply
-    from fixed_web_platform.harness.protocol import LayerReply, PageDataError, PageReply
+    from fixed_web_platform.page_protocol import LayerReply, PageDataError, PageReply
 
     run, engine, job = _model_job(4, "webgpu")
     spec = job.spec.to_json()

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from fixed_web_platform.harness.protocol import (
+from fixed_web_platform.page_protocol import (
     MAX_REASON_CHARS,
     PageDataError,
     parse_outputs,

@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 
 from fixed_web_platform.analysis.measurement import measured_row
-from fixed_web_platform.analysis.stats import summarize
 from fixed_web_platform.engines.registry import build_job, read_reply
 from fixed_web_platform.engines.wgsl.kernels import variants_for
-from fixed_web_platform.harness.protocol import PageReply
+from fixed_web_platform.page_protocol import PageReply
 from fixed_web_platform.plan import TimingConfig, build_plan, load_plan, save_plan
-from fixed_web_platform.run_spec import WARMUP_FLOORS_S
 from fixed_web_platform.progress import BarProgress, PlainProgress
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.run_spec import WARMUP_FLOORS_S
+from fixed_web_platform.series.stats import summarize
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
 from fixed_web_platform.workloads.matmul import MatmulWorkload as Workload
 

@@ -28,7 +28,7 @@ FLOOR = 3
 
 def _series(levels: list[tuple[int, float]], verdict: dict, *, gpu_last: int = 0) -> dict:
     """One page load's series: ``levels`` as (iterations, ms) runs of a level; the verdict as
-    analysis/steady.py writes it (hand-made here: the report only draws what it is given)."""
+    series/steady.py writes it (hand-made here: the report only draws what it is given)."""
     rng = np.random.default_rng(len(levels))
     wall = [ms * (1 + 0.01 * rng.standard_normal()) for n, ms in levels for _ in range(n)]
     start = list(np.cumsum([0.0, *wall[:-1]]))

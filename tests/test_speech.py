@@ -16,10 +16,11 @@ from speech_models import tiny_whisper
 from fixed_web_platform.architectures.whisper import reference, torch_module
 from fixed_web_platform.architectures.whisper.config import WhisperConfig
 from fixed_web_platform.cli import main as cli
-from fixed_web_platform.models import ctranslate2, source
+from fixed_web_platform.formats import ctranslate2
+from fixed_web_platform.models import source
 from fixed_web_platform.plan import build_plan
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
 from fixed_web_platform.precision.held import hold_weights
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
 from fixed_web_platform.workloads.speech import SpeechWorkload, accuracy, audio, calibration
 from fixed_web_platform.workloads.speech.prepared import prepare_speech
 

@@ -1,4 +1,4 @@
-"""Unit tests for fixed_web_platform.analysis.stats: summarize and the intervals over units."""
+"""Unit tests for fixed_web_platform.series.stats: summarize and the intervals over units."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from fixed_web_platform.analysis.stats import summarize
+from fixed_web_platform.series.stats import summarize
 
 
 def test_known_samples_unsorted() -> None:
@@ -70,7 +70,7 @@ def test_page_samples_split_by_page_and_drop_non_finite() -> None:
 
 
 def test_intervals_come_from_the_units_not_the_iterations() -> None:
-    from fixed_web_platform.analysis.stats import median_interval, welch_ratio_interval
+    from fixed_web_platform.series.stats import median_interval, welch_ratio_interval
 
     rng = np.random.default_rng(0)
     tight = [list(10 * (1 + 0.001 * rng.standard_normal(50))) for _ in range(5)]

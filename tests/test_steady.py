@@ -1,4 +1,4 @@
-"""Steady state found from the data (analysis/steady.py, analysis/measurement.judge_series), on
+"""Steady state found from the data (series/steady.py, analysis/measurement.judge_series), on
 series whose truth is known: synthetic ones with a realistic spread and correlation, and shapes
 recorded from real pages."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from fixed_web_platform.analysis.measurement import judge_series, steady_fields, steady_notes
-from fixed_web_platform.analysis.steady import SteadyClass, classify, run_class, tally
-from fixed_web_platform.harness.protocol import PageReply
+from fixed_web_platform.page_protocol import PageReply
+from fixed_web_platform.series.steady import SteadyClass, classify, run_class, tally
 
 
 def noise(rng: np.random.Generator, n: int, cv: float, phi: float = 0.5) -> np.ndarray:

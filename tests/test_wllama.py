@@ -14,7 +14,7 @@ from fixed_web_platform.engines.registry import engine_for, read_reply
 from fixed_web_platform.engines.wllama import HELD, NO_FORMAT, SHIPPED, gguf_files
 from fixed_web_platform.engines.wllama.decoder import buffers
 from fixed_web_platform.engines.wllama.prepared import kl_lower_bound
-from fixed_web_platform.harness.protocol import PageReply
+from fixed_web_platform.page_protocol import PageReply
 from fixed_web_platform.plan import build_plan
 from fixed_web_platform.precision.quantizers import input_moment, quantize
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform

@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 
 from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, page_samples
+from ..series.stats import RatioInterval, welch_ratio_interval
+from ..series.steady import SteadyClass
 from ..vocabulary import Outcome
 from ..workloads import DEFAULT_KIND, kind_named
-from .stats import RatioInterval, welch_ratio_interval
-from .steady import SteadyClass
 
 DEFAULT_ALPHA = 0.001
 """The interval of the ratio is at level 1 - alpha (99.9%): measured on back-to-back sweeps of the
@@ -221,7 +221,7 @@ class _Side:
 
     @property
     def unsettled(self) -> bool:
-        """Did any ok run's series never reach a steady state (analysis/steady.py)?"""
+        """Did any ok run's series never reach a steady state (series/steady.py)?"""
         return any(r.get("outcome") is Outcome.OK and r.get("steady_class") == SteadyClass.NO_STEADY
                    for r in self.rows)
 

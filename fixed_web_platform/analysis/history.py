@@ -59,14 +59,14 @@ import numpy as np
 
 from ..results.reader import CONFIG_KEY, ResultSet, page_samples, sweep_names
 from ..results.rows import setting_columns
+from ..series import changepoints
+from ..series.changepoints import SD_FLOOR
+from ..series.steady import SteadyClass
 from ..vocabulary import Outcome
-from . import changepoints
-from .changepoints import SD_FLOOR
-from .steady import SteadyClass
 from .compare import (
+    _ORDER,
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
-    _ORDER,
     Comparison,
     MetadataMismatch,
     Verdict,
@@ -272,7 +272,7 @@ class ViewJudgement:
 
 def change_points(values: Sequence[float], min_effect: float = DEFAULT_MIN_EFFECT,
                   alpha: float = DEFAULT_ALPHA) -> list[int]:
-    """Indices where a new level starts in a series of nights (analysis/changepoints.py)."""
+    """Indices where a new level starts in a series of nights (series/changepoints.py)."""
     return changepoints.change_points(values, min_effect, alpha)
 
 

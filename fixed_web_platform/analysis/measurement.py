@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 
 from ..engines.base import EngineJob, Executed
-from ..harness.protocol import PageDataError, PageReply, parse_outputs
+from ..page_protocol import PageDataError, PageReply, parse_outputs
 from ..precision import quant
 from ..probes.memory import MemoryFigures
 from ..results.rows import ResultRow
 from ..run_spec import RunSpec, TimingConfig
+from ..series.stats import summarize
+from ..series.steady import SteadyClass, Verdict, classify, run_class, tally
 from ..vocabulary import Outcome, TimingSource
 from ..workloads import kind_named
-from .stats import summarize
-from .steady import SteadyClass, Verdict, classify, run_class, tally
 
 PERFORMANCE_FIGURES = (
     "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv", "latency_ms_mean",
@@ -35,7 +35,7 @@ the row's kind's own speed figures (``Column.performance``)."""
 
 @dataclass(frozen=True)
 class PageSeries:
-    """One page load's iterations judged (analysis/steady.py): which of them the figures use."""
+    """One page load's iterations judged (series/steady.py): which of them the figures use."""
 
     page: PageReply
     verdict: Verdict

@@ -74,7 +74,7 @@ class Architecture(ABC):
     """Layer role -> its label in a block probe ('layer 3 FFN')."""
     ctranslate2_spec: ClassVar[str] = ""
     """The CTranslate2 spec name ('WhisperSpec') whose model.bin files this architecture reads
-    (models/ctranslate2.py); '' for none."""
+    (formats/ctranslate2.py); '' for none."""
     weight_prefix: ClassVar[str] = ""
     """Prefix that checkpoints put before the names the harness uses (stripped on load)."""
 

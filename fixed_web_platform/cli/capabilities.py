@@ -15,9 +15,9 @@ from typing import Any
 from ..browsers import BrowserUnavailable, launch
 from ..errors import OneLineArgumentParser, UsageError, first_line
 from ..harness.page import visit_page
-from ..harness.protocol import probe_spec
 from ..harness.runner import PROBE_TIMEOUT_S, SweepOptions, resolve_browser
 from ..harness.server import JobServer
+from ..page_protocol import probe_spec
 from ..precision.webnn_precision import data_types
 from ..probes.adapter import adapter_label
 from ..report.markdown import markdown_lines

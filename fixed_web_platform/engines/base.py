@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from ..harness.protocol import JobSpec, PageReply
+from ..page_protocol import JobSpec, PageReply
 from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform

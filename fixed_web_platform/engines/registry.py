@@ -4,7 +4,7 @@ kind) is not in ``RUNS`` is refused when the plan is built, with ``refusal``'s r
 
 from __future__ import annotations
 
-from ..harness.protocol import PageReply
+from ..page_protocol import PageReply
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
 from .base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal

@@ -15,8 +15,8 @@ from typing import Any
 
 from ..browsers.sessions import BrowserSession, PageGone
 from ..errors import first_line
+from ..page_protocol import JobSpec
 from ..vocabulary import Outcome
-from .protocol import JobSpec
 from .server import Job, JobServer
 
 LIVENESS_POLL_S = 0.25

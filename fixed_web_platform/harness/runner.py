@@ -36,6 +36,13 @@ from ..engines.registry import (
     read_reply,
 )
 from ..errors import first_line
+from ..page_protocol import (
+    PageDataError,
+    PageReply,
+    parse_outputs,
+    parse_page_reply,
+    probe_spec,
+)
 from ..probes.adapter import adapter_label
 from ..probes.memory import MemoryFigures, TreeSampler
 from ..probes.quiet import Quiet, wait_until_quiet
@@ -46,13 +53,6 @@ from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import BrowserName, Outcome, Platform
 from ..workloads import kind_named
 from .page import leave_page, visit_page
-from .protocol import (
-    PageDataError,
-    PageReply,
-    parse_outputs,
-    parse_page_reply,
-    probe_spec,
-)
 from .server import LOOPBACK, Job, JobServer, check_serve_host
 
 RunHook = Callable[[RunSpec, BrowserSession, Job], Awaitable[None]]

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..architectures import ARCHITECTURES, ArchConfig, Architecture, architecture_for
-from . import ctranslate2
-from .gguf_reads import readers_shared
+from ..formats import ctranslate2
+from ..formats.gguf_reads import readers_shared
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from ..precision.quantizers import DEFAULT_QUANTIZER
-from ..analysis.stats import median_interval, summarize
 from ..probes.adapter import FALLBACK_MARK, adapter_label
 from ..results import reader as result_files
 from ..results.reader import (
@@ -32,6 +31,7 @@ from ..results.reader import (
     page_samples,
 )
 from ..results.rows import LayerRow, identity_columns, setting_columns
+from ..series.stats import median_interval, summarize
 from ..workloads import DEFAULT_KIND, kind_columns, kind_named
 from .activations import activation_section
 from .glance import glance_html, glance_markdown, glance_notes

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..analysis.steady import SETTLED
+from ..series.steady import SETTLED
 from ..values import number
 from ..vocabulary import SteadyClass
 from ..workloads import DEFAULT_KIND, kind_named

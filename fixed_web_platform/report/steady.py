@@ -1,4 +1,4 @@
-"""Steady state in the report (result schema 11, analysis/steady.py): the one place saying how a
+"""Steady state in the report (result schema 11, series/steady.py): the one place saying how a
 run's class is shown.
 
 - ``configuration_steady``: a configuration's class in the summary, the worst of its ok runs

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engines.webnn.forms import MATMUL_FORM, MODEL_FORM
 from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, SteadyClass, TimingSource
 from ..workloads import DEFAULT_KIND, KINDS, kind_columns, kind_named
@@ -64,6 +63,9 @@ FLOAT_COLUMNS = ("latency_ms_median", "latency_ms_p10", "latency_ms_p90", "laten
 LAYER_INTEGER_COLUMNS = ("run_id", "k", "n", "bits_requested", "bits_executed", "weight_bytes")
 LAYER_FLOAT_COLUMNS = ("gpu_ms", "weight_error")
 SAMPLE_LISTS = ("wall_ms", "gpu_ms")
+FORMS_BEFORE_THE_COLUMN = ("transpose", "pretransposed_gemm")
+"""The graph forms the harness's WebNN graphs built for matmuls and for whole models before rows
+named one (commit c4f7fda): a history, so not engines/webnn/forms.py's defaults of today."""
 
 
 def _check_rows(rows: pd.DataFrame, where: Path) -> pd.DataFrame:
@@ -159,7 +161,7 @@ def load(directory: str | Path) -> ResultSet:
     _own_kind_columns(rows, csv_path)
     if "graph_form" not in rows:  # folders before graph forms: the harness's WebNN graphs had their default
         webnn = (rows["engine"] == EngineName.HARNESS.value) & (rows["platform"] == "webnn")
-        default = np.where(rows["kind"] == "matmul", MATMUL_FORM, MODEL_FORM)
+        default = np.where(rows["kind"] == "matmul", *FORMS_BEFORE_THE_COLUMN)
         rows["graph_form"] = np.where(webnn, default, "")
     samples: dict[int, dict[str, Any]] = {}
     samples_path = directory / "samples.jsonl"

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...models.ctranslate2 import CTranslate2Model
+from ...formats.ctranslate2 import CTranslate2Model
 from ..base import ActQuant, Architecture
 from . import ctranslate2, reference
 from .config import CROSS_ATTENTION, FFN, HEAD, SELF_ATTENTION, WhisperConfig

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...models.ctranslate2 import CTranslate2Model
+from ...formats.ctranslate2 import CTranslate2Model
 
 SPEC = "WhisperSpec"
 

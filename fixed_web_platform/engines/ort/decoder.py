@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ...harness.protocol import PageReply
+from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome, Platform
 from ...workloads.decoder import DecoderWorkload

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ...harness.protocol import PageReply
+from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, prepare_model

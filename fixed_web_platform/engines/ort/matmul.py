@@ -13,7 +13,7 @@ MatMulNBits with float32 zero points, on the wasm provider only (``WASM_QUANTIZE
 
 from __future__ import annotations
 
-from ...harness.protocol import PageDataError, PageReply
+from ...page_protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, float_input, prepare

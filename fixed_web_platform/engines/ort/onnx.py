@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from ...harness.protocol import PageDataError, PageReply
+from ...page_protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome, Platform
-from ...workloads.onnx_file import OnnxFileError, OnnxFileWorkload
-from ...workloads.onnx_file import reference
+from ...workloads.onnx_file import OnnxFileError, OnnxFileWorkload, reference
 from ...workloads.onnx_file import variants as onnx_variants
 from ...workloads.onnx_file.prepared import PreparedOnnx, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...harness.protocol import PageDataError, PageReply
+from ...page_protocol import PageDataError, PageReply
 from ...vocabulary import Platform
 from ..base import Engine, EngineJob, Executed, LayerExecuted
 from .onnx_linears import QDQ_WEIGHTS

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from ...harness.protocol import PageReply
+from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Platform
 from ...workloads.speech import SpeechWorkload

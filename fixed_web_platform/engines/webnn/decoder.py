@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...architectures.llama.reference import rope_tables
-from ...harness.protocol import PageReply
 from ...models import rules as precision_rules
+from ...page_protocol import PageReply
 from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.decoder import DecoderWorkload

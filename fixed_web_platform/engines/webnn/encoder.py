@@ -26,8 +26,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...harness.protocol import PageReply
 from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
+from ...page_protocol import PageReply
 from ...precision.quantizers import QUANTIZERS
 from ...precision.webnn_precision import choose_activation_plan
 from ...run_spec import RunSpec, TimingConfig

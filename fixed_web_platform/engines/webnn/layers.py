@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...harness.protocol import PageDataError, PageReply
 from ...models import rules as precision_rules
 from ...models.quantized import HeldLayer
+from ...page_protocol import PageDataError, PageReply
 from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan, holding_zeros, listed
 from ...run_spec import RunSpec
 from ...vocabulary import Outcome

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...harness.protocol import PageDataError, PageReply
+from ...page_protocol import PageDataError, PageReply
 from ...precision.quantizers import QUANTIZERS
 from ...precision.webnn_precision import (
     OPERAND_BITS,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...harness.protocol import PageReply
+from ...page_protocol import PageReply
 from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.speech import SpeechWorkload

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...architectures.llama.config import HEAD
 from ...architectures.llama.reference import rope_tables
-from ...harness.protocol import PageReply
+from ...page_protocol import PageReply
 from ...paths import SHADERS_DIR
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome

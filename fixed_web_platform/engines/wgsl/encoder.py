@@ -36,7 +36,7 @@ import functools
 from collections import Counter
 from typing import Any
 
-from ...harness.protocol import PageDataError, PageReply
+from ...page_protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.encoder import EncoderWorkload

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ...harness.protocol import LayerReply, PageDataError, PageReply
 from ...models.quantized import HeldModel
 from ...models.rules import LayerPrecision
+from ...page_protocol import LayerReply, PageDataError, PageReply
 from ...paths import SHADERS_DIR
 from ..base import Engine, EngineJob, Executed, LayerExecuted
 from . import kernels as wgsl

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...harness.protocol import PageDataError, PageReply
+from ...page_protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.matmul import MatmulWorkload, PreparedWorkload, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...architectures.whisper.config import CHUNK_SECONDS, HEAD, N_FFT, SAMPLE_RATE
-from ...harness.protocol import PageReply
+from ...page_protocol import PageReply
 from ...paths import SHADERS_DIR
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from ...harness.protocol import PageReply
+from ...page_protocol import PageReply
 from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import DEFAULT_GRANULARITY, BrowserName, Outcome, Platform

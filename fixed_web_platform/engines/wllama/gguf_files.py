@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from ...files import replacing
+from ...formats.gguf_reads import shared_reader
 from ...models import source
-from ...models.gguf_reads import shared_reader
 from ...models.quantized import HeldModel
 from ...precision.quantizers import BlockCodes
 from ...vocabulary import HELD_FORMAT
@@ -54,7 +54,7 @@ class GgufError(ValueError):
 
 def tensor_types(path: Path) -> dict[str, str]:
     """Tensor name -> its stored format ('Q4_1', 'F32', ...), from the file's one parse
-    (models/gguf_reads.py)."""
+    (formats/gguf_reads.py)."""
     return {t.name: t.tensor_type.name for t in _reader(path).tensors}
 
 

@@ -113,9 +113,9 @@ def speed_figures(prompt_len: int, fields: Sequence[Mapping[str, Any]]) -> dict[
 def decode_steady_class(steps: Sequence[Sequence[float]]) -> str:
     """Did the decode steps of each generation settle, judged after removing the growth with
     context they have by design (each step attends over one more token): each generation's steps
-    divided by their least-squares line (times its mean), classified (analysis/steady.py); the
+    divided by their least-squares line (times its mean), classified (series/steady.py); the
     worst over generations. Too few steps: too short."""
-    from ...analysis.steady import classify, run_class  # the analysis layer, called at row time
+    from ...series.steady import classify, run_class
 
     verdicts = []
     for s in steps:

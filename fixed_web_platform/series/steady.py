@@ -10,7 +10,7 @@ softdevteam/warmup_stats), on one page load's iterations after the cold one
 3. Outliers (a sample further than OUTLIER_K robust deviations from its neighbourhood's median,
    on the log scale) are left out of the change-point search, not out of the figures.
 4. Change points: ruptures' PELT on the log times, with the filter the history judge uses for
-   nights (analysis/changepoints.py): a
+   nights (series/changepoints.py): a
    cut is kept only where the level moved by at least EQUIVALENT (5%, the page's own tolerance,
    so two levels closer than that are one) and beyond chance at ALPHA (Bonferroni over the places
    a cut could be made). ALPHA is smaller than the nights' because iterations are autocorrelated
@@ -38,7 +38,6 @@ import numpy as np
 
 from ..vocabulary import SteadyClass
 from .changepoints import change_points
-
 
 MIN_SERIES = 10
 """A series of fewer iterations is too short to judge."""

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PageDataError
-from ..run_spec import RECORD_CAP, TimingConfig
-from ..vocabulary import COMPUTE_DTYPES, PROTOCOL_VERSION
-from ..workloads import TensorSpec, WorkloadKind
-from ..workloads.base import TENSOR_DTYPES
+from .errors import PageDataError
+from .run_spec import RECORD_CAP, TimingConfig
+from .vocabulary import COMPUTE_DTYPES, PROTOCOL_VERSION
+from .workloads import TensorSpec, WorkloadKind
+from .workloads.base import TENSOR_DTYPES
 
 MAX_REASON_CHARS = 2000
 MAX_SAMPLE_MS = 3_600_000.0
