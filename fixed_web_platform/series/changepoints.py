@@ -1,7 +1,7 @@
 """Where a series' level changes: ruptures' PELT, keeping only the cuts that are real.
 
 One rule for the two series the harness judges: nights of a history (analysis/history.py) and
-the iterations of a page load (analysis/steady.py). PELT (l2 cost) with a penalty of
+the iterations of a page load (series/steady.py). PELT (l2 cost) with a penalty of
 PENALTY * s^2 * log(n), s the noise (estimated from successive differences unless the caller
 knows better), then each cut is kept only where the level moved by more than ``min_effect`` and
 the move, in units of that noise, is beyond chance at ``alpha`` over the n - 1 places a cut could
@@ -26,7 +26,7 @@ def change_points(values: Sequence[float], min_effect: float, alpha: float, *, n
                   min_size: int = 2, jump: int = 1) -> list[int]:
     """Indices where a new level starts (see _change_points). ``noise`` overrides the estimate
     from successive differences (a series whose neighbours are correlated needs its own, as
-    analysis/steady.py's iterations do); ``min_size`` and ``jump`` are PELT's."""
+    series/steady.py's iterations do); ``min_size`` and ``jump`` are PELT's."""
     return list(_change_points(tuple(float(v) for v in values), min_effect, alpha, noise, min_size, jump))
 
 
