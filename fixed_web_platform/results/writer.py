@@ -25,6 +25,7 @@ import psutil
 from ..files import replacing
 from ..paths import PROJECT_ROOT, RESULTS_ROOT
 from ..vocabulary import SCHEMA_VERSION
+from ..workloads.base import SavedOutputs
 from .rows import LayerRow, ResultRow, utc_now
 
 
@@ -215,7 +216,7 @@ class ResultWriter:
             return {int(r["run_id"]): r.get("outcome", "") for r in csv.DictReader(f)
                     if r.get("run_id", "").isdigit()}
 
-    def save_outputs(self, run_id: int, arrays: dict[str, Any] | list[Any]) -> str:
+    def save_outputs(self, run_id: int, arrays: SavedOutputs) -> str:
         """outputs/<run_id>.npz (named arrays), or outputs/<run_id>.json (a list of records, e.g.
         a speech run's transcripts), written whole or not at all; returns its path in the folder."""
         import numpy as np

@@ -28,6 +28,9 @@ import numpy as np
 from ..models.rules import LayerPrecision, PrecisionRule
 
 TENSOR_DTYPES = {"float32": "<f4", "int32": "<i4"}
+SavedOutputs = dict[str, np.ndarray] | list[dict[str, Any]]
+"""What a run's outputs/<run_id> file holds: named arrays (.npz), or one record per item (.json:
+a speech run's clips with their transcripts)."""
 """Element types an output tensor may have on the wire (little-endian)."""
 
 
@@ -139,8 +142,8 @@ class Prepared(Protocol):
         """The kind's own measured figures of the row (its declared columns), from the page's
         outputs (checked, by name)."""
 
-    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """What outputs/<run_id>.npz holds ({}: nothing saved)."""
+    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> SavedOutputs:
+        """What outputs/<run_id> holds ({} or []: nothing saved)."""
 
 
 def integer_text(value: Any) -> str:

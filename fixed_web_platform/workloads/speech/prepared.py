@@ -29,7 +29,7 @@ from ...models import rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision import quant
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
-from ..base import TensorSpec
+from ..base import SavedOutputs, TensorSpec
 from . import accuracy, audio, calibration
 from .workload import SpeechWorkload
 
@@ -180,7 +180,7 @@ class PreparedSpeech:
             "transcript": texts[0] if texts else "",
         }
 
-    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> SavedOutputs:
         """outputs/<run_id>.json: one entry per clip (its transcript, ids, reference and fp32's)."""
         ids = self.transcripts(outputs[TOKEN_IDS])
         return [{"clip": clip.name, "text": self.text(i), "token_ids": i, "reference": clip.reference,
