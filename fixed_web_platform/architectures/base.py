@@ -95,6 +95,12 @@ class Architecture(ABC):
         raise NotImplementedError(f"the {self.name} architecture reads no CTranslate2 files")
 
     @abstractmethod
+    def graph(self, cfg: Any, **shapes: int) -> Any:
+        """The forward passes of the architecture's loop as ops (``ops.Graph``, written once in
+        ``<name>/graph.py``), at the loop's shapes (BERT: batch, seq; Llama: prompt_len, eval_len,
+        context, eos; Whisper: none), for the engines to lower."""
+
+    @abstractmethod
     def required_weights(self, cfg: Any) -> list[str]:
         """Every tensor name the forward pass reads (the harness's names, prefix stripped)."""
 

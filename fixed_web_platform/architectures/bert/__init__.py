@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..base import ActQuant, Architecture
-from . import reference
+from ..ops import Graph
+from . import graph, reference
 from .config import ATTENTION_LINEARS, FFN_LINEARS, BertConfig
 from .torch_module import bert_module
 
@@ -47,6 +48,9 @@ class Bert(Architecture):
         import transformers
 
         return transformers.BertConfig()  # bert-base-uncased's architecture
+
+    def graph(self, cfg: BertConfig, **shapes: int) -> Graph:
+        return graph.forward(cfg, **shapes)
 
     def required_weights(self, cfg: BertConfig) -> list[str]:
         names = [f"embeddings.{t}.weight" for t in ("word_embeddings", "position_embeddings", "token_type_embeddings")]

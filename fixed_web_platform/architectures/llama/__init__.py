@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..base import ActQuant, Architecture
-from . import reference
+from ..ops import Graph
+from . import graph, reference
 from .config import ATTENTION_LINEARS, FFN_LINEARS, HEAD, LlamaConfig
 from .torch_module import llama_module
 
@@ -60,6 +61,9 @@ class Llama(Architecture):
         shape = dict(CONFIG_ONLY[name])
         theta = shape.pop("rope_theta")
         return transformers.LlamaConfig(**shape, rope_parameters={"rope_type": "default", "rope_theta": theta})
+
+    def graph(self, cfg: LlamaConfig, **shapes: int) -> Graph:
+        return graph.generate(cfg, **shapes)
 
     def required_weights(self, cfg: LlamaConfig) -> list[str]:
         names = ["model.embed_tokens.weight"]

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...formats.ctranslate2 import CTranslate2Model
 from ..base import ActQuant, Architecture
-from . import ctranslate2, reference
+from ..ops import Graph
+from . import ctranslate2, graph, reference
 from .config import CROSS_ATTENTION, FFN, HEAD, SELF_ATTENTION, WhisperConfig
 from .torch_module import whisper_module
 
@@ -70,6 +71,9 @@ class Whisper(Architecture):
 
     def ctranslate2_weights(self, model: CTranslate2Model) -> dict[str, np.ndarray]:
         return ctranslate2.weights(model)
+
+    def graph(self, cfg: WhisperConfig, **shapes: int) -> Graph:
+        return graph.transcribe(cfg, **shapes)
 
     def required_weights(self, cfg: WhisperConfig) -> list[str]:
         names = ["model.encoder.conv1.weight", "model.encoder.conv1.bias", "model.encoder.conv2.weight",

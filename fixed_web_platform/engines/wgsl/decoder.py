@@ -22,10 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...architectures.llama.config import HEAD
-from ...architectures.llama.reference import rope_tables
 from ...page_protocol import PageReply
-from ...paths import SHADERS_DIR
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ...workloads.decoder import DecoderWorkload
@@ -33,43 +30,12 @@ from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import WgslRunner
 from . import kernels as wgsl
-from .linear import (
-    BIAS_BINDING,
-    MIXED_ZERO,
-    dequantize_program,
-    executed_steps,
-    held_fields,
-    model_zero,
-    prologue,
-    variants,
-)
+from .linear import MIXED_ZERO, executed_steps, held_fields, model_zero
+from .lower import ZEROS, Lowering
 
 RUNNER = "wgsl_decoder"
-DECODER_SHADERS = SHADERS_DIR / "model" / "decoder"
-PROGRAMS = ("embed", "rmsnorm", "rope_kv", "attention_kv", "silu_mul", "argmax")
-WORKGROUP = 64
-"""Workgroup size of every decoder kernel but argmax (one workgroup)."""
-ZEROS = "zeros"
-"""A zero-filled buffer bound as the bias of layers without one (WebGPU zero-initialises buffers)."""
 STATE = {"ids": "int32 ids of the pass's rows (the next step's input id after an argmax)",
          "pos": "u32 positions the KV cache holds", "count": "u32 ids generated so far"}
-
-
-def _groups(count: int, size: int = WORKGROUP) -> int:
-    return -(-count // size)
-
-
-def program_source(name: str, head_dim: int) -> str:
-    return (DECODER_SHADERS / f"{name}.wgsl").read_text().replace("{HEAD_DIM}", str(head_dim))
-
-
-def kernel_key(bits: int, rows: int) -> str:
-    """How a linear step names its kernel family: bits and the rows its tile was chosen for."""
-    return f"{bits}r{rows}"
-
-
-def _tiling(prepared: PreparedDecoder, rows: int) -> wgsl.Tiling:
-    return wgsl.tiling_for(rows, min(p.layer.n for p in prepared.plan))
 
 
 def _unsupported(prepared: PreparedDecoder) -> str:
@@ -85,119 +51,32 @@ def _unsupported(prepared: PreparedDecoder) -> str:
     return "" if model_zero(prepared.held) else MIXED_ZERO
 
 
-class _Forward:
-    """One forward pass's steps over ``rows`` rows; ``last`` keeps only the last row's logits and
-    ends with the greedy argmax."""
-
-    def __init__(self, prepared: PreparedDecoder, rows: int, last: bool) -> None:
-        self.p, self.rows, self.last = prepared, rows, last
-        self.kernels: set[tuple[int, int]] = set()
-
-    def linear(self, index: int, x: str, out: str, rows: int) -> dict[str, Any]:
-        p = self.p.plan[index]
-        name, k, n = p.layer.name, p.layer.k, p.layer.n
-        tiling = _tiling(self.p, rows)
-        weights = [f"{name}.w"] + ([f"{name}.scales", f"{name}.zero_points"] if p.bits <= 8 else [])
-        dequantize_first = prologue(p.bits, 32, tiling, rows)
-        bindings: list[str | None] = [x, out, *([wgsl.DEQUANTIZED] if dequantize_first else weights)]
-        bias = f"{name}.bias" if self.p.config.has_bias(name) else ZEROS
-        bindings += [None] * (BIAS_BINDING - len(bindings)) + [bias]
-        constants: dict[str, Any] = {"M": rows, "K": k, "N": n}
-        if p.bits <= 8 and not dequantize_first:
-            constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block}
-        self.kernels.add((p.bits, rows))
-        step: dict[str, Any] = {"op": "linear", "linear": index, "name": name, "bits": p.bits,
-                                "kernel": kernel_key(p.bits, rows), "weights": weights[0], "bindings": bindings,
-                                "constants": constants, "workgroups": [*tiling.workgroups(rows, n), 1]}
-        if dequantize_first:
-            step["prologue"] = {"op": "dequantize", "program": dequantize_program(p.bits),
-                                "bindings": [*weights, wgsl.DEQUANTIZED],
-                                **wgsl.dequantize_dispatch(k, n, p.bits, p.block)}
-            step["prologue"]["workgroups"].append(1)
-        return step
-
-    def norm(self, weight: str, add: bool, row0: int = 0, rows_out: int | None = None) -> dict[str, Any]:
-        rows_out = self.rows if rows_out is None else rows_out
-        return {"op": "rmsnorm", "program": "rmsnorm", "bindings": ["y", "x", weight, "h"],
-                "constants": {"ROWS_OUT": rows_out, "ROW0": row0, "HIDDEN": self.p.config.hidden,
-                              "EPS": float(self.p.config.eps), "ADD": int(add)},
-                "workgroups": [_groups(rows_out), 1, 1]}
-
-    def steps(self) -> list[dict[str, Any]]:
-        cfg, rows = self.p.config, self.rows
-        at = {p.layer.name: i for i, p in enumerate(self.p.plan)}
-        heads = {"ROWS": rows, "HEADS": cfg.heads, "KV_HEADS": cfg.kv_heads}
-        out: list[dict[str, Any]] = [{
-            "op": "embed", "program": "embed", "bindings": ["ids", "model.embed_tokens.weight", "x"],
-            "constants": {"ROWS": rows, "HIDDEN": cfg.hidden, "VOCAB": cfg.vocab},
-            "workgroups": [_groups(rows * cfg.hidden), 1, 1]}]
-        for i in range(cfg.layers):
-            pre = f"model.layers.{i}."
-            lin = {s: at[pre + s] for s in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                            "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")}
-            out += [
-                self.norm(pre + "input_layernorm.weight", add=i > 0),
-                self.linear(lin["self_attn.q_proj"], "h", "q", rows),
-                self.linear(lin["self_attn.k_proj"], "h", "k", rows),
-                self.linear(lin["self_attn.v_proj"], "h", "v", rows),
-                {"op": "rope_kv", "program": "rope_kv",
-                 "bindings": ["q", "k", "v", "rope.cos", "rope.sin", "pos", f"cache.{i}.k", f"cache.{i}.v"],
-                 "constants": heads, "workgroups": [_groups(rows * (cfg.heads + cfg.kv_heads)), 1, 1]},
-                {"op": "attention", "program": "attention_kv",
-                 "bindings": ["q", f"cache.{i}.k", f"cache.{i}.v", "pos", "ctx"],
-                 "constants": heads, "workgroups": [_groups(rows * cfg.heads), 1, 1]},
-                self.linear(lin["self_attn.o_proj"], "ctx", "y", rows),
-                self.norm(pre + "post_attention_layernorm.weight", add=True),
-                self.linear(lin["mlp.gate_proj"], "h", "g", rows),
-                self.linear(lin["mlp.up_proj"], "h", "u", rows),
-                {"op": "silu_mul", "program": "silu_mul", "bindings": ["g", "u"],
-                 "constants": {"COUNT": rows * cfg.intermediate},
-                 "workgroups": [_groups(rows * cfg.intermediate), 1, 1]},
-                self.linear(lin["mlp.down_proj"], "g", "y", rows),
-            ]
-        head_rows = 1 if self.last else rows
-        out += [self.norm("model.norm.weight", add=True, row0=rows - head_rows, rows_out=head_rows),
-                self.linear(at[HEAD], "h", "logits", head_rows)]
-        if self.last:
-            eos = self.p.tokens.eos
-            out.append({"op": "argmax", "program": "argmax", "bindings": ["logits", "ids", "generated", "pos", "count"],
-                        "constants": {"VOCAB": cfg.vocab, "ROWS": rows, "SUPPRESS": eos[0] if eos else -1},
-                        "workgroups": [1, 1, 1]})
-        order = [s["linear"] for s in out if s["op"] == "linear"]
-        if order != list(range(len(self.p.plan))):
-            raise ValueError("the model's linear layers are not in forward order")
-        return out
-
-
 def build(prepared: PreparedDecoder) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The job's options (programs, kernels, buffers, the three passes) and its tensors."""
-    cfg, w, zero = prepared.config, prepared.workload, model_zero(prepared.held)
+    """The job's options (programs, kernels, buffers, the three passes: the architecture's graph
+    lowered) and its tensors."""
+    cfg, w = prepared.config, prepared.workload
     texts, eval_len = prepared.tokens.eval_ids.shape
-    forwards = {"prefill": _Forward(prepared, w.prompt_len, True), "decode": _Forward(prepared, 1, True),
-                "score": _Forward(prepared, eval_len, False)}
-    steps = {name: f.steps() for name, f in forwards.items()}
-    kernels = set().union(*(f.kernels for f in forwards.values()))
+    eos = prepared.tokens.eos
+    graph = w.architecture().graph(cfg, prompt_len=w.prompt_len, eval_len=eval_len, context=prepared.context,
+                                   eos=eos[0] if eos else -1)
+    graph.check([p.layer.name for p in prepared.plan])
+    lowering = Lowering(prepared.plan, cfg.has_bias, model_zero(prepared.held))
+    steps = lowering.passes(graph)
     rows = max(w.prompt_len, eval_len)
-    cos, sin = rope_tables(cfg, prepared.context)
-    tensors = prepared.tensors() | {"rope.cos": cos.astype("<f4").tobytes(), "rope.sin": sin.astype("<f4").tobytes()}
+    tensors = prepared.tensors() | {name: a.astype("<f4").tobytes() for name, a in graph.tensors.items()}
     kv_bytes = prepared.context * cfg.kv_dim * 4
     activations = {"x": rows * cfg.hidden * 4, "h": rows * cfg.hidden * 4, "y": rows * cfg.hidden * 4,
                    "q": rows * cfg.q_dim * 4, "k": rows * cfg.kv_dim * 4, "v": rows * cfg.kv_dim * 4,
                    "ctx": rows * cfg.q_dim * 4, "g": rows * cfg.intermediate * 4, "u": rows * cfg.intermediate * 4,
                    "logits": eval_len * cfg.vocab * 4, "ids": rows * 4, "pos": 4, "count": 4,
                    "generated": w.new_tokens * 4, ZEROS: max(p.layer.n for p in prepared.plan) * 4}
-    dequantized = [p.layer.n * p.layer.k * 4 for p in prepared.plan for b, r in kernels
-                   if b == p.bits and prologue(b, 32, _tiling(prepared, r), r)]
-    if dequantized:
-        activations[wgsl.DEQUANTIZED] = max(dequantized)
+    if lowering.dequantized:
+        activations[wgsl.DEQUANTIZED] = lowering.dequantized
     kv = {f"cache.{i}.{part}": kv_bytes for i in range(cfg.layers) for part in ("k", "v")}
     options = {
         "model": cfg.to_json() | {"name": w.name},
-        "programs": {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
-        | {dequantize_program(b): wgsl.dequantize_source(b, zero) for b, r in kernels
-           if prologue(b, 32, _tiling(prepared, r), r)},
-        "linear_variants": {kernel_key(b, r): variants(b, 32, _tiling(prepared, r), r, zero)
-                            for b, r in sorted(kernels)},
+        "programs": lowering.sources(),
+        "linear_variants": lowering.linear_variants(),
         "activations": activations | kv,
         "tensor_bytes": {name: len(data) for name, data in tensors.items()},
         "kv_cache": sorted(kv),

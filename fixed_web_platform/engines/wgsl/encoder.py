@@ -32,7 +32,6 @@ page's word about its arithmetic.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from typing import Any
 
@@ -44,44 +43,13 @@ from ...workloads.encoder.prepared import INPUT_TENSORS, PreparedModel, prepare_
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import WgslRunner
 from . import kernels as wgsl
-from .linear import (
-    BIAS_BINDING,
-    MIXED_ZERO,
-    MODEL_SHADERS,
-    bound_layers,
-    dequantize_program,
-    held_fields,
-    model_zero,
-    prologue,
-    variants,
-)
+from .linear import MIXED_ZERO, bound_layers, held_fields, model_zero
+from .lower import INT8_INPUT, Lowering
 
 RUNNER = "wgsl_model"
-ROW_WORKGROUP = 64
-"""Workgroup size of the one-invocation-per-row kernels (embeddings, add + layer norm, attention)."""
-POOL_WORKGROUP = 64
-"""Workgroup size of the kernels that take {WORKGROUP} (pooling's reduction, quantize_act)."""
-PROGRAMS = ("embed_ln", "attention", "add_ln", "pool", "quantize_act")
-INT8_INPUT = "xq"
-"""The activation buffer int8 inputs are quantized into (the largest input's int8 words)."""
 ACT_QUANT_SUFFIX = ".x_quant"
 """The tensor of a layer's input scale and zero point (wgsl.act_quant_bytes) is named after the
 first layer that has that pair, with this suffix."""
-
-
-def kernel_key(bits: int, act_bits: int) -> str:
-    """How a step names its linear kernel family in ``linear_variants``: '4', or '4a8' with int8 inputs."""
-    return f"{bits}a{act_bits}" if act_bits != 32 else str(bits)
-
-
-@functools.cache
-def program_source(name: str, head_dim: int) -> str:
-    text = (MODEL_SHADERS / f"{name}.wgsl").read_text()
-    return text.replace("{HEAD_DIM}", str(head_dim)).replace("{WORKGROUP}", str(POOL_WORKGROUP))
-
-
-def _groups(count: int, size: int) -> int:
-    return -(-count // size)
 
 
 def _unsupported_shape(prepared: PreparedModel) -> str:
@@ -118,104 +86,33 @@ def act_quant_tensors(prepared: PreparedModel) -> tuple[list[str | None], dict[s
     return names, tensors
 
 
-def _steps(prepared: PreparedModel) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The forward pass as the page executes it, and the activation buffers it needs (bytes)."""
+def _lowered(prepared: PreparedModel) -> tuple[list[dict[str, Any]], Lowering]:
+    """The forward pass as the page executes it (BERT's graph lowered), and its lowering."""
+    batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
+    graph = prepared.workload.architecture().graph(prepared.config, batch=batch, seq=seq)
+    graph.check([p.layer.name for p in prepared.plan])
+    lowering = Lowering(prepared.plan, lambda name: True, model_zero(prepared.held), per_rows=False,
+                        act_quant=prepared.act_quant, act_names=act_quant_tensors(prepared)[0])
+    steps = lowering.steps(graph.passes["forward"])
+    if [s["linear"] for s in steps if s["op"] == "linear"] != list(range(len(prepared.plan))):
+        raise ValueError("the model's linear layers are not in forward order")  # the page replies in this order
+    return steps, lowering
+
+
+def _activations(prepared: PreparedModel, lowering: Lowering) -> dict[str, int]:
+    """The activation buffers the forward pass needs (bytes)."""
     cfg = prepared.config
     batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
     rows, hidden = batch * seq, cfg.hidden
-    tiling = _tiling(prepared)
     activations = {"hidden": rows * hidden * 4, "q": rows * hidden * 4, "k": rows * hidden * 4,
                    "v": rows * hidden * 4, "ctx": rows * hidden * 4, "y": rows * hidden * 4,
                    "inter": rows * cfg.intermediate * 4, "pooled": batch * hidden * 4}
     activations |= {f"pass.{name}": rows * 4 for name in INPUT_TENSORS}
     if any(prepared.act_quant):
         activations[INT8_INPUT] = rows * max(p.layer.k for p in prepared.plan)
-    acts = prepared.act_quant or (None,) * len(prepared.plan)
-    dequantized = [p.layer.n * p.layer.k * 4 for p, a in zip(prepared.plan, acts)
-                   if prologue(p.bits, 8 if a else 32, tiling, rows)]
-    if dequantized:
-        activations[wgsl.DEQUANTIZED] = max(dequantized)
-    eps = float(cfg.eps)
-    steps: list[dict[str, Any]] = [{
-        "op": "embed_ln", "program": "embed_ln",
-        "bindings": ["pass.input_ids", "pass.token_type_ids", "embeddings.word_embeddings.weight",
-                     "embeddings.position_embeddings.weight", "embeddings.token_type_embeddings.weight",
-                     "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias", "hidden"],
-        "constants": {"ROWS": rows, "SEQ": seq, "HIDDEN": hidden, "VOCAB": cfg.vocab,
-                      "TYPE_VOCAB": cfg.type_vocab, "EPS": eps},
-        "workgroups": [_groups(rows, ROW_WORKGROUP), 1, 1],
-    }]
-
-    quantized_now: list[tuple[str, float, int]] = []  # what xq holds: (source, scale, zero point)
-    act_quant_names, _ = act_quant_tensors(prepared)
-
-    def linear(index: int, x: str, out: str, gelu: bool = False) -> list[dict[str, Any]]:
-        p = prepared.plan[index]
-        act = prepared.act_quant[index] if prepared.act_quant else None
-        name, k, n = p.layer.name, p.layer.k, p.layer.n
-        before: list[dict[str, Any]] = []
-        x_quant = act_quant_names[index]
-        if act is not None and quantized_now[-1:] != [(x, act.scale, act.zero_point)]:
-            before.append({"op": "quantize_act", "program": "quantize_act",
-                           "bindings": [x, INT8_INPUT, x_quant], "constants": {"WORDS": rows * k // 4},
-                           "workgroups": [_groups(rows * k // 4, POOL_WORKGROUP), 1, 1]})
-            quantized_now.append((x, act.scale, act.zero_point))
-        weights = [f"{name}.w"] + ([f"{name}.scales", f"{name}.zero_points"] if p.bits <= 8 else [])
-        dequantize_first = prologue(p.bits, 8 if act else 32, tiling, rows)
-        bindings: list[str | None] = [INT8_INPUT if act else x, out,
-                                      *([wgsl.DEQUANTIZED] if dequantize_first else weights)]
-        bindings += [None] * (BIAS_BINDING - len(bindings)) + [f"{name}.bias"]
-        if act is not None:
-            bindings += [None] * (wgsl.ACT_QUANT_BINDING - len(bindings)) + [x_quant]
-        constants = {"M": rows, "K": k, "N": n} | ({"GELU": 1} if gelu else {})
-        if p.bits <= 8 and not dequantize_first:
-            constants |= {"BITS": p.bits, "BLOCK_SIZE": p.block}
-        kernel = kernel_key(p.bits, 8 if act else 32)
-        step = {"op": "linear", "linear": index, "name": name, "bits": p.bits, "kernel": kernel,
-                "weights": weights[0], "bindings": bindings, "constants": constants,
-                "workgroups": [*tiling.workgroups(rows, n), 1]}
-        if dequantize_first:
-            step["prologue"] = {"op": "dequantize", "program": dequantize_program(p.bits),
-                                "bindings": [*weights, wgsl.DEQUANTIZED],
-                                **wgsl.dequantize_dispatch(k, n, p.bits, p.block)}
-            step["prologue"]["workgroups"].append(1)
-        return [*before, step]
-
-    def add_ln(prefix: str) -> dict[str, Any]:
-        return {"op": "add_ln", "program": "add_ln",
-                "bindings": ["y", "hidden", f"{prefix}LayerNorm.weight", f"{prefix}LayerNorm.bias"],
-                "constants": {"ROWS": rows, "HIDDEN": hidden, "EPS": eps},
-                "workgroups": [_groups(rows, ROW_WORKGROUP), 1, 1]}
-
-    names = [p.layer.name for p in prepared.plan]
-    for i in range(cfg.layers):
-        pre = f"encoder.layer.{i}."
-        at = {suffix: names.index(pre + suffix) for suffix in
-              ("attention.self.query", "attention.self.key", "attention.self.value",
-               "attention.output.dense", "intermediate.dense", "output.dense")}
-        quantized_now.clear()  # the layer norm before rewrote "hidden"
-        steps += [
-            *linear(at["attention.self.query"], "hidden", "q"),
-            *linear(at["attention.self.key"], "hidden", "k"),
-            *linear(at["attention.self.value"], "hidden", "v"),
-            {"op": "attention", "program": "attention",
-             "bindings": ["q", "k", "v", "pass.attention_mask", "ctx"],
-             "constants": {"BATCH": batch, "SEQ": seq, "HEADS": cfg.heads, "HIDDEN": hidden},
-             "workgroups": [_groups(batch * cfg.heads * seq, ROW_WORKGROUP), 1, 1]},
-            *linear(at["attention.output.dense"], "ctx", "y"),
-            add_ln(pre + "attention.output."),
-            *linear(at["intermediate.dense"], "hidden", "inter", gelu=True),
-            *linear(at["output.dense"], "inter", "y"),
-            add_ln(pre + "output."),
-        ]
-    steps.append({"op": "pool", "program": "pool",
-                  "bindings": ["hidden", "pass.attention_mask", "pooled"],
-                  "constants": {"SEQ": seq, "HIDDEN": hidden},
-                  "workgroups": [batch, 1, 1]})
-    order = [s["linear"] for s in steps if s["op"] == "linear"]
-    if order != list(range(len(prepared.plan))):
-        raise ValueError("the model's linear layers are not in forward order")
-    return steps, activations
+    if lowering.dequantized:
+        activations[wgsl.DEQUANTIZED] = lowering.dequantized
+    return activations
 
 
 def _rows(prepared: PreparedModel) -> int:
@@ -250,24 +147,18 @@ class WgslEncoder(WgslRunner):
         why = _unsupported_shape(prepared)
         if why:
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL encoder cannot run this model: {why}")
-        steps, activations = _steps(prepared)
-        cfg = prepared.config
+        steps, lowering = _lowered(prepared)
         batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
-        tensors = prepared.tensors() | act_quant_tensors(prepared)[1]
-        programs = {name: program_source(name, cfg.head_dim) for name in PROGRAMS}
-        zero = model_zero(prepared.held)
-        programs |= {dequantize_program(b): wgsl.dequantize_source(b, zero) for b, a in _kernels(prepared)
-                     if prologue(b, a, _tiling(prepared), _rows(prepared))}
+        tensors = prepared.tensors() | act_quant_tensors(prepared)[1] | lowering.tensors
         options = {
-            "programs": programs,
-            "linear_variants": {kernel_key(b, a): variants(b, a, _tiling(prepared), _rows(prepared), zero)
-                                for b, a in sorted(_kernels(prepared), reverse=True)},
+            "programs": lowering.sources(),
+            "linear_variants": lowering.linear_variants(),
             "tiling": _tiling(prepared).to_json(),
-            "activations": activations,
+            "activations": _activations(prepared, lowering),
             "pass_inputs": [{"from": name, "to": f"pass.{name}", "bytes": batch * seq * 4}
                             for name in INPUT_TENSORS],
             "steps": steps,
-            "result": {"buffer": "pooled", "bytes": batch * cfg.hidden * 4},
+            "result": {"buffer": "pooled", "bytes": batch * prepared.config.hidden * 4},
         }
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, prepared.options() | options)
         return EngineJob(spec=spec, tensors=tensors, prepared=prepared,

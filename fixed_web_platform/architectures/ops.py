@@ -1,0 +1,223 @@
+"""The ops a forward pass is written in: once per architecture (architectures/<name>/graph.py),
+lowered by each engine (engines/wgsl/lower.py: to the WGSL kernels' steps).
+
+A pass is a list of ops over named values, the buffers an engine holds (``hidden``, ``q``,
+``cache.0.k``); an op reads and writes values by name, and some update one in place, as the
+kernels do (a norm's residual is added into its input, a gated activation writes into its gate).
+Shapes are resolved when the graph is built: every op carries the sizes its kernels need. A
+linear layer is named as in the precision plan (``ArchConfig.linear_layers``): its shape, bits
+and bytes come from there. Loop state has fixed names: ``pos`` (the position the KV cache has
+reached), ``ids`` (the pass's input ids, the next id after an argmax), ``generated``, ``count``.
+The float64 references (architectures/<name>/reference.py) are written by hand, independent of
+these graphs, so an error here shows as kernel error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+NORM_KINDS = ("layer", "rms")
+ATTENTION_SOURCES = ("self", "cache", "cross")
+
+
+@dataclass(frozen=True)
+class Embed:
+    """out[r] = table[ids[r]] (+ positions[r % seq], or positions[pos + r] with ``at_pos``)
+    (+ type_table[token_types[r]])."""
+
+    ids: str
+    table: str
+    out: str
+    rows: int
+    width: int
+    vocab: int
+    positions: str = ""
+    at_pos: bool = False
+    seq: int = 0
+    token_types: str = ""
+    type_table: str = ""
+    type_vocab: int = 0
+
+
+@dataclass(frozen=True)
+class Norm:
+    """x += residual (x keeps the sum), then out = norm(x) * weight (+ bias), over the last
+    ``width`` values of each row; ``last``: only the last row is written (to out's first row)."""
+
+    kind: str
+    x: str
+    out: str
+    weight: str
+    rows: int
+    width: int
+    eps: float
+    bias: str = ""
+    residual: str = ""
+    last: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in NORM_KINDS:
+            raise ValueError(f"norm kind {self.kind!r} is not one of {NORM_KINDS}")
+
+
+@dataclass(frozen=True)
+class Linear:
+    """out = x @ W^T + b of the plan's layer ``layer`` over ``rows`` rows; ``gelu``: exact-erf GELU
+    on the result (the epilogue)."""
+
+    layer: str
+    x: str
+    out: str
+    rows: int
+    gelu: bool = False
+
+
+@dataclass(frozen=True)
+class Rope:
+    """q and k rotated in place at positions pos .. pos + rows - 1 (cos, sin: [positions, head_dim / 2])."""
+
+    q: str
+    k: str
+    cos: str
+    sin: str
+    rows: int
+    heads: int
+    kv_heads: int
+
+
+@dataclass(frozen=True)
+class KvWrite:
+    """The rows' keys and values stored at positions pos .. pos + rows - 1 of a layer's cache."""
+
+    k: str
+    v: str
+    cache_k: str
+    cache_v: str
+    rows: int
+    width: int
+
+
+@dataclass(frozen=True)
+class Attention:
+    """out = softmax(q k^T / sqrt(head_dim) + mask) v per head. ``source``: ``self`` (k and v of
+    the same rows, ``mask`` a padding mask of ``batch`` sequences of ``seq``, '' for none),
+    ``cache`` (causal over the cache up to pos + row), ``cross`` (all ``keys`` rows of k and v)."""
+
+    source: str
+    q: str
+    k: str
+    v: str
+    out: str
+    rows: int
+    heads: int
+    kv_heads: int
+    width: int
+    mask: str = ""
+    batch: int = 1
+    seq: int = 0
+    keys: int = 0
+
+    def __post_init__(self) -> None:
+        if self.source not in ATTENTION_SOURCES:
+            raise ValueError(f"attention source {self.source!r} is not one of {ATTENTION_SOURCES}")
+
+
+@dataclass(frozen=True)
+class GatedAct:
+    """gate = act(gate) * x, in place (``count`` values); act is SiLU."""
+
+    gate: str
+    x: str
+    count: int
+    act: str = "silu"
+
+
+@dataclass(frozen=True)
+class Conv1d:
+    """out = gelu(conv1d(x, weight, kernel 3, padding 1, ``stride``) + bias) (+ positions), time-major
+    out [frames_out, channels_out]; x is channel-major unless ``time_major_in``."""
+
+    x: str
+    weight: str
+    bias: str
+    out: str
+    frames_in: int
+    frames_out: int
+    channels_in: int
+    channels_out: int
+    stride: int = 1
+    positions: str = ""
+    time_major_in: bool = False
+
+
+@dataclass(frozen=True)
+class Pool:
+    """out[b] = L2-normalised mean of x's rows of sequence b where ``mask`` is 1."""
+
+    x: str
+    mask: str
+    out: str
+    batch: int
+    seq: int
+    width: int
+
+
+@dataclass(frozen=True)
+class Argmax:
+    """The greedy next id from the last row's logits into ``ids``, appended to ``generated``;
+    ``pos`` advances by the pass's rows. ``suppress``: one id never chosen (-1: none);
+    ``suppress_from``/``begin``: Whisper's rule (no id from suppress_from on; ``begin`` ids
+    never first)."""
+
+    logits: str
+    rows: int
+    vocab: int
+    suppress: int = -1
+    suppress_from: int = -1
+    begin: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class LogMel:
+    """A clip's PCM (``audio`` at the offset ``clip`` names) to ``mels`` x ``frames`` log-mel features."""
+
+    audio: str
+    clip: str
+    out: str
+    frames: int
+    mels: int
+    samples: int
+    n_fft: int
+
+
+Op = Embed | Norm | Linear | Rope | KvWrite | Attention | GatedAct | Conv1d | Pool | Argmax | LogMel
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    rows: int
+    ops: tuple[Op, ...]
+
+    def linears(self) -> list[str]:
+        return [op.layer for op in self.ops if isinstance(op, Linear)]
+
+
+@dataclass(frozen=True)
+class Graph:
+    """An architecture's passes for one loop, and the constant tensors they read that are not
+    weights (Llama's RoPE tables)."""
+
+    passes: Mapping[str, Pass]
+    tensors: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def check(self, layers: list[str]) -> None:
+        """Every linear layer of the plan is in some pass, and no pass names another."""
+        used = {name for p in self.passes.values() for name in p.linears()}
+        if used != set(layers):
+            missing, extra = sorted(set(layers) - used), sorted(used - set(layers))
+            raise ValueError(f"the graph's linear layers are not the model's (missing {missing[:3]}, "
+                             f"unknown {extra[:3]})")
