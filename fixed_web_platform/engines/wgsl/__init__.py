@@ -1,6 +1,8 @@
 """The harness's own WGSL kernels on WebGPU (engine ``harness``, platform ``webgpu``): the
-kernels (kernels.py), the linear layers of whole models (linear.py), and one module per workload
-kind it runs: matmul.py, encoder.py, decoder.py, speech.py."""
+kernels (kernels.py), the linear layers of whole models (linear.py), the ops of an architecture's
+graph lowered to steps (lower.py), the runners of step-list pages (steps.py), and one module per
+workload kind it runs: matmul.py, encoder.py (the forward loop), decoder.py (generate), speech.py
+(transcribe)."""
 
 from __future__ import annotations
 

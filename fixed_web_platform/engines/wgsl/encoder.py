@@ -43,29 +43,13 @@ from ...workloads.encoder.prepared import INPUT_TENSORS, PreparedModel, prepare_
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import WgslRunner
 from . import kernels as wgsl
-from .linear import MIXED_ZERO, bound_layers, held_fields, model_zero
+from .linear import bound_layers, held_fields, model_zero, unsupported
 from .lower import INT8_INPUT, Lowering
 
 RUNNER = "wgsl_model"
 ACT_QUANT_SUFFIX = ".x_quant"
 """The tensor of a layer's input scale and zero point (wgsl.act_quant_bytes) is named after the
 first layer that has that pair, with this suffix."""
-
-
-def _unsupported_shape(prepared: PreparedModel) -> str:
-    cfg = prepared.config
-    if cfg.hidden % cfg.heads or cfg.head_dim % 4:
-        return f"head size {cfg.hidden}/{cfg.heads} is not a multiple of 4 (the attention kernel reads vec4s)"
-    for p in prepared.plan:
-        layer = p.layer
-        if layer.k % 4:
-            return f"{layer.name}: K = {layer.k} is not a multiple of 4 (the linear kernels read vec4s)"
-        if p.bits <= 8:
-            per_word = 32 // p.bits
-            if p.block <= 0 or layer.k % p.block or p.block % per_word:
-                return (f"{layer.name}: block size {p.block} does not divide K = {layer.k} "
-                        f"into whole {per_word}-value words (the packed kernel's layout)")
-    return "" if model_zero(prepared.held) else MIXED_ZERO
 
 
 def act_quant_tensors(prepared: PreparedModel) -> tuple[list[str | None], dict[str, bytes]]:
@@ -144,7 +128,7 @@ class WgslEncoder(WgslRunner):
         assert isinstance(workload, EncoderWorkload)
         prepared = prepare_model(workload, run.bits, run.weight_block, run.seed,
                                  act_bits=run.act_bits, observer=run.observer, weight_quant=run.weight_quant)
-        why = _unsupported_shape(prepared)
+        why = unsupported(prepared.plan, prepared.config.head_dim, prepared.held)
         if why:
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL encoder cannot run this model: {why}")
         steps, lowering = _lowered(prepared)

@@ -57,6 +57,22 @@ def model_zero(held: HeldModel) -> str:
     return wgsl.zero_form(layer.held.zero_point_dtype for layer in held.layers) or ""
 
 
+def unsupported(plan: Sequence[LayerPrecision], head_dim: int, held: HeldModel) -> str:
+    """Why the WGSL kernels cannot run a model ('' when they can): the attention and linear kernels
+    read vec4s, a packed layer's blocks are whole 32-bit words, one zero-point form per model."""
+    if head_dim % 4:
+        return f"head size {head_dim} is not a multiple of 4 (the attention kernels read vec4s)"
+    for p in plan:
+        layer = p.layer
+        if layer.k % 4:
+            return f"{layer.name}: K = {layer.k} is not a multiple of 4 (the linear kernels read vec4s)"
+        per_word = 32 // p.bits
+        if p.bits <= 8 and (p.block <= 0 or layer.k % p.block or p.block % per_word):
+            return (f"{layer.name}: block size {p.block} does not divide K = {layer.k} into whole "
+                    f"{per_word}-value words (the packed kernel's layout)")
+    return "" if model_zero(held) else MIXED_ZERO
+
+
 def prologue(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int) -> str:
     """The step a layer's kernel needs first (the dequantize step on the GEMM path), or ''. Every
     variant of a kernel has the same one, so the steps can say it before the page picks."""

@@ -27,95 +27,47 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...architectures import ops
 from ...architectures.whisper.config import N_FFT
-from ...page_protocol import PageReply
-from ...run_spec import RunSpec, TimingConfig
-from ...vocabulary import Outcome
+from ...run_spec import RunSpec
 from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
-from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
-from . import WgslRunner
-from . import kernels as wgsl
-from .linear import MIXED_ZERO, executed_steps, held_fields, model_zero
 from .lower import POWER, ZEROS, Lowering
+from .steps import StepListRunner
 
 RUNNER = "wgsl_speech"
 BINS = N_FFT // 2 + 1
 
 
-def _unsupported(prepared: PreparedSpeech) -> str:
-    cfg = prepared.config
-    if cfg.head_dim % 4:
-        return f"head size {cfg.head_dim} is not a multiple of 4 (the attention kernels read vec4s)"
-    for p in prepared.plan:
-        if p.layer.k % 4:
-            return f"{p.layer.name}: K = {p.layer.k} is not a multiple of 4 (the linear kernels read vec4s)"
-        if p.bits <= 8 and (p.block <= 0 or p.layer.k % p.block or p.block % (32 // p.bits)):
-            return (f"{p.layer.name}: block size {p.block} does not divide K = {p.layer.k} into whole "
-                    f"{32 // p.bits}-value words (the packed kernel's layout)")
-    return "" if model_zero(prepared.held) else MIXED_ZERO
-
-
-def build(prepared: PreparedSpeech) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The job's options (programs, kernels, buffers, the four passes: the architecture's graph
-    lowered) and its tensors."""
-    cfg, w = prepared.config, prepared.workload
-    graph = w.architecture().graph(cfg)
-    graph.check([p.layer.name for p in prepared.plan])
-    lowering = Lowering(prepared.plan, cfg.has_bias, model_zero(prepared.held))
-    steps = lowering.passes(graph)
-    tensors = prepared.tensors() | lowering.tensors
-    d, rows, prompt_rows = cfg.d_model, cfg.source_positions, len(cfg.prompt)
-    context = prompt_rows + w.max_tokens
-    activations = {"clip": 8, POWER: cfg.frames * BINS * 4, "features": cfg.mels * cfg.frames * 4,
-                   "conv": cfg.frames * d * 4, "enc": rows * d * 4,
-                   **{name: rows * d * 4 for name in ("x", "h", "q", "k", "v", "ctx", "y")},
-                   "f": rows * cfg.ffn * 4, "logits": cfg.vocab * 4, "ids": prompt_rows * 4, "pos": 4, "count": 4,
-                   "generated": w.max_tokens * 4, ZEROS: d * 4}
-    if lowering.dequantized:
-        activations[wgsl.DEQUANTIZED] = lowering.dequantized
-    cache = {f"cache.{i}.{part}": context * d * 4 for i in range(cfg.decoder_layers) for part in ("k", "v")}
-    cross = {f"cross.{i}.{part}": rows * d * 4 for i in range(cfg.decoder_layers) for part in ("k", "v")}
-    offsets, at = [], 0
-    for pcm in prepared.pcm:
-        offsets.append([at, len(pcm)])
-        at += len(pcm)
-    options = {
-        "model": cfg.to_json() | {"name": w.name},
-        "programs": lowering.sources(),
-        "linear_variants": lowering.linear_variants(),
-        "activations": activations | cache | cross,
-        "tensor_bytes": {name: len(data) for name, data in tensors.items()},
-        "kv_cache": sorted(cache | cross),
-        "weight_tensors": sorted(prepared.held.tensors()),
-        "layer_order": [p.layer.name for p in prepared.plan],
-        "passes": steps,
-        "clips": offsets,
-        "prompt": {"tensor": "prompt_ids", "rows": prompt_rows},
-        "max_tokens": w.max_tokens,
-        "eot": cfg.eot,
-    }
-    return options, tensors
-
-
-class WgslSpeech(WgslRunner):
+class WgslSpeech(StepListRunner):
     """Whisper's passes as step lists the page executes (web/engines/wgsl_speech.js)."""
 
     runner = RUNNER
+    label = "Whisper"
 
-    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
-                  browser: BrowserFacts) -> EngineJob | Refusal:
-        workload = run.workload
-        assert isinstance(workload, SpeechWorkload)
-        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, weight_quant=run.weight_quant)
-        why = _unsupported(prepared)
-        if why:
-            return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL Whisper cannot run this model: {why}")
-        options, tensors = build(prepared)
-        spec = self.spec(engine, run, timing, tensors, prepared.outputs, options)
-        return EngineJob(spec=spec, tensors=tensors, prepared=prepared,
-                         **held_fields([layer.held for layer in prepared.held.layers]))
+    def prepare(self, run: RunSpec) -> PreparedSpeech:
+        assert isinstance(run.workload, SpeechWorkload)
+        return prepare_speech(run.workload, run.bits, run.weight_block, run.seed, weight_quant=run.weight_quant)
 
-    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        assert isinstance(job.prepared, PreparedSpeech)
-        return executed_steps(engine, job, page, job.prepared.plan)
+    def graph(self, prepared: PreparedSpeech) -> ops.Graph:
+        return prepared.workload.architecture().graph(prepared.config)
+
+    def loop_options(self, prepared: PreparedSpeech, lowering: Lowering, steps: dict[str, list[dict[str, Any]]],
+                     tensors: dict[str, bytes]) -> dict[str, Any]:
+        cfg, w = prepared.config, prepared.workload
+        d, rows, prompt_rows = cfg.d_model, cfg.source_positions, len(cfg.prompt)
+        activations = {"clip": 8, POWER: cfg.frames * BINS * 4, "features": cfg.mels * cfg.frames * 4,
+                       "conv": cfg.frames * d * 4, "enc": rows * d * 4,
+                       **{name: rows * d * 4 for name in ("x", "h", "q", "k", "v", "ctx", "y")},
+                       "f": rows * cfg.ffn * 4, "logits": cfg.vocab * 4, "ids": prompt_rows * 4, "pos": 4,
+                       "count": 4, "generated": w.max_tokens * 4, ZEROS: d * 4}
+        context = prompt_rows + w.max_tokens
+        cache = {f"cache.{i}.{part}": context * d * 4 for i in range(cfg.decoder_layers) for part in ("k", "v")}
+        cross = {f"cross.{i}.{part}": rows * d * 4 for i in range(cfg.decoder_layers) for part in ("k", "v")}
+        offsets, at = [], 0
+        for pcm in prepared.pcm:
+            offsets.append([at, len(pcm)])
+            at += len(pcm)
+        return {"activations": activations | cache | cross, "kv_cache": sorted(cache | cross),
+                "layer_order": [p.layer.name for p in prepared.plan], "passes": steps, "clips": offsets,
+                "prompt": {"tensor": "prompt_ids", "rows": prompt_rows}, "max_tokens": w.max_tokens, "eot": cfg.eot}
