@@ -22,9 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...architectures import ops
-from ...run_spec import RunSpec
-from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from .lower import ZEROS, Lowering
 from .steps import StepListRunner
@@ -40,15 +37,12 @@ class WgslDecoder(StepListRunner):
     runner = RUNNER
     label = "decoder"
 
-    def prepare(self, run: RunSpec) -> PreparedDecoder:
-        assert isinstance(run.workload, DecoderWorkload)
-        return prepare_decoder(run.workload, run.bits, run.weight_block, run.seed, weight_quant=run.weight_quant)
+    prepare = staticmethod(prepare_decoder)
 
-    def graph(self, prepared: PreparedDecoder) -> ops.Graph:
+    def shapes(self, prepared: PreparedDecoder) -> dict[str, int]:
         eos = prepared.tokens.eos
-        return prepared.workload.architecture().graph(
-            prepared.config, prompt_len=prepared.workload.prompt_len, eval_len=prepared.tokens.eval_ids.shape[1],
-            context=prepared.context, eos=eos[0] if eos else -1)
+        return {"prompt_len": prepared.workload.prompt_len, "eval_len": prepared.tokens.eval_ids.shape[1],
+                "context": prepared.context, "eos": eos[0] if eos else -1}
 
     def loop_options(self, prepared: PreparedDecoder, lowering: Lowering, steps: dict[str, list[dict[str, Any]]],
                      tensors: dict[str, bytes]) -> dict[str, Any]:

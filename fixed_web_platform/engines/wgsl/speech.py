@@ -27,10 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...architectures import ops
 from ...architectures.whisper.config import N_FFT
-from ...run_spec import RunSpec
-from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
 from .lower import POWER, ZEROS, Lowering
 from .steps import StepListRunner
@@ -45,12 +42,7 @@ class WgslSpeech(StepListRunner):
     runner = RUNNER
     label = "Whisper"
 
-    def prepare(self, run: RunSpec) -> PreparedSpeech:
-        assert isinstance(run.workload, SpeechWorkload)
-        return prepare_speech(run.workload, run.bits, run.weight_block, run.seed, weight_quant=run.weight_quant)
-
-    def graph(self, prepared: PreparedSpeech) -> ops.Graph:
-        return prepared.workload.architecture().graph(prepared.config)
+    prepare = staticmethod(prepare_speech)
 
     def loop_options(self, prepared: PreparedSpeech, lowering: Lowering, steps: dict[str, list[dict[str, Any]]],
                      tensors: dict[str, bytes]) -> dict[str, Any]:

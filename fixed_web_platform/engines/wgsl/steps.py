@@ -7,6 +7,7 @@ same way for both (linear.executed_steps)."""
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ...architectures import ops
@@ -24,13 +25,13 @@ class StepListRunner(WgslRunner):
     label: ClassVar[str]
     """What the refusal calls the model ('decoder', 'Whisper')."""
 
-    @abstractmethod
-    def prepare(self, run: RunSpec) -> Any:
-        """The kind's prepared workload (``.plan``, ``.held``, ``.config``, ``.tensors()``, ``.outputs``)."""
+    prepare: ClassVar[Callable[..., Any]]
+    """The kind's prepare function, (workload, bits, block, seed, weight_quant=) -> its prepared
+    workload (``.plan``, ``.held``, ``.config``, ``.tensors()``, ``.outputs``)."""
 
-    @abstractmethod
-    def graph(self, prepared: Any) -> ops.Graph:
-        """The architecture's graph for this loop at the prepared workload's shapes."""
+    def shapes(self, prepared: Any) -> dict[str, int]:
+        """The loop's shapes the architecture's graph is built at (Architecture.graph)."""
+        return {}
 
     @abstractmethod
     def loop_options(self, prepared: Any, lowering: Lowering, steps: dict[str, list[dict[str, Any]]],
@@ -40,7 +41,7 @@ class StepListRunner(WgslRunner):
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
-        prepared = self.prepare(run)
+        prepared = self.prepare(run.workload, run.bits, run.weight_block, run.seed, weight_quant=run.weight_quant)
         why = unsupported(prepared.plan, prepared.config.head_dim, prepared.held)
         if why:
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL {self.label} cannot run this model: {why}")
@@ -51,7 +52,7 @@ class StepListRunner(WgslRunner):
 
     def build(self, prepared: Any) -> tuple[dict[str, Any], dict[str, bytes]]:
         """The job's options (programs, kernels, buffers, the passes: the graph lowered) and its tensors."""
-        graph = self.graph(prepared)
+        graph: ops.Graph = prepared.workload.architecture().graph(prepared.config, **self.shapes(prepared))
         graph.check([p.layer.name for p in prepared.plan])
         lowering = Lowering(prepared.plan, prepared.config.has_bias, model_zero(prepared.held))
         steps = lowering.passes(graph)
