@@ -11,7 +11,7 @@ runs them as told:
 
 One command submission per step (the prefill, then each decode step), and the new id read back
 after each: the per-token timestamps. The KV cache, the position and the generated ids stay on
-the device between steps (shaders/model/decoder/*.wgsl); only each new id comes back.
+the device between steps (shaders/ops/); only each new id comes back.
 
 The linear layers are the matmul kernels (shaders/matmul_*.wgsl with the model's linear prelude,
 as the encoder's: engines/wgsl/encoder.py), their tile chosen per pass from its rows (1 for

@@ -7,12 +7,12 @@ layer norm, intermediate linear with GELU, output linear, residual + layer norm;
 pooling and L2 normalisation.
 
 The linear layers are the matmul kernels' own ``accumulate(n0, m0)`` bodies (shaders/matmul_*.wgsl,
-the one place for each packed weight format) composed with shaders/model/linear_prelude.wgsl
+the one place for each packed weight format) composed with shaders/ops/linear_prelude.wgsl
 (linear.py, shared with the decoder)
 (bias and GELU epilogue); their variants per bits are ``wgsl.variants_for(bits, act_bits, tiling, rows)`` and the page
 picks the first whose features its adapter has. Their tile is the matmul sweep's choice for the
 model's rows and narrowest layer (``wgsl.tiling_for``), the same for every layer. The other
-kernels are shaders/model/*.wgsl. Packed layers on the GEMM path (the model's rows span several
+kernels are shaders/ops/*.wgsl (engines/wgsl/lower.py). Packed layers on the GEMM path (the model's rows span several
 row tiles: ``wgsl.dequantize_once``) carry a ``prologue``: the dequantize step, which the page
 dispatches in the layer's own pass right before the float32 kernel, writing the layer's weights
 as float32 into the shared ``wf`` scratch buffer (sized for the largest such layer) that the

@@ -207,6 +207,13 @@ def zero_point_source(shader: str, zero: str) -> str:
     return "\n" + text.replace("{ZERO_BINDING}", str(ZERO_BINDING[shader]))
 
 
+def read_shader(path: Path) -> str:
+    """A shader file's text with each ``//@include <file>`` line replaced by that file's text
+    (a file beside it: functions several kernels share, such as gelu.wgsl)."""
+    return "".join((path.parent / line.split()[1]).read_text() if line.startswith("//@include ") else line
+                   for line in path.read_text().splitlines(keepends=True))
+
+
 def compose(prelude_path: Path, shader: str, tiling: Tiling, bits: int,
             x_element: str = "vec4<f32>", zero: str = "") -> str:
     """A kernel body behind a prelude: the body's ``enable`` / ``requires`` directives first, then
@@ -222,7 +229,7 @@ def compose(prelude_path: Path, shader: str, tiling: Tiling, bits: int,
     rest = _unroll(rest, "//@groups", 32 // bits // 4 if bits <= 8 else 0, "{g}")
     rest = _unroll(rest, "//@rows", tiling.tile_m, "{t}")
     rest = _unroll(rest, "//@cols", tiling.tile_n, "{j}")
-    prelude = prelude_path.read_text()
+    prelude = read_shader(prelude_path)
     for key, value in (("{TILE_M}", tiling.tile_m), ("{TILE_N}", tiling.tile_n),
                        ("{WORKGROUP_X}", tiling.workgroup_x), ("{X_ELEMENT}", x_element)):
         prelude = prelude.replace(key, str(value))

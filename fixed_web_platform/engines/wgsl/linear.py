@@ -1,7 +1,7 @@
 """A whole model's linear layers on the harness's WGSL kernels, shared by every model kind's
 runner here (encoder.py, decoder.py, speech.py): the matmul kernels' own bodies (shaders/matmul_*.wgsl, the
 one place for each packed weight format) behind the model's linear prelude
-(shaders/model/linear_prelude.wgsl: bias and GELU epilogue, the bias at ``BIAS_BINDING``), the
+(shaders/ops/linear_prelude.wgsl: bias and GELU epilogue, the bias at ``BIAS_BINDING``), the
 variants the page picks from, the dequantize step the GEMM path runs first, and what the step-list
 pages (decoder, speech) ran, read from their replies."""
 
@@ -19,7 +19,9 @@ from ...paths import SHADERS_DIR
 from ..base import Engine, EngineJob, Executed, LayerExecuted
 from . import kernels as wgsl
 
-MODEL_SHADERS = SHADERS_DIR / "model"
+OPS_SHADERS = SHADERS_DIR / "ops"
+"""The kernels of the ops an architecture's graph is written in (architectures/ops.py), one per op
+(lower.py's KERNELS), and the linear layers' prelude."""
 LINEAR_PRELUDE = "linear_prelude.wgsl"
 BIAS_BINDING = 5
 
@@ -33,7 +35,7 @@ def weight_dtype_for(bits: int) -> str:
 def linear_source(shader: str, tiling: wgsl.Tiling, bits: int, x_element: str = "vec4<f32>", zero: str = "") -> str:
     """A matmul kernel's body behind the model's linear prelude: enables first, then the
     prelude with the tile sizes filled in, then the kernel's accumulate(n0, m0), then its zero points."""
-    return wgsl.compose(MODEL_SHADERS / LINEAR_PRELUDE, shader, tiling, bits, x_element, zero)
+    return wgsl.compose(OPS_SHADERS / LINEAR_PRELUDE, shader, tiling, bits, x_element, zero)
 
 
 def variants(bits: int, act_bits: int, tiling: wgsl.Tiling, rows: int, zero: str = "packed") -> list[dict[str, Any]]:

@@ -15,7 +15,6 @@ input at that scale and zero point (Q, K and V share theirs).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ import numpy as np
 from ...architectures import ops
 from ...models.rules import LayerPrecision
 from . import kernels as wgsl
-from .linear import BIAS_BINDING, MODEL_SHADERS, dequantize_program, prologue, variants
+from .linear import BIAS_BINDING, OPS_SHADERS, dequantize_program, prologue, variants
 
 WORKGROUP = 64
 """Workgroup size of the model kernels (one invocation per row or value) and of {WORKGROUP} reductions."""
@@ -36,19 +35,50 @@ INT8_INPUT = "xq"
 """The activation buffer int8 inputs are quantized into (the largest input's int8 words)."""
 POWER = "power"
 """The log-mel front end's power spectrum (frames x bins)."""
-DECODER = MODEL_SHADERS / "decoder"
-SPEECH = MODEL_SHADERS / "speech"
-PROGRAMS: dict[str, Path] = {
-    "embed_ln": MODEL_SHADERS / "embed_ln.wgsl", "embed": DECODER / "embed.wgsl", "embed_pos": SPEECH / "embed_pos.wgsl",
-    "add_ln": MODEL_SHADERS / "add_ln.wgsl", "layer_norm": SPEECH / "layer_norm.wgsl", "rmsnorm": DECODER / "rmsnorm.wgsl",
-    "attention": MODEL_SHADERS / "attention.wgsl", "attention_kv": DECODER / "attention_kv.wgsl",
-    "cross_attention": SPEECH / "cross_attention.wgsl", "rope_kv": DECODER / "rope_kv.wgsl",
-    "kv_store": SPEECH / "kv_store.wgsl", "silu_mul": DECODER / "silu_mul.wgsl", "conv_gelu": SPEECH / "conv_gelu.wgsl",
-    "pool": MODEL_SHADERS / "pool.wgsl", "quantize_act": MODEL_SHADERS / "quantize_act.wgsl",
-    "stft_power": SPEECH / "stft_power.wgsl", "mel_log": SPEECH / "mel_log.wgsl", "mel_norm": SPEECH / "mel_norm.wgsl",
+KERNELS: dict[str, str] = {
+    "embed_ln": "input_ids:i32 token_type_ids:i32 word position token_type gamma beta out!",
+    "embed": "ids:i32 table x!",
+    "embed_pos": "ids:i32 tokens positions pos:u32 x!",
+    "add_ln": "y x! gamma beta",
+    "layer_norm": "y x! gamma beta h!",
+    "rmsnorm": "y x! w h!",
+    "attention": "q:vec4<f32> k:vec4<f32> v:vec4<f32> mask:i32 ctx:vec4<f32>!",
+    "attention_kv": "q:vec4<f32> kcache:vec4<f32> vcache:vec4<f32> pos:u32 ctx:vec4<f32>!",
+    "cross_attention": "q:vec4<f32> k:vec4<f32> v:vec4<f32> ctx:vec4<f32>!",
+    "rope_kv": "q! k v cos_t sin_t pos:u32 kcache! vcache!",
+    "kv_store": "k v pos:u32 kcache! vcache!",
+    "silu_mul": "g! u",
+    "conv_gelu": "x w bias pos out!",
+    "pool": "x mask:i32 out!",
+    "quantize_act": "x:vec4<f32> xq:u32! x_quant::ActQuant",
+    "argmax": "logits ids:i32! generated:i32! pos:u32! count:u32!",
+    "stft_power": "audio clip:u32 window cos_t sin_t power!",
+    "mel_log": "power filters features!",
+    "mel_norm": "features!",
 }
-"""Program name -> shader file; ``argmax`` has two (ARGMAX)."""
-ARGMAX = {"ids": DECODER / "argmax.wgsl", "whisper": SPEECH / "argmax.wgsl"}
+"""Each op kernel (shaders/ops/<name>.wgsl) and its bindings in order, declared here once: both its
+WGSL declarations and the check of every step's bindings come from this line. ``name`` is an
+array<f32> read, ``name:T`` an array<T>, ``name::T`` a T; ``!`` marks one the kernel writes."""
+
+
+def declarations(bindings: str) -> str:
+    """The WGSL declarations of a kernel's bindings (``KERNELS``' notation)."""
+    out = []
+    for i, spec in enumerate(bindings.split()):
+        written = spec.endswith("!")
+        name, _, kind = spec.rstrip("!").partition(":")
+        kind = kind[1:] if kind.startswith(":") else f"array<{kind or 'f32'}>"
+        out.append(f"@group(0) @binding({i}) var<storage, {'read_write' if written else 'read'}> {name}: {kind};\n")
+    return "".join(out)
+
+
+def kernel_source(name: str, head_dim: int) -> str:
+    """A kernel as the page compiles it: its bindings declared after the file's opening comment,
+    the head size and workgroup filled in."""
+    lines = wgsl.read_shader(OPS_SHADERS / f"{name}.wgsl").splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if not line.startswith("//"))
+    text = "".join(lines[:at]) + declarations(KERNELS[name]) + "".join(lines[at:])
+    return text.replace("{HEAD_DIM}", str(head_dim)).replace("{WORKGROUP}", str(WORKGROUP))
 
 
 def groups(count: int, size: int = WORKGROUP) -> int:
@@ -74,7 +104,7 @@ class Lowering:
         self.act_quant = list(act_quant) or [None] * len(plan)
         self.act_names = list(act_names) or [None] * len(plan)
         self.min_n = min(p.layer.n for p in plan)
-        self.programs: dict[str, Path] = {}
+        self.programs: set[str] = set()
         self.kernels: set[tuple[int, int, int]] = set()
         """(bits, activation bits, rows) of every linear step."""
         self.dequantized = 0
@@ -109,22 +139,23 @@ class Lowering:
                 out.append(self.rope_kv(op, todo.pop(0)))
             else:
                 out += LOWER[type(op)](self, op)
+        for step in out:  # every kernel's bindings as declared (KERNELS), before any page loads
+            if step["op"] != "linear" and len(step["bindings"]) != len(KERNELS[step["program"]].split()):
+                raise ValueError(f"a {step['program']} step binds {len(step['bindings'])} buffers, its kernel "
+                                 f"declares {len(KERNELS[step['program']].split())}")
         return out
 
-    def program(self, name: str, path: Path | None = None) -> str:
-        path = path or PROGRAMS[name]
-        if self.programs.setdefault(name, path) != path:
-            raise ValueError(f"program {name!r} names two shaders in one job")
+    def program(self, name: str) -> str:
+        self.programs.add(name)
         return name
 
     def sources(self) -> dict[str, str]:
-        """Every program the steps use, its source text with the head size and workgroup filled in,
-        and the dequantize programs of the layers with a prologue."""
+        """Every kernel the steps use, as the page compiles it (``kernel_source``), and the
+        dequantize programs of the layers with a prologue."""
         if len(self.head_dims) > 1:
             raise ValueError(f"one job's attention kernels have one head size, not {sorted(self.head_dims)}")
-        head_dim = str(next(iter(self.head_dims), 0))
-        out = {name: path.read_text().replace("{HEAD_DIM}", head_dim).replace("{WORKGROUP}", str(WORKGROUP))
-               for name, path in self.programs.items()}
+        head_dim = next(iter(self.head_dims), 0)
+        out = {name: kernel_source(name, head_dim) for name in sorted(self.programs)}
         return out | {dequantize_program(b): wgsl.dequantize_source(b, self.zero) for b, a, r in self.kernels
                       if prologue(b, a, self.tiling(r), r)}
 
@@ -174,7 +205,8 @@ class Lowering:
         if dequantize_first:
             self.dequantized = max(self.dequantized, n * k * 4)
             step["prologue"] = {"op": "dequantize", "program": dequantize_program(p.bits),
-                                "bindings": [*weights, wgsl.DEQUANTIZED], **wgsl.dequantize_dispatch(k, n, p.bits, p.block)}
+                                "bindings": [*weights, wgsl.DEQUANTIZED],
+                                **wgsl.dequantize_dispatch(k, n, p.bits, p.block)}
             step["prologue"]["workgroups"].append(1)
         if op.out == op.x:
             raise ValueError(f"{name} writes its own input")
@@ -210,7 +242,8 @@ class Lowering:
         if op.x == op.out and op.residual and not op.last:  # post-norm, in place
             return [{"op": "add_ln", "program": self.program("add_ln"),
                      "bindings": [op.residual, op.x, op.weight, op.bias],
-                     "constants": {"ROWS": op.rows, "HIDDEN": op.width, "EPS": op.eps}, "workgroups": _dispatch(op.rows)}]
+                     "constants": {"ROWS": op.rows, "HIDDEN": op.width, "EPS": op.eps},
+                     "workgroups": _dispatch(op.rows)}]
         return [{"op": "layer_norm", "program": self.program("layer_norm"),
                  "bindings": [op.residual or ZEROS, op.x, op.weight, op.bias, op.out],
                  "constants": {"ROWS": op.rows, "ROWS_OUT": rows_out, "ROW0": op.rows - rows_out, "HIDDEN": op.width,
@@ -269,14 +302,13 @@ class Lowering:
 
     def argmax(self, op: ops.Argmax) -> list[dict[str, Any]]:
         bindings = [op.logits, "ids", "generated", "pos", "count"]
+        constants = {"VOCAB": op.vocab, "ROWS": op.rows}
+        if op.suppress >= 0:
+            constants["SUPPRESS"] = op.suppress
         if op.suppress_from >= 0:
-            constants = {"VOCAB": op.vocab, "ROWS": op.rows, "SUPPRESS_FROM": op.suppress_from,
-                         "BEGIN_A": op.begin[0], "BEGIN_B": op.begin[1]}
-            program = self.program("argmax", ARGMAX["whisper"])
-        else:
-            constants = {"VOCAB": op.vocab, "ROWS": op.rows, "SUPPRESS": op.suppress}
-            program = self.program("argmax", ARGMAX["ids"])
-        return [{"op": "argmax", "program": program, "bindings": bindings, "constants": constants,
+            constants["SUPPRESS_FROM"] = op.suppress_from
+        constants |= dict(zip(("BEGIN_A", "BEGIN_B"), op.begin, strict=False))
+        return [{"op": "argmax", "program": self.program("argmax"), "bindings": bindings, "constants": constants,
                  "workgroups": [1, 1, 1]}]
 
     def log_mel(self, op: ops.LogMel) -> list[dict[str, Any]]:

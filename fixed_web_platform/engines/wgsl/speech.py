@@ -6,7 +6,7 @@ told, per clip:
 
 - ``frontend``: the clip's PCM to 80 x 3000 log-mel features on the device (a direct DFT of each
   Hann-windowed frame, the mel filter bank, log10, the clamp to 8 below the maximum):
-  shaders/model/speech/stft_power, mel_log, mel_norm;
+  shaders/ops/stft_power, mel_log, mel_norm;
 - ``encoder``: the two convolutions with GELU (+ sinusoidal positions), the pre-norm layers
   (layer norm, q/k/v linears, attention over the 1500 positions, output linear, layer norm, fc1
   with GELU, fc2), the final layer norm; then every decoder layer's cross-attention keys and

@@ -9,13 +9,6 @@ const N_FFT: u32 = 400u;
 const HOP: u32 = 160u;
 const BINS: u32 = N_FFT / 2u + 1u;
 
-@group(0) @binding(0) var<storage, read> audio: array<f32>;
-@group(0) @binding(1) var<storage, read> clip: array<u32>;
-@group(0) @binding(2) var<storage, read> window: array<f32>;
-@group(0) @binding(3) var<storage, read> cos_t: array<f32>;
-@group(0) @binding(4) var<storage, read> sin_t: array<f32>;
-@group(0) @binding(5) var<storage, read_write> power: array<f32>;
-
 fn sample(i: i32) -> f32 {
   // reflect padding of the zero-padded window: -1 -> 1, TOTAL -> TOTAL - 2
   var j = i;

@@ -8,12 +8,6 @@ override KV_HEADS: u32;
 const HEAD_DIM: u32 = {HEAD_DIM}u;
 const D4: u32 = HEAD_DIM / 4u;
 
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> kcache: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> vcache: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> pos: array<u32>;
-@group(0) @binding(4) var<storage, read_write> ctx: array<vec4<f32>>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (gid.x >= ROWS * HEADS) { return; }

@@ -7,15 +7,6 @@ override VOCAB: u32;
 override TYPE_VOCAB: u32;
 override EPS: f32;
 
-@group(0) @binding(0) var<storage, read> input_ids: array<i32>;
-@group(0) @binding(1) var<storage, read> token_type_ids: array<i32>;
-@group(0) @binding(2) var<storage, read> word: array<f32>;
-@group(0) @binding(3) var<storage, read> position: array<f32>;
-@group(0) @binding(4) var<storage, read> token_type: array<f32>;
-@group(0) @binding(5) var<storage, read> gamma: array<f32>;
-@group(0) @binding(6) var<storage, read> beta: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out: array<f32>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let r = gid.x;

@@ -4,11 +4,6 @@ override ROWS: u32;
 override HIDDEN: u32;
 override EPS: f32;
 
-@group(0) @binding(0) var<storage, read> y: array<f32>;
-@group(0) @binding(1) var<storage, read_write> x: array<f32>;
-@group(0) @binding(2) var<storage, read> gamma: array<f32>;
-@group(0) @binding(3) var<storage, read> beta: array<f32>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let r = gid.x;

@@ -6,10 +6,6 @@ override SEQ: u32;
 override HIDDEN: u32;
 const WORKGROUP: u32 = {WORKGROUP}u;
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> mask: array<i32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
 var<workgroup> partial: array<f32, WORKGROUP>;
 
 @compute @workgroup_size(WORKGROUP)

@@ -3,8 +3,6 @@
 override COUNT: u32;
 const WG: u32 = 256u;
 
-@group(0) @binding(0) var<storage, read_write> features: array<f32>;
-
 var<workgroup> best: array<f32, WG>;
 
 @compute @workgroup_size(256)

@@ -1,21 +1,17 @@
-// Whisper's greedy choice on the device (architectures/whisper/decoding.py's rule): the argmax of
-// one row of logits, the lowest id among equal maxima, with every id from SUPPRESS_FROM on (the
-// timestamps) never chosen and, for the first id of a transcript (count 0), BEGIN_A and BEGIN_B
-// (a blank, the end of text) not either. Writes it as the next step's input id and appends it
-// to the generated ids; the position advances by the ROWS this pass added to the KV cache. One
+// Greedy choice on the device: the argmax of one row of logits (the lowest id among equal maxima,
+// as numpy), written as the next step's input id and appended to the generated ids; then the
+// position advances by the ROWS this pass added to the KV cache. Ids never chosen: SUPPRESS (a
+// decoder's end of sequence), every id from SUPPRESS_FROM on (Whisper's timestamps), and for the
+// first id of a transcript (count 0) BEGIN_A and BEGIN_B (a blank, the end of text:
+// architectures/whisper/decoding.py's rule); -1 (and SUPPRESS_FROM's default) for none. One
 // workgroup.
 override VOCAB: u32;
 override ROWS: u32;
-override SUPPRESS_FROM: u32;
-override BEGIN_A: u32;
-override BEGIN_B: u32;
+override SUPPRESS: i32 = -1;
+override SUPPRESS_FROM: u32 = 0xffffffffu;
+override BEGIN_A: i32 = -1;
+override BEGIN_B: i32 = -1;
 const WG: u32 = 256u;
-
-@group(0) @binding(0) var<storage, read> logits: array<f32>;
-@group(0) @binding(1) var<storage, read_write> ids: array<i32>;
-@group(0) @binding(2) var<storage, read_write> generated: array<i32>;
-@group(0) @binding(3) var<storage, read_write> pos: array<u32>;
-@group(0) @binding(4) var<storage, read_write> count: array<u32>;
 
 var<workgroup> best_v: array<f32, WG>;
 var<workgroup> best_i: array<u32, WG>;
@@ -28,7 +24,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
   var bi = 0xffffffffu;
   for (var i = t; i < min(VOCAB, SUPPRESS_FROM); i += WG) {
     let v = logits[i];
-    if (first && (i == BEGIN_A || i == BEGIN_B)) { continue; }
+    let id = i32(i);
+    if (id == SUPPRESS || (first && (id == BEGIN_A || id == BEGIN_B))) { continue; }
     if (v > bv || (v == bv && i < bi)) {
       bv = v;
       bi = i;

@@ -5,10 +5,6 @@ override FRAMES: u32;
 override MELS: u32;
 const BINS: u32 = 201u;
 
-@group(0) @binding(0) var<storage, read> power: array<f32>;
-@group(0) @binding(1) var<storage, read> filters: array<f32>;
-@group(0) @binding(2) var<storage, read_write> features: array<f32>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (gid.x >= FRAMES * MELS) { return; }

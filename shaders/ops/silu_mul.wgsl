@@ -1,9 +1,6 @@
 // SwiGLU: g = silu(g) * u, element by element (g the gate projection's output, u the up one's).
 override COUNT: u32;
 
-@group(0) @binding(0) var<storage, read_write> g: array<f32>;
-@group(0) @binding(1) var<storage, read> u: array<f32>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = gid.x;

@@ -12,10 +12,6 @@ struct ActQuant {
   zero_point: i32,
 }
 
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> xq: array<u32>;
-@group(0) @binding(2) var<storage, read> x_quant: ActQuant;
-
 @compute @workgroup_size({WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = gid.x;

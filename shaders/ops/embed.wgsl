@@ -3,10 +3,6 @@ override ROWS: u32;
 override HIDDEN: u32;
 override VOCAB: u32;
 
-@group(0) @binding(0) var<storage, read> ids: array<i32>;
-@group(0) @binding(1) var<storage, read> table: array<f32>;
-@group(0) @binding(2) var<storage, read_write> x: array<f32>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = gid.x;

@@ -8,15 +8,6 @@ override KV_HEADS: u32;
 const HEAD_DIM: u32 = {HEAD_DIM}u;
 const HALF: u32 = HEAD_DIM / 2u;
 
-@group(0) @binding(0) var<storage, read_write> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
-@group(0) @binding(3) var<storage, read> cos_t: array<f32>;
-@group(0) @binding(4) var<storage, read> sin_t: array<f32>;
-@group(0) @binding(5) var<storage, read> pos: array<u32>;
-@group(0) @binding(6) var<storage, read_write> kcache: array<f32>;
-@group(0) @binding(7) var<storage, read_write> vcache: array<f32>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let slots = HEADS + KV_HEADS;

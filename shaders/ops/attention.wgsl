@@ -11,12 +11,6 @@ const HEAD_DIM: u32 = {HEAD_DIM}u;
 const D4: u32 = HEAD_DIM / 4u;
 const MASKED: f32 = -1e30;
 
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> mask: array<i32>;
-@group(0) @binding(4) var<storage, read_write> ctx: array<vec4<f32>>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let idx = gid.x;
