@@ -103,7 +103,7 @@ class KvWrite:
 @dataclass(frozen=True)
 class Attention:
     """out = softmax(q k^T / sqrt(head_dim) + mask) v per head. ``source``: ``self`` (k and v of
-    the same rows, ``mask`` a padding mask of ``batch`` sequences of ``seq``, '' for none),
+    the same rows, which are sequences of ``seq``; ``mask`` a padding mask, '' for none),
     ``cache`` (causal over the cache up to pos + row), ``cross`` (all ``keys`` rows of k and v)."""
 
     source: str
@@ -116,7 +116,6 @@ class Attention:
     kv_heads: int
     width: int
     mask: str = ""
-    batch: int = 1
     seq: int = 0
     keys: int = 0
 

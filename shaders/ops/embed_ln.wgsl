@@ -15,20 +15,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let id = min(u32(max(input_ids[r], 0)), VOCAB - 1u);
   let tt = min(u32(max(token_type_ids[r], 0)), TYPE_VOCAB - 1u);
   let o = r * HIDDEN;
-  var sum = 0.0;
   for (var j = 0u; j < HIDDEN; j++) {
-    let v = word[id * HIDDEN + j] + position[s * HIDDEN + j] + token_type[tt * HIDDEN + j];
-    out[o + j] = v;
-    sum += v;
+    x[o + j] = word[id * HIDDEN + j] + position[s * HIDDEN + j] + token_type[tt * HIDDEN + j];
   }
-  let mean = sum / f32(HIDDEN);
-  var sq = 0.0;
+  let stats = norm_stats(o);
   for (var j = 0u; j < HIDDEN; j++) {
-    let d = out[o + j] - mean;
-    sq += d * d;
-  }
-  let inv = inverseSqrt(sq / f32(HIDDEN) + EPS);
-  for (var j = 0u; j < HIDDEN; j++) {
-    out[o + j] = (out[o + j] - mean) * inv * gamma[j] + beta[j];
+    x[o + j] = (x[o + j] - stats.x) * stats.y * gamma[j] + beta[j];
   }
 }
+
+//@include norm_stats.wgsl

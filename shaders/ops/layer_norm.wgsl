@@ -17,15 +17,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var j = 0u; j < HIDDEN; j++) { x[o + j] = x[o + j] + y[o + j]; }
   }
   if (r < ROW0 || r >= ROW0 + ROWS_OUT) { return; }
-  var sum = 0.0;
-  for (var j = 0u; j < HIDDEN; j++) { sum += x[o + j]; }
-  let mean = sum / f32(HIDDEN);
-  var sq = 0.0;
-  for (var j = 0u; j < HIDDEN; j++) {
-    let d = x[o + j] - mean;
-    sq += d * d;
-  }
-  let inv = inverseSqrt(sq / f32(HIDDEN) + EPS);
+  let stats = norm_stats(o);
   let ho = (r - ROW0) * HIDDEN;
-  for (var j = 0u; j < HIDDEN; j++) { h[ho + j] = (x[o + j] - mean) * inv * gamma[j] + beta[j]; }
+  for (var j = 0u; j < HIDDEN; j++) { h[ho + j] = (x[o + j] - stats.x) * stats.y * gamma[j] + beta[j]; }
 }
+
+//@include norm_stats.wgsl

@@ -35,7 +35,7 @@ def forward(cfg: BertConfig, batch: int, seq: int) -> Graph:
             linear(pre + "attention.self.key", "hidden", "k"),
             linear(pre + "attention.self.value", "hidden", "v"),
             Attention("self", "q", "k", "v", "ctx", rows, cfg.heads, cfg.heads, hidden,
-                      mask="pass.attention_mask", batch=batch, seq=seq),
+                      mask="pass.attention_mask", seq=seq),
             linear(pre + "attention.output.dense", "ctx", "y"),
             add_norm(pre + "attention.output."),
             linear(pre + "intermediate.dense", "hidden", "inter", gelu=True),

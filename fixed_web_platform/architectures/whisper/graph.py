@@ -42,7 +42,8 @@ def _encoder(cfg: WhisperConfig) -> Pass:
     ops.append(_norm(cfg, "model.encoder.layer_norm", rows, add=True, out="enc"))
     for i in range(cfg.decoder_layers):
         pre = f"model.decoder.layers.{i}.encoder_attn."
-        ops += [Linear(pre + "k_proj", "enc", f"cross.{i}.k", rows), Linear(pre + "v_proj", "enc", f"cross.{i}.v", rows)]
+        ops += [Linear(pre + "k_proj", "enc", f"cross.{i}.k", rows),
+                Linear(pre + "v_proj", "enc", f"cross.{i}.v", rows)]
     return Pass("encoder", rows, tuple(ops))
 
 

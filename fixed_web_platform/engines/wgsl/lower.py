@@ -36,15 +36,13 @@ INT8_INPUT = "xq"
 POWER = "power"
 """The log-mel front end's power spectrum (frames x bins)."""
 KERNELS: dict[str, str] = {
-    "embed_ln": "input_ids:i32 token_type_ids:i32 word position token_type gamma beta out!",
+    "embed_ln": "input_ids:i32 token_type_ids:i32 word position token_type gamma beta x!",
     "embed": "ids:i32 table x!",
     "embed_pos": "ids:i32 tokens positions pos:u32 x!",
     "add_ln": "y x! gamma beta",
     "layer_norm": "y x! gamma beta h!",
     "rmsnorm": "y x! w h!",
-    "attention": "q:vec4<f32> k:vec4<f32> v:vec4<f32> mask:i32 ctx:vec4<f32>!",
-    "attention_kv": "q:vec4<f32> kcache:vec4<f32> vcache:vec4<f32> pos:u32 ctx:vec4<f32>!",
-    "cross_attention": "q:vec4<f32> k:vec4<f32> v:vec4<f32> ctx:vec4<f32>!",
+    "attention": "q:vec4<f32> k:vec4<f32> v:vec4<f32> aux:u32 ctx:vec4<f32>!",
     "rope_kv": "q! k v cos_t sin_t pos:u32 kcache! vcache!",
     "kv_store": "k v pos:u32 kcache! vcache!",
     "silu_mul": "g! u",
@@ -262,25 +260,20 @@ class Lowering:
                  "constants": {"ROWS": op.rows, "WIDTH": op.width}, "workgroups": _dispatch(op.rows * op.width)}]
 
     def attention(self, op: ops.Attention) -> list[dict[str, Any]]:
+        """One kernel for the three sources; its fourth binding (aux) is the padding mask (self;
+        ``ones`` for none) or the position (cache; bound but unread for cross)."""
         self.head_dims.add(op.width // op.heads)
+        constants = {"ROWS": op.rows, "HEADS": op.heads, "KV_HEADS": op.kv_heads,
+                     "SOURCE": ops.ATTENTION_SOURCES.index(op.source)}
+        aux = "pos"
         if op.source == "self":
-            mask = op.mask
-            if not mask:
-                mask = ONES
-                self.tensors[ONES] = np.ones(op.seq, "<i4").tobytes()
-            return [{"op": "attention", "program": self.program("attention"),
-                     "bindings": [op.q, op.k, op.v, mask, op.out],
-                     "constants": {"BATCH": op.batch, "SEQ": op.seq, "HEADS": op.heads, "HIDDEN": op.width},
-                     "workgroups": _dispatch(op.batch * op.heads * op.seq)}]
-        if op.source == "cache":
-            return [{"op": "attention", "program": self.program("attention_kv"),
-                     "bindings": [op.q, op.k, op.v, "pos", op.out],
-                     "constants": {"ROWS": op.rows, "HEADS": op.heads, "KV_HEADS": op.kv_heads},
-                     "workgroups": _dispatch(op.rows * op.heads)}]
-        return [{"op": "cross_attention", "program": self.program("cross_attention"),
-                 "bindings": [op.q, op.k, op.v, op.out],
-                 "constants": {"ROWS": op.rows, "HEADS": op.heads, "KEYS": op.keys},
-                 "workgroups": _dispatch(op.rows * op.heads)}]
+            aux, constants["SEQ"] = op.mask or ONES, op.seq
+            if not op.mask:
+                self.tensors[ONES] = np.ones(op.rows, "<i4").tobytes()
+        elif op.source == "cross":
+            constants["KEYS"] = op.keys
+        return [{"op": "attention", "program": self.program("attention"), "bindings": [op.q, op.k, op.v, aux, op.out],
+                 "constants": constants, "workgroups": _dispatch(op.rows * op.heads)}]
 
     def gated_act(self, op: ops.GatedAct) -> list[dict[str, Any]]:
         if op.act != "silu":
