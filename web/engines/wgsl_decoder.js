@@ -25,7 +25,6 @@ export async function run(spec, client) {
     const outputAll = device.createBuffer({label: 'output', size: align4(spec.output_bytes),
                                            usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC});
     const linearSteps = runner.passes.score.filter((s) => s.op === 'linear');
-    const layerWeightBytes = runner.weightBytes(linearSteps);
 
     const zero = new Uint32Array([0]);
     stage = 'dispatch';
@@ -57,35 +56,23 @@ export async function run(spec, client) {
     stage = 'readback';
     const encoder = device.createCommandEncoder();
     encoder.copyBufferToBuffer(buffers.generated, 0, outputAll, logitsBytes, opts.new_tokens * 4);
-    const readback = device.createBuffer({size: align4(spec.output_bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
-    encoder.copyBufferToBuffer(outputAll, 0, readback, 0, align4(spec.output_bytes));
     device.queue.submit([encoder.finish()]);
-    await readback.mapAsync(GPUMapMode.READ);
-    const outBytes = readback.getMappedRange().slice(0, spec.output_bytes);
-    readback.unmap();
+    const outBytes = await runner.read(outputAll, spec.output_bytes);
 
     const heap = await jsHeap();
     const failure = await runner.failure(stage);
     if (failure) return failure;
-
-    const sum = (names) => names.reduce((a, n) => a + buffers[n].size, 0);
-    const weights = sum(opts.weight_tensors);
-    const kv = sum(opts.kv_cache);
-    const all = Object.values(buffers).reduce((a, b) => a + b.size, 0) + outputAll.size;
+    const {memory, ...facts} = runner.facts(opts, linearSteps, {kernelSteps: linearSteps.concat(runner.passes.decode),
+                                                                extra: [outputAll]});
     return {
       status: 'ok',
-      ...runner.kernelFacts(linearSteps.concat(runner.passes.decode)),
-      weight_buffer_bytes: layerWeightBytes.reduce((a, b) => a + b, 0),
+      ...facts,
       timestamp_query: false,
       gpu_note: 'per-token wall clock (each new id read back)',
-      compile_ms: runner.compileMs,
       ...timingReply(timed),
-      gpu_buffer_bytes: all,
       js_heap: heap,
-      layers: linearSteps.map((s, l) => ({name: s.name, weight_dtype: runner.chosen[s.kernel].weight_dtype,
-                                          weight_bytes: layerWeightBytes[l]})),
-      decoder: {upload_ms: runner.uploadMs, first_forward_ms: firstForwardMs, kv_cache_on_device: true,
-                memory: {weights, kv_cache: kv, scratch: all - weights - kv}, generations},
+      decoder: {upload_ms: runner.uploadMs, first_forward_ms: firstForwardMs, kv_cache_on_device: true, memory,
+                generations},
       output: outBytes,
     };
   } catch (e) {

@@ -40,7 +40,6 @@ export async function run(spec, client) {
       if (!s) throw new Error(`no pass runs layer ${name}`);
       return s;
     });
-    const layerWeightBytes = runner.weightBytes(linearSteps);
 
     const zero = new Uint32Array([0]);
     const outSpec = Object.fromEntries(spec.outputs.map((o) => [o.name, 4 * o.shape.reduce((x, y) => x * y, 1)]));
@@ -80,38 +79,23 @@ export async function run(spec, client) {
     const {timed, records, transcripts} = await timeTranscriptions(spec, clips, transcribe);
 
     stage = 'readback';
-    const readback = device.createBuffer({size: align4(floatBytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
-    const encoder = device.createCommandEncoder();
-    encoder.copyBufferToBuffer(checks, 0, readback, 0, align4(floatBytes));
-    device.queue.submit([encoder.finish()]);
-    await readback.mapAsync(GPUMapMode.READ);
     const out = new Uint8Array(spec.output_bytes);
-    out.set(new Uint8Array(readback.getMappedRange().slice(0, floatBytes)), 0);
-    readback.unmap();
+    out.set(new Uint8Array(await runner.read(checks, floatBytes)), 0);
     writeTranscripts(out.buffer, floatBytes, transcripts, maxTokens);
 
     const heap = await jsHeap();
     const failure = await runner.failure(stage);
     if (failure) return failure;
-
-    const sum = (names) => names.reduce((a, n) => a + buffers[n].size, 0);
-    const weights = sum(opts.weight_tensors);
-    const kv = sum(opts.kv_cache);
-    const all = Object.values(buffers).reduce((a, b) => a + b.size, 0) + checks.size;
+    const {memory, ...facts} = runner.facts(opts, linearSteps, {kernelSteps: Object.values(runner.passes).flat(),
+                                                                extra: [checks]});
     return {
       status: 'ok',
-      ...runner.kernelFacts(Object.values(runner.passes).flat()),
-      weight_buffer_bytes: layerWeightBytes.reduce((a, b) => a + b, 0),
+      ...facts,
       timestamp_query: false,
       gpu_note: 'per-clip wall clock (each new id read back)',
-      compile_ms: runner.compileMs,
       ...timingReply(timed),
-      gpu_buffer_bytes: all,
       js_heap: heap,
-      layers: linearSteps.map((s, l) => ({name: s.name, weight_dtype: runner.chosen[s.kernel].weight_dtype,
-                                          weight_bytes: layerWeightBytes[l]})),
-      speech: {upload_ms: runner.uploadMs, memory: {weights, kv_cache: kv, scratch: all - weights - kv},
-               clips: records},
+      speech: {upload_ms: runner.uploadMs, memory, clips: records},
       output: out.buffer,
     };
   } catch (e) {

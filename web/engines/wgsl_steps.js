@@ -143,9 +143,10 @@ export function dispatchSteps(cp, steps) {
 
 export class StepRunner {
   // {reply} (the adapter cannot run the job) or {runner}. `passes`: name -> steps (from the job's
-  // options); `setStage(name)` follows the stages for the caller's error reports. A throw after
-  // the device exists destroys it.
-  static async open(spec, client, passes, setStage) {
+  // options); `setStage(name)` follows the stages for the caller's error reports; `timestamps`:
+  // ask for 'timestamp-query' where the adapter has it (runner.hasTimestamps). A throw after the
+  // device exists destroys it.
+  static async open(spec, client, passes, setStage, {timestamps = false} = {}) {
     const opts = spec.options;
     setStage('adapter');
     if (!('gpu' in navigator)) return {reply: unsupported('WebGPU: navigator.gpu is missing')};
@@ -169,9 +170,11 @@ export class StepRunner {
     if (limits.reply) return {reply: limits.reply};
 
     setStage('device');
-    const device = await adapter.requestDevice({requiredFeatures: deviceFeatures(Object.values(chosen)),
-                                                requiredLimits: limits.required});
+    const hasTimestamps = timestamps && adapter.features.has('timestamp-query');
+    const requiredFeatures = deviceFeatures(Object.values(chosen)).concat(hasTimestamps ? ['timestamp-query'] : []);
+    const device = await adapter.requestDevice({requiredFeatures, requiredLimits: limits.required});
     const runner = new StepRunner(device, chosen, sizes);
+    runner.hasTimestamps = hasTimestamps;
     try {
       await runner.build(spec, client, passes, allSteps, setStage);
     } catch (e) {
@@ -260,6 +263,39 @@ export class StepRunner {
     const id = new Int32Array(this.idRead.getMappedRange().slice(0))[0];
     this.idRead.unmap();
     return id;
+  }
+
+  // A device buffer's first `bytes` bytes, read back (an ArrayBuffer of exactly `bytes`).
+  async read(src, bytes) {
+    const readback = this.device.createBuffer({size: align4(bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST});
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(src, 0, readback, 0, align4(bytes));
+    this.device.queue.submit([encoder.finish()]);
+    await readback.mapAsync(GPUMapMode.READ);
+    const out = readback.getMappedRange().slice(0, bytes);
+    readback.unmap();
+    readback.destroy();
+    return out;
+  }
+
+  // The reply's facts every step-list page gives: the kernels `kernelSteps` used, each linear
+  // layer's bound weight bytes (and GPU ms where measured), the compile time, every buffer's
+  // bytes (the runner's and `extra`) and the weights' and caches' share of them (`memory`).
+  facts(opts, linearSteps, {kernelSteps = linearSteps, extra = [], gpuMs = []} = {}) {
+    const weightBytes = this.weightBytes(linearSteps);
+    const sum = (names) => names.reduce((a, n) => a + this.buffers[n].size, 0);
+    const all = Object.values(this.buffers).reduce((a, b) => a + b.size, 0) + extra.reduce((a, b) => a + b.size, 0);
+    const weights = sum(opts.weight_tensors || []);
+    const kv = sum(opts.kv_cache || []);
+    return {
+      ...this.kernelFacts(kernelSteps),
+      weight_buffer_bytes: weightBytes.reduce((a, b) => a + b, 0),
+      compile_ms: this.compileMs,
+      gpu_buffer_bytes: all,
+      layers: linearSteps.map((s, l) => ({name: s.name, weight_dtype: this.chosen[s.kernel].weight_dtype,
+                                          weight_bytes: weightBytes[l], ...(gpuMs.length ? {gpu_ms: gpuMs[l]} : {})})),
+      memory: {weights, kv_cache: kv, scratch: all - weights - kv},
+    };
   }
 
   // The kernels the linear steps used, 'kernel=shader' joined by '+', and the compute dtype.

@@ -139,6 +139,7 @@ class WgslEncoder(WgslRunner):
             "linear_variants": lowering.linear_variants(),
             "tiling": _tiling(prepared).to_json(),
             "activations": _activations(prepared, lowering),
+            "tensor_bytes": {name: len(data) for name, data in tensors.items()},
             "pass_inputs": [{"from": name, "to": f"pass.{name}", "bytes": batch * seq * 4}
                             for name in INPUT_TENSORS],
             "steps": steps,
