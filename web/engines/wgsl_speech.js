@@ -15,6 +15,43 @@ import {timeTranscriptions, writeTranscripts} from '../transcription.js';
 import {StepRunner, align4, failedReply} from './wgsl_steps.js';
 import {timingReply} from '../timing.js';
 
+// One clip end to end: the front end, the encoder, the prompt, then decode steps until the end of
+// text or max_tokens, each new id read back. `check` ({checks, outSpec}) copies out the clip's
+// features, encoder output and first logits for Python's checks.
+async function transcribeClip(runner, opts, c, check) {
+  const {device, buffers} = runner;
+  const zero = new Uint32Array([0]);
+  const [offset, length] = opts.clips[c];
+  device.queue.writeBuffer(buffers.clip, 0, new Uint32Array([offset, length]));
+  device.queue.writeBuffer(buffers.pos, 0, zero);
+  device.queue.writeBuffer(buffers.count, 0, zero);
+  const copy = (src, at, name) => (check ? [[buffers[src], check.checks, at, check.outSpec[name]]] : []);
+  const o = check ? check.outSpec : {};
+  const t0 = performance.now();
+  await runner.submit('frontend', {copies: copy('features', 0, 'features')});
+  const t1 = performance.now();
+  await runner.submit('encoder', {copies: copy('enc', o.features, 'encoder_out')});
+  const t2 = performance.now();
+  const prime = device.createCommandEncoder();
+  prime.copyBufferToBuffer(buffers[opts.prompt.tensor], 0, buffers.ids, 0, opts.prompt.rows * 4);
+  device.queue.submit([prime.finish()]);
+  const ids = [];
+  let id = await runner.submit('prompt', {readId: true, copies: copy('logits', o.features + o.encoder_out, 'first_logits')});
+  const t3 = performance.now();
+  const tokenMs = [];
+  let last = t3;
+  while (id !== opts.eot) {
+    ids.push(id);
+    if (ids.length >= opts.max_tokens) break;
+    id = await runner.submit('decode', {readId: true});
+    const now = performance.now();
+    tokenMs.push(now - last);
+    last = now;
+  }
+  return {clip: c, frontend_ms: t1 - t0, encoder_ms: t2 - t1, first_token_ms: t3 - t2, token_ms: tokenMs,
+          total_ms: last - t0, ids};
+}
+
 export async function run(spec, client) {
   const opts = spec.options;
   const clips = opts.clips.length;
@@ -41,39 +78,8 @@ export async function run(spec, client) {
       return s;
     });
 
-    const zero = new Uint32Array([0]);
     const outSpec = Object.fromEntries(spec.outputs.map((o) => [o.name, 4 * o.shape.reduce((x, y) => x * y, 1)]));
-    // One clip end to end; `check` copies out the first clip's features, encoder output and logits.
-    const transcribe = async (c, check) => {
-      const [offset, length] = opts.clips[c];
-      device.queue.writeBuffer(buffers.clip, 0, new Uint32Array([offset, length]));
-      device.queue.writeBuffer(buffers.pos, 0, zero);
-      device.queue.writeBuffer(buffers.count, 0, zero);
-      const t0 = performance.now();
-      await runner.submit('frontend', {copies: check ? [[buffers.features, checks, 0, outSpec.features]] : []});
-      const t1 = performance.now();
-      await runner.submit('encoder', {copies: check ? [[buffers.enc, checks, outSpec.features, outSpec.encoder_out]] : []});
-      const t2 = performance.now();
-      const prime = device.createCommandEncoder();
-      prime.copyBufferToBuffer(buffers[opts.prompt.tensor], 0, buffers.ids, 0, opts.prompt.rows * 4);
-      device.queue.submit([prime.finish()]);
-      const ids = [];
-      let id = await runner.submit('prompt', {readId: true, copies: check ?
-        [[buffers.logits, checks, outSpec.features + outSpec.encoder_out, outSpec.first_logits]] : []});
-      const t3 = performance.now();
-      const tokenMs = [];
-      let last = t3;
-      while (id !== opts.eot) {
-        ids.push(id);
-        if (ids.length >= maxTokens) break;
-        id = await runner.submit('decode', {readId: true});
-        const now = performance.now();
-        tokenMs.push(now - last);
-        last = now;
-      }
-      return {clip: c, frontend_ms: t1 - t0, encoder_ms: t2 - t1, first_token_ms: t3 - t2, token_ms: tokenMs,
-              total_ms: last - t0, ids};
-    };
+    const transcribe = (c, check) => transcribeClip(runner, opts, c, check ? {checks, outSpec} : null);
 
     stage = 'dispatch';
     const {timed, records, transcripts} = await timeTranscriptions(spec, clips, transcribe);
