@@ -146,6 +146,26 @@ class Prepared(Protocol):
         """What outputs/<run_id> holds ({} or []: nothing saved)."""
 
 
+class HeldModelFacts:
+    """What a whole-model kind's Prepared reads off the model it holds (``held``:
+    models.quantized.HeldModel) and its layer plan (``plan``)."""
+
+    held: Any
+    plan: tuple[LayerPrecision, ...]
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.held.weight_bytes
+
+    @property
+    def weight_bytes_f32(self) -> int:
+        return self.held.weight_bytes_f32
+
+    @property
+    def layers(self) -> tuple[LayerPrecision, ...]:
+        return self.plan
+
+
 def integer_text(value: Any) -> str:
     """'768' from 768, 768.0 or '768' (a table cell); '?' for a blank."""
     try:

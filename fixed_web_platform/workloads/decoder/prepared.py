@@ -25,7 +25,7 @@ from ...architectures.llama.config import LlamaConfig
 from ...models import calibration, rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
-from ..base import TensorSpec
+from ..base import HeldModelFacts, TensorSpec
 from . import accuracy
 from .tokens import TokenPlan
 from .workload import DecoderWorkload
@@ -40,7 +40,7 @@ GENERATED = "generated_ids"
 
 
 @dataclass(frozen=True, eq=False)
-class PreparedDecoder:
+class PreparedDecoder(HeldModelFacts):
     workload: DecoderWorkload
     bits: int
     block_size: int
@@ -59,18 +59,6 @@ class PreparedDecoder:
         config = self.held.model.config
         assert isinstance(config, LlamaConfig)
         return config
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.held.weight_bytes
-
-    @property
-    def weight_bytes_f32(self) -> int:
-        return self.held.weight_bytes_f32
-
-    @property
-    def layers(self) -> tuple[rules.LayerPrecision, ...]:
-        return self.plan
 
     @property
     def context(self) -> int:

@@ -11,31 +11,19 @@ of each scored prefix, so Python can check they are the ids the other engines ge
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...errors import PageDataError
+from ..page_fields import MAX_STEPS, memory, memory_figures, ms
 
 FIELD = "decoder"
-MAX_STEPS = 4096
-MAX_MS = 3_600_000.0
-MAX_BYTES = 1 << 40
 
 
 def _ms(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 <= value <= MAX_MS:
-        raise PageDataError(f"{FIELD}.{name} is not a time in milliseconds: {value!r:.40}")
-    return float(value)
-
-
-def _bytes(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BYTES:
-        raise PageDataError(f"{FIELD}.memory.{name} is not a byte count: {value!r:.40}")
-    return value
+    return ms(value, f"{FIELD}.{name}")
 
 
 def _count(value: Any) -> bool:
@@ -59,9 +47,7 @@ def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, A
             raise PageDataError(f"{FIELD}.generations[{i}] has {len(tokens)} decode steps, the first had {steps}")
         steps = len(tokens)
         generations.append({"ttft_ms": _ms(g.get("ttft_ms"), f"generations[{i}].ttft_ms"), "token_ms": tokens})
-    memory = doc.get("memory")
-    if not isinstance(memory, dict):
-        raise PageDataError(f"{FIELD}.memory is missing")
+    parts = memory(doc, FIELD)
     out: dict[str, Any] = {}
     if "engine_tokens" in doc:
         counts = doc["engine_tokens"]
@@ -74,7 +60,7 @@ def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, A
         "upload_ms": _ms(doc.get("upload_ms"), "upload_ms"),
         "first_forward_ms": _ms(doc.get("first_forward_ms"), "first_forward_ms"),
         "kv_cache_on_device": doc.get("kv_cache_on_device") is True,
-        "memory": {part: _bytes(memory.get(part), part) for part in ("weights", "kv_cache", "scratch")},
+        "memory": parts,
         "generations": generations,
     }}
 
@@ -104,9 +90,7 @@ def speed_figures(prompt_len: int, fields: Sequence[Mapping[str, Any]]) -> dict[
         "load_weights_ms": first["upload_ms"],
         "first_forward_ms": first["first_forward_ms"],
         "kv_cache_on_device": "yes" if first["kv_cache_on_device"] else "no",
-        "device_weight_bytes": first["memory"]["weights"],
-        "kv_cache_bytes": first["memory"]["kv_cache"],
-        "scratch_bytes": first["memory"]["scratch"],
+        **memory_figures(first["memory"]),
     }
 
 

@@ -28,7 +28,7 @@ from ...models.inputs import Batches, tokenize
 from ...models.quantized import HeldModel, hold_model
 from ...precision.quant import error_metrics
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
-from ..base import TensorSpec
+from ..base import HeldModelFacts, TensorSpec
 from . import accuracy
 from .workload import EncoderConfig, EncoderWorkload
 
@@ -74,7 +74,7 @@ def embed(model: source.LoadedModel, weights: dict[str, np.ndarray], input_ids: 
 
 
 @dataclass(frozen=True, eq=False)
-class PreparedModel:
+class PreparedModel(HeldModelFacts):
     workload: EncoderWorkload
     bits: int
     block_size: int
@@ -101,22 +101,6 @@ class PreparedModel:
         config = self.held.model.config
         assert isinstance(config, EncoderConfig)
         return config
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.held.weight_bytes
-
-    @property
-    def weight_bytes_f32(self) -> int:
-        return self.held.weight_bytes_f32
-
-    @property
-    def precision_plan(self) -> str:
-        return rules.summary(self.plan)
-
-    @property
-    def layers(self) -> tuple[rules.LayerPrecision, ...]:
-        return self.plan
 
     @property
     def output_shape(self) -> tuple[int, int]:

@@ -29,7 +29,7 @@ from ...models import rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision import quant
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
-from ..base import SavedOutputs, TensorSpec
+from ..base import HeldModelFacts, SavedOutputs, TensorSpec
 from . import accuracy, audio, calibration
 from .workload import SpeechWorkload
 
@@ -49,7 +49,7 @@ PAD_ID = -1
 
 
 @dataclass(frozen=True, eq=False)
-class PreparedSpeech:
+class PreparedSpeech(HeldModelFacts):
     workload: SpeechWorkload
     bits: int
     block_size: int
@@ -74,18 +74,6 @@ class PreparedSpeech:
         config = self.held.model.config
         assert isinstance(config, WhisperConfig)
         return config
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.held.weight_bytes
-
-    @property
-    def weight_bytes_f32(self) -> int:
-        return self.held.weight_bytes_f32
-
-    @property
-    def layers(self) -> tuple[rules.LayerPrecision, ...]:
-        return self.plan
 
     @property
     def durations_s(self) -> list[float]:

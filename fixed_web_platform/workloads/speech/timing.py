@@ -5,37 +5,25 @@ Reply field ``speech``: ``{"upload_ms", "memory": {"weights", "kv_cache", "scrat
 "clips": [{"clip": index, "frontend_ms", "encoder_ms", "first_token_ms", "token_ms": [...]}]}``,
 one entry per timed iteration (``wall_ms``: that clip end to end). ``frontend_ms`` is the
 log-mel front end on the device; ``encoder_ms`` the encoder and the cross-attention keys and
-values (``frontend_ms`` null: the engine takes Python's features); ``first_token_ms`` the prompt's step to the first id read back; ``token_ms`` each
-later step. The checked fields keep the reply's ``wall_ms`` as ``totals`` (each clip end to end).
+values (``frontend_ms`` null: the engine takes Python's features); ``first_token_ms`` the prompt's
+step to the first id read back; ``token_ms`` each later step. The checked fields keep the reply's ``wall_ms`` as ``totals`` (each clip end to end).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...errors import PageDataError
+from ..page_fields import MAX_STEPS, memory, memory_figures, ms
 
 FIELD = "speech"
-MAX_STEPS = 4096
-MAX_MS = 3_600_000.0
-MAX_BYTES = 1 << 40
 
 
 def _ms(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 <= value <= MAX_MS:
-        raise PageDataError(f"{FIELD}.{name} is not a time in milliseconds: {value!r:.40}")
-    return float(value)
-
-
-def _bytes(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_BYTES:
-        raise PageDataError(f"{FIELD}.memory.{name} is not a byte count: {value!r:.40}")
-    return value
+    return ms(value, f"{FIELD}.{name}")
 
 
 def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
@@ -56,12 +44,10 @@ def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, A
                       "frontend_ms": None if front is None else _ms(front, f"clips[{i}].frontend_ms"),
                       **{k: _ms(e.get(k), f"clips[{i}].{k}") for k in ("encoder_ms", "first_token_ms")},
                       "token_ms": [_ms(v, f"clips[{i}].token_ms") for v in e["token_ms"]]})
-    memory = doc.get("memory")
-    if not isinstance(memory, dict):
-        raise PageDataError(f"{FIELD}.memory is missing")
+    parts = memory(doc, FIELD)
     totals = [_ms(v, f"wall_ms[{i}]") for i, v in enumerate(wall[:max_iterations])]
     return {FIELD: {"upload_ms": _ms(doc.get("upload_ms"), "upload_ms"), "clips": clips, "totals": totals,
-                    "memory": {part: _bytes(memory.get(part), part) for part in ("weights", "kv_cache", "scratch")}}}
+                    "memory": parts}}
 
 
 def speed_figures(durations_s: Sequence[float], fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -89,7 +75,5 @@ def speed_figures(durations_s: Sequence[float], fields: Sequence[Mapping[str, An
         "clip_s": median([total / 1000.0 for _, total in entries]),
         "real_time_factor": median([total / 1000.0 / durations_s[e["clip"]] for e, total in entries]),
         "load_weights_ms": first["upload_ms"],
-        "device_weight_bytes": first["memory"]["weights"],
-        "kv_cache_bytes": first["memory"]["kv_cache"],
-        "scratch_bytes": first["memory"]["scratch"],
+        **memory_figures(first["memory"]),
     }
