@@ -80,7 +80,8 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         if (minilm / name).is_file():
             shutil.copy(minilm / name, bert / name)
     llama = root / "tiny-llama"
-    tiny_hf_config(vocab_size=30522, hidden_size=32, intermediate_size=64, max_position_embeddings=64).save_pretrained(llama)
+    tiny_hf_config(vocab_size=30522, hidden_size=32, intermediate_size=64,
+                   max_position_embeddings=64).save_pretrained(llama)
     return {
         "root": str(root),
         "encoder": EncoderWorkload.create(str(bert), batch_size=2, seq_len=8, random_weights=True),
