@@ -122,6 +122,41 @@ def qdq_nodes(name: str, a: str, out: str, held_layer: Any, k: int, n: int, act:
     return nodes, inits, w8.nbytes + sc.nbytes + n
 
 
+def _held_form(hl: Any, a: str, out: str, qdq: tuple[Any, Any] | None, seq_len: int
+               ) -> tuple[list[Any], list[Any], LayerNode]:
+    """The nodes and initializers that compute ``out`` = ``a`` @ W^T from one held layer's bytes
+    (``hl``: models/quantized.HeldLayer at 16, 8, 4 or 2 bits; ``qdq``: its int8 QDQ form's
+    (input ActivationQuant, OutputQuant or None)), and what the layer holds."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    layer, bits, block = hl.precision.layer, hl.precision.bits, hl.precision.block
+    name, k, n = layer.name, layer.k, layer.n
+    if qdq is not None:
+        if bits != 8 or block != k:
+            raise ValueError(f"layer {name}: the int8 QDQ form needs 8-bit per-channel weights")
+        nodes, inits, nbytes = qdq_nodes(name, a, out, hl.held, k, n, *qdq, seq_len=seq_len)
+        return nodes, inits, LayerNode(name, "Gemm", QDQ_WEIGHTS, nbytes, bits)
+    if bits == 16:
+        w16 = np.frombuffer(hl.held.tensors["w"], dtype="<f2")[: n * k].reshape(n, k).T.copy()
+        w16_name = f"{name}.weight_t.float16"
+        nodes = [
+            helper.make_node("Cast", [a], [f"{name}/input.float16"], to=TensorProto.FLOAT16, name=f"{name}/cast_in"),
+            helper.make_node("MatMul", [f"{name}/input.float16", w16_name], [f"{name}/output.float16"], name=name),
+            helper.make_node("Cast", [f"{name}/output.float16"], [out], to=TensorProto.FLOAT, name=f"{name}/cast_out"),
+        ]
+        return nodes, [numpy_helper.from_array(w16, w16_name)], LayerNode(name, "MatMul", "float16", w16.nbytes, bits)
+    if bits in (8, 4, 2):
+        if k % block:
+            raise ValueError(f"layer {name}: K={k} is not a multiple of the block {block}")
+        b, sc, zp = nbits_initializers(hl.held, k, n, bits, block)
+        names = [f"{name}.weight.q{bits}", f"{name}.weight.scales", f"{name}.weight.zero_points"]
+        node = helper.make_node("MatMulNBits", [a, *names], [out], domain=MS_DOMAIN, K=k, N=n, bits=bits,
+                                block_size=block, name=name)
+        return ([node], [numpy_helper.from_array(arr, nm) for arr, nm in zip((b, sc, zp), names)],
+                LayerNode(name, "MatMulNBits", f"MatMulNBits{bits}", b.nbytes + sc.nbytes + zp.nbytes, bits))
+    raise ValueError(f"layer {name}: bits {bits} has no ONNX form here")
+
+
 def replace_linears(proto: Any, found: dict[str, int], held: Any,
                     qdq: dict[str, tuple[Any, Any]] | None = None, seq_len: int = 0) -> tuple[LayerNode, ...]:
     """Rewrite ``proto`` (an onnx ModelProto, in place) so each layer of ``held`` (a
@@ -131,7 +166,7 @@ def replace_linears(proto: Any, found: dict[str, int], held: Any,
     ActivationQuant, OutputQuant or None) of the layers in the int8 QDQ form, whose inputs are
     [batch, ``seq_len``, K]. Returns the
     layers' nodes in the held model's order."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     qdq = qdq or {}
     if not qdq:
@@ -147,8 +182,7 @@ def replace_linears(proto: Any, found: dict[str, int], held: Any,
     uses_ms = False
     for name, index in found.items():
         hl = plan[name]
-        layer, bits, block = hl.precision.layer, hl.precision.bits, hl.precision.block
-        k, n = layer.k, layer.n
+        layer, bits = hl.precision.layer, hl.precision.bits
         node = graph.node[index]
         a, out, w_name = node.input[0], node.output[0], node.input[1]
         if w_name not in inits or not np.array_equal(numpy_helper.to_array(inits[w_name]),
@@ -156,42 +190,13 @@ def replace_linears(proto: Any, found: dict[str, int], held: Any,
             raise ValueError(f"ONNX graph: the MatMul found for {name} does not hold its weight")
         if bits == 32:
             node.name = name
-            facts.append(LayerNode(name, "MatMul", "float32", k * n * 4, bits))
+            facts.append(LayerNode(name, "MatMul", "float32", layer.k * layer.n * 4, bits))
             continue
         dropped.add(w_name)
-        if name in qdq:
-            if bits != 8 or block != k:
-                raise ValueError(f"layer {name}: the int8 QDQ form needs 8-bit per-channel weights")
-            nodes, more, nbytes = qdq_nodes(name, a, out, hl.held, k, n, *qdq[name], seq_len=seq_len)
-            replacement[index] = nodes
-            new_inits += more
-            facts.append(LayerNode(name, "Gemm", QDQ_WEIGHTS, nbytes, bits))
-        elif bits == 16:
-            w16 = np.frombuffer(hl.held.tensors["w"], dtype="<f2")[: n * k].reshape(n, k).T.copy()
-            w16_name = f"{name}.weight_t.float16"
-            new_inits.append(numpy_helper.from_array(w16, w16_name))
-            replacement[index] = [
-                helper.make_node("Cast", [a], [f"{name}/input.float16"], to=TensorProto.FLOAT16,
-                                 name=f"{name}/cast_in"),
-                helper.make_node("MatMul", [f"{name}/input.float16", w16_name], [f"{name}/output.float16"],
-                                 name=name),
-                helper.make_node("Cast", [f"{name}/output.float16"], [out], to=TensorProto.FLOAT,
-                                 name=f"{name}/cast_out"),
-            ]
-            facts.append(LayerNode(name, "MatMul", "float16", w16.nbytes, bits))
-        elif bits in (8, 4, 2):
-            if k % block:
-                raise ValueError(f"layer {name}: K={k} is not a multiple of the block {block}")
-            b, sc, zp = nbits_initializers(hl.held, k, n, bits, block)
-            names = [f"{name}.weight.q{bits}", f"{name}.weight.scales", f"{name}.weight.zero_points"]
-            new_inits += [numpy_helper.from_array(arr, nm) for arr, nm in zip((b, sc, zp), names)]
-            replacement[index] = [helper.make_node("MatMulNBits", [a, *names], [out], domain=MS_DOMAIN,
-                                                   K=k, N=n, bits=bits, block_size=block, name=name)]
-            facts.append(LayerNode(name, "MatMulNBits", f"MatMulNBits{bits}", b.nbytes + sc.nbytes + zp.nbytes,
-                                   bits))
-            uses_ms = True
-        else:
-            raise ValueError(f"layer {name}: bits {bits} has no ONNX form here")
+        replacement[index], more, fact = _held_form(hl, a, out, qdq.get(name), seq_len)
+        new_inits += more
+        facts.append(fact)
+        uses_ms = uses_ms or fact.op == "MatMulNBits"
     nodes = []
     for i, node in enumerate(graph.node):
         nodes.extend(replacement.get(i, [node]))
