@@ -37,6 +37,7 @@ from ...workloads.encoder.prepared import PreparedModel, prepare_model
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from .forms import MODEL_FORM, QDQ_FORM
 from .layers import executed, layer_options, plan_model
+from .lower import lowered
 
 RUNNER = "webnn_model"
 """The page module (web/engines/webnn_model.js)."""
@@ -64,7 +65,11 @@ class WebnnEncoder(KindRunner):
                                  act_bits=run.act_bits, observer=run.observer, out_int8=form == QDQ_FORM,
                                  weight_quant=run.weight_quant)
         per_layer = layer_plans.per_layer
+        batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
+        graph = workload.architecture().graph(prepared.config, batch=batch, seq=seq)
         options = {
+            "ops": lowered(graph.passes["forward"], [p.layer.name for p in prepared.plan]),
+            "result": "pooled",
             "device_type": run.webnn_device,
             "graph_form": form,
             "webnn_layers": [layer_options(lp, held) for lp, held in zip(per_layer, prepared.held.layers)],
