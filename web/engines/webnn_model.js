@@ -11,6 +11,24 @@ import {timeIterations, timingReply} from '../timing.js';
 import {errorText, linearLayers, openModel, typedView} from './webnn_graph.js';
 import {buildOps} from './webnn_ops.js';
 
+// Each pass's input tensors (its rows of every int32 input, [B, S]) and an output tensor [B, H].
+async function passTensors(context, nn, tensors, passes, inShape, outShape) {
+  const elements = inShape[0] * inShape[1];
+  const passInputs = [];
+  const passOutputs = [];
+  for (let pass = 0; pass < passes; pass++) {
+    const feeds = {};
+    for (const name of nn.inputs) {
+      const t = await context.createTensor({dataType: 'int32', shape: inShape, writable: true});
+      context.writeTensor(t, typedView('int32', tensors[name], elements, pass * elements * 4));
+      feeds[name] = t;
+    }
+    passInputs.push(feeds);
+    passOutputs.push(await context.createTensor({dataType: 'float32', shape: outShape, readable: true}));
+  }
+  return {passInputs, passOutputs};
+}
+
 export async function run(spec, client) {
   const opened = await openModel(spec, client);
   if (opened.reply) return opened.reply;
@@ -51,19 +69,7 @@ export async function run(spec, client) {
     const buildMs = performance.now() - tBuild;
 
     stage = 'dispatch';
-    const inputDesc = {dataType: 'int32', shape: [B, S], writable: true};
-    const passInputs = [];
-    const passOutputs = [];
-    for (let pass = 0; pass < passes; pass++) {
-      const feeds = {};
-      for (const name of nn.inputs) {
-        const t = await context.createTensor(inputDesc);
-        context.writeTensor(t, typedView('int32', tensors[name], B * S, pass * B * S * 4));
-        feeds[name] = t;
-      }
-      passInputs.push(feeds);
-      passOutputs.push(await context.createTensor({dataType: 'float32', shape: [B, H], readable: true}));
-    }
+    const {passInputs, passOutputs} = await passTensors(context, nn, tensors, passes, [B, S], [B, H]);
     const once = async (_index) => {
       const t0 = performance.now();
       context.dispatch(graph, passInputs[0], {out: passOutputs[0]});
