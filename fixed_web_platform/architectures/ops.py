@@ -197,6 +197,9 @@ Op = Embed | Norm | Linear | Rope | KvWrite | Attention | GatedAct | Conv1d | Po
 
 @dataclass(frozen=True)
 class Pass:
+    """One forward pass of a loop (``forward``; ``prefill``, ``decode``, ``score``; ``frontend``,
+    ``encoder``, ``prompt``, ``decode``): its rows and its ops in order."""
+
     name: str
     rows: int
     ops: tuple[Op, ...]

@@ -20,12 +20,12 @@ def lowered(p: ops.Pass, layers: Sequence[str]) -> list[dict[str, Any]]:
     """The pass's ops for the page; ``layers``: the job's linear layers, in the order of ``linears``."""
     index = {name: i for i, name in enumerate(layers)}
     out: list[dict[str, Any]] = []
-    masks = [op for op in p.ops if isinstance(op, ops.Attention)]
+    attentions = [op for op in p.ops if isinstance(op, ops.Attention)]
     for op in p.ops:
         doc: dict[str, Any] = {"op": type(op).__name__, **dataclasses.asdict(op)}
         if isinstance(op, ops.Linear):
-            if masks and not any(d["op"] == "AttentionConstants" for d in out):
-                first = masks[0]
+            if attentions and not any(d["op"] == "AttentionConstants" for d in out):
+                first = attentions[0]
                 out.append({"op": "AttentionConstants", "mask": first.mask, "seq": first.seq,
                             "head_dim": first.width // first.heads})
             doc["layer"] = index[op.layer]
