@@ -117,3 +117,26 @@ def test_job_is_the_golden_one(case: str, models: dict[str, Any]) -> None:
         path.write_text(text)
     assert path.is_file(), f"no golden file {path.name}: run with GOLDEN_UPDATE=1 and review it"
     assert text == path.read_text(), f"{case}'s job changed: diff it with GOLDEN_UPDATE=1 and git diff"
+
+
+def test_a_graph_that_skips_or_invents_a_linear_layer_is_refused() -> None:
+    """Graph.check: every plan layer is in some pass and no pass names another, so an architecture's
+    graph that forgets a layer fails before any engine lowers it (the page would otherwise run a
+    model whose bytes are not all used)."""
+    import dataclasses
+
+    from fixed_web_platform.architectures import BERT, ops
+    from fixed_web_platform.architectures.bert.config import BertConfig
+
+    cfg = BertConfig(layers=1, hidden=32, heads=4, intermediate=64, vocab=100, max_positions=16, type_vocab=2,
+                     eps=1e-12)
+    graph = BERT.graph(cfg, batch=1, seq=4)
+    names = [layer.name for layer in cfg.linear_layers()]
+    graph.check(names)
+    forward = graph.passes["forward"]
+    skipped = dataclasses.replace(forward, ops=tuple(op for op in forward.ops if not (
+        isinstance(op, ops.Linear) and op.layer.endswith("attention.self.key"))))
+    with pytest.raises(ValueError, match="missing .*attention.self.key"):
+        ops.Graph({"forward": skipped}).check(names)
+    with pytest.raises(ValueError, match="unknown .*attention.self.key"):
+        graph.check([n for n in names if not n.endswith("attention.self.key")])
