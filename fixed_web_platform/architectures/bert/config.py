@@ -61,6 +61,10 @@ class BertConfig:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def has_bias(self, layer: str) -> bool:
+        """Every BERT linear layer has a bias."""
+        return True
+
     def linear_layers(self) -> list[LinearLayer]:
         """Every weight matrix that precision applies to, in forward order."""
         out = []

@@ -75,7 +75,7 @@ def _lowered(prepared: PreparedModel) -> tuple[list[dict[str, Any]], Lowering]:
     batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
     graph = prepared.workload.architecture().graph(prepared.config, batch=batch, seq=seq)
     graph.check([p.layer.name for p in prepared.plan])
-    lowering = Lowering(prepared.plan, lambda name: True, model_zero(prepared.held), per_rows=False,
+    lowering = Lowering(prepared.plan, prepared.config.has_bias, model_zero(prepared.held), per_rows=False,
                         act_quant=prepared.act_quant, act_names=act_quant_tensors(prepared)[0])
     steps = lowering.steps(graph.passes["forward"])
     if [s["linear"] for s in steps if s["op"] == "linear"] != list(range(len(prepared.plan))):
@@ -110,12 +110,6 @@ def _kernels(prepared: PreparedModel) -> set[tuple[int, int]]:
     return {(p.bits, 8 if a else 32) for p, a in zip(prepared.plan, acts)}
 
 
-def _tiling(prepared: PreparedModel) -> wgsl.Tiling:
-    """One tile for every linear layer (the page compiles one module per kernel): the matmul
-    sweep's choice for the model's rows and its narrowest layer."""
-    return wgsl.tiling_for(_rows(prepared), min(p.layer.n for p in prepared.plan))
-
-
 class WgslEncoder(WgslRunner):
     """The encoder's forward pass as a step list the page executes (web/engines/wgsl_model.js)."""
 
@@ -137,7 +131,7 @@ class WgslEncoder(WgslRunner):
         options = {
             "programs": lowering.sources(),
             "linear_variants": lowering.linear_variants(),
-            "tiling": _tiling(prepared).to_json(),
+            "tiling": lowering.tiling(batch * seq).to_json(),
             "activations": _activations(prepared, lowering),
             "tensor_bytes": {name: len(data) for name, data in tensors.items()},
             "pass_inputs": [{"from": name, "to": f"pass.{name}", "bytes": batch * seq * 4}
