@@ -27,8 +27,6 @@ from .lower import ZEROS, Lowering
 from .steps import StepListRunner
 
 RUNNER = "wgsl_decoder"
-STATE = {"ids": "int32 ids of the pass's rows (the next step's input id after an argmax)",
-         "pos": "u32 positions the KV cache holds", "count": "u32 ids generated so far"}
 
 
 class WgslDecoder(StepListRunner):

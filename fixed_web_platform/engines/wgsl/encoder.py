@@ -70,13 +70,14 @@ def act_quant_tensors(prepared: PreparedModel) -> tuple[list[str | None], dict[s
     return names, tensors
 
 
-def _lowered(prepared: PreparedModel) -> tuple[list[dict[str, Any]], Lowering]:
-    """The forward pass as the page executes it (BERT's graph lowered), and its lowering."""
+def _lowered(prepared: PreparedModel, act_names: list[str | None]) -> tuple[list[dict[str, Any]], Lowering]:
+    """The forward pass as the page executes it (BERT's graph lowered), and its lowering;
+    ``act_names``: each plan layer's int8 input tensor (act_quant_tensors)."""
     batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
     graph = prepared.workload.architecture().graph(prepared.config, batch=batch, seq=seq)
     graph.check([p.layer.name for p in prepared.plan])
     lowering = Lowering(prepared.plan, prepared.config.has_bias, model_zero(prepared.held), per_rows=False,
-                        act_quant=prepared.act_quant, act_names=act_quant_tensors(prepared)[0])
+                        act_quant=prepared.act_quant, act_names=act_names)
     steps = lowering.steps(graph.passes["forward"])
     if [s["linear"] for s in steps if s["op"] == "linear"] != list(range(len(prepared.plan))):
         raise ValueError("the model's linear layers are not in forward order")  # the page replies in this order
@@ -125,9 +126,10 @@ class WgslEncoder(WgslRunner):
         why = unsupported(prepared.plan, prepared.config.head_dim, prepared.held)
         if why:
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL encoder cannot run this model: {why}")
-        steps, lowering = _lowered(prepared)
+        act_names, act_tensors = act_quant_tensors(prepared)
+        steps, lowering = _lowered(prepared, act_names)
         batch, seq = (int(d) for d in prepared.batches.input_ids.shape[1:])
-        tensors = prepared.tensors() | act_quant_tensors(prepared)[1] | lowering.tensors
+        tensors = prepared.tensors() | act_tensors | lowering.tensors
         options = {
             "programs": lowering.sources(),
             "linear_variants": lowering.linear_variants(),

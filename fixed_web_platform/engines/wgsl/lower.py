@@ -79,12 +79,9 @@ def kernel_source(name: str, head_dim: int) -> str:
     return text.replace("{HEAD_DIM}", str(head_dim)).replace("{WORKGROUP}", str(WORKGROUP))
 
 
-def groups(count: int, size: int = WORKGROUP) -> int:
-    return -(-count // size)
-
-
 def _dispatch(count: int) -> list[int]:
-    return [groups(count), 1, 1]
+    """One invocation per row or value: the workgroups of WORKGROUP that cover ``count``."""
+    return [-(-count // WORKGROUP), 1, 1]
 
 
 class Lowering:
