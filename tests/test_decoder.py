@@ -175,8 +175,9 @@ def test_webnn_decoder_splits_quantized_passes_into_graphs_under_the_budget() ->
                                           num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3),
                            "smollm2-135m shapes")
     linears = smollm2.linear_layers()
-    assert segments(rules.assign(linears, (), 32, 32), 30) == [[0, 30]]  # float weights: one graph
-    split = segments(rules.assign(linears, (), 8, 32), 30)
+    decode = LLAMA.graph(smollm2, prompt_len=2, eval_len=2, context=4).passes["decode"]
+    assert segments(decode, rules.assign(linears, (), 32, 32)) == [[0, 30]]  # float weights: one graph
+    split = segments(decode, rules.assign(linears, (), 8, 32))
     assert split[0][0] == 0 and split[-1][1] == 30 and len(split) > 1
     assert all(a[1] == b[0] for a, b in zip(split, split[1:]))  # contiguous, every layer once
     per_layer = sum(layer.k * layer.n for layer in linears[:7])
@@ -185,4 +186,4 @@ def test_webnn_decoder_splits_quantized_passes_into_graphs_under_the_budget() ->
     assert max(sizes) <= QUANTIZED_PER_GRAPH
     # a float head with 8-bit layers: the head does not count against the last graph
     float_head = (rules.PrecisionRule(match="lm_head", bits=32, block_size=32),)
-    assert segments(rules.assign(linears, float_head, 8, 32), 30)[-1][0] < split[-1][0]
+    assert segments(decode, rules.assign(linears, float_head, 8, 32))[-1][0] < split[-1][0]

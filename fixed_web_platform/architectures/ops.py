@@ -203,6 +203,9 @@ class Pass:
     name: str
     rows: int
     ops: tuple[Op, ...]
+    layer_bounds: tuple[int, ...] = ()
+    """Where the repeated layers are, if given: layer i is ``ops[layer_bounds[i]:layer_bounds[i + 1]]``
+    (an engine may split the pass between layers)."""
 
     def linears(self) -> list[str]:
         return [op.layer for op in self.ops if isinstance(op, Linear)]

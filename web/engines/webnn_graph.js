@@ -31,6 +31,9 @@
 // of options.webnn_act.dtype (the zero point shifted by its zero_point_offset), built once per
 // input and parameters (Q, K and V share theirs, as in the WGSL engine).
 
+import {jsHeap} from '../memory.js';
+import {timingReply} from '../timing.js';
+
 const ELEMENT_BYTES = {float32: 4, float16: 2, int8: 1, uint8: 1, int32: 4, uint32: 4};
 const SUB_BYTE_BITS = {int4: 4, uint4: 4, int2: 2, uint2: 2};
 export const FORMS = ['transpose', 'gemm', 'pretransposed', 'pretransposed_gemm', 'blockrows', 'blockrows_gemm',
@@ -321,4 +324,22 @@ function splitRows(builder, L, p, tensors, floatChannels) {
   [...rows[0], ...rows[1]].forEach((r, i) => { position[r] = i; });
   const order = builder.constant({dataType: 'int32', shape: [n]}, position);
   return [part(rows[0]), part(rows[1]), order];
+}
+
+// The reply fields every model page gives: what ran (the graph form, the compute type, what each
+// linear layer held), the timing and the memory.
+export async function modelReply({form, plans, layers, gpuNote, compileMs, timed, gpuBytes}) {
+  return {
+    status: 'ok',
+    shader: `webnn ${form}`,
+    compute_dtype: plans.some((p) => p.matmul_dtype === 'float16') ? 'f16' : 'f32',
+    weight_operand_dtype: layers.length ? layers[0].weight_dtype : '',
+    layers,
+    timestamp_query: false,
+    gpu_note: gpuNote,
+    compile_ms: compileMs,
+    ...timingReply(timed),
+    gpu_buffer_bytes: gpuBytes,
+    js_heap: await jsHeap(),
+  };
 }

@@ -6,9 +6,8 @@
 // lowered by engines/webnn/lower.py and built op by op by webnn_ops.js.
 //
 // Graph forms of a linear layer (options.graph_form) and int8 activations: see webnn_graph.js.
-import {jsHeap} from '../memory.js';
-import {timeIterations, timingReply} from '../timing.js';
-import {errorText, linearLayers, openModel, typedView} from './webnn_graph.js';
+import {timeIterations} from '../timing.js';
+import {errorText, linearLayers, modelReply, openModel, typedView} from './webnn_graph.js';
 import {buildOps} from './webnn_ops.js';
 
 // Each pass's input tensors (its rows of every int32 input, [B, S]) and an output tensor [B, H].
@@ -82,20 +81,9 @@ export async function run(spec, client) {
     for (let pass = 0; pass < passes; pass++) {
       output.set(new Float32Array(await context.readTensor(passOutputs[pass])), pass * B * H);
     }
-    const heap = await jsHeap();
-    const f16 = plans.some((p) => p.matmul_dtype === 'float16');
     return {
-      status: 'ok',
-      shader: `webnn ${form}`,
-      compute_dtype: f16 ? 'f16' : 'f32',
-      weight_operand_dtype: layerFacts.length ? layerFacts[0].weight_dtype : '',
-      layers: layerFacts,
-      timestamp_query: false,
-      gpu_note: 'WebNN has no GPU timestamps',
-      compile_ms: buildMs,
-      ...timingReply(timed),
-      gpu_buffer_bytes: null,
-      js_heap: heap,
+      ...await modelReply({form, plans, layers: layerFacts, gpuNote: 'WebNN has no GPU timestamps', compileMs: buildMs,
+                           timed, gpuBytes: null}),
       output: output.buffer,
     };
   } catch (e) {

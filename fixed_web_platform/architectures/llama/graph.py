@@ -18,7 +18,9 @@ from .reference import rope_tables
 def _pass(name: str, cfg: LlamaConfig, rows: int, last: bool, eos: int) -> Pass:
     eps = float(cfg.eps)
     ops: list[Op] = [Embed("ids", "model.embed_tokens.weight", "x", rows, cfg.hidden, cfg.vocab)]
+    bounds = []
     for i in range(cfg.layers):
+        bounds.append(len(ops))
         pre = f"model.layers.{i}."
         cache = (f"cache.{i}.k", f"cache.{i}.v")
         ops += [
@@ -36,11 +38,12 @@ def _pass(name: str, cfg: LlamaConfig, rows: int, last: bool, eos: int) -> Pass:
             GatedAct("g", "u", rows * cfg.intermediate),
             Linear(pre + "mlp.down_proj", "g", "y", rows),
         ]
+    bounds.append(len(ops))
     ops += [Norm("rms", "x", "h", "model.norm.weight", rows, cfg.hidden, eps, residual="y", last=last),
             Linear(HEAD, "h", "logits", 1 if last else rows)]
     if last:
         ops.append(Argmax("logits", rows, cfg.vocab, suppress=eos))
-    return Pass(name, rows, tuple(ops))
+    return Pass(name, rows, tuple(ops), tuple(bounds))
 
 
 def generate(cfg: LlamaConfig, prompt_len: int, eval_len: int, context: int, eos: int = -1) -> Graph:

@@ -22,17 +22,14 @@ so the quantized weights of one graph are kept under ``QUANTIZED_PER_GRAPH`` ele
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ...architectures.llama.reference import rope_tables
+from ...architectures import ops
 from ...models import rules as precision_rules
-from ...page_protocol import PageReply
-from ...precision.quantizers import QUANTIZERS
-from ...run_spec import RunSpec, TimingConfig
-from ...workloads.decoder import DecoderWorkload
+from ...run_spec import RunSpec
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from .forms import MODEL_FORM
-from .layers import executed, plan_model
+from .loop import LoopRunner
+from .lower import loop_pass
 
 RUNNER = "webnn_decoder"
 """The page module (web/engines/webnn_decoder.js)."""
@@ -40,17 +37,20 @@ QUANTIZED_PER_GRAPH = 48_000_000
 """Weight elements of 8/4/2-bit layers one graph may hold (see above)."""
 
 
-def segments(plan: Sequence[precision_rules.LayerPrecision], layers: int) -> list[list[int]]:
-    """[first, end) layer ranges, one graph each, the head in the last: from the head backwards,
-    a new graph wherever the next layer's quantized weights would pass ``QUANTIZED_PER_GRAPH``."""
-    def quantized(p: precision_rules.LayerPrecision) -> int:
-        return p.layer.k * p.layer.n if p.bits <= 8 else 0
+def segments(p: ops.Pass, plan: Sequence[precision_rules.LayerPrecision]) -> list[list[int]]:
+    """[first, end) layer ranges of the pass, one graph each, the head in the last: from the head
+    backwards, a new graph wherever the next layer's quantized weights would pass
+    ``QUANTIZED_PER_GRAPH``."""
+    bits = {lp.layer.name: lp for lp in plan}
 
-    per_layer = [0] * layers
-    for p in plan:
-        if p.layer.name.startswith("model.layers."):
-            per_layer[int(p.layer.name.split(".")[2])] += quantized(p)
-    held = sum(quantized(p) for p in plan if not p.layer.name.startswith("model.layers."))
+    def quantized(chunk: Sequence[ops.Op]) -> int:
+        return sum(bits[op.layer].layer.k * bits[op.layer].layer.n for op in chunk
+                   if isinstance(op, ops.Linear) and bits[op.layer].bits <= 8)
+
+    bounds = p.layer_bounds
+    layers = len(bounds) - 1
+    per_layer = [quantized(p.ops[bounds[i]:bounds[i + 1]]) for i in range(layers)]
+    held = quantized(p.ops[:bounds[0]]) + quantized(p.ops[bounds[-1]:])
     out, end = [], layers
     for i in reversed(range(layers)):
         if held + per_layer[i] > QUANTIZED_PER_GRAPH and end > i + 1:
@@ -61,39 +61,30 @@ def segments(plan: Sequence[precision_rules.LayerPrecision], layers: int) -> lis
     return out[::-1]
 
 
-class WebnnDecoder(KindRunner):
+class WebnnDecoder(LoopRunner):
     """A decoder LLM as prefill, decode-step and scoring WebNN graphs."""
 
     runner = RUNNER
-    weight_quants = tuple(QUANTIZERS)
 
-    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
-                  browser: BrowserFacts) -> EngineJob | Refusal:
-        plan = await plan_model(run, browser, MODEL_FORM)
-        if isinstance(plan, Refusal):
-            return plan
-        workload = plan.workload
-        assert isinstance(workload, DecoderWorkload)
-        cfg = workload.config()
-        prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned,
-                                   weight_quant=run.weight_quant)
+    def prepare(self, run: RunSpec, workload: Any, unsigned: bool) -> PreparedDecoder:
+        return prepare_decoder(workload, run.bits, run.weight_block, run.seed, unsigned, weight_quant=run.weight_quant)
+
+    def build(self, prepared: PreparedDecoder, layers: Sequence[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
+        workload, cfg = prepared.workload, prepared.config
         texts, eval_len = prepared.tokens.eval_ids.shape
-        cos, sin = rope_tables(cfg, prepared.context)
-        tensors = prepared.tensors() | {"rope.cos": cos.astype("<f4").tobytes(),
-                                        "rope.sin": sin.astype("<f4").tobytes()}
         eos = prepared.tokens.eos
-        options = plan.graph_options(run, prepared.plan, prepared.held.layers) | {
+        graph = workload.architecture().graph(cfg, prompt_len=workload.prompt_len, eval_len=eval_len,
+                                              context=prepared.context, eos=eos[0] if eos else -1)
+        tensors = prepared.tensors() | {name: t.astype("<f4").tobytes() for name, t in graph.tensors.items()}
+        cuts = [first for first, _ in segments(graph.passes["decode"], prepared.plan)[1:]]
+        modes = {"prefill": {"cache": "pad"}, "decode": {"cache": "write"},
+                 "score": {"cache": "", "outputs": {"logits": "logits"}}}
+        return {
             "model": cfg.to_json() | {"name": workload.name},
-            "segments": segments(prepared.plan, cfg.layers),
+            "passes": {name: loop_pass(graph.passes[name], layers, context=prepared.context, cuts=cuts, **mode)
+                       for name, mode in modes.items()},
             "context": prepared.context,
             "prompt": {"tensor": "prompt_ids", "rows": workload.prompt_len},
             "new_tokens": workload.new_tokens,
             "score": {"tensor": "eval_ids", "texts": texts, "rows": eval_len},
-            "suppress": eos[0] if eos else -1,
-        }
-        return EngineJob(spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
-                         tensors=tensors, prepared=prepared, **plan.job_fields(prepared.held.layers))
-
-    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        assert isinstance(job.prepared, PreparedDecoder)
-        return executed(job, page, job.prepared.held.layers, engine.platform.value)
+        }, tensors

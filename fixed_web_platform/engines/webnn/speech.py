@@ -25,49 +25,47 @@ the float64 Whisper runs the model the graphs hold. The convolutions stay float3
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
-from ...page_protocol import PageReply
-from ...precision.quantizers import QUANTIZERS
-from ...run_spec import RunSpec, TimingConfig
-from ...workloads.speech import SpeechWorkload
+from ...run_spec import RunSpec
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
-from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from .forms import MODEL_FORM
-from .layers import executed, plan_model
+from .loop import LoopRunner
+from .lower import loop_pass
 
 RUNNER = "webnn_speech"
 """The page module (web/engines/webnn_speech.js)."""
 
 
-class WebnnSpeech(KindRunner):
+class WebnnSpeech(LoopRunner):
     """Whisper as an encoder graph and prompt / decode-step graphs."""
 
     runner = RUNNER
-    weight_quants = tuple(QUANTIZERS)
 
-    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
-                  browser: BrowserFacts) -> EngineJob | Refusal:
-        plan = await plan_model(run, browser, MODEL_FORM)
-        if isinstance(plan, Refusal):
-            return plan
-        workload = plan.workload
-        assert isinstance(workload, SpeechWorkload)
-        cfg = workload.config()
-        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned,
-                                  run.weight_quant)
-        prepared = dataclasses.replace(prepared, front_end_on_device=False)
+    def prepare(self, run: RunSpec, workload: Any, unsigned: bool) -> PreparedSpeech:
+        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, unsigned, run.weight_quant)
+        return dataclasses.replace(prepared, front_end_on_device=False)
+
+    def build(self, prepared: PreparedSpeech, layers: Sequence[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
+        workload, cfg = prepared.workload, prepared.config
         tensors = {"features": prepared.features_tensor(), **prepared.suppress_tensors(), **prepared.held.tensors()}
-        options = plan.graph_options(run, prepared.plan, prepared.held.layers) | {
+        graph = workload.architecture().graph(cfg)
+        context = len(cfg.prompt) + workload.max_tokens  # the workload keeps it within the positions
+        cross = {f"cross.{i}.{part}": f"cross.{i}.{part}" for i in range(cfg.decoder_layers) for part in ("k", "v")}
+        passes = {
+            "encoder": loop_pass(graph.passes["encoder"], layers, cache="", outputs={"encoder_out": "enc"} | cross,
+                                 split_heads=dict.fromkeys(cross, cfg.heads), probe="enc"),
+            "prompt": loop_pass(graph.passes["prompt"], layers, cache="pad", context=context,
+                                outputs={"logits": "logits"}, argmax_bias="suppress.first"),
+            "decode": loop_pass(graph.passes["decode"], layers, cache="write", context=context,
+                                argmax_bias="suppress.rest"),
+        }
+        return {
             "model": cfg.to_json() | {"name": workload.name, "head_dim": cfg.head_dim},
+            "passes": passes,
             "clips": len(prepared.pcm),
-            "context": len(cfg.prompt) + workload.max_tokens,  # the workload keeps it within the positions
+            "context": context,
             "prompt": {"tensor": "prompt_ids", "rows": len(cfg.prompt)},
             "max_tokens": workload.max_tokens,
             "eot": cfg.eot,
-        }
-        return EngineJob(spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
-                         tensors=tensors, prepared=prepared, **plan.job_fields(prepared.held.layers))
-
-    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
-        assert isinstance(job.prepared, PreparedSpeech)
-        return executed(job, page, job.prepared.held.layers, engine.platform.value)
+        }, tensors
