@@ -268,3 +268,27 @@ export function ortFailure(stage, e) {
   return {status: stage === 'session' ? 'unsupported' : 'failed', stage,
           reason: `ONNX Runtime Web ${stage}: ${errorText(e)}`};
 }
+
+// A whole-model session's runs as the timing protocol takes them: `run(feeds)` counts the call
+// (the WebGPU profile is per call) and waits for the device on WebGPU; `timedOnce(feeds)` is
+// timeIterations' callback (one run, its outputs released after the clock stops), noting which
+// calls were timed.
+export async function sessionCalls(ort, opts, session) {
+  const device = opts.provider === 'webgpu' ? await ort.env.webgpu.device : null;
+  const calls = {count: 0, timed: []};
+  calls.run = async (feeds) => {
+    calls.count += 1;
+    const out = await session.run(feeds);
+    if (device) await device.queue.onSubmittedWorkDone();
+    return out;
+  };
+  calls.timedOnce = (feeds) => async (index) => {
+    if (index !== null) calls.timed.push(calls.count);  // every iteration after the cold one
+    const t = performance.now();
+    const out = await calls.run(feeds);
+    const ms = performance.now() - t;
+    for (const tensor of Object.values(out)) if (tensor && tensor.dispose) tensor.dispose();
+    return ms;
+  };
+  return calls;
+}

@@ -8,8 +8,8 @@
 // a session without CPU fallback first; if the provider refuses it, the fallback session's
 // verbose log says where every node went: counted, and the nodes off the provider listed.
 import {timeIterations} from '../timing.js';
-import {EP_PLATFORM, layerProvider, loadOrt, makeSession, mostCommon, ortFacts, ortFailure, preflight, timingFacts,
-  webgpuProfile} from './ort_common.js';
+import {EP_PLATFORM, layerProvider, loadOrt, makeSession, mostCommon, ortFacts, ortFailure, preflight, sessionCalls,
+  timingFacts, webgpuProfile} from './ort_common.js';
 
 const MAX_FALLBACK_LISTED = 2000;
 
@@ -67,52 +67,15 @@ export async function run(spec, client) {
     const {fallback, placed, compileMs} = made;
 
     stage = 'run';
-    const device = opts.provider === 'webgpu' ? await ort.env.webgpu.device : null;
-    let calls = 0;
-    const timedCalls = [];
-    const runOnce = async () => {
-      calls += 1;
-      const out = await session.run(feeds);
-      if (device) await device.queue.onSubmittedWorkDone();
-      return out;
-    };
-    const release = (out) => { for (const t of Object.values(out)) if (t && t.dispose) t.dispose(); };
-    const once = async (index) => {
-      if (index !== null) timedCalls.push(calls);  // every iteration after the cold one
-      const t = performance.now();
-      const out = await runOnce();
-      const ms = performance.now() - t;
-      release(out);
-      return ms;
-    };
-    const timed = await timeIterations(spec, once);
-
-    const out = await runOnce();
-    let total = 0;
-    for (const o of spec.outputs) total += o.shape.reduce((a, b) => a * b, 1) * 4;
-    const output = new ArrayBuffer(total);
-    let at = 0;
-    for (const o of spec.outputs) {
-      const tensor = out[o.name];
-      if (!tensor) throw new RangeError(`the session returned no output ${o.name}`);
-      const data = await tensor.getData();
-      const count = o.shape.reduce((a, b) => a * b, 1);
-      if (data.length !== count) throw new RangeError(`output ${o.name} has ${data.length} values, expected ${count}`);
-      const view = o.dtype === 'float32' ? new Float32Array(output, at, count) : new Int32Array(output, at, count);
-      if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
-        for (let i = 0; i < count; i++) view[i] = Number(data[i]);
-      } else if (tensor.type === 'float16' && data instanceof Uint16Array) {
-        for (let i = 0; i < count; i++) view[i] = halfBits(data[i]);
-      } else {
-        view.set(data);
-      }
-      at += count * 4;
-    }
-    release(out);
+    const calls = await sessionCalls(ort, opts, session);
+    const timed = await timeIterations(spec, calls.timedOnce(feeds));
+    const out = await calls.run(feeds);
+    const output = await outputBytes(out, spec.outputs);
+    for (const t of Object.values(out)) if (t && t.dispose) t.dispose();
 
     let gpuMs = null;
     let gpuNote = 'no GPU timestamps on this provider';
-    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote} = await webgpuProfile(session, calls, timedCalls));
+    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote} = await webgpuProfile(session, calls.count, calls.timed));
 
     const nodes = placedNodes(placed);
     const ranOn = nodes ? mostCommon(nodes.map((n) => n.split('@').pop()), opts.provider) : opts.provider;
@@ -136,4 +99,30 @@ export async function run(spec, client) {
   } finally {
     if (session) await session.release().catch(() => {});
   }
+}
+
+// The session's outputs the job lists, in order, as float32 or int32 values (int64 and float16
+// converted).
+async function outputBytes(out, outputs) {
+  let total = 0;
+  for (const o of outputs) total += o.shape.reduce((a, b) => a * b, 1) * 4;
+  const output = new ArrayBuffer(total);
+  let at = 0;
+  for (const o of outputs) {
+    const tensor = out[o.name];
+    if (!tensor) throw new RangeError(`the session returned no output ${o.name}`);
+    const data = await tensor.getData();
+    const count = o.shape.reduce((a, b) => a * b, 1);
+    if (data.length !== count) throw new RangeError(`output ${o.name} has ${data.length} values, expected ${count}`);
+    const view = o.dtype === 'float32' ? new Float32Array(output, at, count) : new Int32Array(output, at, count);
+    if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
+      for (let i = 0; i < count; i++) view[i] = Number(data[i]);
+    } else if (tensor.type === 'float16' && data instanceof Uint16Array) {
+      for (let i = 0; i < count; i++) view[i] = halfBits(data[i]);
+    } else {
+      view.set(data);
+    }
+    at += count * 4;
+  }
+  return output;
 }

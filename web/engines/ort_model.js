@@ -7,7 +7,8 @@
 // output. Placement: a session with CPU fallback disabled first (the provider's refusal is kept),
 // then, if refused, one with the fallback whose verbose log says where each layer's node ran.
 import {timeIterations} from '../timing.js';
-import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight, webgpuProfile, timingFacts} from './ort_common.js';
+import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight, sessionCalls, timingFacts,
+        webgpuProfile} from './ort_common.js';
 
 function inputType(session, name, fallback) {
   const meta = Array.isArray(session.inputMetadata) ?
@@ -18,7 +19,7 @@ function inputType(session, name, fallback) {
 export async function run(spec, client) {
   const opts = spec.options;
   const model = opts.model;
-  const [batch, seq, passes] = [model.batch, model.seq, model.passes];
+  const [batch, seq] = [model.batch, model.seq];
   let stage = 'load';
   let session = null;
   try {
@@ -36,69 +37,16 @@ export async function run(spec, client) {
     const {fallback, placed, compileMs} = made;
 
     stage = 'run';
-    const per = batch * seq;
-    const feedsOf = (pass) => {
-      const feeds = {};
-      for (const name of opts.inputs) {
-        if (!session.inputNames.includes(name)) continue;  // an input the graph does not use
-        const ints = raw[name].subarray(pass * per, (pass + 1) * per);
-        const type = inputType(session, name, opts.input_dtype);
-        const data = type === 'int64' ? BigInt64Array.from(ints, (v) => BigInt(v)) : Int32Array.from(ints);
-        feeds[name] = new ort.Tensor(type === 'int64' ? 'int64' : 'int32', data, [batch, seq]);
-      }
-      return feeds;
-    };
+    const feedsOf = modelFeeds(ort, session, opts, raw, batch * seq, [batch, seq]);
     const feeds0 = feedsOf(0);
     const outputName = session.outputNames.includes(opts.output) ? opts.output : session.outputNames[0];
-    const device = opts.provider === 'webgpu' ? await ort.env.webgpu.device : null;
-    let calls = 0;
-    const timedCalls = [];
-    const runOnce = async (feeds) => {
-      calls += 1;
-      const out = await session.run(feeds);
-      if (device) await device.queue.onSubmittedWorkDone();
-      return out[outputName];
-    };
-    let last = null;
-    const once = async (index) => {
-      if (index !== null) timedCalls.push(calls);  // every iteration after the cold one
-      const t = performance.now();
-      const out = await runOnce(feeds0);
-      const ms = performance.now() - t;
-      if (last && last !== out && last.dispose) last.dispose();
-      last = out;
-      return ms;
-    };
-    const timed = await timeIterations(spec, once);
-    if (last && last.dispose) last.dispose();
-
-    const hidden = model.hidden;
-    const output = new Float32Array(opts.output_rows * hidden);
-    for (let p = 0; p < passes; p++) {
-      const out = await runOnce(p === 0 ? feeds0 : feedsOf(p));
-      const data = await out.getData();
-      if (data.length !== batch * hidden) {
-        throw new RangeError(`pass ${p}: output has ${data.length} values, expected ${batch * hidden}`);
-      }
-      output.set(data instanceof Float32Array ? data : Float32Array.from(data), p * batch * hidden);
-      if (out.dispose) out.dispose();
-    }
-
-    let gpuMs = null;
-    let gpuNote = 'no GPU timestamps on this provider';
-    let layerMs = new Map();
-    if (opts.provider === 'webgpu') {
-      // A kernel belongs to a layer when its node is the layer's node or a fusion of it
-      // ("<layer>/..."); the 16-bit Casts around it are not the layer's matmul.
-      const names = new Set(opts.ort_layers.map((l) => l.name));
-      const nodeKey = (node, op) => {
-        if (op === 'Cast') return null;
-        const layer = node.split('/')[0];
-        return names.has(layer) ? layer : null;
-      };
-      ({gpuMs, note: gpuNote, byKey: layerMs} = await webgpuProfile(session, calls, timedCalls, nodeKey));
-    }
-
+    const calls = await sessionCalls(ort, opts, session);
+    const timed = await timeIterations(spec, calls.timedOnce(feeds0));
+    const runOnce = async (feeds) => (await calls.run(feeds))[outputName];
+    const output = await passOutputs(runOnce, feeds0, feedsOf, opts, batch, model.hidden);
+    const {gpuMs, note: gpuNote, byKey: layerMs} = opts.provider === 'webgpu' ?
+      await webgpuProfile(session, calls.count, calls.timed, layerKey(opts)) :
+      {gpuMs: null, note: 'no GPU timestamps on this provider', byKey: new Map()};
     const layers = opts.ort_layers.map((l) => {
       const ran = layerProvider(placed, l.name, opts.provider);
       return {name: l.name, weight_dtype: `${l.weight_dtype}@${ran}`, weight_bytes: l.weight_bytes,
@@ -115,4 +63,45 @@ export async function run(spec, client) {
   } finally {
     if (session) await session.release().catch(() => {});
   }
+}
+
+// The feeds of pass `pass`: each input the graph uses, [batch, seq], as the type it declares.
+function modelFeeds(ort, session, opts, raw, per, dims) {
+  return (pass) => {
+    const feeds = {};
+    for (const name of opts.inputs) {
+      if (!session.inputNames.includes(name)) continue;  // an input the graph does not use
+      const ints = raw[name].subarray(pass * per, (pass + 1) * per);
+      const type = inputType(session, name, opts.input_dtype);
+      const data = type === 'int64' ? BigInt64Array.from(ints, (v) => BigInt(v)) : Int32Array.from(ints);
+      feeds[name] = new ort.Tensor(type === 'int64' ? 'int64' : 'int32', data, dims);
+    }
+    return feeds;
+  };
+}
+
+// Every pass once, its [batch, hidden] output in order.
+async function passOutputs(runOnce, feeds0, feedsOf, opts, batch, hidden) {
+  const output = new Float32Array(opts.output_rows * hidden);
+  for (let p = 0; p < opts.model.passes; p++) {
+    const out = await runOnce(p === 0 ? feeds0 : feedsOf(p));
+    const data = await out.getData();
+    if (data.length !== batch * hidden) {
+      throw new RangeError(`pass ${p}: output has ${data.length} values, expected ${batch * hidden}`);
+    }
+    output.set(data instanceof Float32Array ? data : Float32Array.from(data), p * batch * hidden);
+    if (out.dispose) out.dispose();
+  }
+  return output;
+}
+
+// The layer a WebGPU kernel belongs to: its node is the layer's node or a fusion of it
+// ("<layer>/..."); the 16-bit Casts around it are not the layer's matmul.
+function layerKey(opts) {
+  const names = new Set(opts.ort_layers.map((l) => l.name));
+  return (node, op) => {
+    if (op === 'Cast') return null;
+    const layer = node.split('/')[0];
+    return names.has(layer) ? layer : null;
+  };
 }

@@ -177,70 +177,17 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
       if (!act) throw new Error(`layer ${L.name} has int8 input parameters but the job has no webnn_act`);
       [x, actDtype] = int8Input(xIn, L);
     }
-    const {k, n, name} = L;
-    const wBuffer = tensors[`${name}.w`];
-    const transposeHere = form.startsWith('pretransposed');
-    const blockRows = form.startsWith('blockrows');
+    const {n, name} = L;
     const useGemm = form.endsWith('gemm') || form === 'gemm_qdq' || form === 'gemm_scale';
     if (L.out && !(useGemm && L.act && p.matmul_dtype === 'float32')) {
       throw new Error(`layer ${name}: output quantization needs the gemm form, int8 inputs and float32 arithmetic`);
     }
-    let weight;
-    let stored;
-    let bytes = 0;
-    let scaleAfter = null;  // 'gemm_scale': the per-channel scales, applied to gemm's output
-    // other layers of a 'gemm_scale' graph (float, blockwise, other bits) take the 'gemm' form
-    if (form === 'gemm_scale' && p.weight_dtype === 'int8' && p.block_size === k && !L.out) {
-      const zeros = typedView('int8', tensors[`${name}.zero_points`], n);
-      if (zeros.some((z) => z !== 0)) throw new Error(`layer ${name}: graph form gemm_scale needs zero point 0`);
-      stored = builder.constant({dataType: 'int8', shape: [n, k]}, typedView('int8', wBuffer, n * k));
-      weight = builder.cast(stored, 'float32');
-      scaleAfter = builder.constant({dataType: 'float32', shape: [n]}, typedView('float32', tensors[`${name}.scales`], n));
-      bytes = byteLength('int8', n * k) + byteLength('float32', n) + byteLength('int8', n);
-    } else if (p.weight_dtype === 'float32' || p.weight_dtype === 'float16') {
-      const buffer = transposeHere ? repack(`${name}.w`, p.weight_dtype, wBuffer, n, k) : wBuffer;
-      const shape = transposeHere ? [k, n] : [n, k];
-      weight = builder.constant({dataType: p.weight_dtype, shape}, typedView(p.weight_dtype, buffer, n * k));
-      stored = weight;
-      bytes = byteLength(p.weight_dtype, n * k);
-    } else {
-      const blocks = k / p.block_size;
-      let qBuf = wBuffer, sBuf = tensors[`${name}.scales`], zBuf = tensors[`${name}.zero_points`];
-      let qShape = [n, k], sShape = [n, blocks];
-      if (blockRows) {
-        qShape = [n * blocks, p.block_size];
-        sShape = [n * blocks, 1];
-      } else if (transposeHere) {
-        qBuf = repack(`${name}.w`, p.weight_dtype, qBuf, n, k);
-        sBuf = repack(`${name}.scales`, p.scale_dtype, sBuf, n, blocks);
-        zBuf = repack(`${name}.zero_points`, p.zero_point_dtype, zBuf, n, blocks);
-        qShape = [k, n];
-        sShape = [blocks, n];
-      }
-      const q = builder.constant({dataType: p.weight_dtype, shape: qShape}, typedView(p.weight_dtype, qBuf, n * k));
-      const scale = builder.constant({dataType: p.scale_dtype, shape: sShape},
-                                     typedView(p.scale_dtype, sBuf, n * blocks));
-      const floatZero = p.zero_point_dtype === 'float32';
-      // a float zero point: dequantizeLinear with an integer zero of 0, then the block's offset
-      // (zero - shift) * scale subtracted (the codes are q + shift: shift 2^(bits-1) when signed)
-      const zeroPoint = builder.constant({dataType: floatZero ? p.weight_dtype : p.zero_point_dtype, shape: sShape},
-        floatZero ? typedView(p.weight_dtype, new ArrayBuffer(byteLength(p.weight_dtype, n * blocks)), n * blocks)
-          : typedView(p.zero_point_dtype, zBuf, n * blocks));
-      weight = builder.dequantizeLinear(q, scale, zeroPoint);
-      if (floatZero) {
-        const layout = blockRows ? 'blockrows' : transposeHere ? 'transposed' : 'rows';
-        weight = subtractBlockOffsets(builder, weight, scale, typedView('float32', zBuf, n * blocks), p,
-                                      {n, k, blocks, layout});
-      }
-      if (blockRows) weight = builder.reshape(weight, [n, k]);
-      stored = q;
-      bytes = byteLength(p.weight_dtype, n * k) + byteLength(p.scale_dtype, n * blocks) +
-        byteLength(p.zero_point_dtype, n * blocks);
-    }
+    const held = layerWeight(builder, tensors, L, p, form, repack);
+    let weight = held.weight;
     const biasBuffer = tensors[`${name}.bias`];
     const bias = biasBuffer ?
       builder.constant({dataType: 'float32', shape: [n]}, typedView('float32', biasBuffer, n)) : null;
-    layerFacts[index] = {name, weight_dtype: String(stored.dataType), weight_bytes: bytes, gpu_ms: null,
+    layerFacts[index] = {name, weight_dtype: String(held.stored.dataType), weight_bytes: held.bytes, gpu_ms: null,
                          act_dtype: actDtype};
     let lhs = x;
     if (p.matmul_dtype === 'float16') {
@@ -249,36 +196,98 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     } else if (weight.dataType !== 'float32') {
       weight = builder.cast(weight, 'float32');
     }
-    let out;
-    const floatChannels = (L.out && L.out.float_channels) || [];
-    if (scaleAfter) {
-      out = builder.mul(builder.gemm(lhs, weight, {bTranspose: true}), scaleAfter);
-      if (bias) out = builder.add(out, bias);
-    } else if (L.out && floatChannels.length) {  // outlier output channels apart: see splitRows
-      const [main, outliers, order] = splitRows(builder, L, p, tensors, floatChannels);
-      const [fused] = qdq(builder.gemm(lhs, main, {bTranspose: true}), L.out);
-      const apart = builder.gemm(lhs, outliers, {bTranspose: true});
-      out = builder.gather(builder.concat([fused, apart], 1), order, {axis: 1});
-      if (bias) out = builder.add(out, bias);
-    } else if (L.out) {  // the fusable pattern: no c (a float bias would need int32 and a/b scales)
-      out = builder.gemm(lhs, weight, {bTranspose: !transposeHere});
-      [out] = qdq(out, L.out);
-      if (bias) out = builder.add(out, bias);
-    } else if (useGemm) {
-      // c in gemm has the arithmetic's type: a float16 gemm adds its float32 bias after the cast
-      const inGemm = bias && p.matmul_dtype !== 'float16';
-      out = builder.gemm(lhs, weight, inGemm ? {bTranspose: !transposeHere, c: bias} : {bTranspose: !transposeHere});
-      if (p.matmul_dtype === 'float16') out = builder.cast(out, 'float32');
-      if (bias && !inGemm) out = builder.add(out, bias);
-    } else {
-      out = builder.matmul(lhs, transposeHere ? weight : builder.transpose(weight));
-      if (p.matmul_dtype === 'float16') out = builder.cast(out, 'float32');
-      if (bias) out = builder.add(out, bias);
-    }
-    return out;
+    return layerProduct(builder, lhs, weight, bias, {L, p, form, useGemm, scaleAfter: held.scaleAfter, qdq, tensors});
   };
   return {linear, layerFacts};
 }
+
+// A linear layer's weight in its graph form: {weight (the operand the product takes), stored (the
+// constant holding the layer's values: its dataType is what the reply says the layer held), bytes,
+// scaleAfter ('gemm_scale': the per-channel scales, applied to gemm's output)}.
+function layerWeight(builder, tensors, L, p, form, repack) {
+  const {k, n, name} = L;
+  const wBuffer = tensors[`${name}.w`];
+  const transposeHere = form.startsWith('pretransposed');
+  const blockRows = form.startsWith('blockrows');
+  // other layers of a 'gemm_scale' graph (float, blockwise, other bits) take the 'gemm' form
+  if (form === 'gemm_scale' && p.weight_dtype === 'int8' && p.block_size === k && !L.out) {
+    const zeros = typedView('int8', tensors[`${name}.zero_points`], n);
+    if (zeros.some((z) => z !== 0)) throw new Error(`layer ${name}: graph form gemm_scale needs zero point 0`);
+    const stored = builder.constant({dataType: 'int8', shape: [n, k]}, typedView('int8', wBuffer, n * k));
+    const weight = builder.cast(stored, 'float32');
+    const scaleAfter = builder.constant({dataType: 'float32', shape: [n]}, typedView('float32', tensors[`${name}.scales`], n));
+    return {weight, stored, scaleAfter, bytes: byteLength('int8', n * k) + byteLength('float32', n) + byteLength('int8', n)};
+  }
+  if (p.weight_dtype === 'float32' || p.weight_dtype === 'float16') {
+    const buffer = transposeHere ? repack(`${name}.w`, p.weight_dtype, wBuffer, n, k) : wBuffer;
+    const shape = transposeHere ? [k, n] : [n, k];
+    const weight = builder.constant({dataType: p.weight_dtype, shape}, typedView(p.weight_dtype, buffer, n * k));
+    return {weight, stored: weight, scaleAfter: null, bytes: byteLength(p.weight_dtype, n * k)};
+  }
+  const blocks = k / p.block_size;
+  let qBuf = wBuffer, sBuf = tensors[`${name}.scales`], zBuf = tensors[`${name}.zero_points`];
+  let qShape = [n, k], sShape = [n, blocks];
+  if (blockRows) {
+    qShape = [n * blocks, p.block_size];
+    sShape = [n * blocks, 1];
+  } else if (transposeHere) {
+    qBuf = repack(`${name}.w`, p.weight_dtype, qBuf, n, k);
+    sBuf = repack(`${name}.scales`, p.scale_dtype, sBuf, n, blocks);
+    zBuf = repack(`${name}.zero_points`, p.zero_point_dtype, zBuf, n, blocks);
+    qShape = [k, n];
+    sShape = [blocks, n];
+  }
+  const q = builder.constant({dataType: p.weight_dtype, shape: qShape}, typedView(p.weight_dtype, qBuf, n * k));
+  const scale = builder.constant({dataType: p.scale_dtype, shape: sShape}, typedView(p.scale_dtype, sBuf, n * blocks));
+  const floatZero = p.zero_point_dtype === 'float32';
+  // a float zero point: dequantizeLinear with an integer zero of 0, then the block's offset
+  // (zero - shift) * scale subtracted (the codes are q + shift: shift 2^(bits-1) when signed)
+  const zeroPoint = builder.constant({dataType: floatZero ? p.weight_dtype : p.zero_point_dtype, shape: sShape},
+    floatZero ? typedView(p.weight_dtype, new ArrayBuffer(byteLength(p.weight_dtype, n * blocks)), n * blocks)
+      : typedView(p.zero_point_dtype, zBuf, n * blocks));
+  let weight = builder.dequantizeLinear(q, scale, zeroPoint);
+  if (floatZero) {
+    const layout = blockRows ? 'blockrows' : transposeHere ? 'transposed' : 'rows';
+    weight = subtractBlockOffsets(builder, weight, scale, typedView('float32', zBuf, n * blocks), p, {n, k, blocks, layout});
+  }
+  if (blockRows) weight = builder.reshape(weight, [n, k]);
+  return {weight, stored: q, scaleAfter: null,
+          bytes: byteLength(p.weight_dtype, n * k) + byteLength(p.scale_dtype, n * blocks) +
+            byteLength(p.zero_point_dtype, n * blocks)};
+}
+
+// x @ W^T (+ b) in the graph form, lhs and weight already in the arithmetic's type.
+function layerProduct(builder, lhs, weight, bias, {L, p, form, useGemm, scaleAfter, qdq, tensors}) {
+  const transposeHere = form.startsWith('pretransposed');
+  let out;
+  const floatChannels = (L.out && L.out.float_channels) || [];
+  if (scaleAfter) {
+    out = builder.mul(builder.gemm(lhs, weight, {bTranspose: true}), scaleAfter);
+    if (bias) out = builder.add(out, bias);
+  } else if (L.out && floatChannels.length) {  // outlier output channels apart: see splitRows
+    const [main, outliers, order] = splitRows(builder, L, p, tensors, floatChannels);
+    const [fused] = qdq(builder.gemm(lhs, main, {bTranspose: true}), L.out);
+    const apart = builder.gemm(lhs, outliers, {bTranspose: true});
+    out = builder.gather(builder.concat([fused, apart], 1), order, {axis: 1});
+    if (bias) out = builder.add(out, bias);
+  } else if (L.out) {  // the fusable pattern: no c (a float bias would need int32 and a/b scales)
+    out = builder.gemm(lhs, weight, {bTranspose: !transposeHere});
+    [out] = qdq(out, L.out);
+    if (bias) out = builder.add(out, bias);
+  } else if (useGemm) {
+    // c in gemm has the arithmetic's type: a float16 gemm adds its float32 bias after the cast
+    const inGemm = bias && p.matmul_dtype !== 'float16';
+    out = builder.gemm(lhs, weight, inGemm ? {bTranspose: !transposeHere, c: bias} : {bTranspose: !transposeHere});
+    if (p.matmul_dtype === 'float16') out = builder.cast(out, 'float32');
+    if (bias && !inGemm) out = builder.add(out, bias);
+  } else {
+    out = builder.matmul(lhs, transposeHere ? weight : builder.transpose(weight));
+    if (p.matmul_dtype === 'float16') out = builder.cast(out, 'float32');
+    if (bias) out = builder.add(out, bias);
+  }
+  return out;
+}
+
 
 // W - (zero - shift) * scale per block, for a float zero point (precision/held.py: one float32 per
 // block in the unsigned code domain); `weight` is dequantizeLinear's output with a zero of 0 in its

@@ -16,7 +16,7 @@ from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import OrtKindRunner, OrtWebEngine, onnx_decoder, placement
-from .onnx_linears import one_or_mixed, summary
+from .onnx_linears import held_fields, summary
 
 RUNNER = "ort_decoder"
 """The page module (web/engines/ort_decoder.js)."""
@@ -62,15 +62,10 @@ class OrtDecoder(OrtKindRunner):
             "weight_bytes": model.weight_bytes,
             "ort_layers": [layer.to_json() for layer in model.layers],
         }
-        held = [layer.held for layer in prepared.held.layers]
-        quantized = [h for h in held if h.block_size]
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
             tensors=tensors, prepared=prepared,
-            weight_format=one_or_mixed(layer.weight_dtype for layer in model.layers),
-            weight_dtype=one_or_mixed(h.weight_dtype for h in held),
-            scale_dtype="float32" if quantized else "",
-            zero_point_dtype=one_or_mixed(h.zero_point_dtype for h in quantized) if quantized else "",
+            **held_fields(model.layers, (layer.held for layer in prepared.held.layers)),
             details={"onnx_layers": summary(model.layers), "model_bytes": len(model.data),
                      "onnx_opset": onnx_decoder.OPSET, "onnx_export": "torch.onnx.export (dynamo), static KV cache",
                      "sessions": "one per pass, static shapes" if static else "one, free dimensions"},

@@ -16,7 +16,7 @@ import io
 import json
 import logging
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +89,27 @@ def quiet() -> Iterator[None]:
             yield
     finally:
         logger.setLevel(level)
+
+
+def layer_names(prefix: str, layers: int) -> list[str]:
+    """A graph's per-layer cache inputs or outputs: ``<prefix>.<i>.key`` and ``.value``."""
+    return [f"{prefix}.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+
+
+def name_dims(proto: Any, by_input: Mapping[str, Sequence[str | None]], wanted: Iterable[str]) -> None:
+    """Give the exporter's symbolic dimensions (s12, s70, ...) names: ``by_input`` names each
+    graph input's or output's dimensions (None: leave it); every name in ``wanted`` must be found."""
+    renamed: dict[str, str] = {}
+    for vi in list(proto.graph.input) + list(proto.graph.output):
+        for dim, want in zip(vi.type.tensor_type.shape.dim, by_input.get(vi.name, [])):
+            if want and dim.dim_param:
+                if renamed.setdefault(dim.dim_param, want) != want:
+                    raise ValueError(f"ONNX export: dimension {dim.dim_param} is both {renamed[dim.dim_param]} "
+                                     f"and {want}")
+    for vi in list(proto.graph.input) + list(proto.graph.output) + list(proto.graph.value_info):
+        for dim in vi.type.tensor_type.shape.dim:
+            if dim.dim_param in renamed:
+                dim.dim_param = renamed[dim.dim_param]
+    missing = set(wanted) - set(renamed.values())
+    if missing:
+        raise ValueError(f"ONNX export: no free dimension for {sorted(missing)} (the exporter fixed them)")

@@ -221,6 +221,17 @@ def one_or_mixed(values: Iterable[str]) -> str:
     return kinds[0] if len(kinds) == 1 else "mixed:" + "+".join(kinds)
 
 
+def held_fields(nodes: Iterable[LayerNode], held: Iterable[Any]) -> dict[str, str]:
+    """The EngineJob fields of what a rewritten model holds (the generate and transcribe loops'):
+    its nodes' formats, and the held layers' (precision/held.py) weight, scale and zero-point types."""
+    held = list(held)
+    quantized = [h for h in held if h.block_size]
+    return {"weight_format": one_or_mixed(node.weight_dtype for node in nodes),
+            "weight_dtype": one_or_mixed(h.weight_dtype for h in held),
+            "scale_dtype": "float32" if quantized else "",
+            "zero_point_dtype": one_or_mixed(h.zero_point_dtype for h in quantized) if quantized else ""}
+
+
 def summary(layers: tuple[LayerNode, ...]) -> str:
     """'36 x MatMulNBits4' / '24 x MatMulNBits8, 12 x MatMulNBits4'."""
     counts = Counter(f.weight_dtype for f in layers)

@@ -40,15 +40,15 @@ DIMS = {"sequence": "rows a pass feeds", "total": "past + sequence", "past": "po
 
 
 def cross_names(layers: int) -> list[str]:
-    return [f"cross.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+    return onnx_export.layer_names("cross", layers)
 
 
 def past_names(layers: int) -> list[str]:
-    return [f"past.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+    return onnx_export.layer_names("past", layers)
 
 
 def present_names(layers: int) -> list[str]:
-    return [f"present.{i}.{part}" for i in range(layers) for part in ("key", "value")]
+    return onnx_export.layer_names("present", layers)
 
 
 def _encoder_module(model: Any) -> Any:
@@ -123,18 +123,7 @@ def _name_dims(proto: Any, layers: int) -> None:
                                              "attention_bias": [None, None, "sequence", "total"]}
     for name in past_names(layers) + present_names(layers):
         by_input[name] = [None, None, "past", None]
-    renamed: dict[str, str] = {}
-    for vi in list(proto.graph.input) + list(proto.graph.output):
-        for dim, want in zip(vi.type.tensor_type.shape.dim, by_input.get(vi.name, [])):
-            if want and dim.dim_param:
-                renamed.setdefault(dim.dim_param, want)
-    for vi in list(proto.graph.input) + list(proto.graph.output) + list(proto.graph.value_info):
-        for dim in vi.type.tensor_type.shape.dim:
-            if dim.dim_param in renamed:
-                dim.dim_param = renamed[dim.dim_param]
-    missing = set(DIMS) - set(renamed.values())
-    if missing:
-        raise ValueError(f"ONNX export: no free dimension for {sorted(missing)} (the exporter fixed them)")
+    onnx_export.name_dims(proto, by_input, DIMS)
 
 
 def _export_encoder(model: Any) -> bytes:

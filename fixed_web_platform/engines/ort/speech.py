@@ -19,7 +19,7 @@ from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import OrtKindRunner, OrtWebEngine, onnx_speech, placement
-from .onnx_linears import one_or_mixed, summary
+from .onnx_linears import held_fields, summary
 
 RUNNER = "ort_speech"
 
@@ -56,15 +56,10 @@ class OrtSpeech(OrtKindRunner):
             "ort_layers": [layer.to_json() for layer in model.layers],
             "encoder_layers": list(model.encoder_layers),
         }
-        held = [layer.held for layer in prepared.held.layers]
-        quantized = [h for h in held if h.block_size]
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
             tensors=tensors, prepared=prepared,
-            weight_format=one_or_mixed(layer.weight_dtype for layer in model.layers),
-            weight_dtype=one_or_mixed(h.weight_dtype for h in held),
-            scale_dtype="float32" if quantized else "",
-            zero_point_dtype=one_or_mixed(h.zero_point_dtype for h in quantized) if quantized else "",
+            **held_fields(model.layers, (layer.held for layer in prepared.held.layers)),
             details={"onnx_layers": summary(model.layers), "model_bytes": len(model.encoder) + len(model.decoder),
                      "onnx_opset": onnx_speech.OPSET,
                      "onnx_export": "torch.onnx.export (dynamo): encoder + cross keys/values, decoder step with a "
