@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from ..models.rules import LayerPrecision, PrecisionRule
+from ..vocabulary import parse_count
 
 TENSOR_DTYPES = {"float32": "<f4", "int32": "<i4"}
 SavedOutputs = dict[str, np.ndarray] | list[dict[str, Any]]
@@ -226,3 +227,11 @@ class WorkloadKind(ABC):
         """The kind's own speed columns from its reply fields of each page load of a run (e.g.
         time to first token from per-token timestamps). None here."""
         return {}
+
+
+def positive_count(text: str) -> int:
+    """An argparse type for a kind's counts (sizes, tokens, clips): a whole number of at least 1."""
+    try:
+        return parse_count(text, 1)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

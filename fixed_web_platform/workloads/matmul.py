@@ -144,6 +144,11 @@ class PreparedWorkload:
     def outputs(self) -> tuple[TensorSpec, ...]:
         return (TensorSpec(OUTPUT, "float32", (self.workload.m, self.workload.n)),)
 
+    def held_fields(self) -> dict[str, str]:
+        """The EngineJob fields of what the run holds: the weight format and its data types."""
+        return {"weight_format": self.weight_format, "weight_dtype": self.weight_dtype,
+                "scale_dtype": "float32" if self.block_size else "", "zero_point_dtype": self.zero_point_dtype}
+
     @property
     def weight_bytes_f32(self) -> int:
         return self.workload.n * self.workload.k * 4

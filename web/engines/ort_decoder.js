@@ -13,28 +13,20 @@
 // disabled first, then, if refused, one with the fallback whose log says where each layer ran.
 // Returns raw samples and facts; decides nothing about them.
 import {timeGenerations} from '../generation.js';
-import {layerProvider, loadOrt, ortFacts, ortFailure, preflight, timingFacts} from './ort_common.js';
-import {RUN, WHERE, layerNames, loopSessions, releaser, zeroCache} from './ort_loop.js';
+import {layerProvider, ortFacts, timingFacts} from './ort_common.js';
+import {RUN, WHERE, layerNames, loopPage, loopSessions, releaser, zeroCache} from './ort_loop.js';
 
 export async function run(spec, client) {
-  const opts = spec.options;
-  const cfg = opts.model;
-  const KVH = cfg.kv_heads, V = cfg.vocab, C = opts.context, P = opts.prompt.rows, E = opts.score.rows;
-  const {past: pastNames, present: presentNames} = layerNames(cfg.layers, ['past', 'present']);
-  let stage = 'load';
-  const open = [];
-  const disposable = [];
-  try {
-    const half = opts.ort_layers.some((l) => l.bits === 16);
-    const refused = await preflight(opts, half, stage);
-    if (refused) return refused;
-    const ort = await loadOrt(opts);
+  return loopPage(spec, async ({ort, opts, half, at, open, disposable}) => {
+    const cfg = opts.model;
+    const KVH = cfg.kv_heads, V = cfg.vocab, C = opts.context, P = opts.prompt.rows, E = opts.score.rows;
+    const {past: pastNames, present: presentNames} = layerNames(cfg.layers, ['past', 'present']);
     const graph = new Uint8Array(await client.tensor(opts.onnx_model));
     const prompt = new Int32Array(await client.tensor(opts.prompt.tensor));
     const evalIds = new Int32Array(await client.tensor(opts.score.tensor));
 
     // Sessions: the cache outputs stay on the provider's device; ids and logits come to the CPU.
-    stage = 'session';
+    at.stage = 'session';
     const location = {logits: 'cpu', next_id: 'cpu', ...Object.fromEntries(presentNames.map((n) => [n, WHERE[opts.provider]]))};
     const base = {...opts, profile: false};
     if (opts.provider === 'webnn') base.ml_context = await navigator.ml.createContext({deviceType: opts.device_type});
@@ -43,7 +35,7 @@ export async function run(spec, client) {
       {prefill: pass(P, 1), decode: pass(1, 1), score: pass(E, E)}, open);
     const placed = (opts.static_shapes ? sessions.decode : sessions.prefill).placed;
 
-    stage = 'tensors';
+    at.stage = 'tensors';
     const cacheDims = [1, KVH, C, cfg.head_dim];
     const zeros = await zeroCache(ort, opts, base.ml_context, cacheDims, disposable);
     const release = releaser(zeros);
@@ -57,14 +49,14 @@ export async function run(spec, client) {
     };
 
     let cache = null;
-    stage = 'run';
+    at.stage = 'run';
     const {timed, generations, firstForwardMs, generated} = await timeGenerations(spec, opts.new_tokens, {
       prefill: async () => { let id; ({id, cache} = await step('prefill', prompt, 0, null)); return id; },
       decode: async (i, previous) => { let id; ({id, cache} = await step('decode', [previous], P + i - 1, cache)); return id; },
       after: () => { release(cache); cache = null; },
     });
 
-    stage = 'score';
+    at.stage = 'score';
     const output = await scoreTexts(sessions.score.session, feeds, opts, evalIds, release, spec.output_bytes, V);
     new Int32Array(output, opts.score.texts * E * V * 4, opts.new_tokens).set(generated);
 
@@ -85,12 +77,7 @@ export async function run(spec, client) {
                          scratch: E * V * 4 + cacheBytes}, generations},
       output,
     };
-  } catch (e) {
-    return ortFailure(stage, e);
-  } finally {
-    for (const session of open) await session.release().catch(() => {});
-    for (const destroy of disposable) { try { destroy(); } catch { /* already gone */ } }
-  }
+  });
 }
 
 // Feeds of `ids` (rows tokens) from position p: logits for `logitRows`; `cache`: the past tensors

@@ -2,7 +2,7 @@
 // the cache's names, a zero cache made once on the device the provider reads it from (the passes
 // that start from position 0 see it all masked), its sessions' output placement, and releasing a
 // step's outputs once the next step has them.
-import {makeSession} from './ort_common.js';
+import {loadOrt, makeSession, ortFailure, preflight} from './ort_common.js';
 
 // Where the provider keeps a session output bound to it.
 export const WHERE = {webgpu: 'gpu-buffer', webnn: 'ml-tensor', wasm: 'cpu'};
@@ -62,4 +62,26 @@ export async function zeroCache(ort, opts, mlContext, dims, disposable) {
 // Disposes of tensors a step no longer needs (never the zero cache).
 export function releaser(zeros) {
   return (tensors) => { for (const t of tensors ?? []) if (t && t !== zeros && t.dispose) t.dispose(); };
+}
+
+// How a loop's page runs: the checks before ORT loads, ORT loaded, then `body({ort, opts, half,
+// at, open, disposable})`, whose reply it returns; a throw is the reply of the stage `at.stage`
+// names. The sessions in `open` are released and the `disposable` destructors called at the end.
+export async function loopPage(spec, body) {
+  const opts = spec.options;
+  const at = {stage: 'load'};
+  const open = [];
+  const disposable = [];
+  try {
+    const half = opts.ort_layers.some((l) => l.bits === 16);
+    const refused = await preflight(opts, half, at.stage);
+    if (refused) return refused;
+    const ort = await loadOrt(opts);
+    return await body({ort, opts, half, at, open, disposable});
+  } catch (e) {
+    return ortFailure(at.stage, e);
+  } finally {
+    for (const session of open) await session.release().catch(() => {});
+    for (const destroy of disposable) { try { destroy(); } catch { /* already gone */ } }
+  }
 }

@@ -9,22 +9,14 @@
 // static shapes only: one decoder session per pass shape (prompt, step), sharing one MLContext.
 // ORT has no front end here: frontend_ms is null. Returns raw samples and facts.
 import {timeTranscriptions, writeTranscripts} from '../transcription.js';
-import {layerProvider, loadOrt, ortFacts, ortFailure, preflight, timingFacts} from './ort_common.js';
-import {RUN, WHERE, layerNames, loopSessions, releaser, zeroCache} from './ort_loop.js';
+import {layerProvider, ortFacts, timingFacts} from './ort_common.js';
+import {RUN, WHERE, layerNames, loopPage, loopSessions, releaser, zeroCache} from './ort_loop.js';
 
 export async function run(spec, client) {
-  const opts = spec.options;
-  const cfg = opts.model;
-  const L = cfg.decoder_layers, V = cfg.vocab, C = opts.context, P = opts.prompt.rows;
-  const {cross, past, present} = layerNames(L, ['cross', 'past', 'present']);
-  let stage = 'load';
-  const open = [];
-  const disposable = [];
-  try {
-    const half = opts.ort_layers.some((l) => l.bits === 16);
-    const refused = await preflight(opts, half, stage);
-    if (refused) return refused;
-    const ort = await loadOrt(opts);
+  return loopPage(spec, async ({ort, opts, half, at, open, disposable}) => {
+    const cfg = opts.model;
+    const L = cfg.decoder_layers, V = cfg.vocab, C = opts.context, P = opts.prompt.rows;
+    const {cross, past, present} = layerNames(L, ['cross', 'past', 'present']);
     const [encoderGraph, decoderGraph] = [new Uint8Array(await client.tensor('encoder_model')),
                                           new Uint8Array(await client.tensor('decoder_model'))];
     const features = new Float32Array(await client.tensor('features'));
@@ -32,7 +24,7 @@ export async function run(spec, client) {
     const suppress = [new Float32Array(await client.tensor('suppress.first')),
                       new Float32Array(await client.tensor('suppress.rest'))];
 
-    stage = 'session';
+    at.stage = 'session';
     const base = {...opts, profile: false};
     if (opts.provider === 'webnn') base.ml_context = await navigator.ml.createContext({deviceType: opts.device_type});
     const on = (names, where) => Object.fromEntries(names.map((name) => [name, where]));
@@ -53,7 +45,7 @@ export async function run(spec, client) {
     const inEncoder = new Set(opts.encoder_layers);
     const provider = (name) => layerProvider(inEncoder.has(name) ? enc.placed : decPlaced, name, opts.provider);
 
-    stage = 'tensors';
+    at.stage = 'tensors';
     const cacheDims = [1, cfg.heads, C, cfg.head_dim];
     const zeros = await zeroCache(ort, opts, base.ml_context, cacheDims, disposable);
     const release = releaser(zeros);
@@ -64,7 +56,7 @@ export async function run(spec, client) {
     const transcribe = transcriber({ort, opts, sessions: [enc, decPrompt, decStep], feeds, release, features, prompt,
                                     names: {cross, present}, outBytes, encBytes});
 
-    stage = 'run';
+    at.stage = 'run';
     const {timed, records, transcripts} = await timeTranscriptions(spec, opts.clips, transcribe);
     writeTranscripts(outBytes, encBytes + 4 * V, transcripts, opts.max_tokens);
 
@@ -82,12 +74,7 @@ export async function run(spec, client) {
                clips: records},
       output: outBytes,
     };
-  } catch (e) {
-    return ortFailure(stage, e);
-  } finally {
-    for (const session of open) await session.release().catch(() => {});
-    for (const destroy of disposable) { try { destroy(); } catch { /* already gone */ } }
-  }
+  });
 }
 
 // The sessions' node placements merged (null when every session was a strict one).

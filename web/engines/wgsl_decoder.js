@@ -7,19 +7,12 @@
 // The KV cache, position and generated ids stay on the device. Then it scores the evaluation rows
 // and posts their logits and the last generation's ids. Returns raw samples and facts; decides
 // nothing about them.
-import {jsHeap} from '../memory.js';
 import {timeGenerations} from '../generation.js';
-import {StepRunner, align4, failedReply} from './wgsl_steps.js';
-import {timingReply} from '../timing.js';
+import {StepRunner, align4} from './wgsl_steps.js';
 
 export async function run(spec, client) {
   const opts = spec.options;
-  let stage = 'adapter';
-  let runner = null;
-  try {
-    const opened = await StepRunner.open(spec, client, opts.forwards, (s) => { stage = s; });
-    if (opened.reply) return opened.reply;
-    runner = opened.runner;
+  return StepRunner.page(spec, client, opts.forwards, async (runner, at) => {
     const {device, buffers} = runner;
     const logitsBytes = opts.score.texts * opts.score.row_bytes;
     const outputAll = device.createBuffer({label: 'output', size: align4(spec.output_bytes),
@@ -27,7 +20,7 @@ export async function run(spec, client) {
     const linearSteps = runner.passes.score.filter((s) => s.op === 'linear');
 
     const zero = new Uint32Array([0]);
-    stage = 'dispatch';
+    at.stage = 'dispatch';
     const {timed, generations, firstForwardMs} = await timeGenerations(spec, opts.new_tokens, {
       before: async () => {
         device.queue.writeBuffer(buffers.pos, 0, zero);
@@ -42,7 +35,7 @@ export async function run(spec, client) {
     });
 
     // Teacher-forced scoring: each evaluation row from position 0, every position's logits.
-    stage = 'score';
+    at.stage = 'score';
     for (let t = 0; t < opts.score.texts; t++) {
       device.queue.writeBuffer(buffers.pos, 0, zero);
       const encoder = device.createCommandEncoder();
@@ -53,31 +46,21 @@ export async function run(spec, client) {
       await device.queue.onSubmittedWorkDone();
     }
 
-    stage = 'readback';
+    at.stage = 'readback';
     const encoder = device.createCommandEncoder();
     encoder.copyBufferToBuffer(buffers.generated, 0, outputAll, logitsBytes, opts.new_tokens * 4);
     device.queue.submit([encoder.finish()]);
     const outBytes = await runner.read(outputAll, spec.output_bytes);
 
-    const heap = await jsHeap();
-    const failure = await runner.failure(stage);
-    if (failure) return failure;
-    const {memory, ...facts} = runner.facts(opts, linearSteps, {kernelSteps: linearSteps.concat(runner.passes.decode),
-                                                                extra: [outputAll]});
+    const done = await runner.loopReply(at.stage, opts, linearSteps, {
+      kernelSteps: linearSteps.concat(runner.passes.decode), extra: [outputAll], timed,
+      gpuNote: 'per-token wall clock (each new id read back)'});
+    if (done.failure) return done.failure;
     return {
-      status: 'ok',
-      ...facts,
-      timestamp_query: false,
-      gpu_note: 'per-token wall clock (each new id read back)',
-      ...timingReply(timed),
-      js_heap: heap,
-      decoder: {upload_ms: runner.uploadMs, first_forward_ms: firstForwardMs, kv_cache_on_device: true, memory,
-                generations},
+      ...done.reply,
+      decoder: {upload_ms: runner.uploadMs, first_forward_ms: firstForwardMs, kv_cache_on_device: true,
+                memory: done.memory, generations},
       output: outBytes,
     };
-  } catch (e) {
-    return failedReply(e, stage);
-  } finally {
-    if (runner) runner.destroy();
-  }
+  });
 }

@@ -7,7 +7,7 @@
 // Returns raw samples and facts (bound weight buffer sizes, shaders used); decides nothing about them.
 import {jsHeap} from '../memory.js';
 import {timeIterations, timingReply} from '../timing.js';
-import {StepRunner, dispatchSteps, failedReply} from './wgsl_steps.js';
+import {StepRunner, dispatchSteps} from './wgsl_steps.js';
 
 const QUERY_RESOLVE_ALIGN = 256;
 
@@ -84,12 +84,7 @@ async function gpuTimes(runner, stamps, timed, iterations) {
 
 export async function run(spec, client) {
   const opts = spec.options;
-  let stage = 'adapter';
-  let runner = null;
-  try {
-    const opened = await StepRunner.open(spec, client, {forward: opts.steps}, (s) => { stage = s; }, {timestamps: true});
-    if (opened.reply) return opened.reply;
-    runner = opened.runner;
+  return StepRunner.page(spec, client, {forward: opts.steps}, async (runner, at) => {
     const {device} = runner;
     const linearSteps = runner.passes.forward.filter((s) => s.op === 'linear');
     const stamps = runner.hasTimestamps ? timestampRing(device, linearSteps.length, spec.max_iterations) : null;
@@ -97,7 +92,7 @@ export async function run(spec, client) {
                                         usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC});
     const forward = (pass, ringSlot) => encodeForward(device, runner, opts, stamps, output, pass, ringSlot);
 
-    stage = 'dispatch';
+    at.stage = 'dispatch';
     const timed = await timeIterations(spec, async (index, ringSlot) => {
       const commands = forward(0, ringSlot);
       const t0 = performance.now();
@@ -110,11 +105,11 @@ export async function run(spec, client) {
       await device.queue.onSubmittedWorkDone();
     }
 
-    stage = 'readback';
+    at.stage = 'readback';
     const outBytes = await runner.read(output, spec.output_bytes);
     const gpu = await gpuTimes(runner, stamps, timed, Math.min(timed.wallMs.length, spec.max_iterations));
     const heap = await jsHeap();
-    const failure = await runner.failure(stage);
+    const failure = await runner.failure(at.stage);
     if (failure) return failure;
 
     const {memory, ...facts} = runner.facts(opts, linearSteps, {extra: [output, ...(stamps ? [stamps.resolve] : [])],
@@ -130,9 +125,5 @@ export async function run(spec, client) {
     };
     if (gpu.note) reply.gpu_note = gpu.note;
     return reply;
-  } catch (e) {
-    return failedReply(e, stage);
-  } finally {
-    if (runner) runner.destroy();
-  }
+  }, {timestamps: true});
 }

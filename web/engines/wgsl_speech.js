@@ -10,10 +10,8 @@
 // logits for the checks in Python. Timed iterations take the clips in turn; clips no timed
 // iteration reached are transcribed afterwards, untimed, so every clip has its ids. Returns raw
 // samples and facts; decides nothing about them.
-import {jsHeap} from '../memory.js';
 import {timeTranscriptions, writeTranscripts} from '../transcription.js';
-import {StepRunner, align4, failedReply} from './wgsl_steps.js';
-import {timingReply} from '../timing.js';
+import {StepRunner, align4} from './wgsl_steps.js';
 
 // One clip end to end: the front end, the encoder, the prompt, then decode steps until the end of
 // text or max_tokens, each new id read back. `check` ({checks, outSpec}) copies out the clip's
@@ -56,12 +54,7 @@ export async function run(spec, client) {
   const opts = spec.options;
   const clips = opts.clips.length;
   const maxTokens = opts.max_tokens;
-  let stage = 'adapter';
-  let runner = null;
-  try {
-    const opened = await StepRunner.open(spec, client, opts.passes, (s) => { stage = s; });
-    if (opened.reply) return opened.reply;
-    runner = opened.runner;
+  return StepRunner.page(spec, client, opts.passes, async (runner, at) => {
     const {device, buffers} = runner;
     const floatBytes = spec.outputs.filter((o) => o.dtype === 'float32')
         .reduce((a, o) => a + 4 * o.shape.reduce((x, y) => x * y, 1), 0);
@@ -81,32 +74,18 @@ export async function run(spec, client) {
     const outSpec = Object.fromEntries(spec.outputs.map((o) => [o.name, 4 * o.shape.reduce((x, y) => x * y, 1)]));
     const transcribe = (c, check) => transcribeClip(runner, opts, c, check ? {checks, outSpec} : null);
 
-    stage = 'dispatch';
+    at.stage = 'dispatch';
     const {timed, records, transcripts} = await timeTranscriptions(spec, clips, transcribe);
 
-    stage = 'readback';
+    at.stage = 'readback';
     const out = new Uint8Array(spec.output_bytes);
     out.set(new Uint8Array(await runner.read(checks, floatBytes)), 0);
     writeTranscripts(out.buffer, floatBytes, transcripts, maxTokens);
 
-    const heap = await jsHeap();
-    const failure = await runner.failure(stage);
-    if (failure) return failure;
-    const {memory, ...facts} = runner.facts(opts, linearSteps, {kernelSteps: Object.values(runner.passes).flat(),
-                                                                extra: [checks]});
-    return {
-      status: 'ok',
-      ...facts,
-      timestamp_query: false,
-      gpu_note: 'per-clip wall clock (each new id read back)',
-      ...timingReply(timed),
-      js_heap: heap,
-      speech: {upload_ms: runner.uploadMs, memory, clips: records},
-      output: out.buffer,
-    };
-  } catch (e) {
-    return failedReply(e, stage);
-  } finally {
-    if (runner) runner.destroy();
-  }
+    const done = await runner.loopReply(at.stage, opts, linearSteps, {
+      kernelSteps: Object.values(runner.passes).flat(), extra: [checks], timed,
+      gpuNote: 'per-clip wall clock (each new id read back)'});
+    if (done.failure) return done.failure;
+    return {...done.reply, speech: {upload_ms: runner.uploadMs, memory: done.memory, clips: records}, output: out.buffer};
+  });
 }

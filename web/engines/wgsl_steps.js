@@ -8,6 +8,8 @@
 // makes the activation buffers and binds every step of every pass. Then a page encodes passes,
 // submits them, reads new ids back and, at the end, asks `failure()` for any WebGPU error the
 // device reported. Steps: {op, program | kernel, bindings, constants, workgroups, prologue?}.
+import {jsHeap} from '../memory.js';
+import {timingReply} from '../timing.js';
 import {chooseVariant, deviceFeatures, needsText} from '../webgpu_variants.js';
 
 const DEFAULT_MAX_STORAGE_BINDING = 134217728;
@@ -146,6 +148,24 @@ export class StepRunner {
   // options); `setStage(name)` follows the stages for the caller's error reports; `timestamps`:
   // ask for 'timestamp-query' where the adapter has it (runner.hasTimestamps). A throw after the
   // device exists destroys it.
+  // How a page runs on a StepRunner: opened (or the reply that says why not), then
+  // `body(runner, at)`, whose reply it returns; a throw is the failed reply of the stage `at.stage`
+  // names; the runner is destroyed at the end.
+  static async page(spec, client, passes, body, options = {}) {
+    const at = {stage: 'adapter'};
+    let runner = null;
+    try {
+      const opened = await StepRunner.open(spec, client, passes, (s) => { at.stage = s; }, options);
+      if (opened.reply) return opened.reply;
+      runner = opened.runner;
+      return await body(runner, at);
+    } catch (e) {
+      return failedReply(e, at.stage);
+    } finally {
+      if (runner) runner.destroy();
+    }
+  }
+
   static async open(spec, client, passes, setStage, {timestamps = false} = {}) {
     const opts = spec.options;
     setStage('adapter');
@@ -281,6 +301,18 @@ export class StepRunner {
   // The reply's facts every step-list page gives: the kernels `kernelSteps` used, each linear
   // layer's bound weight bytes (and GPU ms where measured), the compile time, every buffer's
   // bytes (the runner's and `extra`) and the weights' and caches' share of them (`memory`).
+  // The reply of a loop's page (generate, transcribe; per-step wall clock): {failure} when the
+  // device reported one at `stage`, else {reply} (status, the facts, the timing, the heap) and the
+  // memory for the loop's own field.
+  async loopReply(stage, opts, linearSteps, {kernelSteps, extra, timed, gpuNote}) {
+    const heap = await jsHeap();
+    const failure = await this.failure(stage);
+    if (failure) return {failure};
+    const {memory, ...facts} = this.facts(opts, linearSteps, {kernelSteps, extra});
+    return {memory, reply: {status: 'ok', ...facts, timestamp_query: false, gpu_note: gpuNote, ...timingReply(timed),
+                            js_heap: heap}};
+  }
+
   facts(opts, linearSteps, {kernelSteps = linearSteps, extra = [], gpuMs = []} = {}) {
     const weightBytes = this.weightBytes(linearSteps);
     const sum = (names) => names.reduce((a, n) => a + this.buffers[n].size, 0);

@@ -54,9 +54,7 @@ class OrtMatmul(OrtKindRunner):
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options, prepared.bits),
             tensors=tensors, prepared=prepared,
-            weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
-            scale_dtype="float32" if prepared.block_size else "",
-            zero_point_dtype=prepared.zero_point_dtype,
+            **prepared.held_fields(),
             details={"onnx_node": node, "model_bytes": len(model)},
         )
 

@@ -106,9 +106,7 @@ class WgslMatmul(WgslRunner):
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options, prepared.bits),
             tensors=tensors, prepared=prepared,
-            weight_format=prepared.weight_format, weight_dtype=prepared.weight_dtype,
-            scale_dtype="float32" if prepared.block_size else "",
-            zero_point_dtype=prepared.zero_point_dtype,
+            **prepared.held_fields(),
             details={"tiling": tiling.to_json()},
         )
 

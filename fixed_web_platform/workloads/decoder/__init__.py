@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...models.source import RANDOM_WEIGHTS_FLAG
-from ...vocabulary import parse_count
-from ..base import Column, Workload, WorkloadKind, integer_text
+from ..base import Column, Workload, WorkloadKind, integer_text, positive_count
 from ..model_columns import (
     DECODE_TOKENS_PER_S,
     DEVICE_MEMORY,
@@ -26,7 +25,12 @@ from ..model_columns import (
     MODEL_PRECISION_IDENTITY,
 )
 from . import timing
-from .workload import DEFAULT_EVAL_LEN, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, DecoderWorkload
+from .workload import (
+    DEFAULT_EVAL_LEN,
+    DEFAULT_NEW_TOKENS,
+    DEFAULT_PROMPT_LEN,
+    DecoderWorkload,
+)
 
 
 class DecoderKind(WorkloadKind):
@@ -70,13 +74,13 @@ class DecoderKind(WorkloadKind):
         return DecoderWorkload.from_json(dict(doc))
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--prompt-len", type=_positive, nargs="+", default=[DEFAULT_PROMPT_LEN],
+        parser.add_argument("--prompt-len", type=positive_count, nargs="+", default=[DEFAULT_PROMPT_LEN],
                             metavar="TOKENS",
                             help=f"with --model (decoders): prompt tokens before generating, one row each "
                                  f"(default {DEFAULT_PROMPT_LEN})")
-        parser.add_argument("--new-tokens", type=_positive, default=DEFAULT_NEW_TOKENS,
+        parser.add_argument("--new-tokens", type=positive_count, default=DEFAULT_NEW_TOKENS,
                             help=f"with --model (decoders): tokens to generate (default {DEFAULT_NEW_TOKENS})")
-        parser.add_argument("--eval-len", type=_positive, default=DEFAULT_EVAL_LEN,
+        parser.add_argument("--eval-len", type=positive_count, default=DEFAULT_EVAL_LEN,
                             help=f"with --model (decoders): tokens of each evaluation text scored "
                                  f"(default {DEFAULT_EVAL_LEN})")
 
@@ -101,12 +105,6 @@ class DecoderKind(WorkloadKind):
         assert isinstance(workload, DecoderWorkload)
         return timing.speed_figures(workload.prompt_len, fields)
 
-
-def _positive(text: str) -> int:
-    try:
-        return parse_count(text, 1)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 DECODER = DecoderKind()

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...models.source import RANDOM_WEIGHTS_FLAG
-from ...vocabulary import parse_count
-from ..base import Column, WorkloadKind, integer_text
+from ..base import Column, WorkloadKind, integer_text, positive_count
 from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY, MODEL_PRECISION_IDENTITY
 from .workload import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN, EncoderWorkload
 
@@ -42,9 +41,9 @@ class EncoderKind(WorkloadKind):
         return EncoderWorkload.from_json(dict(doc))
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--batch-size", type=_positive, default=DEFAULT_BATCH_SIZE,
+        parser.add_argument("--batch-size", type=positive_count, default=DEFAULT_BATCH_SIZE,
                             help=f"with --model (encoders): sequences per forward pass (default {DEFAULT_BATCH_SIZE})")
-        parser.add_argument("--seq-len", type=_positive, default=DEFAULT_SEQ_LEN,
+        parser.add_argument("--seq-len", type=positive_count, default=DEFAULT_SEQ_LEN,
                             help=f"with --model (encoders): tokens per sequence, padded or truncated "
                                  f"(default {DEFAULT_SEQ_LEN})")
 
@@ -60,12 +59,6 @@ class EncoderKind(WorkloadKind):
         """'BATCHxSEQ tokens' (texts per forward pass x tokens per text)."""
         return f"{integer_text(row.get('batch_size'))}x{integer_text(row.get('seq_len'))} tokens"
 
-
-def _positive(text: str) -> int:
-    try:
-        return parse_count(text, 1)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 ENCODER = EncoderKind()

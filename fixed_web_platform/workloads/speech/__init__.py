@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...models.source import RANDOM_WEIGHTS_FLAG
-from ...vocabulary import parse_count
-from ..base import Column, Workload, WorkloadKind, integer_text
+from ..base import Column, Workload, WorkloadKind, integer_text, positive_count
 from ..model_columns import (
     DECODE_TOKENS_PER_S,
     DEVICE_MEMORY,
@@ -68,10 +67,10 @@ class SpeechKind(WorkloadKind):
         return SpeechWorkload.from_json(dict(doc))
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--clips", type=_positive, default=DEFAULT_CLIPS,
+        parser.add_argument("--clips", type=positive_count, default=DEFAULT_CLIPS,
                             help=f"with a speech --model: built-in clips to transcribe (default {DEFAULT_CLIPS} of "
                                  f"{len(builtin_sentences())}); --inputs DIR transcribes a folder of WAV files")
-        parser.add_argument("--max-tokens", type=_positive, default=DEFAULT_MAX_TOKENS,
+        parser.add_argument("--max-tokens", type=positive_count, default=DEFAULT_MAX_TOKENS,
                             help=f"with a speech --model: most ids decoded per clip (default {DEFAULT_MAX_TOKENS})")
 
     def model_workloads(self, model: str, options: Mapping[str, Any]) -> tuple[Workload, ...]:
@@ -94,12 +93,6 @@ class SpeechKind(WorkloadKind):
         durations = [len(read_wav(c.path)) / 16000.0 for c in workload.clips]
         return timing.speed_figures(durations, fields)
 
-
-def _positive(text: str) -> int:
-    try:
-        return parse_count(text, 1)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 SPEECH = SpeechKind()
