@@ -48,3 +48,15 @@ def report_reads_well(folders: list[Path], out: Path):  # noqa: ANN201 - list[Re
         assert view.headline_rows == len(summary) and view.picks, (view.headline_rows, len(summary))
         assert all(shot.stat().st_size > 5_000 for shot in view.section_shots)
     return views
+
+
+@pytest.fixture
+def no_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails the test if bad input got past validation: no results folder, writer or sweep starts."""
+    import fixed_web_platform.sweep as sweep_module
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("validation let the sweep start")
+
+    for name in ("new_results_dir", "ResultWriter", "execute"):
+        monkeypatch.setattr(sweep_module, name, refuse)

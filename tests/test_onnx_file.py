@@ -265,18 +265,6 @@ def test_a_model_path_ending_in_onnx_or_a_folder_of_one_is_the_onnx_kind(tiny: P
 # --------------------------------------------------------------------------------------- bad input
 
 
-@pytest.fixture
-def no_browser(monkeypatch: pytest.MonkeyPatch) -> None:
-    import fixed_web_platform.sweep as sweep_module
-
-    def refuse(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("validation let the sweep start")
-
-    monkeypatch.setattr(sweep_module, "new_results_dir", refuse)
-    monkeypatch.setattr(sweep_module, "ResultWriter", refuse)
-    monkeypatch.setattr(sweep_module, "execute", refuse)
-
-
 def test_bad_input_is_one_line_and_exit_2(tiny: Path, tmp_path: Path, no_browser: None,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "junk.onnx").write_bytes(b"this is not a protobuf")

@@ -200,18 +200,6 @@ def test_speech_calibration_is_apart_from_evaluation_and_reaches_every_layer(tmp
         assert output_error("gptq") < 0.9 * output_error("minmax"), name
 
 
-@pytest.fixture
-def no_browser(monkeypatch: pytest.MonkeyPatch) -> None:
-    import fixed_web_platform.sweep as sweep_module
-
-    def refuse(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("validation let the sweep start")
-
-    monkeypatch.setattr(sweep_module, "new_results_dir", refuse)
-    monkeypatch.setattr(sweep_module, "ResultWriter", refuse)
-    monkeypatch.setattr(sweep_module, "execute", refuse)
-
-
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, no_browser: None, capsys: pytest.CaptureFixture[str]) -> None:
     wavfile.write(tmp_path / "a.wav", 16000, np.zeros(8000, np.int16))
     (tmp_path / "transcripts.txt").write_text("b.wav hello\n")
