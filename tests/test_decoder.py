@@ -187,3 +187,30 @@ def test_webnn_decoder_splits_quantized_passes_into_graphs_under_the_budget() ->
     # a float head with 8-bit layers: the head does not count against the last graph
     float_head = (rules.PrecisionRule(match="lm_head", bits=32, block_size=32),)
     assert segments(decode, rules.assign(linears, float_head, 8, 32))[-1][0] < split[-1][0]
+
+
+def test_a_split_pass_hands_the_stream_on_and_runs_every_layer_once() -> None:
+    """The WebNN lowering of a pass cut into graphs (engines/webnn/lower.py): each graph but the
+    first takes the residual stream as its ``hidden`` input, each but the last ends with the cut
+    layer's residual add and gives the stream as ``hidden``, and the graphs' linear layers are the
+    pass's, each once."""
+    from fixed_web_platform.engines.webnn.lower import loop_pass
+
+    cfg = LLAMA.config(tiny_hf_config(num_hidden_layers=3), "tiny")
+    decode = LLAMA.graph(cfg, prompt_len=2, eval_len=2, context=4).passes["decode"]
+    layers = decode.linears()
+    graphs = loop_pass(decode, layers, cache="write", context=4, cuts=[1, 2])
+    assert len(graphs) == 3
+    for i, ops in enumerate(graphs):
+        names = [op["op"] for op in ops]
+        assert names[0] == "Positions"  # every graph reads where the step is
+        assert (ops[1] == {"op": "Input", "name": "hidden", "value": "x", "dtype": "float32",
+                           "shape": [1, cfg.hidden]}) == (i > 0)
+        assert (names[-2:] == ["Add", "Output"] and ops[-1]["name"] == "hidden") == (i < 2)
+        if i > 0:
+            assert next(op for op in ops if op["op"] == "Norm")["residual"] == ""  # added before the cut
+    used = [op["layer"] for ops in graphs for op in ops if op["op"] == "Linear"]
+    assert sorted(used) == list(range(len(layers)))
+    assert graphs[-1][-1] == {"op": "Output", "name": "id", "value": "next_id", "heads": 0, "first": False}
+    with pytest.raises(ValueError, match="split only before a layer"):
+        loop_pass(decode, layers, cache="write", context=4, cuts=[3])
