@@ -62,6 +62,26 @@ def _split(out: dict[str, np.ndarray], v: dict[str, np.ndarray], src: str, dsts:
             out[f"{dst}.bias"] = _f32(b)
 
 
+def _layers(out: dict[str, np.ndarray], v: dict[str, Any], side: str) -> None:
+    """Every layer of the encoder or decoder: self-attention (q, k, v split from one matrix), the
+    decoder's cross-attention (k and v split), the feed-forward, each with its pre-norm."""
+    i = 0
+    while f"{side}/layer_{i}/ffn/linear_0/weight" in v:
+        src, dst = f"{side}/layer_{i}", f"model.{side}.layers.{i}"
+        _norm(out, v, f"{src}/self_attention/layer_norm", f"{dst}.self_attn_layer_norm")
+        _split(out, v, f"{src}/self_attention/linear_0", [f"{dst}.self_attn.{p}_proj" for p in "qkv"])
+        _linear(out, v, f"{src}/self_attention/linear_1", f"{dst}.self_attn.out_proj")
+        if side == "decoder":
+            _norm(out, v, f"{src}/attention/layer_norm", f"{dst}.encoder_attn_layer_norm")
+            _linear(out, v, f"{src}/attention/linear_0", f"{dst}.encoder_attn.q_proj")
+            _split(out, v, f"{src}/attention/linear_1", [f"{dst}.encoder_attn.{p}_proj" for p in "kv"])
+            _linear(out, v, f"{src}/attention/linear_2", f"{dst}.encoder_attn.out_proj")
+        _norm(out, v, f"{src}/ffn/layer_norm", f"{dst}.final_layer_norm")
+        _linear(out, v, f"{src}/ffn/linear_0", f"{dst}.fc1")
+        _linear(out, v, f"{src}/ffn/linear_1", f"{dst}.fc2")
+        i += 1
+
+
 def weights(model: CTranslate2Model) -> dict[str, np.ndarray]:
     """Every tensor under transformers' WhisperForConditionalGeneration's names."""
     v = {n: model.get(n) for n in [*model.variables, *model.aliases]}
@@ -69,33 +89,11 @@ def weights(model: CTranslate2Model) -> dict[str, np.ndarray]:
     for conv in ("conv1", "conv2"):
         _linear(out, v, f"encoder/{conv}", f"model.encoder.{conv}")
     out["model.encoder.embed_positions.weight"] = _f32(v["encoder/position_encodings/encodings"])
-    i = 0
-    while f"encoder/layer_{i}/ffn/linear_0/weight" in v:
-        src, dst = f"encoder/layer_{i}", f"model.encoder.layers.{i}"
-        _norm(out, v, f"{src}/self_attention/layer_norm", f"{dst}.self_attn_layer_norm")
-        _split(out, v, f"{src}/self_attention/linear_0", [f"{dst}.self_attn.{p}_proj" for p in "qkv"])
-        _linear(out, v, f"{src}/self_attention/linear_1", f"{dst}.self_attn.out_proj")
-        _norm(out, v, f"{src}/ffn/layer_norm", f"{dst}.final_layer_norm")
-        _linear(out, v, f"{src}/ffn/linear_0", f"{dst}.fc1")
-        _linear(out, v, f"{src}/ffn/linear_1", f"{dst}.fc2")
-        i += 1
+    _layers(out, v, "encoder")
     _norm(out, v, "encoder/layer_norm", "model.encoder.layer_norm")
     out["model.decoder.embed_tokens.weight"] = _f32(v["decoder/embeddings/weight"])
     out["model.decoder.embed_positions.weight"] = _f32(v["decoder/position_encodings/encodings"])
-    i = 0
-    while f"decoder/layer_{i}/ffn/linear_0/weight" in v:
-        src, dst = f"decoder/layer_{i}", f"model.decoder.layers.{i}"
-        _norm(out, v, f"{src}/self_attention/layer_norm", f"{dst}.self_attn_layer_norm")
-        _split(out, v, f"{src}/self_attention/linear_0", [f"{dst}.self_attn.{p}_proj" for p in "qkv"])
-        _linear(out, v, f"{src}/self_attention/linear_1", f"{dst}.self_attn.out_proj")
-        _norm(out, v, f"{src}/attention/layer_norm", f"{dst}.encoder_attn_layer_norm")
-        _linear(out, v, f"{src}/attention/linear_0", f"{dst}.encoder_attn.q_proj")
-        _split(out, v, f"{src}/attention/linear_1", [f"{dst}.encoder_attn.{p}_proj" for p in "kv"])
-        _linear(out, v, f"{src}/attention/linear_2", f"{dst}.encoder_attn.out_proj")
-        _norm(out, v, f"{src}/ffn/layer_norm", f"{dst}.final_layer_norm")
-        _linear(out, v, f"{src}/ffn/linear_0", f"{dst}.fc1")
-        _linear(out, v, f"{src}/ffn/linear_1", f"{dst}.fc2")
-        i += 1
+    _layers(out, v, "decoder")
     _norm(out, v, "decoder/layer_norm", "model.decoder.layer_norm")
     out["proj_out.weight"] = _f32(v.get("decoder/projection/weight", v["decoder/embeddings/weight"]))
     return out
