@@ -58,23 +58,12 @@ export async function run(spec, client) {
       if (check) new Uint8Array(output, 0, encBytes).set(new Uint8Array(await context.readTensor(encOut)));
       const t1b = performance.now();
       loop.dispatch(prompt, {...io, ...cross}, {id: loop.ids[0], logits}, -1, 0);
-      let id = await loop.readId(loop.ids[0]);
+      const id = await loop.readId(loop.ids[0]);
       const t2 = performance.now();
       if (check) new Uint8Array(output, encBytes, 4 * V).set(new Uint8Array(await context.readTensor(logits)));
-      const ids = [], tokenMs = [];
-      let last = performance.now();
-      const checksMs = (t1b - t1) + (last - t2);  // reading the checks out is not the clip's time
-      while (id !== nn.eot) {
-        ids.push(id);
-        if (ids.length >= nn.max_tokens) break;
-        const from = (ids.length - 1) % 2, to = ids.length % 2;
-        loop.at(P + ids.length - 1);  // the position of the id the last step wrote
-        loop.dispatch(decode, {ids: loop.ids[from], ...loop.step, ...cross}, {id: loop.ids[to]}, from, to);
-        id = await loop.readId(loop.ids[to]);
-        const now = performance.now();
-        tokenMs.push(now - last);
-        last = now;
-      }
+      const after = performance.now();
+      const checksMs = (t1b - t1) + (after - t2);  // reading the checks out is not the clip's time
+      const {ids, tokenMs, last} = await decodeSteps(loop, decode, cross, nn, id, after);
       return {clip: c, frontend_ms: null, encoder_ms: t1 - start, first_token_ms: t2 - t1b, token_ms: tokenMs,
               total_ms: last - start - checksMs, ids};
     };
@@ -100,4 +89,24 @@ export async function run(spec, client) {
   } finally {
     if (context.destroy) context.destroy();
   }
+}
+
+// Decode steps from the prompt's id until the end of text or max_tokens, each new id read back
+// (the per-token timestamps): the ids, each step's ms from `last` (when the previous id came),
+// and the time the last one came.
+async function decodeSteps(loop, decode, cross, nn, first, last) {
+  const ids = [], tokenMs = [];
+  let id = first;
+  while (id !== nn.eot) {
+    ids.push(id);
+    if (ids.length >= nn.max_tokens) break;
+    const from = (ids.length - 1) % 2, to = ids.length % 2;
+    loop.at(nn.prompt.rows + ids.length - 1);  // the position of the id the last step wrote
+    loop.dispatch(decode, {ids: loop.ids[from], ...loop.step, ...cross}, {id: loop.ids[to]}, from, to);
+    id = await loop.readId(loop.ids[to]);
+    const now = performance.now();
+    tokenMs.push(now - last);
+    last = now;
+  }
+  return {ids, tokenMs, last};
 }
