@@ -56,7 +56,8 @@ def loop_pass(p: ops.Pass, layers: Sequence[str], *, cache: str, context: int = 
               outputs: Mapping[str, str] | None = None, split_heads: Mapping[str, int] | None = None,
               argmax_bias: str = "", probe: str = "", cuts: Sequence[int] = ()) -> list[list[dict[str, Any]]]:
     """A pass of a generate or transcribe loop as one op list per graph: the pass split before
-    the layers ``cuts`` names (indices into ``p.layer_bounds``), chained through ``hidden``.
+    each layer ``cuts`` names (layer numbers; ``p.layer_bounds`` says where each starts), the
+    graphs chained through ``hidden``.
     ``outputs``: graph output name -> value (an argmax's id is always ``id``); those in
     ``split_heads`` leave as [heads, rows, head size] with the heads given; ``argmax_bias``: the
     tensor added to the logits before the argmax (Whisper's suppress rules); ``probe``: a value
