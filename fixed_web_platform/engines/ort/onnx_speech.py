@@ -29,9 +29,10 @@ from . import onnx_export
 from .onnx_decoder import find_weight_matmuls
 from .onnx_linears import LayerNode, replace_linears, require_unsigned
 from .onnx_matmul import IR_VERSION
+from .torch_ops import pass_module
 
 OPSET = 18
-EXPORT_FORMATS = {"encoder": 2, "decoder": 4}
+EXPORT_FORMATS = {"encoder": 2, "decoder": 5}
 """Bumped when a graph changes for the same inputs (wrapper, names, options)."""
 ENCODER_INPUT = "input_features"
 ENCODER_OUT = "encoder_out"
@@ -72,50 +73,11 @@ def _encoder_module(model: Any) -> Any:
 
 
 def _decoder_module(model: Any) -> Any:
-    import torch
-
-    net = model.module()
+    """The decoder step: the architecture's ``decode`` pass (architectures/whisper/graph.py) run on
+    transformers' module by torch_ops.py, with the fixed-length cache described above."""
     cfg = model.config
-    heads, hd = cfg.heads, cfg.head_dim
-
-    def split(x: Any) -> Any:  # [1, s, d] -> [1, heads, s, hd]
-        return x.reshape(1, x.shape[1], heads, hd).transpose(1, 2)
-
-    def attend(q: Any, k: Any, v: Any, bias: Any = None) -> Any:
-        scores = q @ k.transpose(-1, -2) * (hd ** -0.5)
-        if bias is not None:
-            scores = scores + bias
-        ctx = torch.softmax(scores, dim=-1) @ v
-        return ctx.transpose(1, 2).reshape(1, q.shape[2], heads * hd)
-
-    class Step(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.m = net
-
-        def forward(self, input_ids: Any, position_ids: Any, attention_bias: Any, suppress: Any,
-                    cross: tuple[Any, ...], past: tuple[Any, ...]) -> tuple[Any, ...]:
-            dec = self.m.model.decoder
-            rows = input_ids.shape[1]
-            x = dec.embed_tokens(input_ids) + dec.embed_positions.weight.index_select(0, position_ids[0])[None]
-            bias = attention_bias
-            present = []
-            for i, layer in enumerate(dec.layers):
-                h = layer.self_attn_layer_norm(x)
-                k = torch.cat([past[2 * i], split(layer.self_attn.k_proj(h))], dim=2)
-                v = torch.cat([past[2 * i + 1], split(layer.self_attn.v_proj(h))], dim=2)
-                present += [k[:, :, rows:, :], v[:, :, rows:, :]]
-                x = x + layer.self_attn.out_proj(attend(split(layer.self_attn.q_proj(h)), k, v, bias))
-                h = layer.encoder_attn_layer_norm(x)
-                ctx = attend(split(layer.encoder_attn.q_proj(h)), split(cross[2 * i]), split(cross[2 * i + 1]))
-                x = x + layer.encoder_attn.out_proj(ctx)
-                h = layer.final_layer_norm(x)
-                x = x + layer.fc2(torch.nn.functional.gelu(layer.fc1(h)))
-            logits = self.m.proj_out(dec.layer_norm(x[:, -1:, :]))[:, 0, :]  # 3-d: a MatMul, not a Gemm
-            next_id = torch.argmax(logits + suppress, dim=-1, keepdim=True).to(torch.int32)
-            return (logits, next_id, *present)
-
-    return Step().eval()
+    caches = [f"cache.{i}.{part}" for i in range(cfg.decoder_layers) for part in ("k", "v")]
+    return pass_module(model.module(), model.architecture.graph(cfg).passes["decode"], cfg.heads, cfg.head_dim, caches)
 
 
 def _name_dims(proto: Any, layers: int) -> None:
