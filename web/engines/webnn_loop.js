@@ -4,7 +4,7 @@
 // decode step is (engines/webnn/lower.py's Positions op), and dispatching a graph with its inputs
 // and outputs found by name: past.<slot> and present.<slot> are the cache sets' tensors.
 
-const MASKED = -1e30;  // an additive attention mask's value for a position a row may not see
+import {MASKED} from './webnn_ops.js';
 
 // `slots`: the cache's names (a layer's keys or values, "0.k"), each a tensor of `cacheShape`;
 // `positions`: the cache's length.

@@ -7,7 +7,7 @@
 // come.
 import {linearLayers, typedView} from './webnn_graph.js';
 
-const MASKED = -1e30;  // an additive attention mask's value for a position a row may not see
+export const MASKED = -1e30;  // an additive attention mask's value for a position a row may not see
 
 // [rows, n * d] -> [n, rows, d]
 const splitHeads = (b, x, rows, n, d) => b.transpose(b.reshape(x, [rows, n, d]), {permutation: [1, 0, 2]});
