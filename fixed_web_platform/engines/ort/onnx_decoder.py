@@ -1,6 +1,9 @@
-"""Decoder LLMs for ONNX Runtime Web: transformers' LlamaForCausalLM with the run's weights,
-exported with its KV cache by ``torch.onnx.export`` (dynamo, opset 18), then rewritten per run so
-every linear layer holds THE SAME values the harness's own kernels get (onnx_linears.py).
+"""Decoder LLMs for ONNX Runtime Web: the architecture's ``prefill`` pass (architectures/llama/
+graph.py) run op by op on transformers' LlamaForCausalLM with the run's weights (torch_ops.py)
+and exported with its KV cache by ``torch.onnx.export`` (dynamo, opset 18), then rewritten per
+run so every linear layer holds THE SAME values the harness's own kernels get (onnx_linears.py).
+RoPE reads the graph's cos/sin tables (float64, rounded to float32: the tables every engine
+reads), held for every position the model has.
 
 Why torch.onnx.export (docs/research/ort_decoder_export.md): Hugging Face's optimum-onnx, which
 makes transformers.js's decoder files, requires transformers < 4.58 and fails to import with the
@@ -40,10 +43,10 @@ import numpy as np
 
 from . import onnx_export
 from .onnx_linears import LayerNode, replace_linears, require_unsigned
-from .onnx_matmul import IR_VERSION
+from .torch_ops import caches, pass_module, present
 
-OPSET = 18
-EXPORT_FORMAT = 1
+OPSET = onnx_export.OPSET
+EXPORT_FORMAT = 2
 """Bumped when the exported graph changes for the same inputs (wrapper, names, options)."""
 INPUTS = ("input_ids", "position_ids", "attention_mask", "logit_rows")
 LOGITS = "logits"
@@ -69,76 +72,53 @@ def _head(suppress: int) -> dict[str, Any]:
 # export (float32), cached
 
 
-def _static_cache_module(model: Any, suppress: int) -> Any:
-    """The model with the fixed-length cache as flat inputs and outputs (see module doc)."""
+def _bias(env: dict[str, Any]) -> None:
+    """``attention_bias`` from ``attention_mask``: row r (at cache position past + r) sees key j
+    where the mask holds 1 and j <= past + r; float32's lowest elsewhere (as transformers' mask)."""
     import torch
-    from transformers import DynamicCache
 
-    net = model.module()
-    layers = model.config.layers
-
-    class StaticCacheDecoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.m = net
-            bias = torch.zeros(model.config.vocab)
-            if suppress >= 0:
-                bias[suppress] = float("-inf")
-            self.register_buffer("suppress", bias)
-
-        def forward(self, input_ids: Any, position_ids: Any, attention_mask: Any, logit_rows: Any,
-                    past: tuple[Any, ...]) -> tuple[Any, ...]:
-            cache = DynamicCache(config=self.m.config)
-            for i in range(layers):
-                cache.update(past[2 * i], past[2 * i + 1], i)
-            rows = input_ids.shape[1]
-            out = self.m.model(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
-                               past_key_values=cache, use_cache=True)
-            # the head on the rows asked for only (a Gather: int32 indices, unlike logits_to_keep's GatherND)
-            logits = self.m.lm_head(out.last_hidden_state.index_select(1, logit_rows))
-            next_id = torch.argmax(logits[:, -1, :] + self.suppress, dim=-1, keepdim=True).to(torch.int32)
-            present = [t[:, :, rows:, :] for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
-            return (logits, next_id, *present)
-
-    return StaticCacheDecoder().eval()
+    mask = env["attention_mask"]
+    rows, total = env["ids"].shape[1], mask.shape[1]
+    causal = torch.arange(total)[None, :] <= torch.arange(total - rows, total)[:, None]
+    allowed = causal[None, None] & (mask[:, None, None, :] == 1)
+    env["attention_bias"] = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)
 
 
-def _example(cfg: Any, rows: int, past: int, p: int) -> tuple[Any, ...]:
+def _pass_module(model: Any, suppress: int) -> Any:
+    """The architecture's ``prefill`` pass (architectures/llama/graph.py: the last norm keeps the
+    rows ``logit_rows`` names, the argmax never picks ``suppress``) on transformers' module
+    (torch_ops.py), with the fixed-length cache described above and RoPE tables for every position."""
+    cfg = model.config
+    graph = model.architecture.graph(cfg, prompt_len=1, eval_len=1, context=cfg.max_positions, eos=suppress)
+    p = graph.passes["prefill"]
+    inputs = ["ids", "position_ids", "attention_mask", "logit_rows", *caches(p)]
+    outputs = [LOGITS, NEXT_ID, *map(present, caches(p))]
+    return pass_module(model.module(), p, cfg.head_dim, inputs, outputs, graph.tensors, _bias)
+
+
+def _example(cfg: Any, rows: int, past: int, p: int) -> list[Any]:
     import torch
 
     ids = torch.arange(rows, dtype=torch.int32)[None] % cfg.vocab
     positions = torch.arange(p, p + rows, dtype=torch.int32)[None]
     mask = torch.cat([torch.zeros(1, past - p, dtype=torch.int32), torch.ones(1, p + rows, dtype=torch.int32)], 1)
     logit_rows = torch.arange(1, rows, dtype=torch.int32)
-    cache = tuple(torch.zeros(1, cfg.kv_heads, past, cfg.head_dim) for _ in range(2 * cfg.layers))
-    return ids, positions, mask, logit_rows, cache
-
-
-def _name_dims(proto: Any, layers: int) -> None:
-    """Give the exporter's symbolic dimensions (s12, s70, ...) the names in ``DIMS``."""
-    by_input = {"input_ids": [None, "sequence"], "position_ids": [None, "sequence"],
-                "attention_mask": [None, "total"], "logit_rows": ["rows"], LOGITS: [None, "rows", None]}
-    for name in past_names(layers) + present_names(layers):
-        by_input[name] = [None, None, "past", None]
-    onnx_export.name_dims(proto, by_input, DIMS)
+    return [ids, positions, mask, logit_rows, *(torch.zeros(1, cfg.kv_heads, past, cfg.head_dim)
+                                                for _ in range(2 * cfg.layers))]
 
 
 def _export(model: Any, suppress: int) -> bytes:
     import torch
 
     cfg = model.config
-    net = _static_cache_module(model, suppress)
     free = torch.export.Dim.DYNAMIC  # named Dims cannot express total = past + sequence
-    shapes = ({1: free}, {1: free}, {1: free}, {0: free}, tuple({2: free} for _ in range(2 * cfg.layers)))
-    with onnx_export.quiet():
-        program = torch.onnx.export(net, _example(cfg, rows=3, past=6, p=2), dynamo=True, opset_version=OPSET,
-                                    input_names=[*INPUTS, *past_names(cfg.layers)],
-                                    output_names=[LOGITS, NEXT_ID, *present_names(cfg.layers)],
-                                    dynamic_shapes=shapes, optimize=True, verbose=False)
-    proto = program.model_proto
-    _name_dims(proto, cfg.layers)
-    proto.ir_version = IR_VERSION
-    return proto.SerializeToString()
+    shapes = [{1: free}, {1: free}, {1: free}, {0: free}, *({2: free} for _ in range(2 * cfg.layers))]
+    dims = {"input_ids": [None, "sequence"], "position_ids": [None, "sequence"], "attention_mask": [None, "total"],
+            "logit_rows": ["rows"], LOGITS: [None, "rows", None]}
+    dims |= {name: [None, None, "past", None] for name in past_names(cfg.layers) + present_names(cfg.layers)}
+    return onnx_export.export(_pass_module(model, suppress), _example(cfg, rows=3, past=6, p=2),
+                              [*INPUTS, *past_names(cfg.layers)], [LOGITS, NEXT_ID, *present_names(cfg.layers)],
+                              shapes, dims, DIMS)
 
 
 def cache_path(model: Any, suppress: int, cache_dir: Path | None = None) -> Path:

@@ -1,8 +1,9 @@
 """Whole encoders for ONNX Runtime Web: the model exported to ONNX once, then rewritten per run
 so every linear layer holds THE SAME values the harness's own kernels get.
 
-1. ``export_fp32``: transformers' BertModel with the run's weights, plus mean pooling over the
-   attention mask and L2 normalisation, exported by ``torch.onnx.export`` (dynamo, opset 18) with
+1. ``export_fp32``: the architecture's forward pass (the encoder, mean pooling over the attention
+   mask, L2 normalisation) run on transformers' BertModel with the run's weights (torch_ops.py),
+   exported by ``torch.onnx.export`` (dynamo, opset 18) with
    dynamic batch and sequence dimensions (the page fixes them per job with
    ``freeDimensionOverrides``). Inputs ``input_ids``, ``attention_mask``, ``token_type_ids``
    (int64 [batch, sequence]), output ``embeddings`` (float32 [batch, hidden]). Cached by content
@@ -24,19 +25,18 @@ from typing import Any
 from ...workloads.encoder.prepared import PreparedModel
 from . import onnx_export
 from .onnx_linears import LayerNode, replace_linears, require_unsigned, summary
-from .onnx_matmul import IR_VERSION
+from .torch_ops import MODULE, pass_module
 
-OPSET = 18
-"""The dynamo exporter at opset 18 is known to export BERT encoders here (ORT Web reads it)."""
-EXPORT_FORMAT = 1
+OPSET = onnx_export.OPSET
+EXPORT_FORMAT = 2
 """Bumped when the exported graph changes for the same inputs (wrapper, names, options)."""
 EXPORT_HEAD = {"tag": "encoder", "format": EXPORT_FORMAT, "opset": OPSET}
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "embeddings"
 BATCH_DIM = "batch"
 SEQUENCE_DIM = "sequence"
-WEIGHT_PREFIX = "bert."
-"""The exported initializers' prefix (the BertModel is the wrapper's ``bert`` attribute)."""
+WEIGHT_PREFIX = f"{MODULE}."
+"""The exported initializers' prefix (the BertModel is the pass module's ``MODULE`` attribute)."""
 
 __all__ = ["EncoderModel", "LayerNode", "encoder_model", "export_fp32", "rewrite", "summary"]
 
@@ -53,43 +53,22 @@ def cache_path(model: Any, cache_dir: Path | None = None) -> Path:
     return onnx_export.cache_path(model, EXPORT_HEAD, cache_dir)
 
 
-def _hf_module(model: Any) -> Any:
-    """BertModel (eager attention) with the run's weights, pooled and L2-normalised in the graph."""
-    import torch
-
-    bert = model.module()
-
-    class SentenceEncoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / torch.clamp(mask.sum(1), min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2.0, dim=-1, eps=1e-12)
-
-    return SentenceEncoder().eval()
+def _pass_module(model: Any) -> Any:
+    """The architecture's ``forward`` pass (architectures/bert/graph.py: the encoder, then mean
+    pooling over the mask and L2 normalisation) on transformers' BertModel (torch_ops.py)."""
+    cfg = model.config
+    p = model.architecture.graph(cfg, batch=1, seq=1).passes["forward"]
+    return pass_module(model.module(), p, cfg.hidden // cfg.heads, [f"pass.{name}" for name in INPUT_NAMES], ["pooled"])
 
 
 def _export(model: Any) -> bytes:
     import torch
 
-    net = _hf_module(model)
     batch = torch.export.Dim(BATCH_DIM, min=1, max=4096)
     seq = torch.export.Dim(SEQUENCE_DIM, min=2, max=model.config.max_positions)
-    dims = {0: batch, 1: seq}
-    example = tuple(torch.ones(2, 16, dtype=torch.long) for _ in INPUT_NAMES)
-    with onnx_export.quiet():
-        program = torch.onnx.export(net, example, dynamo=True, opset_version=OPSET,
-                                    input_names=list(INPUT_NAMES), output_names=[OUTPUT_NAME],
-                                    dynamic_shapes={name: dims for name in INPUT_NAMES},
-                                    optimize=True, verbose=False)
-    proto = program.model_proto
-    proto.ir_version = IR_VERSION
-    return proto.SerializeToString()
+    example = [torch.ones(2, 16, dtype=torch.long) for _ in INPUT_NAMES]
+    return onnx_export.export(_pass_module(model), example, INPUT_NAMES, [OUTPUT_NAME],
+                              [{0: batch, 1: seq} for _ in INPUT_NAMES])
 
 
 @functools.lru_cache(maxsize=2)

@@ -1,5 +1,5 @@
 """Exporting a model's PyTorch module to ONNX once per content: what the whole-model ONNX
-builders (onnx_encoder.py, onnx_decoder.py) share.
+builders (onnx_encoder.py, onnx_decoder.py, onnx_speech.py) share.
 
 Exports are cached by content hash (what the graph is exported from: the builder's own tag and
 format number, the opset, the weights, the config, the torch and transformers versions) in the
@@ -26,6 +26,8 @@ from ...files import write_bytes_atomically
 from ...paths import PROJECT_ROOT
 from .onnx_matmul import IR_VERSION
 
+OPSET = 18
+"""The dynamo exporter at opset 18 exports these models here, and ORT Web reads it."""
 CACHE_DIR = PROJECT_ROOT / ".cache" / "onnx"
 """Exported float32 models, by content hash (git-ignored)."""
 
@@ -113,3 +115,24 @@ def name_dims(proto: Any, by_input: Mapping[str, Sequence[str | None]], wanted: 
     missing = set(wanted) - set(renamed.values())
     if missing:
         raise ValueError(f"ONNX export: no free dimension for {sorted(missing)} (the exporter fixed them)")
+
+
+def export(module: Any, example: Sequence[Any], input_names: Sequence[str], output_names: Sequence[str],
+           shapes: Sequence[Any] | None = None, dims: Mapping[str, Sequence[str | None]] | None = None,
+           dim_docs: Iterable[str] = ()) -> bytes:
+    """``torch.onnx.export`` (dynamo, opset ``OPSET``, optimised) of a module taking ``*tensors``
+    (torch_ops.pass_module): ``shapes`` are the example tensors' free dimensions (torch.export's
+    per-tensor form), ``dims`` then names them (``name_dims``; every name in ``dim_docs`` must be
+    found). Returns the model's bytes with ``IR_VERSION``."""
+    import torch
+
+    with quiet():
+        program = torch.onnx.export(module, tuple(example), dynamo=True, opset_version=OPSET,
+                                    input_names=list(input_names), output_names=list(output_names),
+                                    dynamic_shapes={"tensors": tuple(shapes)} if shapes is not None else None,
+                                    optimize=True, verbose=False)
+    proto = program.model_proto
+    if dims:
+        name_dims(proto, dims, dim_docs)
+    proto.ir_version = IR_VERSION
+    return proto.SerializeToString()

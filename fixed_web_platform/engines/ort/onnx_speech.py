@@ -1,7 +1,8 @@
-"""Whisper for ONNX Runtime Web: two graphs exported from transformers' module with the run's
-weights by ``torch.onnx.export`` (dynamo, opset 18, as the decoder's: onnx_decoder.py says why
-not optimum-onnx), then rewritten per run so every linear layer holds THE SAME values the
-harness's own kernels get (onnx_linears.py).
+"""Whisper for ONNX Runtime Web: two graphs, the architecture's ``encoder`` and ``decode`` passes
+(architectures/whisper/graph.py) run op by op on transformers' module with the run's weights
+(torch_ops.py) and exported by ``torch.onnx.export`` (dynamo, opset 18, as the decoder's:
+onnx_decoder.py says why not optimum-onnx), then rewritten per run so every linear layer holds
+THE SAME values the harness's own kernels get (onnx_linears.py).
 
 - ``encoder``: ``input_features`` float32 [1, mels, frames] -> ``encoder_out`` [1, positions,
   d_model] and every decoder layer's cross-attention keys and values ``cross.N.key`` /
@@ -28,11 +29,10 @@ from typing import Any
 from . import onnx_export
 from .onnx_decoder import find_weight_matmuls
 from .onnx_linears import LayerNode, replace_linears, require_unsigned
-from .onnx_matmul import IR_VERSION
-from .torch_ops import pass_module
+from .torch_ops import caches, crosses, pass_module, present
 
-OPSET = 18
-EXPORT_FORMATS = {"encoder": 2, "decoder": 5}
+OPSET = onnx_export.OPSET
+EXPORT_FORMATS = {"encoder": 3, "decoder": 6}
 """Bumped when a graph changes for the same inputs (wrapper, names, options)."""
 ENCODER_INPUT = "input_features"
 ENCODER_OUT = "encoder_out"
@@ -53,53 +53,29 @@ def present_names(layers: int) -> list[str]:
 
 
 def _encoder_module(model: Any) -> Any:
-    import torch
-
-    net = model.module()
-
-    class Encoder(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.m = net
-
-        def forward(self, features: Any) -> tuple[Any, ...]:
-            h = self.m.model.encoder(features).last_hidden_state
-            out = [h]
-            for layer in self.m.model.decoder.layers:
-                out += [layer.encoder_attn.k_proj(h), layer.encoder_attn.v_proj(h)]
-            return tuple(out)
-
-    return Encoder().eval()
+    """The architecture's ``encoder`` pass (architectures/whisper/graph.py) on transformers'
+    module (torch_ops.py): the features in, the encoder's output and the cross keys and values out."""
+    cfg = model.config
+    graph = model.architecture.graph(cfg)
+    crossed = crosses(graph.passes["decode"])
+    return pass_module(model.module(), graph.passes["encoder"], cfg.head_dim, ["features"], ["enc", *crossed])
 
 
 def _decoder_module(model: Any) -> Any:
-    """The decoder step: the architecture's ``decode`` pass (architectures/whisper/graph.py) run on
-    transformers' module by torch_ops.py, with the fixed-length cache described above."""
+    """The decoder step: the architecture's ``decode`` pass run on transformers' module
+    (torch_ops.py), with the fixed-length cache described above."""
     cfg = model.config
-    caches = [f"cache.{i}.{part}" for i in range(cfg.decoder_layers) for part in ("k", "v")]
-    return pass_module(model.module(), model.architecture.graph(cfg).passes["decode"], cfg.heads, cfg.head_dim, caches)
-
-
-def _name_dims(proto: Any, layers: int) -> None:
-    by_input: dict[str, list[str | None]] = {"input_ids": [None, "sequence"], "position_ids": [None, "sequence"],
-                                             "attention_bias": [None, None, "sequence", "total"]}
-    for name in past_names(layers) + present_names(layers):
-        by_input[name] = [None, None, "past", None]
-    onnx_export.name_dims(proto, by_input, DIMS)
+    p = model.architecture.graph(cfg).passes["decode"]
+    inputs = ["ids", "position_ids", "attention_bias", "suppress", *crosses(p), *caches(p)]
+    return pass_module(model.module(), p, cfg.head_dim, inputs, ["last_logits", "next_id", *map(present, caches(p))])
 
 
 def _export_encoder(model: Any) -> bytes:
     import torch
 
     cfg = model.config
-    with onnx_export.quiet():
-        program = torch.onnx.export(_encoder_module(model), (torch.zeros(1, cfg.mels, cfg.frames),), dynamo=True,
-                                    opset_version=OPSET, input_names=[ENCODER_INPUT],
-                                    output_names=[ENCODER_OUT, *cross_names(cfg.decoder_layers)],
-                                    optimize=True, verbose=False)
-    proto = program.model_proto
-    proto.ir_version = IR_VERSION
-    return proto.SerializeToString()
+    return onnx_export.export(_encoder_module(model), [torch.zeros(1, cfg.mels, cfg.frames)], [ENCODER_INPUT],
+                              [ENCODER_OUT, *cross_names(cfg.decoder_layers)])
 
 
 def _export_decoder(model: Any) -> bytes:
@@ -107,22 +83,19 @@ def _export_decoder(model: Any) -> bytes:
 
     cfg = model.config
     layers, rows, past, p = cfg.decoder_layers, 3, 6, 2
-    example = (torch.arange(rows, dtype=torch.int32)[None], torch.arange(p, p + rows, dtype=torch.int32)[None],
+    example = [torch.arange(rows, dtype=torch.int32)[None], torch.arange(p, p + rows, dtype=torch.int32)[None],
                torch.zeros(1, 1, rows, past + rows), torch.zeros(cfg.vocab),
-               tuple(torch.zeros(1, cfg.source_positions, cfg.d_model) for _ in range(2 * layers)),
-               tuple(torch.zeros(1, cfg.heads, past, cfg.head_dim) for _ in range(2 * layers)))
+               *(torch.zeros(1, cfg.source_positions, cfg.d_model) for _ in range(2 * layers)),
+               *(torch.zeros(1, cfg.heads, past, cfg.head_dim) for _ in range(2 * layers))]
     free = torch.export.Dim.DYNAMIC
-    shapes = ({1: free}, {1: free}, {2: free, 3: free}, None, tuple(None for _ in range(2 * layers)),
-              tuple({2: free} for _ in range(2 * layers)))
-    with onnx_export.quiet():
-        program = torch.onnx.export(_decoder_module(model), example, dynamo=True, opset_version=OPSET,
-                                    input_names=[*DECODER_INPUTS, *cross_names(layers), *past_names(layers)],
-                                    output_names=["logits", "next_id", *present_names(layers)],
-                                    dynamic_shapes=shapes, optimize=True, verbose=False)
-    proto = program.model_proto
-    _name_dims(proto, layers)
-    proto.ir_version = IR_VERSION
-    return proto.SerializeToString()
+    shapes = [{1: free}, {1: free}, {2: free, 3: free}, None, *(None for _ in range(2 * layers)),
+              *({2: free} for _ in range(2 * layers))]
+    dims: dict[str, list[str | None]] = {"input_ids": [None, "sequence"], "position_ids": [None, "sequence"],
+                                         "attention_bias": [None, None, "sequence", "total"]}
+    dims |= {name: [None, None, "past", None] for name in past_names(layers) + present_names(layers)}
+    return onnx_export.export(_decoder_module(model), example,
+                              [*DECODER_INPUTS, *cross_names(layers), *past_names(layers)],
+                              ["logits", "next_id", *present_names(layers)], shapes, dims, DIMS)
 
 
 def _head(tag: str) -> dict[str, Any]:

@@ -1,84 +1,184 @@
-"""Ops (architectures/ops.py) as PyTorch for ONNX Runtime's exports: one pass of an architecture's
-graph run op by op on the model's own torch module (its linear layers and norms called by name,
-so the exported graph holds the same nodes and initializers as the module's), with the ORT
-pages' cache: fixed-length and right-aligned (``past.N.key/value`` in, ``present.N.*`` out, the
-oldest rows dropped), rows masked by an ``attention_bias`` input, positions by ``position_ids``.
+"""Ops (architectures/ops.py) as PyTorch, for ONNX Runtime's exports: one pass of an
+architecture's graph run op by op on the model's own torch module (its linear layers, norms,
+embeddings and convolutions called by name, so the exported graph holds the module's
+initializers, which onnx_linears.py then rewrites to the run's bytes).
 
-Today it runs Whisper's decoder step (onnx_speech.py). BERT's forward (onnx_encoder.py), Llama's
-passes (onnx_decoder.py) and Whisper's encoder still export transformers' modules as they are: an
-op this module lacks raises, so each moves here once its ops are written and its export checked
-against the module's (the same nodes and initializer values, bitwise the same outputs in ORT)."""
+Values are torch tensors named as the ops name them, batch first: a row stream is [batch, rows,
+width], a cache [batch, heads, positions, head_dim], features [batch, channels, frames] (a
+convolution's output is time-major, [batch, frames, channels], as the op says). Sizes come
+from the tensors, not from the ops, so an export keeps free dimensions. What an engine adds
+to a pass is named here too:
+
+- ``position_ids`` (int [1, rows]): the rows' positions (an ``at_pos`` embedding, RoPE);
+- ``attention_bias`` (float [1, 1, rows, past + rows]): added to a ``cache`` attention's scores;
+- a cache ``<name>`` enters as the past rows; a ``KvWrite`` appends the new rows and leaves
+  ``<name>.present``, the cache with the oldest rows dropped (the past's shape: the ORT pages'
+  fixed-length, right-aligned cache);
+- ``logit_rows`` (int [rows]): the rows a ``last`` norm keeps (its last row without it);
+- ``suppress`` (float [vocab]): added to the last row's logits before the argmax, which leaves
+  ``next_id`` (int32 [1, 1]) and ``last_logits`` ([1, vocab]).
+
+The float64 references stay independent (architectures/<name>/reference.py), and the
+transformers module itself is the fp32 reference, so a lowering error here shows as error
+against both."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from ...architectures import ops
 
+Env = dict[str, Any]
+MODULE = "m"
+"""The pass module's attribute holding the model's module: its initializers' name prefix."""
 
-def pass_module(net: Any, p: ops.Pass, heads: int, head_dim: int, caches: Sequence[str]) -> Any:
-    """A torch module running pass ``p`` on ``net`` (the architecture's torch module, whose
-    submodules are named as the graph's layers and norm weights): inputs ``input_ids``,
-    ``position_ids``, ``attention_bias``, ``suppress``, the cross keys and values, the past
-    caches (in the order of ``caches``); outputs the last row's logits, ``next_id`` and the
-    present caches."""
+
+def caches(p: ops.Pass) -> list[str]:
+    """The KV caches pass ``p`` writes, in order (a layer's keys, then its values)."""
+    return [name for op in p.ops if isinstance(op, ops.KvWrite) for name in (op.cache_k, op.cache_v)]
+
+
+def crosses(p: ops.Pass) -> list[str]:
+    """The cross-attention keys and values pass ``p`` reads, in order."""
+    return [name for op in p.ops if isinstance(op, ops.Attention) and op.source == "cross" for name in (op.k, op.v)]
+
+
+def present(cache: str) -> str:
+    """The value a ``KvWrite`` leaves: the cache with the new rows in and the oldest dropped."""
+    return f"{cache}.present"
+
+
+def _heads(x: Any, head_dim: int) -> Any:
+    """[b, s, heads * head_dim] -> [b, heads, s, head_dim]."""
+    return x.unflatten(-1, (-1, head_dim)).transpose(1, 2)
+
+
+def _rows(x: Any) -> Any:
+    """[b, heads, s, head_dim] -> [b, s, heads * head_dim]."""
+    return x.transpose(1, 2).flatten(2)
+
+
+def _attend(q: Any, k: Any, v: Any, bias: Any, head_dim: int) -> Any:
     import torch
 
-    def split(x: Any) -> Any:  # [1, s, d] -> [1, heads, s, hd]
-        return x.reshape(1, x.shape[1], heads, head_dim).transpose(1, 2)
+    groups = q.shape[1] // k.shape[1]
+    if groups > 1:  # grouped-query: each key/value head serves `groups` query heads
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = torch.matmul(q, k.transpose(2, 3)) * (head_dim ** -0.5)
+    if bias is not None:
+        scores = scores + bias
+    return _rows(torch.matmul(torch.softmax(scores, dim=-1), v))
 
-    def attend(q: Any, k: Any, v: Any, bias: Any = None) -> Any:
-        scores = q @ k.transpose(-1, -2) * (head_dim ** -0.5)
-        if bias is not None:
-            scores = scores + bias
-        ctx = torch.softmax(scores, dim=-1) @ v
-        return ctx.transpose(1, 2).reshape(1, q.shape[2], heads * head_dim)
 
-    def module_of(name: str) -> Any:
+def _padding_bias(mask: Any) -> Any:
+    """[b, keys] of 1/0 -> [b, 1, 1, keys] of 0 / float32's lowest (a padded key's score)."""
+    import torch
+
+    return (1.0 - mask[:, None, None, :].to(torch.float32)) * torch.finfo(torch.float32).min
+
+
+def _rotate(x: Any, cos: Any, sin: Any) -> Any:
+    """RoPE on [b, heads, s, head_dim], pairs (i, i + head_dim / 2) as transformers' rotate_half."""
+    import torch
+
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+
+def run_pass(net: Any, p: ops.Pass, env: Env, head_dim: int) -> Env:
+    """Run ``p``'s ops on ``env`` (see the module doc for the values an engine adds)."""
+    import torch
+
+    def module(name: str) -> Any:
         return net.get_submodule(name.removesuffix(".weight"))
+
+    def heads(x: Any) -> Any:
+        return _heads(x, head_dim)
+
+    for op in p.ops:
+        if isinstance(op, ops.Embed):
+            x = module(op.table)(env[op.ids])
+            if op.type_table:
+                x = x + module(op.type_table)(env[op.token_types])
+            if op.at_pos:
+                x = x + module(op.positions).weight.index_select(0, env["position_ids"][0])[None]
+            elif op.positions:
+                x = x + module(op.positions).weight[: x.shape[1]][None]
+            env[op.out] = x
+        elif isinstance(op, ops.Norm):
+            x = env[op.x] + env[op.residual] if op.residual else env[op.x]
+            env[op.x] = x
+            if op.last:
+                x = x.index_select(1, env["logit_rows"]) if "logit_rows" in env else x[:, -1:, :]
+            env[op.out] = module(op.weight)(x)
+        elif isinstance(op, ops.Linear):
+            y = module(op.layer)(env[op.x])
+            env[op.out] = torch.nn.functional.gelu(y) if op.gelu else y
+        elif isinstance(op, ops.Rope):
+            at = env["position_ids"][0]
+            cos, sin = (torch.cat((env[t], env[t]), dim=-1).index_select(0, at)[None, None] for t in (op.cos, op.sin))
+            env[op.q] = _rows(_rotate(heads(env[op.q]), cos, sin))
+            env[op.k] = _rows(_rotate(heads(env[op.k]), cos, sin))
+        elif isinstance(op, ops.KvWrite):
+            for new, cache in ((op.k, op.cache_k), (op.v, op.cache_v)):
+                rows = env[new].shape[1]
+                env[cache] = torch.cat([env[cache], heads(env[new])], dim=2)
+                env[present(cache)] = env[cache][:, :, rows:, :]
+        elif isinstance(op, ops.Attention):
+            q = heads(env[op.q])
+            if op.source == "cache":
+                env[op.out] = _attend(q, env[op.k], env[op.v], env["attention_bias"], head_dim)
+            else:
+                bias = _padding_bias(env[op.mask]) if op.mask else None
+                env[op.out] = _attend(q, heads(env[op.k]), heads(env[op.v]), bias, head_dim)
+        elif isinstance(op, ops.GatedAct):
+            env[op.gate] = torch.nn.functional.silu(env[op.gate]) * env[op.x]
+        elif isinstance(op, ops.Conv1d):
+            x = env[op.x].transpose(1, 2) if op.time_major_in else env[op.x]
+            y = torch.nn.functional.gelu(module(op.weight)(x)).transpose(1, 2)
+            env[op.out] = y + module(op.positions).weight[: y.shape[1]][None] if op.positions else y
+        elif isinstance(op, ops.Pool):
+            mask = env[op.mask].unsqueeze(-1).to(env[op.x].dtype)
+            pooled = (env[op.x] * mask).sum(1) / torch.clamp(mask.sum(1), min=1e-9)
+            env[op.out] = torch.nn.functional.normalize(pooled, p=2.0, dim=-1, eps=1e-12)
+        elif isinstance(op, ops.Argmax):
+            env["last_logits"] = env[op.logits][:, -1, :]
+            scores = env["last_logits"] + env["suppress"] if "suppress" in env else env["last_logits"]
+            env["next_id"] = torch.argmax(scores, dim=-1, keepdim=True).to(torch.int32)
+        else:
+            raise ValueError(f"no ORT lowering of op {type(op).__name__}")
+    return env
+
+
+def pass_module(net: Any, p: ops.Pass, head_dim: int, inputs: Sequence[str], outputs: Sequence[str],
+                constants: Mapping[str, np.ndarray] | None = None, feed: Callable[[Env], None] | None = None) -> Any:
+    """A torch module to export: ``forward(*tensors)`` names its arguments ``inputs``, adds
+    ``constants`` (held as buffers; ``suppress`` too if the pass's argmax has an id it never
+    picks) and what ``feed`` derives from them, runs pass ``p`` on ``net`` and returns the values
+    named ``outputs``."""
+    import torch
+
+    names = dict(constants or {})
+    argmax = [op for op in p.ops if isinstance(op, ops.Argmax) and op.suppress >= 0]
+    if argmax:  # an id never chosen: -inf added to its logit
+        names["suppress"] = np.where(np.arange(argmax[0].vocab) == argmax[0].suppress, -np.inf, 0).astype(np.float32)
 
     class Pass(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.m = net
+            setattr(self, MODULE, net)
+            for i, value in enumerate(names.values()):
+                self.register_buffer(f"constant{i}", torch.from_numpy(np.ascontiguousarray(value)))
 
-        def forward(self, input_ids: Any, position_ids: Any, attention_bias: Any, suppress: Any,
-                    cross: tuple[Any, ...], past: tuple[Any, ...]) -> tuple[Any, ...]:
-            env: dict[str, Any] = {}
-            present: dict[str, Any] = {}
-            rows = input_ids.shape[1]
-            pasts = dict(zip(caches, past))
-            cross_values = dict(zip([f"cross.{i}.{part}" for i in range(len(cross) // 2) for part in ("k", "v")],
-                                    cross))
-            logits = next_id = None
-            for op in p.ops:
-                if isinstance(op, ops.Embed):
-                    table = module_of(op.positions).weight if op.positions else None
-                    x = module_of(op.table)(input_ids)
-                    env[op.out] = x + table.index_select(0, position_ids[0])[None] if op.at_pos else x
-                elif isinstance(op, ops.Norm):
-                    x = env[op.x] + env[op.residual] if op.residual else env[op.x]
-                    env[op.x] = x
-                    env[op.out] = module_of(op.weight)(x[:, -1:, :] if op.last else x)
-                elif isinstance(op, ops.Linear):
-                    y = module_of(op.layer)(env[op.x])
-                    env[op.out] = torch.nn.functional.gelu(y) if op.gelu else y
-                elif isinstance(op, ops.KvWrite):
-                    for new, cache in ((op.k, op.cache_k), (op.v, op.cache_v)):
-                        full = torch.cat([pasts[cache], split(env[new])], dim=2)
-                        env[cache] = full
-                        present[cache] = full[:, :, rows:, :]
-                elif isinstance(op, ops.Attention):
-                    if op.source == "cache":
-                        env[op.out] = attend(split(env[op.q]), env[op.k], env[op.v], attention_bias)
-                    else:
-                        env[op.out] = attend(split(env[op.q]), split(cross_values[op.k]), split(cross_values[op.v]))
-                elif isinstance(op, ops.Argmax):
-                    logits = env[op.logits][:, 0, :]  # 3-d through the head: a MatMul, not a Gemm
-                    next_id = torch.argmax(logits + suppress, dim=-1, keepdim=True).to(torch.int32)
-                else:
-                    raise ValueError(f"no ORT lowering of op {type(op).__name__} here yet")
-            return (logits, next_id, *(present[c] for c in caches))
+        def forward(self, *tensors: Any) -> tuple[Any, ...]:
+            env: Env = dict(zip(inputs, tensors))
+            env.update({name: getattr(self, f"constant{i}") for i, name in enumerate(names)})
+            if feed is not None:
+                feed(env)
+            env = run_pass(getattr(self, MODULE), p, env, head_dim)
+            return tuple(env[name] for name in outputs)
 
     return Pass().eval()
