@@ -32,6 +32,9 @@ import numpy as np
 from ...architectures import ops
 
 Env = dict[str, Any]
+HEADS = ":heads"
+"""A value held as [batch, heads, rows, head_dim] (RoPE's q and k, as transformers holds them):
+``<name>:heads``, while ``<name>`` itself is gone until an op writes it again."""
 MODULE = "m"
 """The pass module's attribute holding the model's module: its initializers' name prefix."""
 
@@ -95,8 +98,8 @@ def run_pass(net: Any, p: ops.Pass, env: Env, head_dim: int) -> Env:
     def module(name: str) -> Any:
         return net.get_submodule(name.removesuffix(".weight"))
 
-    def heads(x: Any) -> Any:
-        return _heads(x, head_dim)
+    def heads(name: str) -> Any:  # a value as [b, heads, s, head_dim]; RoPE leaves q and k so
+        return _heads(env[name], head_dim) if name in env else env[name + HEADS]
 
     for op in p.ops:
         if isinstance(op, ops.Embed):
@@ -120,20 +123,21 @@ def run_pass(net: Any, p: ops.Pass, env: Env, head_dim: int) -> Env:
         elif isinstance(op, ops.Rope):
             at = env["position_ids"][0]
             cos, sin = (torch.cat((env[t], env[t]), dim=-1).index_select(0, at)[None, None] for t in (op.cos, op.sin))
-            env[op.q] = _rows(_rotate(heads(env[op.q]), cos, sin))
-            env[op.k] = _rows(_rotate(heads(env[op.k]), cos, sin))
+            for name in (op.q, op.k):
+                env[name + HEADS] = _rotate(heads(name), cos, sin)
+                del env[name]
         elif isinstance(op, ops.KvWrite):
             for new, cache in ((op.k, op.cache_k), (op.v, op.cache_v)):
-                rows = env[new].shape[1]
-                env[cache] = torch.cat([env[cache], heads(env[new])], dim=2)
-                env[present(cache)] = env[cache][:, :, rows:, :]
+                rows = heads(new)
+                env[cache] = torch.cat([env[cache], rows], dim=2)
+                env[present(cache)] = env[cache][:, :, rows.shape[2]:, :]
         elif isinstance(op, ops.Attention):
-            q = heads(env[op.q])
+            q = heads(op.q)
             if op.source == "cache":
                 env[op.out] = _attend(q, env[op.k], env[op.v], env["attention_bias"], head_dim)
             else:
                 bias = _padding_bias(env[op.mask]) if op.mask else None
-                env[op.out] = _attend(q, heads(env[op.k]), heads(env[op.v]), bias, head_dim)
+                env[op.out] = _attend(q, heads(op.k), heads(op.v), bias, head_dim)
         elif isinstance(op, ops.GatedAct):
             env[op.gate] = torch.nn.functional.silu(env[op.gate]) * env[op.x]
         elif isinstance(op, ops.Conv1d):
