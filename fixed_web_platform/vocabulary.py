@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import os
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -33,7 +33,10 @@ v11: steady state (docs/concepts/steady-state.md): ``steady_class``, ``steady_ta
 v12: ``weight_quant`` (the weight quantizer that made the 8/4/2-bit codes: minmax, offset, hqq;
     in a configuration's identity; plan.json's runs carry it). Older folders read as minmax at
     8/4/2 bits (blank where an engine's named format decides the rounding). layers.csv
-    ``weight_error`` (each layer's held weights against the float ones)."""
+    ``weight_error`` (each layer's held weights against the float ones).
+v13: ONNX files' ``onnx_inventory`` and ``precision_promise`` (what a file's nodes hold, and
+    whether that is what its name promises: formats/onnx_inventory.py); samples.jsonl's
+    ``onnx_inventory`` for every ORT row (weight bytes by precision). Older folders read blank."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""

@@ -75,6 +75,10 @@ def _check_rows(out: Path, plan: list, rows: dict) -> None:
             assert row.rel_error_vs_dequantized < 1e-3, (variant, row.rel_error_vs_dequantized)
         assert row["nodes_quantized"] == {"fp32": 0, "fp16": 3, "q8": 2, "q4": 2, "q4f16": 3, "int8-qdq": 3}[variant]
         assert row.weight_bytes < row.weight_bytes_f32 or variant == "fp32"
+        # what the file holds, read from its nodes: each variant holds what its name says
+        held = {"fp32": "MatMul/float32 x2", "fp16": "MatMul/float16 x2", "q8": "MatMulNBits/int8 x2",
+                "q4": "MatMulNBits/int4 x2", "q4f16": "MatMulNBits/int4 x2", "int8-qdq": "DequantizeLinear/int8 x3"}
+        assert held[variant] in row["onnx_inventory"] and row["precision_promise"] == "", (variant, row["onnx_inventory"])
         # the figures recompute from what the browser returned, saved beside what it was fed
         saved = np.load(out / row.outputs_file)
         assert {"input:pixels", "input:ids", "input:attention_mask", "output:logits", "output:features",

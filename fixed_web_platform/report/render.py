@@ -717,6 +717,19 @@ def adapter_caveat(rows: pd.DataFrame) -> str:
             f"GPU's; settings it affects say 'fallback adapter'.")
 
 
+def promise_caveat(rows: pd.DataFrame) -> str:
+    """The first screen's warning when a row ran an ONNX file whose name promises a precision its
+    weight matmuls do not hold (the ``precision_promise`` column; '' when none did)."""
+    if rows.empty or "precision_promise" not in rows:
+        return ""
+    broken = rows[rows["precision_promise"].fillna("").astype(str) != ""]
+    if broken.empty:
+        return ""
+    files = "; ".join(f"{model}: {flag}" for (model, flag), _ in broken.groupby(["model", "precision_promise"]))
+    return (f"Precision not as named: {len(broken)} row{'s' if len(broken) != 1 else ''} ran ONNX files whose "
+            f"name promises a precision their nodes do not hold ({files}).")
+
+
 def _outcome_counts(rows: pd.DataFrame) -> str:
     if rows.empty:
         return "no rows"
@@ -794,10 +807,10 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     summary_notes = [MARK_NOTE] if any_marked(summary) else []
 
     # Markdown
-    caveat = adapter_caveat(rows)
+    caveats = [c for c in (adapter_caveat(rows), promise_caveat(rows)) if c]
     md = ["# Precision benchmark report", "", f"Generated {created}. {_context_line(sweeps)}", "",
           *([steady_tally, ""] if steady_tally else []),
-          *([f"**{caveat}**", ""] if caveat else []),
+          *(line for c in caveats for line in (f"**{c}**", "")),
           "## At a glance: which precision to pick, and what it costs", "", glance_markdown(summary, glances), "",
           *how_to_read_markdown(how_to_read), "## Sweeps", ""]
     md += [f"- {line}" for line in sweep_lines]
@@ -838,7 +851,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         "</head><body>", "<h1>Precision benchmark report</h1>",
         f"<p>Generated {e(created)}. {e(_context_line(sweeps))}</p>",
         *([f"<p class=\"steady\">{e(steady_tally)}</p>"] if steady_tally else []),
-        *([f"<p class=\"caveat\">{e(caveat)}</p>"] if caveat else []),
+        *(f"<p class=\"caveat\">{e(c)}</p>" for c in caveats),
         "<h2 id=\"at-a-glance\">At a glance: which precision to pick, and what it costs</h2>",
         glance_html(summary, glances),
         how_to_read_html(how_to_read),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
+from ...formats import onnx_inventory
 from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.encoder import EncoderWorkload
@@ -71,7 +72,8 @@ class OrtEncoder(OrtKindRunner):
             scale_dtype="float32" if nbits else "",
             zero_point_dtype=prepared.held.layers[0].held.zero_point_dtype if nbits else "",
             details={"onnx_layers": onnx_encoder.summary(encoder.layers), "model_bytes": len(encoder.data),
-                     "onnx_opset": onnx_encoder.OPSET},
+                     "onnx_opset": onnx_encoder.OPSET,
+                     "onnx_inventory": {"encoder": onnx_inventory.of_bytes(encoder.data).to_json()}},
             graph_form=QDQ_FORM if qdq else "",
         )
 

@@ -86,7 +86,8 @@ class OrtOnnxFile(KindRunner):
                 "float32" if variant.name in onnx_variants.NBITS_VARIANTS or variant.name == onnx_variants.QDQ else ""),
             details={"onnx_variant": variant.to_json() | {"node_dtypes": len(variant.node_dtypes)},
                      "model_bytes": variant.path.stat().st_size, "inputs": prepared.feeds.description,
-                     "kernel_spread": prepared.spread, "repairs": variant.repairs},
+                     "kernel_spread": prepared.spread, "repairs": variant.repairs,
+                     "onnx_inventory": prepared.inventory.to_json()},
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

@@ -143,6 +143,10 @@ class DecoderModel:
     weight_bytes: int
     """Bytes of every initializer: what a session holds of the model."""
 
+    @property
+    def graphs(self) -> dict[str, bytes]:
+        return {"decoder": self.data}
+
 
 def _digest(a: np.ndarray) -> tuple[tuple[int, ...], str]:
     a = np.ascontiguousarray(a, dtype="<f4")

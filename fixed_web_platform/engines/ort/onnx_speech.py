@@ -119,6 +119,10 @@ class SpeechModel:
     encoder_layers: tuple[str, ...] = ()
     """The layers the encoder graph holds (the others are the decoder step's)."""
 
+    @property
+    def graphs(self) -> dict[str, bytes]:
+        return {"encoder": self.encoder, "decoder": self.decoder}
+
 
 def _rewrite(data: bytes, held: Any) -> tuple[bytes, tuple[LayerNode, ...], int]:
     import onnx

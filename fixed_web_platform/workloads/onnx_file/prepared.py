@@ -8,15 +8,17 @@ flattened and joined in that order.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ...formats import onnx_inventory
 from ...models.rules import LayerPrecision
-from ...vocabulary import PER_CHANNEL_BLOCK
 from ...precision.quant import cosine_similarity, max_abs_error
+from ...vocabulary import PER_CHANNEL_BLOCK
 from ..base import TensorSpec
 from . import graph, reference
 from .inputs import Feeds
@@ -66,6 +68,17 @@ class PreparedOnnx:
     @property
     def weight_bytes(self) -> int:
         return self.variant.weight_bytes
+
+    @functools.cached_property
+    def inventory(self) -> onnx_inventory.Inventory:
+        """What the variant's file holds, read from its nodes."""
+        return onnx_inventory.read(self.variant.path)
+
+    def promise(self) -> str:
+        """Whether the file holds what it is called: the user's file by its own name (fp32, the
+        file as given), a variant by the variant's name ('q4')."""
+        named = self.variant.path.name if self.variant.name == "fp32" else f"{self.variant.name}.onnx"
+        return onnx_inventory.promise(named, self.inventory)
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
@@ -125,6 +138,8 @@ class PreparedOnnx:
         return {
             "nodes": self.variant.nodes,
             "nodes_quantized": self.variant.nodes_quantized,
+            "onnx_inventory": self.inventory.text(),
+            "precision_promise": self.promise(),
             "outputs_cosine_min": min(cosines) if cosines else None,
             "top1_vs_fp32": (sum(a * w for a, w in top1) / sum(w for _, w in top1)) if top1 else None,
             "output_figures": text,

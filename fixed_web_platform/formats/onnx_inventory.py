@@ -1,0 +1,223 @@
+"""What an ONNX file holds, read from its nodes and initializers, not from its name: every node
+that holds weights, by kind and bits, and the weight bytes by precision. A file whose name
+promises a precision (transformers.js's ``model_q4.onnx``, a build called "int4") that most of its
+weight matmuls do not hold is flagged (``promise``): microsoft/onnxruntime-genai#2095 found an
+"int4" build with 192 of its 249 ``MatMulNBits`` at 8 bits.
+
+A node holds weights when its weight input (``WEIGHT_INPUT``) is a constant (an initializer or a
+``Constant`` node's output), or a constant passed through ``Cast``, ``Transpose``, ``Reshape`` or
+``Unsqueeze`` (a float16 weight cast to float32 is a float16 weight). Kinds:
+
+| kind                          | bits                    | weight-matmul |
+|-------------------------------|-------------------------|---------------|
+| ``MatMulNBits``               | its ``bits`` (default 4) | yes           |
+| ``MatMulBnb4``                | 4 (``nf4`` or ``fp4``)  | yes           |
+| ``MatMulInteger``             | its weight's type (8)   | yes           |
+| ``DequantizeLinear`` (QDQ)    | its weight's type       | yes if it feeds a MatMul or Gemm |
+| ``MatMul``, ``Gemm``          | its weight's type       | yes           |
+| ``GatherBlockQuantized``      | its ``bits`` (default 4) | no (an embedding) |
+| ``Gather``, ``Conv``, others  | its weight's type       | no            |
+
+``DynamicQuantizeLinear`` holds no weight; it is counted (it makes the int8 activations
+``MatMulInteger`` takes: transformers.js's ``q8``). Bytes are from the tensors' shapes and types,
+so a file with external data is read without loading it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WEIGHT_INPUT = {"MatMulNBits": 1, "MatMulBnb4": 1, "MatMulInteger": 1, "MatMul": 1, "Gemm": 1, "Conv": 1,
+                "ConvTranspose": 1, "ConvInteger": 1, "DequantizeLinear": 0, "GatherBlockQuantized": 0, "Gather": 0}
+"""The nodes that hold weights, and which input is the weight (the others' constants, such as
+scales, zero points and a Gemm's bias, count with it)."""
+PASS_THROUGH = ("Cast", "Transpose", "Reshape", "Unsqueeze", "Squeeze", "Identity")
+"""Ops a weight passes through on its way to the node that uses it."""
+WEIGHT_MATMULS = ("MatMulNBits", "MatMulBnb4", "MatMulInteger", "MatMul", "Gemm")
+COUNTED = ("DynamicQuantizeLinear",)
+"""Nodes without weights that say how a file computes."""
+BITS_BY_TYPE = {"float32": 32, "float16": 16, "bfloat16": 16, "float64": 64, "int8": 8, "uint8": 8,
+                "int4": 4, "uint4": 4, "int16": 16, "uint16": 16, "int32": 32, "float8e4m3fn": 8, "float8e5m2": 8}
+PROMISES = {"fp32": 32, "float32": 32, "fp16": 16, "float16": 16, "q8": 8, "int8": 8, "uint8": 8, "quantized": 8,
+            "q4": 4, "q4f16": 4, "int4": 4, "bnb4": 4, "4bit": 4, "q2": 2, "int2": 2, "8bit": 8}
+"""Name tokens that promise a precision (transformers.js's file suffixes, the harness's variant
+names, common build names), by the bits most weight matmuls should hold."""
+MAJORITY = 0.5
+"""A promise is broken when fewer than this share of the weight matmuls hold the promised bits."""
+
+
+@dataclass(frozen=True)
+class WeightNode:
+    op: str
+    bits: int
+    precision: str
+    """What the weight is held as: a type ('float16', 'int8'), 'int<bits>' for packed codes, 'nf4'."""
+    weight_bytes: int
+    """Bytes of the node's constant inputs (codes, scales, zero points)."""
+    matmul: bool
+
+
+@dataclass(frozen=True)
+class Inventory:
+    nodes: tuple[WeightNode, ...]
+    counted: tuple[tuple[str, int], ...]
+    """Nodes without weights that say how the file computes (``COUNTED``), with their counts."""
+    other_bytes: tuple[tuple[str, int], ...]
+    """Bytes of constants no weight node holds (norms, biases, tables), by type."""
+
+    def kinds(self) -> Counter[str]:
+        """'MatMulNBits/4' -> how many such nodes."""
+        return Counter(f"{n.op}/{n.precision}" for n in self.nodes)
+
+    def bytes_by_precision(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for n in self.nodes:
+            total[n.precision] += n.weight_bytes
+        for precision, size in self.other_bytes:
+            total[precision] += size
+        return dict(sorted(total.items(), key=lambda kv: -kv[1]))
+
+    def matmul_bits(self) -> Counter[int]:
+        """Bits -> how many weight matmuls hold them."""
+        return Counter(n.bits for n in self.nodes if n.matmul)
+
+    def text(self) -> str:
+        """One line for a row: 'MatMulNBits/int4 x57, MatMulNBits/int8 x192, MatMul/float32 x1'."""
+        kinds = sorted(self.kinds().items(), key=lambda kv: (-kv[1], kv[0]))
+        return ", ".join([f"{k} x{n}" for k, n in kinds] + [f"{k} x{n}" for k, n in self.counted])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodes": dict(sorted(self.kinds().items())), "counted": dict(self.counted),
+                "weight_bytes": self.bytes_by_precision(),
+                "matmul_bits": {str(b): n for b, n in sorted(self.matmul_bits().items())}}
+
+
+def _type_name(data_type: int) -> str:
+    from onnx import helper
+
+    return str(helper.tensor_dtype_to_np_dtype(data_type)) if data_type not in _SUB_BYTE else _SUB_BYTE[data_type]
+
+
+_SUB_BYTE = {21: "uint4", 22: "int4"}
+"""onnx's TensorProto.UINT4 and INT4 (numpy has no such types)."""
+
+
+def _nbytes(dims: Any, type_name: str) -> int:
+    count = 1
+    for d in dims:
+        count *= int(d)
+    if type_name in ("int4", "uint4"):
+        return (count + 1) // 2
+    import numpy as np
+
+    return count * np.dtype(type_name).itemsize
+
+
+def _attr(node: Any, name: str, default: int) -> int:
+    return next((int(a.i) for a in node.attribute if a.name == name), default)
+
+
+def inventory(model: Any) -> Inventory:
+    """The inventory of an onnx ModelProto (loaded with or without its external data)."""
+    constants: dict[str, tuple[str, int]] = {}  # name -> (type, bytes)
+    for t in model.graph.initializer:
+        kind = _type_name(t.data_type)
+        constants[t.name] = (kind, _nbytes(t.dims, kind))
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            for a in node.attribute:
+                if a.name == "value" and a.t.dims:
+                    kind = _type_name(a.t.data_type)
+                    constants[node.output[0]] = (kind, _nbytes(a.t.dims, kind))
+    producer = {out: node for node in model.graph.node for out in node.output}
+    consumers: dict[str, list[Any]] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def source(name: str) -> str | None:
+        """The constant ``name`` comes from, through pass-through ops."""
+        seen = 0
+        while name not in constants and name in producer and producer[name].op_type in PASS_THROUGH and seen < 8:
+            name, seen = producer[name].input[0], seen + 1
+        return name if name in constants else None
+
+    def feeds_matmul(name: str) -> bool:
+        todo, seen = [name], 0
+        while todo and seen < 16:
+            for node in consumers.get(todo.pop(), []):
+                if node.op_type in ("MatMul", "Gemm"):
+                    return True
+                if node.op_type in PASS_THROUGH:
+                    todo.extend(node.output)
+            seen += 1
+        return False
+
+    used: set[str] = set()
+    nodes: list[WeightNode] = []
+    counted: Counter[str] = Counter()
+    for node in model.graph.node:
+        if node.op_type in COUNTED:
+            counted[node.op_type] += 1
+        at = WEIGHT_INPUT.get(node.op_type)
+        weight = source(node.input[at]) if at is not None and len(node.input) > at else None
+        if weight is None:
+            continue
+        held = {s for s in (source(name) for name in node.input if name) if s is not None}
+        used.update(held)
+        kind, size = constants[weight][0], sum(constants[s][1] for s in held)
+        if node.op_type in ("MatMulNBits", "GatherBlockQuantized"):
+            bits = _attr(node, "bits", 4)
+            nodes.append(WeightNode(node.op_type, bits, f"int{bits}", size, node.op_type == "MatMulNBits"))
+        elif node.op_type == "MatMulBnb4":
+            nodes.append(WeightNode(node.op_type, 4, "fp4" if _attr(node, "quant_type", 1) == 0 else "nf4", size, True))
+        else:
+            qdq = node.op_type == "DequantizeLinear"
+            matmul = feeds_matmul(node.output[0]) if qdq else node.op_type in WEIGHT_MATMULS
+            nodes.append(WeightNode(node.op_type, BITS_BY_TYPE.get(kind, 0), kind, size, matmul))
+    other: Counter[str] = Counter()
+    for name, (kind, size) in constants.items():
+        if name not in used:
+            other[kind] += size
+    return Inventory(tuple(nodes), tuple(sorted(counted.items())), tuple(sorted(other.items())))
+
+
+def read(path: Path) -> Inventory:
+    """The inventory of the ONNX file at ``path`` (external data is not loaded)."""
+    import onnx
+
+    return inventory(onnx.load(str(path), load_external_data=False))
+
+
+def of_bytes(data: bytes) -> Inventory:
+    """The inventory of a serialized model (the harness's own exports)."""
+    import onnx
+
+    return inventory(onnx.load_from_string(data))
+
+
+def promised_bits(file_name: str) -> tuple[str, int] | None:
+    """The precision a file's name promises: (the token, bits), or None. The last token that
+    names one wins ('model_q4f16.onnx' -> ('q4f16', 4); 'model.onnx' -> None)."""
+    tokens = re.split(r"[-_.\s]+", Path(file_name).name.lower())
+    found = [(t, PROMISES[t]) for t in tokens if t in PROMISES]
+    return found[-1] if found else None
+
+
+def promise(file_name: str, inv: Inventory) -> str:
+    """'' when the file holds what its name promises (or promises nothing); else one line: what it
+    promises and what its weight matmuls hold."""
+    promised = promised_bits(file_name)
+    bits = inv.matmul_bits()
+    total = sum(bits.values())
+    if promised is None or total == 0:
+        return ""
+    token, want = promised
+    if bits[want] >= MAJORITY * total:
+        return ""
+    held = ", ".join(f"{n} at {b} bits" for b, n in sorted(bits.items(), key=lambda kv: -kv[1]))
+    return f"named '{token}' ({want}-bit) but {bits[want]} of {total} weight matmuls hold {want} bits ({held})"
