@@ -57,7 +57,7 @@ def firefox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list, dict]
     return (out, *_sweep(BrowserName.FIREFOX, out))
 
 
-VARIANTS = ("fp32", "fp16", "q8", "int8-qdq", "q4", "q4f16")  # int8-qdq 4th: not planned on WebNN
+VARIANTS = ("fp32", "fp16", "q8-nbits", "int8-qdq", "q4", "q4f16")  # int8-qdq 4th: not planned on WebNN
 
 
 def _check_rows(out: Path, plan: list, rows: dict) -> None:
@@ -73,12 +73,14 @@ def _check_rows(out: Path, plan: list, rows: dict) -> None:
         assert row.latency_ms_median > 0 and row.n_samples >= QUICK.min_iterations, (platform, variant)
         if platform == "wasm":  # ORT Web's CPU provider: the CPU kernels the reference ran, compiled to wasm
             assert row.rel_error_vs_dequantized < 1e-3, (variant, row.rel_error_vs_dequantized)
-        assert row["nodes_quantized"] == {"fp32": 0, "fp16": 3, "q8": 2, "q4": 2, "q4f16": 3, "int8-qdq": 3}[variant]
+        quantized = {"fp32": 0, "fp16": 3, "q8-nbits": 2, "q4": 2, "q4f16": 3, "int8-qdq": 3}
+        assert row["nodes_quantized"] == quantized[variant]
         assert row.weight_bytes < row.weight_bytes_f32 or variant == "fp32"
         # what the file holds, read from its nodes: each variant holds what its name says
-        held = {"fp32": "MatMul/float32 x2", "fp16": "MatMul/float16 x2", "q8": "MatMulNBits/int8 x2",
+        held = {"fp32": "MatMul/float32 x2", "fp16": "MatMul/float16 x2", "q8-nbits": "MatMulNBits/int8 x2",
                 "q4": "MatMulNBits/int4 x2", "q4f16": "MatMulNBits/int4 x2", "int8-qdq": "DequantizeLinear/int8 x3"}
-        assert held[variant] in row["onnx_inventory"] and row["precision_promise"] == "", (variant, row["onnx_inventory"])
+        assert held[variant] in row["onnx_inventory"], (variant, row["onnx_inventory"])
+        assert row["precision_promise"] == "", (variant, row["precision_promise"])
         # the figures recompute from what the browser returned, saved beside what it was fed
         saved = np.load(out / row.outputs_file)
         assert {"input:pixels", "input:ids", "input:attention_mask", "output:logits", "output:features",
@@ -134,3 +136,30 @@ def test_the_report_says_which_variant_to_ship(chrome, tmp_path: Path) -> None: 
     assert "## Your ONNX files" in text and "Which variant to ship here:" in text
     assert "chrome · ort wasm: ship **" in text
     assert (tmp_path / "report" / "plots" / "onnx_accuracy_vs_latency.png").is_file()
+
+
+def test_transformers_js_dtypes_run_in_chrome_and_say_what_they_hold(tmp_path: Path) -> None:
+    """Dynamic int8 (transformers.js's q8) and NF4 (bnb4), made as its conversion makes them: ORT
+    Web's CPU provider runs both; on WebGPU each row says where the nodes it could not take went."""
+    require_browser(BrowserName.CHROME)
+    model = tiny_classifier(tmp_path / "tiny.onnx")
+    workload = OnnxFileWorkload.create(str(model), dims={"batch": 2, "seq": 6}, dtypes=("q8", "bnb4"))
+    plan = build_plan([BrowserName.CHROME], [Platform.WASM, Platform.WEBGPU], [workload], [8, 4],
+                      engines=[EngineName.ORT])
+    assert [(r.platform, r.weight_format) for r in plan] == [
+        (Platform.WASM, "q8"), (Platform.WASM, "bnb4"), (Platform.WEBGPU, "q8"), (Platform.WEBGPU, "bnb4")]
+    rows = {(r.platform, r.format_requested): r
+            for r in asyncio.run(run_sweep(plan, ResultWriter(tmp_path / "results"), SweepOptions(timing=QUICK)))}
+    held = {"q8": ("MatMulInteger/uint8 x2", "DynamicQuantizeLinear x"), "bnb4": ("MatMulBnb4/nf4 x2",)}
+    for (platform, dtype), row in rows.items():
+        if row.outcome != Outcome.OK:
+            assert row.outcome in (Outcome.UNSUPPORTED, Outcome.FAILED) and row.reason, (platform, dtype)
+            continue
+        assert all(h in row["onnx_inventory"] for h in held[dtype]) and row["precision_promise"] == "", row
+        assert row["outputs_cosine_min"] > 0.9 and row.weight_bytes < row.weight_bytes_f32, (platform, dtype)
+        if platform == "wasm":
+            assert row.executed_on == "wasm" and row["nodes_fallback"] == 0
+            assert row.rel_error_vs_dequantized < 1e-3, (dtype, row.rel_error_vs_dequantized)
+        elif row["nodes_fallback"]:
+            assert "ran off webgpu" in row.reason, row.reason
+    assert rows[(Platform.WASM, "q8")].outcome == rows[(Platform.WASM, "bnb4")].outcome == Outcome.OK, rows

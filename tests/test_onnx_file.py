@@ -59,7 +59,7 @@ def test_weight_only_variants_quantize_both_matmuls_into_the_bytes_blocks_say(ti
     fp32 = _make(w, "fp32")
     assert fp32.path == tiny and fp32.nodes_quantized == 0 and fp32.weight_bytes == w.weight_bytes_f32
     float_matmuls = (K1 * N1 + K2 * N2) * 4
-    for name, bits in (("q8", 8), ("q4", 4), ("q2", 2)):
+    for name, bits in (("q8-nbits", 8), ("q4", 4), ("q2", 2)):
         made = _make(w, name)
         assert made.nodes_quantized == 2, made.node_dtypes
         assert made.node_dtypes["fc1"].startswith(f"MatMulNBits{bits}=") and made.node_dtypes["head"].startswith(
@@ -239,12 +239,47 @@ def test_int8_qdq_tolerance_is_never_below_its_floor(tiny: Path) -> None:
 # -------------------------------------------------------------------------------------------- plan
 
 
+def test_transformers_js_dtypes_are_made_as_its_conversion_makes_them(tiny: Path) -> None:
+    """q8/int8/uint8: dynamic int8 (MatMulInteger, ConvInteger; q8 uint8 weights here, the graph
+    having a Conv); bnb4: NF4 MatMulBnb4; each layer says what it holds, and --dtype plans them."""
+    w = _workload(tiny)
+    for name, held in (("q8", "uint8"), ("int8", "int8"), ("uint8", "uint8")):
+        made = _make(w, name)
+        assert made.node_dtypes["fc1"].startswith(f"MatMulInteger:{held}=fc1_quant"), made.node_dtypes
+        assert made.node_dtypes["conv"].startswith(f"ConvInteger:{held}="), made.node_dtypes
+        assert made.nodes_quantized == 3 and "IntegerOps" in made.tool
+    bnb4 = _make(w, "bnb4")
+    assert bnb4.node_dtypes["head"] == "MatMulBnb4=head_Bnb4" and bnb4.node_dtypes["conv"] == "Conv:float32"
+    assert bnb4.nodes_quantized == 2 and "NF4 block 64" in bnb4.tool
+    chosen = OnnxFileWorkload.create(str(tiny), dims=dict(DIMS), dtypes=("q8", "bnb4", "fp32", "q4"))
+    assert [chosen.variants(b) for b in (32, 16, 8, 4)] == [("fp32",), (), ("q8",), ("bnb4", "q4")]
+    assert chosen.variants(8, act_bits=8) == ()
+    with pytest.raises(OnnxFileError, match="--dtype q3: an ONNX file's variants are fp32, fp16"):
+        OnnxFileWorkload.create(str(tiny), dims=dict(DIMS), dtypes=("q3",))
+
+
+def test_folders_from_before_schema_13_read_q8_as_q8_nbits(tiny: Path, tmp_path: Path) -> None:
+    import pandas as pd
+
+    from fixed_web_platform.results import reader
+    from fixed_web_platform.results.rows import ResultRow
+
+    plan = build_plan([BrowserName.CHROME], [Platform.WASM], [_workload(tiny)], [8], engines=[EngineName.ORT])
+    frame = pd.DataFrame([ResultRow.without_measurement(r, "ok", "").record() for r in plan])
+    assert list(frame["format_requested"]) == ["q8-nbits"]
+    for version, name, read_as in ((12, "q8", "q8-nbits"), (13, "q8", "q8")):  # today's q8 is dynamic int8
+        folder = tmp_path / str(version)
+        folder.mkdir()
+        frame.assign(schema_version=version, format_requested=name).to_csv(folder / "results.csv", index=False)
+        assert list(reader.load(folder).rows["format_requested"]) == [read_as], version
+
+
 def test_the_plan_runs_variants_on_ort_and_the_harness_refuses_the_kind(tiny: Path) -> None:
     w = OnnxFileWorkload.create(str(tiny), dims=dict(DIMS), q4f16=True)
     plan = build_plan([BrowserName.CHROME], [Platform.WEBNN], [w], [32, 16, 8, 4], act_bits=[32, 8],
                       engines=[EngineName.HARNESS, EngineName.ORT])
     ort = [(r.bits, r.act_bits, r.weight_format, r.refused) for r in plan if r.engine is EngineName.ORT]
-    assert ort == [(32, 32, "fp32", ""), (16, 32, "fp16", ""), (8, 32, "q8", ""), (8, 8, v.QDQ, ""),
+    assert ort == [(32, 32, "fp32", ""), (16, 32, "fp16", ""), (8, 32, "q8-nbits", ""), (8, 8, v.QDQ, ""),
                    (4, 32, "q4", ""), (4, 32, "q4f16", ""),
                    (4, 8, v.QDQ, "int8 activations of an ONNX file are its int8-qdq variant, which holds 8-bit "
                                  "weights (--bits 8), not 4-bit ones")]
@@ -288,6 +323,13 @@ def test_bad_input_is_one_line_and_exit_2(tiny: Path, tmp_path: Path, no_browser
                      "onnxruntime cannot run future.onnx"),
         "rules": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--mixed-precision"],
                   "--mixed-precision is not taken by ONNX files"),
+        "dtype q3": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--dtype", "q8", "q3"],
+                     "--dtype q3: an ONNX file's variants are fp32, fp16, q8-nbits"),
+        "dtype alone": (["--dtype", "q8"], "--dtype goes with --model"),
+        "dtype off bits": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--dtype", "q8", "--bits", "32", "4"],
+                           "--dtype q8 runs at 8 bits, which --bits 32 4 leaves out"),
+        "dtype of a model": (["--model", "all-MiniLM-L6-v2", "--dtype", "q8"],
+                             "--dtype names the variants of an ONNX file"),
     }
     for name, (argv, message) in cases.items():
         assert cli.main(argv) == 2, name

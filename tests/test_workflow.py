@@ -114,7 +114,7 @@ def test_the_onnx_file_sweep_plans_in_every_cell(job: dict[str, Any], browser: s
         args = cli.build_parser().parse_args(words[words.index(ENTRY) + 1:])
         plan, _ = cli.plan_from_args(args)
         assert {r.workload.kind for r in plan} == {"onnx"} and {r.platform for r in plan} == {platform}
-        assert {r.weight_format for r in plan} == {"fp32", "fp16", "q8", "q4", "q4f16", "q2", "int8-qdq"}
+        assert {r.weight_format for r in plan} == {"fp32", "fp16", "q8-nbits", "q4", "q4f16", "q2", "int8-qdq"}
 
 
 @pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],

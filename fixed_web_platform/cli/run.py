@@ -342,7 +342,8 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     extra = [parse_shape(s) for s in args.shape]
     if args.only_shapes and not extra:
         raise ValueError("--only-shapes needs at least one --shape")
-    model_only = ("--random-weights", "--inputs", "--mixed-precision", "--precision-rules", "--calibration")
+    model_only = ("--random-weights", "--inputs", "--mixed-precision", "--precision-rules", "--calibration",
+                  "--dtype")
     used = [flag for flag in model_only if getattr(args, flag[2:].replace("-", "_")) not in (None, False)]
     if args.model is None and used:
         raise ValueError(f"{used[0]} goes with --model")

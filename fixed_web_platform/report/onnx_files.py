@@ -51,7 +51,8 @@ ONNX_GLANCE = Glance(
     "Your ONNX files", Accuracy("outputs_cosine_min", "cosine min vs fp32", ".4f", higher_is_better=True,
                                 bar=COSINE_BAR),
     note="each file with its inputs is a setting of its own, its precision variants (fp32, fp16, "
-         "q8/q4/q2, q4f16, int8-qdq) the precisions. The bar is the lowest cosine of any float output "
+         "q8-nbits/q4/q2, q4f16, q8/int8/uint8, bnb4, int8-qdq) the precisions. The bar is the lowest "
+         "cosine of any float output "
          "with onnxruntime's fp32 outputs on the same inputs, at least 0.99; the Your ONNX files "
          "section has top-1 of class-score outputs, where ORT placed the nodes and how many fell back.")
 NOTES = (

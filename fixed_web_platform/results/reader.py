@@ -13,7 +13,8 @@ import pandas as pd
 
 from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, SteadyClass, TimingSource
-from ..workloads import DEFAULT_KIND, KINDS, kind_columns, kind_named
+from ..workloads import DEFAULT_KIND, KINDS, ONNX_FILE, kind_columns, kind_named
+from ..workloads.onnx_file.variants import RENAMED
 from .rows import LayerRow, identity_columns
 
 CONFIG_KEY = identity_columns()
@@ -163,6 +164,7 @@ def load(directory: str | Path) -> ResultSet:
         webnn = (rows["engine"] == EngineName.HARNESS.value) & (rows["platform"] == "webnn")
         default = np.where(rows["kind"] == "matmul", *FORMS_BEFORE_THE_COLUMN)
         rows["graph_form"] = np.where(webnn, default, "")
+    _rename_variants(rows)
     samples: dict[int, dict[str, Any]] = {}
     samples_path = directory / "samples.jsonl"
     if samples_path.is_file():
@@ -178,6 +180,17 @@ def load(directory: str | Path) -> ResultSet:
     _fill_blank_plans(rows, directory)
     return ResultSet(directory=directory, rows=rows, samples=samples, environment=environment,
                      layers=_load_layers(directory / "layers.csv"))
+
+
+def _rename_variants(rows: pd.DataFrame) -> None:
+    """ONNX files' variants by today's names: before schema 13, 'q8' was the 8-bit MatMulNBits
+    variant (now 'q8-nbits'; 'q8' is dynamic int8, as transformers.js names it)."""
+    if "schema_version" not in rows:
+        return
+    old = (rows["kind"] == ONNX_FILE.name) & (pd.to_numeric(rows["schema_version"], errors="coerce") < 13)
+    for column in ("format_requested", "weight_format"):
+        if column in rows and old.any():
+            rows.loc[old, column] = rows.loc[old, column].map(lambda v: RENAMED.get(v, v))
 
 
 def _own_kind_columns(rows: pd.DataFrame, where: Path) -> None:

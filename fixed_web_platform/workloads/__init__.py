@@ -43,6 +43,8 @@ def model_workloads(model: str, options: Mapping[str, Any]) -> tuple[Workload, .
     ONNX file (or a folder holding one and no config.json) is the onnx kind's, whatever its graph."""
     if is_onnx_model(model):
         return ONNX_FILE.model_workloads(model, options)
+    if options.get("dtype"):
+        raise ValueError(f"--dtype names the variants of an ONNX file (--model FILE.onnx); {model} is not one")
     resolved = source.resolve(model, bool(options.get("random_weights")),
                               options.get("random_weights_hint") or source.RANDOM_WEIGHTS_FLAG)
     architecture, _ = source.architecture(resolved)

@@ -21,6 +21,15 @@ from . import OrtWebEngine
 
 HALF_VARIANTS = ("fp16", onnx_variants.Q4F16)
 """Variants whose arithmetic is float16 (the kernel tolerance is float16's)."""
+WEIGHT_DTYPES = {"fp32": "float32", "fp16": "float16", onnx_variants.QDQ: "int8", onnx_variants.BNB4: "nf4"}
+
+
+def weight_dtype(variant: onnx_variants.Variant) -> str:
+    """What the variant's quantized weights are held as (a dynamic int8 variant: its nodes' type)."""
+    if variant.name in onnx_variants.DYNAMIC_VARIANTS:
+        held = [d.partition("=")[0].partition(":")[2] for d in variant.node_dtypes.values() if "Integer:" in d]
+        return held[0] if held else "int8"
+    return WEIGHT_DTYPES.get(variant.name, f"uint{onnx_variants.NBITS_VARIANTS.get(variant.name, 8)}")
 
 
 class OrtOnnxFile(KindRunner):
@@ -35,8 +44,8 @@ class OrtOnnxFile(KindRunner):
         if run.act_bits == 8 and run.bits != 8:
             return (f"int8 activations of an ONNX file are its {onnx_variants.QDQ} variant, which holds 8-bit "
                     f"weights (--bits 8), not {run.bits}-bit ones")
-        if run.granularity == "per-channel" and variant in onnx_variants.NBITS_VARIANTS:
-            return (f"the {variant} variant holds MatMulNBits blocks of --block-size; per-channel weights are the "
+        if run.granularity == "per-channel" and variant not in ("fp32", "fp16", onnx_variants.QDQ):
+            return (f"the {variant} variant holds its weights in blocks or per tensor; per-channel weights are the "
                     f"{onnx_variants.QDQ} variant's (--act-bits 8 --bits 8)")
         return ""
 
@@ -80,10 +89,9 @@ class OrtOnnxFile(KindRunner):
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, options)
         return EngineJob(
             spec=spec, tensors=tensors, prepared=prepared, weight_format=variant.name,
-            weight_dtype={"fp32": "float32", "fp16": "float16", onnx_variants.QDQ: "int8"}.get(
-                variant.name, f"uint{onnx_variants.NBITS_VARIANTS.get(variant.name, 8)}"),
+            weight_dtype=weight_dtype(variant),
             scale_dtype="float16" if variant.name == onnx_variants.Q4F16 else (
-                "float32" if variant.name in onnx_variants.NBITS_VARIANTS or variant.name == onnx_variants.QDQ else ""),
+                "" if variant.name in ("fp32", "fp16") else "float32"),
             details={"onnx_variant": variant.to_json() | {"node_dtypes": len(variant.node_dtypes)},
                      "model_bytes": variant.path.stat().st_size, "inputs": prepared.feeds.description,
                      "kernel_spread": prepared.spread, "repairs": variant.repairs,

@@ -16,7 +16,9 @@ to a pass is named here too:
   fixed-length, right-aligned cache);
 - ``logit_rows`` (int [rows]): the rows a ``last`` norm keeps (its last row without it);
 - ``suppress`` (float [vocab]): added to the last row's logits before the argmax, which leaves
-  ``next_id`` (int32 [1, 1]) and ``last_logits`` ([1, vocab]).
+  ``next_id`` (int32 [1, 1]) and ``last_logits`` ([1, vocab]): a constant for an argmax's one
+  suppressed id (``pass_module``), an input where the rule moves with the position (Whisper's
+  ``suppress_from`` and ``begin``: the page passes each step's).
 
 The float64 references stay independent (architectures/<name>/reference.py), and the
 transformers module itself is the fp32 reference, so a lowering error here shows as error

@@ -18,6 +18,7 @@ from ..base import Column, WorkloadKind
 from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY
 from .graph import OnnxFileError, is_onnx_model
 from .inputs import parse_dims, parse_id_range
+from .variants import WIDTHS
 from .workload import OnnxFileWorkload
 
 
@@ -60,6 +61,11 @@ class OnnxFileKind(WorkloadKind):
         parser.add_argument("--q4f16", action="store_true",
                             help="with --model FILE.onnx: also the q4f16 variant at --bits 4 (float16, "
                                  "then 4-bit MatMulNBits)")
+        parser.add_argument("--dtype", nargs="+", default=None, metavar="NAME",
+                            help="with --model FILE.onnx: the variants to make, by name, each at its own bits "
+                                 "(which --bits must include): fp32 fp16 q8 int8 uint8 (dynamic int8, as "
+                                 "transformers.js names them) q8-nbits q4 q4f16 q2 (MatMulNBits) bnb4 (NF4), "
+                                 "int8-qdq (with --act-bits 8); without it --bits picks fp32 fp16 q8-nbits q4 q2")
 
     def model_workloads(self, model: str, options: Mapping[str, Any]) -> tuple[OnnxFileWorkload]:
         inputs = options.get("inputs")
@@ -69,9 +75,15 @@ class OnnxFileKind(WorkloadKind):
             if options.get(flag) not in (None, False):
                 raise OnnxFileError(f"--{flag.replace('_', '-')} is not taken by ONNX files (their precision "
                                     "is the variant, by --bits)")
+        dtypes, bits = tuple(options.get("dtype") or ()), options.get("bits")
+        unplanned = [d for d in dtypes if d in WIDTHS and bits and WIDTHS[d] not in bits]
+        if unplanned:
+            raise OnnxFileError(f"--dtype {unplanned[0]} runs at {WIDTHS[unplanned[0]]} bits, which --bits "
+                                f"{' '.join(map(str, bits))} leaves out")
         return (OnnxFileWorkload.create(
             model, dims=parse_dims(options.get("dims")), id_range=parse_id_range(options.get("id_range")),
-            inputs_file=inputs, seed=int(options.get("seed") or 0), q4f16=bool(options.get("q4f16"))),)
+            inputs_file=inputs, seed=int(options.get("seed") or 0), q4f16=bool(options.get("q4f16")),
+            dtypes=dtypes),)
 
     def shape(self, row: Mapping[str, Any]) -> str:
         return str(row.get("input_shapes") or "?")

@@ -1,17 +1,29 @@
-"""The precision variants of a user's ONNX file, made with onnxruntime's and onnx's own tools and
-named as transformers.js names its files where they match:
+"""The precision variants of a user's ONNX file, made with onnxruntime's and onnx's own tools, and
+named as transformers.js names its dtypes (and made the way its conversion script,
+scripts/quantize.py, made them) where they match:
 
-| variant    | --bits | how it is made                                                         |
-|------------|--------|------------------------------------------------------------------------|
-| fp32       | 32     | the file as given                                                      |
-| fp16       | 16     | onnxruntime.transformers.float16 (float16 weights and arithmetic;      |
-|            |        | inputs and outputs kept float32, ops on its block list kept float32)   |
-| q8, q4, q2 | 8/4/2  | onnxruntime.quantization's MatMulNBitsQuantizer: every MatMul with a   |
-|            |        | constant weight as MatMulNBits, symmetric, blocks of --block-size (32) |
-| q4f16      | 4      | fp16, then q4 (``--q4f16``)                                           |
-| int8-qdq   | 8      | quantize_static in QDQ form: int8 per-channel weights, uint8           |
-|            | (--act-bits 8) | activations calibrated on the inputs fed (--observer minmax or |
-|            |        | percentile), after quant_pre_process and an opset update to 13 or more |
+| variant    | bits | how it is made                                                           |
+|------------|------|--------------------------------------------------------------------------|
+| fp32       | 32   | the file as given                                                        |
+| fp16       | 16   | onnxruntime.transformers.float16 (float16 weights and arithmetic;        |
+|            |      | inputs and outputs kept float32, ops on its block list kept float32)     |
+| q8-nbits, q4, q2 | 8/4/2 | onnxruntime.quantization's MatMulNBitsQuantizer: every MatMul with |
+|            |      | a constant weight as MatMulNBits, symmetric, blocks of --block-size (32) |
+| q4f16      | 4    | fp16, then q4 (``--q4f16``)                                              |
+| q8, int8, uint8 | 8 | dynamic int8, transformers.js's q8 (``model_quantized.onnx``), int8 and |
+|            |      | uint8: onnxruntime's IntegerOps quantizer (MatMulInteger, ConvInteger,   |
+|            |      | a quantized Gather; DynamicQuantizeLinear makes uint8 activations at     |
+|            |      | run time); weights int8, uint8, or for q8 uint8 where the graph has Conv |
+|            |      | (ORT Web has no int8-weight ConvInteger) and int8 otherwise              |
+| bnb4       | 4    | MatMulBnb4Quantizer: NF4 codes, blocks of 64 (``MatMulBnb4``)            |
+| int8-qdq   | 8    | quantize_static in QDQ form: int8 per-channel weights, uint8 activations |
+|            | (--act-bits 8) | calibrated on the inputs fed (--observer minmax or percentile), |
+|            |      | after quant_pre_process and an opset update to 13 or more                |
+
+``--bits`` picks fp32, fp16, q8-nbits, q4 (and q4f16 with ``--q4f16``) and q2; ``--dtype`` names
+any of them (each runs at its own width). Before schema 13 the 8-bit MatMulNBits variant was
+called ``q8``, the name transformers.js gives dynamic int8: result folders are read with the new
+name (results/reader.py).
 
 A variant the tools cannot make for this graph (no MatMul to quantize, a tool's error) raises
 ``VariantRefused`` with the tool's reason: the run's row is ``unsupported`` and says it.
@@ -40,14 +52,26 @@ from ...paths import PROJECT_ROOT
 from . import graph
 
 CACHE_DIR = PROJECT_ROOT / ".cache" / "onnx" / "variants"
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 """Bumped when how a variant is made or described (``_describe``) changes, so old cache files
-are not reused."""
+are not reused (3: 'q8' became dynamic int8, the MatMulNBits variant 'q8-nbits')."""
 
-BITS_VARIANTS = {32: "fp32", 16: "fp16", 8: "q8", 4: "q4", 2: "q2"}
+Q8_NBITS = "q8-nbits"
+BITS_VARIANTS = {32: "fp32", 16: "fp16", 8: Q8_NBITS, 4: "q4", 2: "q2"}
 Q4F16 = "q4f16"
 QDQ = "int8-qdq"
-NBITS_VARIANTS = {"q8": 8, "q4": 4, "q2": 2, Q4F16: 4}
+NBITS_VARIANTS = {Q8_NBITS: 8, "q4": 4, "q2": 2, Q4F16: 4}
+DYNAMIC_VARIANTS = {"q8": "", "int8": "QInt8", "uint8": "QUInt8"}
+"""Dynamic int8 (transformers.js's names) -> onnxruntime's weight QuantType ('': by the graph, as
+transformers.js's q8: QUInt8 where the graph has one of ``QUINT8_OPS``, QInt8 otherwise)."""
+QUINT8_OPS = ("Conv", "GroupQueryAttention", "MultiHeadAttention")
+BNB4 = "bnb4"
+BNB4_BLOCK = 64
+"""bnb4's block (transformers.js's conversion and bitsandbytes' Linear4bit use 64)."""
+WIDTHS = {"fp32": 32, "fp16": 16, **NBITS_VARIANTS, **{name: 8 for name in DYNAMIC_VARIANTS}, BNB4: 4, QDQ: 8}
+"""Every variant by the bits its weights are held at."""
+RENAMED = {"q8": Q8_NBITS}
+"""Variant names of result folders before schema 13 -> today's."""
 QDQ_OPSET = 13
 """Per-channel DequantizeLinear (its ``axis``) needs opset 13."""
 QDQ_OBSERVERS = {"minmax": "MinMax", "percentile": "Percentile"}
@@ -134,13 +158,23 @@ def _describe(original: Any, made: Any, name: str) -> tuple[int, dict[str, str]]
     for node_name, (op, _) in nodes.items():
         if op == "MatMulNBits":
             by_prefix[node_name.rsplit("_Q", 1)[0]] = node_name
+        elif op in ("MatMulInteger", "ConvInteger"):
+            by_prefix[node_name.removesuffix("_quant")] = node_name
+        elif op == "MatMulBnb4":
+            by_prefix[node_name.removesuffix("_Bnb4")] = node_name
     described: dict[str, str] = {}
     quantized = 0
     for layer in layers:
         if layer.name in by_prefix:
             node = nodes[by_prefix[layer.name]][1]
-            bits = next((a.i for a in node.attribute if a.name == "bits"), 4)
-            described[layer.name] = f"MatMulNBits{bits}={by_prefix[layer.name]}"
+            if node.op_type == "MatMulNBits":
+                held = f"MatMulNBits{next((a.i for a in node.attribute if a.name == 'bits'), 4)}"
+            elif node.op_type == "MatMulBnb4":
+                held = "MatMulBnb4"
+            else:  # MatMulInteger, ConvInteger: the weight's integer type
+                code = init_types.get(node.input[1])
+                held = f"{node.op_type}:{np.dtype(helper.tensor_dtype_to_np_dtype(code)).name if code else '?'}"
+            described[layer.name] = f"{held}={by_prefix[layer.name]}"
             quantized += 1
             continue
         found = nodes.get(layer.name)
@@ -198,6 +232,32 @@ def _nbits(model: Any, bits: int, block_size: int) -> Any:
     return quantizer.model.model
 
 
+def _dynamic(model: Any, name: str) -> tuple[Any, str]:
+    """Dynamic int8 as transformers.js's conversion makes it (per tensor, full range)."""
+    from onnxruntime.quantization import QuantType
+    from onnxruntime.quantization.onnx_quantizer import ONNXQuantizer
+    from onnxruntime.quantization.quant_utils import QuantizationMode
+    from onnxruntime.quantization.registry import IntegerOpsRegistry
+
+    weight = DYNAMIC_VARIANTS[name] or (
+        "QUInt8" if any(n.op_type in QUINT8_OPS for n in model.graph.node) else "QInt8")
+    quantizer = ONNXQuantizer(copy.deepcopy(model), False, False, mode=QuantizationMode.IntegerOps, static=False,
+                              weight_qType=getattr(QuantType, weight), activation_qType=QuantType.QUInt8,
+                              tensors_range=None, nodes_to_quantize=[], nodes_to_exclude=[],
+                              op_types_to_quantize=set(IntegerOpsRegistry.keys()),
+                              extra_options={"EnableSubgraph": True, "MatMulConstBOnly": True})
+    quantizer.quantize_model()
+    return quantizer.model.model, f"dynamic int8 (IntegerOps quantizer), {weight} weights, uint8 activations"
+
+
+def _bnb4(model: Any) -> Any:
+    from onnxruntime.quantization.matmul_bnb4_quantizer import MatMulBnb4Quantizer
+
+    quantizer = MatMulBnb4Quantizer(copy.deepcopy(model), MatMulBnb4Quantizer.NF4, BNB4_BLOCK)
+    quantizer.process()
+    return quantizer.model.model
+
+
 def _qdq(model: Any, calibration: Mapping[str, np.ndarray], observer: str) -> Any:
     import onnx
     from onnx import version_converter
@@ -250,7 +310,7 @@ def make(path: Path, sha: str, name: str, block_size: int, *, computed: Mapping[
         return Variant(name, fp32, graph.initializer_bytes(original), len(original.graph.node), 0,
                        {layer.name: f"{layer.kind}:float32" for layer in layers},
                        "the file as given" + (" (metadata repaired)" if repairs else ""), repairs)
-    if name not in NBITS_VARIANTS and name not in ("fp16", QDQ):
+    if name not in WIDTHS:
         raise VariantRefused(f"no variant named {name!r}")
     extra: dict[str, Any] = {"repairs": repairs}
     if name == QDQ:
@@ -274,6 +334,10 @@ def make(path: Path, sha: str, name: str, block_size: int, *, computed: Mapping[
             elif name in NBITS_VARIANTS:
                 made = _nbits(original, NBITS_VARIANTS[name], block_size)
                 tool = f"MatMulNBitsQuantizer bits {NBITS_VARIANTS[name]} block {block_size} symmetric"
+            elif name in DYNAMIC_VARIANTS:
+                made, tool = _dynamic(original, name)
+            elif name == BNB4:
+                made, tool = _bnb4(original), f"MatMulBnb4Quantizer NF4 block {BNB4_BLOCK}"
             else:
                 if calibration is None:
                     raise VariantRefused("int8 QDQ needs calibration inputs")
@@ -293,6 +357,8 @@ def make(path: Path, sha: str, name: str, block_size: int, *, computed: Mapping[
                              "nodes); --act-bits 8 --bits 8 makes the int8 QDQ variant, which quantizes Conv too")
     if name == QDQ and not quantized:
         raise VariantRefused("int8-qdq: quantize_static quantized none of this graph's weight nodes")
+    if (name in DYNAMIC_VARIANTS or name == BNB4) and not quantized:
+        raise VariantRefused(f"{name}: onnxruntime's quantizer quantized none of this graph's weight nodes")
     _save(made, target)
     variant = Variant(name, target, graph.initializer_bytes(made), len(made.graph.node), quantized, described, tool,
                       repairs)

@@ -16,7 +16,7 @@ from ...models.rules import PrecisionRule
 from ...vocabulary import PER_CHANNEL_BLOCK
 from . import graph, inputs, reference
 from .graph import OnnxFileError, TensorSig
-from .variants import BITS_VARIANTS, NBITS_VARIANTS, Q4F16
+from .variants import BITS_VARIANTS, NBITS_VARIANTS, Q4F16, QDQ, WIDTHS
 
 MIN_BLOCK = 16
 """MatMulNBits blocks: a power of two, at least 16 (onnxruntime's quantizer and kernels)."""
@@ -37,19 +37,27 @@ class OnnxFileWorkload:
     seed: int = 0
     q4f16: bool = False
     """Also run the q4f16 variant at 4 bits (--q4f16)."""
+    dtypes: tuple[str, ...] = ()
+    """The variants named by --dtype (variants.WIDTHS), each run at its own bits; () for the
+    variants --bits picks."""
     kind: ClassVar[str] = "onnx"
     rules: ClassVar[tuple[PrecisionRule, ...]] = ()
     """The file's MatMul weights all at the run's bits."""
 
     @classmethod
     def create(cls, model: str, *, dims: dict[str, int] | None = None, id_range: tuple[int, int] | None = None,
-               inputs_file: str | Path | None = None, seed: int = 0, q4f16: bool = False) -> OnnxFileWorkload:
+               inputs_file: str | Path | None = None, seed: int = 0, q4f16: bool = False,
+               dtypes: tuple[str, ...] = ()) -> OnnxFileWorkload:
+        unknown = [d for d in dtypes if d not in WIDTHS]
+        if unknown:
+            raise OnnxFileError(f"--dtype {' '.join(unknown)}: an ONNX file's variants are {', '.join(WIDTHS)}")
         path = graph.locate(model)
         if dims and inputs_file is not None:
             raise OnnxFileError("give --dims or --inputs, not both: an --inputs file's arrays fix every dimension")
         workload = cls(name=path.stem, model=model, path=str(path), sha256=graph.sha256(path),
                        dims=tuple(sorted((dims or {}).items())), id_range=id_range or inputs.DEFAULT_ID_RANGE,
-                       inputs_file=str(inputs_file) if inputs_file is not None else "", seed=seed, q4f16=q4f16)
+                       inputs_file=str(inputs_file) if inputs_file is not None else "", seed=seed, q4f16=q4f16,
+                       dtypes=tuple(dict.fromkeys(dtypes)))
         feeds = workload.feeds()  # a missing dimension or a bad inputs file fails here, in one line
         fp32 = reference.cached_run(path, workload.sha256, feeds.arrays, feeds.digest)
         if not reference.float_outputs(fp32):
@@ -98,12 +106,12 @@ class OnnxFileWorkload:
         return f"the inputs fed ({self.inputs_file or 'synthesized'})"
 
     def variants(self, bits: int, act_bits: int = 32) -> tuple[str, ...]:
-        """The variants a run at ``bits`` makes: one per --bits value, q4f16 beside q4 with --q4f16,
-        int8-qdq with --act-bits 8."""
-        from .variants import QDQ
-
+        """The variants a run at ``bits`` makes: those --dtype names at these bits, or one per --bits
+        value (q4f16 beside q4 with --q4f16); int8-qdq with --act-bits 8."""
         if act_bits == 8:
-            return (QDQ,)
+            return (QDQ,) if not self.dtypes or (QDQ in self.dtypes and bits == WIDTHS[QDQ]) else ()
+        if self.dtypes:
+            return tuple(d for d in self.dtypes if WIDTHS[d] == bits and d != QDQ)
         name = BITS_VARIANTS[bits]
         return (name, Q4F16) if name == "q4" and self.q4f16 else (name,)
 
@@ -122,7 +130,7 @@ class OnnxFileWorkload:
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "model": self.model, "path": self.path,
                 "sha256": self.sha256, "dims": [list(d) for d in self.dims], "id_range": list(self.id_range),
-                "inputs_file": self.inputs_file, "seed": self.seed, "q4f16": self.q4f16}
+                "inputs_file": self.inputs_file, "seed": self.seed, "q4f16": self.q4f16, "dtypes": list(self.dtypes)}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> OnnxFileWorkload:
@@ -130,7 +138,7 @@ class OnnxFileWorkload:
                    dims=tuple((str(n), int(v)) for n, v in doc.get("dims", ())),
                    id_range=tuple(int(v) for v in doc.get("id_range", inputs.DEFAULT_ID_RANGE)),  # type: ignore[arg-type]
                    inputs_file=str(doc.get("inputs_file", "")), seed=int(doc.get("seed", 0)),
-                   q4f16=bool(doc.get("q4f16", False)))
+                   q4f16=bool(doc.get("q4f16", False)), dtypes=tuple(str(d) for d in doc.get("dtypes", ())))
 
 
 @functools.lru_cache(maxsize=8)
