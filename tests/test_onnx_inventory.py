@@ -123,3 +123,31 @@ def test_the_report_flags_rows_whose_file_breaks_its_name_on_its_first_screen():
     assert caveat.startswith("Precision not as named: 1 row ran ONNX files")
     assert "a/model_q4.onnx: named 'q4' (4-bit) but 1 of 3 weight matmuls hold 4 bits" in caveat
     assert promise_caveat(rows.iloc[1:]) == "" and promise_caveat(rows.drop(columns="precision_promise")) == ""
+
+
+def test_the_inventory_command_reads_a_folder_and_flags_the_broken_promise(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from fixed_web_platform.cli import main as cli
+
+    folder = tmp_path / "model" / "onnx"  # a transformers.js folder's layout
+    folder.mkdir(parents=True)
+    onnx.save(_nbits_chain([4, 8, 8, 8]), folder / "model_q4.onnx")
+    onnx.save(_nbits_chain([4, 4, 4, 8]), folder / "model_q4f16.onnx")
+    assert cli.main(["inventory", str(tmp_path / "model")]) == 0
+    out = capsys.readouterr().out
+    assert "| " + str(folder / "model_q4.onnx") + " | 3 at 8, 1 at 4 | MatMulNBits/int8 x3, MatMulNBits/int4 x1 |" in out
+    assert "**named 'q4' (4-bit) but 1 of 4 weight matmuls hold 4 bits" in out
+    assert out.rstrip().endswith("2 files; 1 whose name promises a precision most of its weight matmuls do not hold")
+    assert cli.main(["inventory", "--json", str(folder / "model_q4f16.onnx")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["matmul_bits"] == {"4": 3, "8": 1} and doc["promise"] == ""
+    (tmp_path / "junk.onnx").write_bytes(b"not a protobuf")
+    (tmp_path / "empty").mkdir()
+    for argv, message in (([str(tmp_path / "nowhere")], "no such file or folder"),
+                          ([str(tmp_path / "empty")], "no .onnx file in this folder"),
+                          ([str(tmp_path / "junk.onnx")], "not an ONNX model")):
+        assert cli.main(["inventory", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, err

@@ -1,5 +1,5 @@
 """Command line entry: one module per subcommand (run, capabilities, report, compare, history,
-sensitivity).
+sensitivity, inventory).
 Bad input anywhere is one line on stderr and exit status 2."""
 
 from __future__ import annotations
@@ -44,6 +44,10 @@ def _dispatch(argv: list[str]) -> int:
         from .compare import compare_command
 
         return compare_command(argv[1:])
+    if argv[:1] == ["inventory"]:
+        from .inventory import inventory_command
+
+        return inventory_command(argv[1:])
     if argv[:1] == ["history"]:
         from .compare import history_command
 
