@@ -116,6 +116,11 @@ def test_tiny_decoder_on_onnx_runtime_web_in_chrome(chrome_tiny) -> None:  # noq
                                                          rel=1e-2, abs=1e-7), (platform, bits)
     # WebNN: one session per pass, every dimension fixed, and no node left to the CPU
     assert rows[("ort", "webnn", 8)].reason == ""
+    # what each session was given, read from its nodes: every linear layer at the row's bits
+    held = {s["run_id"]: s.get("onnx_inventory") for s in map(json.loads, (chrome_tiny[0] / "samples.jsonl").open())}
+    for bits, node in ((32, "MatMul/float32"), (4, "MatMulNBits/int4")):
+        inventory = held[rows[("ort", "wasm", bits)].run_id]["decoder"]
+        assert inventory["nodes"][node] == 15 and inventory["matmul_bits"] == {str(bits): 15}, inventory
 
 
 def test_ort_wasm_holds_a_float_zero_point_per_block(tiny, tmp_path) -> None:  # noqa: ANN001

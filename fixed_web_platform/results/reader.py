@@ -14,7 +14,7 @@ import pandas as pd
 from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..vocabulary import SCHEMA_VERSION, EngineName, Outcome, SteadyClass, TimingSource
 from ..workloads import DEFAULT_KIND, KINDS, ONNX_FILE, kind_columns, kind_named
-from ..workloads.onnx_file.variants import RENAMED
+from ..workloads.onnx_file.variants import RENAMED, RENAMED_SCHEMA
 from .rows import LayerRow, identity_columns
 
 CONFIG_KEY = identity_columns()
@@ -187,7 +187,7 @@ def _rename_variants(rows: pd.DataFrame) -> None:
     variant (now 'q8-nbits'; 'q8' is dynamic int8, as transformers.js names it)."""
     if "schema_version" not in rows:
         return
-    old = (rows["kind"] == ONNX_FILE.name) & (pd.to_numeric(rows["schema_version"], errors="coerce") < 13)
+    old = (rows["kind"] == ONNX_FILE.name) & (pd.to_numeric(rows["schema_version"], errors="coerce") < RENAMED_SCHEMA)
     for column in ("format_requested", "weight_format"):
         if column in rows and old.any():
             rows.loc[old, column] = rows.loc[old, column].map(lambda v: RENAMED.get(v, v))

@@ -10,12 +10,11 @@ import asyncio
 from abc import abstractmethod
 from typing import Any
 
-from ...formats import onnx_inventory
 from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
-from . import OrtKindRunner, OrtWebEngine, placement
+from . import OrtKindRunner, OrtWebEngine, onnx_export, placement
 from .onnx_linears import held_fields, summary
 
 
@@ -42,8 +41,7 @@ class OrtLoopRunner(OrtKindRunner):
         if why:
             return Refusal(Outcome.UNSUPPORTED, why)
         prepared, model = await asyncio.to_thread(self.build, run)
-        inventories = await asyncio.to_thread(lambda: {name: onnx_inventory.of_bytes(data).to_json()
-                                                       for name, data in model.graphs.items()})
+        inventories = await asyncio.to_thread(onnx_export.inventories, model.graphs)
         tensors, options, details = self.page(engine, prepared, model)
         options = {**engine.session_options(run), **options, "weight_bytes": model.weight_bytes,
                    "ort_layers": [layer.to_json() for layer in model.layers]}

@@ -71,7 +71,8 @@ BNB4_BLOCK = 64
 WIDTHS = {"fp32": 32, "fp16": 16, **NBITS_VARIANTS, **{name: 8 for name in DYNAMIC_VARIANTS}, BNB4: 4, QDQ: 8}
 """Every variant by the bits its weights are held at."""
 RENAMED = {"q8": Q8_NBITS}
-"""Variant names of result folders before schema 13 -> today's."""
+RENAMED_SCHEMA = 13
+"""Variant names of result folders before schema ``RENAMED_SCHEMA`` -> today's."""
 QDQ_OPSET = 13
 """Per-channel DequantizeLinear (its ``axis``) needs opset 13."""
 QDQ_OBSERVERS = {"minmax": "MinMax", "percentile": "Percentile"}
