@@ -31,7 +31,8 @@ def test_a_tree_that_never_rests_is_reported_not_waited_for_forever() -> None:
         quiet = asyncio.run(wait_until_quiet(proc.pid, max_wait_s=1.0))
     finally:
         proc.kill()
-    assert not quiet.settled and quiet.cpu_percent > 50
+    # the spinning child's share, above the quiet line (not "> 50": under load it gets less of a core)
+    assert not quiet.settled and quiet.cpu_percent > QUIET_CPU_PERCENT
     assert 1.0 <= quiet.waited_s < 2.0
 
 
