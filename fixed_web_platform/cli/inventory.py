@@ -54,20 +54,19 @@ def _read(path: Path) -> onnx_inventory.Inventory:
 def inventory_command(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     files = onnx_files(args.paths)
-    reads = [(path, _read(path)) for path in files]
+    reads = [(path, inv, onnx_inventory.promise(path.name, inv)) for path in files for inv in [_read(path)]]
     if args.json:
-        for path, inv in reads:
-            print(json.dumps({"file": str(path), **inv.to_json(), "promise": onnx_inventory.promise(path.name, inv)}))
+        for path, inv, flag in reads:
+            print(json.dumps({"file": str(path), **inv.to_json(), "promise": flag}))
         return 0
     print("| file | weight matmuls by bits | weight nodes | MiB by precision | name's promise |")
     print("|---|---|---|---|---|")
-    for path, inv in reads:
+    for path, inv, flag in reads:
         bits = ", ".join(f"{n} at {b}" for b, n in sorted(inv.matmul_bits().items(), key=lambda kv: -kv[1]))
         mib = ", ".join(f"{p} {size / MIB:.1f}" for p, size in inv.bytes_by_precision().items() if size >= MIB / 10)
-        flag = onnx_inventory.promise(path.name, inv)
         shown = f"**{flag}**" if flag else "holds"
         print(f"| {path} | {bits or '-'} | {inv.text() or '-'} | {mib or '-'} | {shown} |")
-    flagged = sum(1 for path, inv in reads if onnx_inventory.promise(path.name, inv))
+    flagged = sum(1 for _, _, flag in reads if flag)
     print(f"\n{len(reads)} file{'s' if len(reads) != 1 else ''}; "
           f"{flagged} whose name promises a precision most of its weight matmuls do not hold")
     return 0

@@ -97,13 +97,12 @@ class Inventory:
 
 
 def _type_name(data_type: int) -> str:
-    from onnx import helper
+    """onnx's type name in numpy's words ('float32', 'int8'; 'int4', 'uint4', which numpy lacks)."""
+    from onnx import TensorProto, helper
 
-    return str(helper.tensor_dtype_to_np_dtype(data_type)) if data_type not in _SUB_BYTE else _SUB_BYTE[data_type]
-
-
-_SUB_BYTE = {21: "uint4", 22: "int4"}
-"""onnx's TensorProto.UINT4 and INT4 (numpy has no such types)."""
+    if data_type in (TensorProto.INT4, TensorProto.UINT4):
+        return TensorProto.DataType.Name(data_type).lower()
+    return str(helper.tensor_dtype_to_np_dtype(data_type))
 
 
 def _nbytes(dims: Any, type_name: str) -> int:

@@ -23,7 +23,7 @@ from ..base import (
     Executed,
     Refusal,
 )
-from . import QDQ_FORM, OrtKindRunner, OrtWebEngine, onnx_encoder, onnx_export, placement
+from . import QDQ_FORM, OrtKindRunner, OrtWebEngine, onnx_encoder, placement
 
 
 class OrtEncoder(OrtKindRunner):
@@ -49,7 +49,6 @@ class OrtEncoder(OrtKindRunner):
             return prepared, onnx_encoder.encoder_model(prepared)
 
         prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds
-        inventories = await asyncio.to_thread(onnx_export.inventories, {"encoder": encoder.data})
         b = prepared.batches
         tensors = prepared.input_tensors() | {"onnx_model": encoder.data}
         options = {
@@ -73,7 +72,7 @@ class OrtEncoder(OrtKindRunner):
             zero_point_dtype=prepared.held.layers[0].held.zero_point_dtype if nbits else "",
             details={"onnx_layers": onnx_encoder.summary(encoder.layers), "model_bytes": len(encoder.data),
                      "onnx_opset": onnx_encoder.OPSET,
-                     "onnx_inventory": inventories},
+                     "onnx_inventory": encoder.inventories},
             graph_form=QDQ_FORM if qdq else "",
         )
 

@@ -14,7 +14,7 @@ from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
-from . import OrtKindRunner, OrtWebEngine, onnx_export, placement
+from . import OrtKindRunner, OrtWebEngine, placement
 from .onnx_linears import held_fields, summary
 
 
@@ -27,7 +27,7 @@ class OrtLoopRunner(OrtKindRunner):
     def build(self, run: RunSpec) -> tuple[Any, Any]:
         """The prepared workload (unsigned codes: MatMulNBits stores values and zero points shifted
         by 2^(bits-1)) and the rewritten model (``.layers``: LayerNode, ``.weight_bytes``,
-        ``.graphs``: each graph's bytes by name, whose inventories the row's samples keep)."""
+        ``.inventories``: each graph's, which the row's samples keep)."""
 
     @abstractmethod
     def page(self, engine: OrtWebEngine, prepared: Any, model: Any) -> tuple[dict[str, bytes], dict[str, Any],
@@ -41,14 +41,14 @@ class OrtLoopRunner(OrtKindRunner):
         if why:
             return Refusal(Outcome.UNSUPPORTED, why)
         prepared, model = await asyncio.to_thread(self.build, run)
-        inventories = await asyncio.to_thread(onnx_export.inventories, model.graphs)
         tensors, options, details = self.page(engine, prepared, model)
         options = {**engine.session_options(run), **options, "weight_bytes": model.weight_bytes,
                    "ort_layers": [layer.to_json() for layer in model.layers]}
         return EngineJob(spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
                          tensors=tensors, prepared=prepared,
                          **held_fields(model.layers, (layer.held for layer in prepared.held.layers)),
-                         details={"onnx_layers": summary(model.layers), "onnx_inventory": inventories, **details})
+                         details={"onnx_layers": summary(model.layers), "onnx_inventory": model.inventories,
+                                  **details})
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         return placement.executed(engine, job, page)

@@ -33,16 +33,11 @@ dimensions per pass (``DIMS``). Exports are cached by content (onnx_export.py).
 from __future__ import annotations
 
 import functools
-import hashlib
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from . import onnx_export
-from .onnx_linears import LayerNode, replace_linears, require_unsigned
+from .onnx_linears import RewrittenGraph, require_unsigned, rewrite_graph
 from .torch_ops import caches, pass_module, present
 
 OPSET = onnx_export.OPSET
@@ -136,56 +131,15 @@ def export_fp32(model: Any, suppress: int, cache_dir: Path | None = None) -> byt
 # the run's weights in the graph
 
 
-@dataclass(frozen=True)
-class DecoderModel:
-    data: bytes
-    layers: tuple[LayerNode, ...]
-    weight_bytes: int
-    """Bytes of every initializer: what a session holds of the model."""
-
-    @property
-    def graphs(self) -> dict[str, bytes]:
-        return {"decoder": self.data}
-
-
-def _digest(a: np.ndarray) -> tuple[tuple[int, ...], str]:
-    a = np.ascontiguousarray(a, dtype="<f4")
-    return a.shape, hashlib.sha256(a.data).hexdigest()
-
-
-def find_weight_matmuls(graph: Any, held: Any) -> dict[str, int]:
-    """Layer name -> index of its weight MatMul: the MatMul whose second input is an initializer
-    equal to the layer's W^T. Layers with equal weights (the exporter keeps one initializer for
-    them) take those MatMuls in graph order, which is forward order."""
-    from onnx import numpy_helper
-
-    inits = {t.name: t for t in graph.initializer}
-    by_value: dict[tuple[tuple[int, ...], str], list[int]] = {}
-    shapes = {(hl.precision.layer.k, hl.precision.layer.n) for hl in held.layers}
-    for i, node in enumerate(graph.node):
-        if node.op_type == "MatMul" and node.input[1] in inits and tuple(inits[node.input[1]].dims) in shapes:
-            by_value.setdefault(_digest(numpy_helper.to_array(inits[node.input[1]])), []).append(i)
-    found: dict[str, int] = {}
-    for hl in held.layers:
-        nodes = by_value.get(_digest(held.model.weights[f"{hl.name}.weight"].T))
-        if not nodes:
-            raise ValueError(f"ONNX graph: no MatMul holds {hl.name}'s weight")
-        found[hl.name] = nodes.pop(0)
-    return found
+DecoderModel = RewrittenGraph
+"""The run's decoder: its one graph, rewritten (onnx_linears.rewrite_graph)."""
 
 
 def rewrite(fp32: bytes, held: Any) -> DecoderModel:
     """The float32 export with every linear layer in the form ``held`` (models/quantized.HeldModel,
     unsigned bytes) holds it."""
-    import onnx
-    from onnx import helper
-
     require_unsigned(held)
-    proto = onnx.load_from_string(fp32)
-    layers = replace_linears(proto, find_weight_matmuls(proto.graph, held), held)
-    weight_bytes = sum(helper.tensor_dtype_to_np_dtype(t.data_type).itemsize * math.prod(t.dims)
-                       for t in proto.graph.initializer)
-    return DecoderModel(proto.SerializeToString(), layers, weight_bytes)
+    return rewrite_graph("decoder", fp32, held)
 
 
 def suppressed(prepared: Any) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...formats import onnx_inventory
 from ...workloads.encoder.prepared import PreparedModel
 from . import onnx_export
 from .onnx_linears import LayerNode, replace_linears, require_unsigned, summary
@@ -85,6 +86,8 @@ def export_fp32(model: Any, cache_dir: Path | None = None) -> bytes:
 class EncoderModel:
     data: bytes
     layers: tuple[LayerNode, ...]
+    inventories: dict[str, Any]
+    """The graph's inventory (formats/onnx_inventory.py), by graph name."""
 
 
 def _find_weight_matmuls(graph: Any, layers: list[tuple[str, int, int]]) -> dict[str, int]:
@@ -129,7 +132,7 @@ def rewrite(fp32: bytes, prepared: Any) -> EncoderModel:
     found = _find_weight_matmuls(proto.graph, [(hl.name, hl.precision.layer.k, hl.precision.layer.n)
                                                for hl in prepared.held.layers])
     layers = replace_linears(proto, found, prepared.held, qdq, seq_len=int(prepared.batches.input_ids.shape[2]))
-    return EncoderModel(proto.SerializeToString(), layers)
+    return EncoderModel(proto.SerializeToString(), layers, {"encoder": onnx_inventory.inventory(proto).to_json()})
 
 
 @functools.lru_cache(maxsize=2)

@@ -117,14 +117,6 @@ def name_dims(proto: Any, by_input: Mapping[str, Sequence[str | None]], wanted: 
         raise ValueError(f"ONNX export: no free dimension for {sorted(missing)} (the exporter fixed them)")
 
 
-def inventories(graphs: Mapping[str, bytes]) -> dict[str, Any]:
-    """Each exported graph's precision inventory by name (formats/onnx_inventory.py), for the
-    row's samples: what the session was given, read from its nodes."""
-    from ...formats import onnx_inventory
-
-    return {name: onnx_inventory.of_bytes(data).to_json() for name, data in graphs.items()}
-
-
 def export(module: Any, example: Sequence[Any], input_names: Sequence[str], output_names: Sequence[str],
            shapes: Sequence[Any] | None = None, dims: Mapping[str, Sequence[str | None]] | None = None,
            dim_docs: Iterable[str] = ()) -> bytes:

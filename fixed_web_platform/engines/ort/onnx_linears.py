@@ -1,5 +1,6 @@
 """The run's linear layers in an exported ONNX graph: each layer's float32 weight MatMul (found by
-the builder that exported the graph: onnx_encoder.py, onnx_decoder.py) is replaced by the form
+the builder that exported the graph: onnx_encoder.py by its bias, the others by value with
+``find_weight_matmuls``) is replaced by the form
 the run holds it in, built from the harness's bytes for that layer (prepared with
 ``unsigned=True``):
 
@@ -19,6 +20,8 @@ The weight-bearing node is named after its layer (``encoder.layer.0.attention.se
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ...formats import onnx_inventory
 from ...precision.held import FLOAT_ZERO
 from .onnx_matmul import (
     IR_VERSION,
@@ -35,7 +39,6 @@ from .onnx_matmul import (
     per_channel_int8,
     qdq_linear_nodes,
 )
-
 
 QDQ_WEIGHTS = "QDQ8"
 """``LayerNode.weight_dtype`` of a layer in the int8 QDQ form (int8 weights and int8 inputs)."""
@@ -236,3 +239,59 @@ def summary(layers: tuple[LayerNode, ...]) -> str:
     """'36 x MatMulNBits4' / '24 x MatMulNBits8, 12 x MatMulNBits4'."""
     counts = Counter(f.weight_dtype for f in layers)
     return ", ".join(f"{c} x {d}" for d, c in counts.items())
+
+
+def _digest(a: np.ndarray) -> tuple[tuple[int, ...], str]:
+    a = np.ascontiguousarray(a, dtype="<f4")
+    return a.shape, hashlib.sha256(a.data).hexdigest()
+
+
+def find_weight_matmuls(graph: Any, held: Any) -> dict[str, int]:
+    """Layer name -> index of its weight MatMul: the MatMul whose second input is an initializer
+    equal to the layer's W^T. Layers with equal weights (the exporter keeps one initializer for
+    them) take those MatMuls in graph order, which is forward order."""
+    from onnx import numpy_helper
+
+    inits = {t.name: t for t in graph.initializer}
+    by_value: dict[tuple[tuple[int, ...], str], list[int]] = {}
+    shapes = {(hl.precision.layer.k, hl.precision.layer.n) for hl in held.layers}
+    for i, node in enumerate(graph.node):
+        if node.op_type == "MatMul" and node.input[1] in inits and tuple(inits[node.input[1]].dims) in shapes:
+            by_value.setdefault(_digest(numpy_helper.to_array(inits[node.input[1]])), []).append(i)
+    found: dict[str, int] = {}
+    for hl in held.layers:
+        nodes = by_value.get(_digest(held.model.weights[f"{hl.name}.weight"].T))
+        if not nodes:
+            raise ValueError(f"ONNX graph: no MatMul holds {hl.name}'s weight")
+        found[hl.name] = nodes.pop(0)
+    return found
+
+
+@dataclass(frozen=True)
+class RewrittenGraph:
+    name: str
+    """The graph's name in the row's samples ('decoder', 'encoder')."""
+    data: bytes
+    layers: tuple[LayerNode, ...]
+    weight_bytes: int
+    """Bytes of every initializer: what a session holds of the graph."""
+    inventory: dict[str, Any]
+    """What the graph holds, read from its nodes (formats/onnx_inventory.py): the row's samples keep it."""
+
+    @property
+    def inventories(self) -> dict[str, Any]:
+        return {self.name: self.inventory}
+
+
+def rewrite_graph(name: str, data: bytes, held: Any) -> RewrittenGraph:
+    """An export with each of ``held``'s layers (found by value: ``find_weight_matmuls``) in the
+    form the run holds it, its initializer bytes and its inventory, from the one parse."""
+    import onnx
+    from onnx import helper
+
+    proto = onnx.load_from_string(data)
+    layers = replace_linears(proto, find_weight_matmuls(proto.graph, held), held)
+    weight_bytes = sum(helper.tensor_dtype_to_np_dtype(t.data_type).itemsize * math.prod(t.dims)
+                       for t in proto.graph.initializer)
+    return RewrittenGraph(name, proto.SerializeToString(), layers, weight_bytes,
+                          onnx_inventory.inventory(proto).to_json())

@@ -22,13 +22,11 @@ THE SAME values the harness's own kernels get (onnx_linears.py).
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from . import onnx_export
-from .onnx_decoder import find_weight_matmuls
-from .onnx_linears import LayerNode, replace_linears, require_unsigned
+from .onnx_linears import LayerNode, require_unsigned, rewrite_graph
 from .torch_ops import caches, crosses, pass_module, present
 
 OPSET = onnx_export.OPSET
@@ -116,24 +114,10 @@ class SpeechModel:
     layers: tuple[LayerNode, ...]
     """Every linear layer's node, in the plan's order (whichever graph holds it)."""
     weight_bytes: int
-    encoder_layers: tuple[str, ...] = ()
+    encoder_layers: tuple[str, ...]
     """The layers the encoder graph holds (the others are the decoder step's)."""
-
-    @property
-    def graphs(self) -> dict[str, bytes]:
-        return {"encoder": self.encoder, "decoder": self.decoder}
-
-
-def _rewrite(data: bytes, held: Any) -> tuple[bytes, tuple[LayerNode, ...], int]:
-    import onnx
-    from onnx import helper
-
-    proto = onnx.load_from_string(data)
-    found = find_weight_matmuls(proto.graph, held)
-    layers = replace_linears(proto, found, held)
-    weight_bytes = sum(helper.tensor_dtype_to_np_dtype(t.data_type).itemsize * math.prod(t.dims)
-                       for t in proto.graph.initializer)
-    return proto.SerializeToString(), layers, weight_bytes
+    inventories: dict[str, Any]
+    """Each graph's inventory (onnx_linears.RewrittenGraph), by graph name."""
 
 
 @functools.lru_cache(maxsize=2)
@@ -149,8 +133,9 @@ def speech_model(prepared: Any) -> SpeechModel:
     in_encoder = [hl for hl in held.layers if hl.name.startswith("model.encoder.")
                   or hl.name.endswith(("encoder_attn.k_proj", "encoder_attn.v_proj"))]
     in_decoder = [hl for hl in held.layers if hl not in in_encoder]
-    enc, enc_layers, enc_bytes = _rewrite(encoder_fp32, HeldModel(held.model, tuple(in_encoder), True))
-    dec, dec_layers, dec_bytes = _rewrite(decoder_fp32, HeldModel(held.model, tuple(in_decoder), True))
-    by_name = {layer.name: layer for layer in (*enc_layers, *dec_layers)}
-    return SpeechModel(enc, dec, tuple(by_name[hl.name] for hl in held.layers), enc_bytes + dec_bytes,
-                       tuple(hl.name for hl in in_encoder))
+    enc = rewrite_graph("encoder", encoder_fp32, HeldModel(held.model, tuple(in_encoder), True))
+    dec = rewrite_graph("decoder", decoder_fp32, HeldModel(held.model, tuple(in_decoder), True))
+    by_name = {layer.name: layer for layer in (*enc.layers, *dec.layers)}
+    return SpeechModel(enc.data, dec.data, tuple(by_name[hl.name] for hl in held.layers),
+                       enc.weight_bytes + dec.weight_bytes, tuple(hl.name for hl in in_encoder),
+                       enc.inventories | dec.inventories)
