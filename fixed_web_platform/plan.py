@@ -69,6 +69,7 @@ def build_plan(
     granularity: str | Sequence[str] = DEFAULT_GRANULARITY,
     graph_form: str | Sequence[str] = "",
     weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
+    dtypes: Sequence[str] = (),
 ) -> list[RunSpec]:
     """Validate everything up front (bad bits, shapes, block sizes, engine/platform pairs no
     engine can run fail before any launch). ``act_bits`` 8 adds int8-activation runs for the
@@ -81,7 +82,8 @@ def build_plan(
     or several of precision/quantizers.QUANTIZERS) multiplies the blockwise 8/4/2-bit runs of
     engines whose bits name the format (per-channel weights and wllama's GGUF types round by their
     own rule: one run each, whatever the quantizers); an engine that cannot hold a quantizer's bytes
-    refuses its runs."""
+    refuses its runs. ``dtypes`` (--dtype) keeps, of the weight formats of engines that name theirs
+    by dtype (transformers.js), those it names."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, got {repetitions}")
     if webnn_device not in WEBNN_DEVICES:
@@ -140,8 +142,10 @@ def build_plan(
                         for engine, platform in pairs:
                             runner = engine_for(engine, platform)
                             assert runner is not None
-                            for fmt, form in itertools.product(runner.weight_formats(workload, b, acts),
-                                                               runner.graph_forms(forms, acts)):
+                            formats = runner.weight_formats(workload, b, acts)
+                            if dtypes and runner.dtype_names:
+                                formats = tuple(f for f in formats if f in dtypes)
+                            for fmt, form in itertools.product(formats, runner.graph_forms(forms, acts)):
                                 coded = fmt in ("", HELD_FORMAT)  # the quantizer makes its codes
                                 if not coded and wq != quants[0]:
                                     continue  # a named format (wllama's GGUF types) rounds by its own rule: once

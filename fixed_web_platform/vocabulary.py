@@ -66,12 +66,14 @@ class Platform(enum.StrEnum):
 
 
 class EngineName(enum.StrEnum):
-    """Who builds the work for the page: the harness's own kernels/graphs, ONNX Runtime Web, or
-    llama.cpp compiled to WebAssembly (wllama, GGUF decoders)."""
+    """Who builds the work for the page: the harness's own kernels/graphs, ONNX Runtime Web,
+    llama.cpp compiled to WebAssembly (wllama, GGUF decoders), or transformers.js's pipelines on
+    model folders in its layout."""
 
     HARNESS = "harness"
     ORT = "ort"
     WLLAMA = "wllama"
+    TRANSFORMERSJS = "transformersjs"
 
 
 class BrowserName(enum.StrEnum):

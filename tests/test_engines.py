@@ -100,7 +100,7 @@ def test_every_engine_loads_and_has_its_page_runner(engine: Engine) -> None:
 def test_registry_is_one_engine_per_name_and_platform() -> None:
     pairs = [(e.name, e.platform) for e in ENGINES]
     assert len(pairs) == len(set(pairs))
-    assert engines_for_platform(Platform.WASM) == [EngineName.ORT, EngineName.WLLAMA]
+    assert engines_for_platform(Platform.WASM) == [EngineName.ORT, EngineName.WLLAMA, EngineName.TRANSFORMERSJS]
     assert engine_for(EngineName.HARNESS, Platform.WASM) is None
 
 

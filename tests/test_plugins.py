@@ -37,7 +37,8 @@ from fixed_web_platform.workloads import KINDS, MatmulWorkload, kind_columns, ki
 PACKAGE = Path(__file__).resolve().parents[1] / "fixed_web_platform"
 FIXTURES = Path(__file__).parent / "fixtures" / "schema7"
 ENGINE_PACKAGES = {"harness/webgpu": "wgsl", "harness/webnn": "webnn", "ort/webgpu": "ort", "ort/webnn": "ort",
-                   "ort/wasm": "ort", "wllama/wasm": "wllama", "wllama/webgpu": "wllama"}
+                   "ort/wasm": "ort", "wllama/wasm": "wllama", "wllama/webgpu": "wllama",
+                   **{f"transformersjs/{p}": "transformersjs" for p in ("wasm", "webgpu", "webnn")}}
 
 
 class _Pretend:
@@ -59,8 +60,9 @@ class _Pretend:
                          ids=lambda v: getattr(v, "name", None) and f"{v.name}-{getattr(v, 'platform', '')}".rstrip("-"))
 def test_every_engine_and_kind_has_its_module_and_page_runner_or_a_reason(engine, kind) -> None:  # noqa: ANN001
     runner = kind_runner(engine.name, engine.platform, kind.name)
-    plan = build_plan([BrowserName.CHROME], [engine.platform], [_Pretend(kind.name)], [8], engines=[engine.name])
-    assert len(plan) == 1
+    work = _Pretend(kind.name)
+    plan = build_plan([BrowserName.CHROME], [engine.platform], [work], [8], engines=[engine.name])
+    assert [r.weight_format for r in plan] == list(engine.weight_formats(work, 8))  # one run per named format
     if runner is None:
         reason = refusal(engine.name, engine.platform, kind.name)
         assert kind.name in reason and str(engine.name) in reason

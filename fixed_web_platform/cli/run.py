@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from .. import sweep, workloads
 from ..browsers.products import parse_browser_args, parse_browser_prefs
+from ..engines.registry import ENGINES
 from ..engines.webnn.forms import GRAPH_FORMS
 from ..errors import OneLineArgumentParser, UsageError
 from ..harness.runner import SweepOptions
@@ -42,7 +43,7 @@ from ..vocabulary import (
     parse_count,
     parse_enum,
 )
-from ..workloads import DEFAULT_WORKLOADS, KINDS, Workload, parse_shape
+from ..workloads import DEFAULT_WORKLOADS, KINDS, ONNX_FILE, Workload, parse_shape
 
 PLATFORM_CHOICES = [*(p.value for p in Platform), "both"]
 """``both`` is webgpu and webnn, side by side (wasm is ONNX Runtime Web's CPU provider)."""
@@ -115,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", nargs="+", type=engine_arg, default=None,
                    help="harness (the harness's WGSL kernels and WebNN graphs, the default) and/or "
                         "ort (ONNX Runtime Web on the same quantized bytes; the default, and the only "
-                        "engine, for --model FILE.onnx)")
+                        "engine, for --model FILE.onnx), wllama (llama.cpp, GGUF decoders), "
+                        "transformersjs (transformers.js's pipelines on model folders in its layout, one "
+                        "run per dtype: --dtype)")
     p.add_argument("--webnn-device", choices=list(WEBNN_DEVICES), default="cpu",
                    help="MLContext deviceType for WebNN runs (default cpu)")
     p.add_argument("--browser", nargs="+", type=browser_arg, default=list(DEFAULT_BROWSERS),
@@ -349,6 +352,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         raise ValueError(f"{used[0]} goes with --model")
     if args.model is not None:
         workloads = [*extra, *model_workloads(args)]
+        check_dtypes(args, workloads)
     else:
         workloads = extra if args.only_shapes else [*DEFAULT_WORKLOADS, *extra]
     plan = build_plan(
@@ -367,6 +371,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         granularity=args.granularity,
         graph_form=["" if f == "default" else f for f in args.graph_form],
         weight_quant=args.weight_quant,
+        dtypes=() if any(w.kind == ONNX_FILE.name for w in workloads) else tuple(args.dtype or ()),
     )
     defaults = MODEL_TIMING if args.model is not None else DEFAULT_TIMING
 
@@ -384,6 +389,25 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         repeat=args.repeat, timeout_s=given(args.timeout, defaults.timeout_s),
     )
     return plan, timing
+
+
+def check_dtypes(args: argparse.Namespace, workloads: Sequence[Workload]) -> None:
+    """--dtype on a model that is not an ONNX file names the dtypes of the engines that have them
+    (transformers.js), which --engine must include, each at bits --bits includes."""
+    if not args.dtype or any(w.kind == ONNX_FILE.name for w in workloads):
+        return
+    widths = {d: b for e in ENGINES if e.name in (args.engine or ()) for d, b in e.dtype_names.items()}
+    if not widths:
+        named = sorted({str(e.name) for e in ENGINES if e.dtype_names})
+        raise ValueError(f"--dtype names the variants of an ONNX file (--model FILE.onnx) or the dtypes of "
+                         f"--engine {' or '.join(named)}; {args.model} is not an ONNX file")
+    unknown = [d for d in args.dtype if d not in widths]
+    if unknown:
+        raise ValueError(f"--dtype {unknown[0]} is not one of {', '.join(widths)}")
+    left = [d for d in args.dtype if widths[d] not in args.bits]
+    if left:
+        raise ValueError(f"--dtype {left[0]} runs at {widths[left[0]]} bits, which --bits "
+                         f"{' '.join(map(str, args.bits))} leaves out")
 
 
 def model_workloads(args: argparse.Namespace) -> tuple[Workload, ...]:

@@ -17,6 +17,7 @@ per workload kind it runs, their page runners web/engines/<runner>.js, and its l
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -40,7 +41,7 @@ class EngineJob:
     """One run's job for the page, and what its reply is judged by."""
 
     spec: JobSpec
-    tensors: dict[str, bytes]
+    tensors: dict[str, bytes | Path]
     prepared: Prepared
     """References (float64), tolerance rule, outputs and weight bytes of this job (the kind's)."""
     weight_format: str
@@ -110,6 +111,8 @@ class Engine(ABC):
     platform: ClassVar[Platform]
     refusal_stages: ClassVar[tuple[str, ...]] = ()
     """Page stages where a refused data type or operator surfaces (the browser's answer)."""
+    dtype_names: ClassVar[Mapping[str, int]] = {}
+    """Where its weight formats are dtypes a user names (--dtype: transformers.js's): each name's bits."""
 
     def assets(self) -> dict[str, Path]:
         """URL prefix -> local folder the server must serve for this engine's page runners."""
@@ -168,7 +171,7 @@ class KindRunner(ABC):
         """What ran, from the reply's facts; Python, not the page, picks the tolerance. Raises
         PageDataError when the reply lacks a fact this engine needs (the run is then failed)."""
 
-    def spec(self, engine: Engine, run: RunSpec, timing: TimingConfig, tensors: dict[str, bytes],
+    def spec(self, engine: Engine, run: RunSpec, timing: TimingConfig, tensors: dict[str, bytes | Path],
              outputs: tuple[TensorSpec, ...], options: dict[str, Any], bits: int | None = None) -> JobSpec:
         """The common part of every job; runners add only their own ``options``."""
         return JobSpec(runner=self.runner, engine=engine.name.value, platform=engine.platform.value,

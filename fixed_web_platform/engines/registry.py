@@ -14,6 +14,8 @@ from .ort.encoder import OrtEncoder
 from .ort.matmul import OrtMatmul
 from .ort.onnx import OrtOnnxFile
 from .ort.speech import OrtSpeech
+from .transformersjs import TjsWasm, TjsWebGpu, TjsWebNN
+from .transformersjs.encoder import TjsEncoder
 from .webnn import WebnnEngine
 from .webnn.decoder import WebnnDecoder
 from .webnn.encoder import WebnnEncoder
@@ -35,9 +37,12 @@ ENGINES: tuple[Engine, ...] = (
     OrtWasm(),
     WllamaWasm(),
     WllamaWebGpu(),
+    TjsWasm(),
+    TjsWebGpu(),
+    TjsWebNN(),
 )
 
-HARNESS, ORT, WLLAMA = EngineName.HARNESS, EngineName.ORT, EngineName.WLLAMA
+HARNESS, ORT, WLLAMA, TJS = EngineName.HARNESS, EngineName.ORT, EngineName.WLLAMA, EngineName.TRANSFORMERSJS
 WEBGPU, WEBNN, WASM = Platform.WEBGPU, Platform.WEBNN, Platform.WASM
 
 RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
@@ -66,6 +71,9 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (ORT, WASM, "speech"): OrtSpeech(WASM_QUANTIZERS),
     (WLLAMA, WASM, "decoder"): WllamaDecoder(),
     (WLLAMA, WEBGPU, "decoder"): WllamaDecoder(),
+    (TJS, WASM, "encoder"): TjsEncoder(),
+    (TJS, WEBGPU, "encoder"): TjsEncoder(),
+    (TJS, WEBNN, "encoder"): TjsEncoder(),
 }
 """(engine, platform, workload kind) -> the module that runs it, with its page runner."""
 

@@ -85,6 +85,11 @@ class Inventory:
         """Bits -> how many weight matmuls hold them."""
         return Counter(n.bits for n in self.nodes if n.matmul)
 
+    def matmul_precision(self) -> str:
+        """What most weight matmuls hold their weights as ('int8', 'int4', 'float16'; '' for none)."""
+        held = Counter(n.precision for n in self.nodes if n.matmul)
+        return held.most_common(1)[0][0] if held else ""
+
     def text(self) -> str:
         """One line for a row: 'MatMulNBits/int4 x57, MatMulNBits/int8 x192, MatMul/float32 x1'."""
         kinds = sorted(self.kinds().items(), key=lambda kv: (-kv[1], kv[0]))

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..browsers.sessions import BrowserSession, PageGone
@@ -56,7 +57,7 @@ async def _page_gone(session: BrowserSession) -> PageGone | None:
 
 
 async def visit_page(
-    server: JobServer, session: BrowserSession, spec: JobSpec, tensors: dict[str, bytes],
+    server: JobServer, session: BrowserSession, spec: JobSpec, tensors: dict[str, bytes | Path],
     timeout_s: float, on_open: Callable[[Job], Awaitable[None]] | None = None,
 ) -> Visit:
     """Open the harness page on a job and wait (server side) for its result, watching the browser."""

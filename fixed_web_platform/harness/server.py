@@ -31,7 +31,7 @@ class Job:
     job_id: str
     token: str
     spec: dict[str, Any]
-    tensors: dict[str, bytes]
+    tensors: dict[str, bytes | Path]
     result: asyncio.Future[dict[str, Any]]
     spec_fetched: asyncio.Event = field(default_factory=asyncio.Event)
     output: bytes | None = None
@@ -144,7 +144,7 @@ class JobServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def add_job(self, spec: dict[str, Any], tensors: dict[str, bytes]) -> Job:
+    def add_job(self, spec: dict[str, Any], tensors: dict[str, bytes | Path]) -> Job:
         job_id = secrets.token_hex(8)
         job = Job(
             job_id=job_id,
@@ -181,6 +181,8 @@ class JobServer:
         data = job.tensors.get(request.match_info["name"])
         if data is None:
             raise web.HTTPNotFound(text="no such tensor")
+        if isinstance(data, Path):  # a file the job serves as it is (a model folder's)
+            return web.FileResponse(data, headers={"Content-Type": "application/octet-stream"})
         return web.Response(body=data, content_type="application/octet-stream")
 
     async def _post_output(self, request: web.Request) -> web.Response:

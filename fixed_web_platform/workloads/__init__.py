@@ -40,11 +40,10 @@ def workload_from_json(doc: Mapping[str, Any]) -> Workload:
 def model_workloads(model: str, options: Mapping[str, Any]) -> tuple[Workload, ...]:
     """The workloads that run ``model``: its architecture (architectures/) names the kind, and the
     kind reads the options it takes (``random_weights``, ``random_weights_hint`` and its own). An
-    ONNX file (or a folder holding one and no config.json) is the onnx kind's, whatever its graph."""
+    ONNX file (or a folder holding one and no config.json) is the onnx kind's, whatever its graph;
+    its ``dtype`` option names the file's variants (other models' dtypes are engines', plan.py)."""
     if is_onnx_model(model):
         return ONNX_FILE.model_workloads(model, options)
-    if options.get("dtype"):
-        raise ValueError(f"--dtype names the variants of an ONNX file (--model FILE.onnx); {model} is not one")
     resolved = source.resolve(model, bool(options.get("random_weights")),
                               options.get("random_weights_hint") or source.RANDOM_WEIGHTS_FLAG)
     architecture, _ = source.architecture(resolved)

@@ -14,6 +14,14 @@ MODEL_COLUMNS = (
                                   "(bits x layers)."),
     Column("precision_rules", str, "The rule set that gave the layers their bits: '' (uniform --bits), "
                                    "'mixed-precision', a rules file, or a sensitivity probe."),
+    Column("onnx_inventory", str, "Rows that ran an ONNX file as given (an ONNX file's variant, a transformers.js "
+                                  "dtype file): its weight nodes by kind and what they hold, read from the graph "
+                                  "('MatMulNBits/int4 x36, Gather/float32 x3'; formats/onnx_inventory.py; bytes "
+                                  "by precision in samples.jsonl)."),
+    Column("precision_promise", str, "Rows that ran an ONNX file as given: '' when the file holds what its name "
+                                     "promises (the user's file by its name, a variant by its own: model_q4.onnx, "
+                                     "q4); else what it promises and what its weight matmuls hold (flagged in "
+                                     "the report)."),
 )
 MODEL_IDENTITY = ("model", "weights", "inputs")
 """What tells two models' settings apart (with the kind's own shape columns)."""

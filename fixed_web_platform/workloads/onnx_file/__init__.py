@@ -31,12 +31,6 @@ class OnnxFileKind(WorkloadKind):
         Column("nodes", int, "ONNX files: nodes in the variant's graph."),
         Column("nodes_quantized", int, "ONNX files: weight nodes (MatMul, Gemm, Conv) the variant holds "
                                        "below float32."),
-        Column("onnx_inventory", str, "ONNX files: the variant's weight nodes by kind and what they hold, read "
-                                      "from the graph ('MatMulNBits/int4 x36, Gather/float32 x3'; "
-                                      "formats/onnx_inventory.py; bytes by precision in samples.jsonl)."),
-        Column("precision_promise", str, "ONNX files: '' when the file holds what its name promises (the user's "
-                                         "file by its name, a variant by its own: model_q4.onnx, q4); else what "
-                                         "it promises and what its weight matmuls hold (flagged in the report)."),
         Column("nodes_placed", int, "ONNX files: nodes in ONNX Runtime Web's placement log (0: the "
                                     "provider took the whole graph, no node was listed)."),
         Column("nodes_fallback", int, "ONNX files: nodes ONNX Runtime Web placed on another provider than "
@@ -65,7 +59,9 @@ class OnnxFileKind(WorkloadKind):
                             help="with --model FILE.onnx: the variants to make, by name, each at its own bits "
                                  "(which --bits must include): fp32 fp16 q8 int8 uint8 (dynamic int8, as "
                                  "transformers.js names them) q8-nbits q4 q4f16 q2 (MatMulNBits) bnb4 (NF4), "
-                                 "int8-qdq (with --act-bits 8); without it --bits picks fp32 fp16 q8-nbits q4 q2")
+                                 "int8-qdq (with --act-bits 8); without it --bits picks fp32 fp16 q8-nbits q4 q2. "
+                                 "With --engine transformersjs: its dtypes (fp32 fp16 q8 int8 uint8 q4 q4f16 "
+                                 "bnb4); without it --bits picks those of that width")
 
     def model_workloads(self, model: str, options: Mapping[str, Any]) -> tuple[OnnxFileWorkload]:
         inputs = options.get("inputs")

@@ -22,7 +22,7 @@ from ...vocabulary import PER_CHANNEL_BLOCK
 from ..base import TensorSpec
 from . import graph, reference
 from .inputs import Feeds
-from .variants import QDQ, Variant
+from .variants import DYNAMIC_VARIANTS, QDQ, Variant
 from .workload import OnnxFileWorkload
 
 WIRE_DTYPES = {"f": "float32", "i": "int32", "u": "int32", "b": "int32"}
@@ -102,8 +102,9 @@ class PreparedOnnx:
 
     @property
     def tolerance_basis(self) -> str:
+        evaluator = " and onnx's reference evaluator" if self.variant.name in DYNAMIC_VARIANTS else ""
         return (f"{reference.SPREAD_FACTOR:g}x the spread of this variant's onnxruntime CPU runs with and "
-                f"without graph optimizations ({self.spread:.2g}), at least the arithmetic's floor")
+                f"without graph optimizations{evaluator} ({self.spread:.2g}), at least the arithmetic's floor")
 
     def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return self._join(outputs)
@@ -180,7 +181,10 @@ def prepare(workload: OnnxFileWorkload, variant: Variant, bits: int, block_size:
         plan.append(LayerPrecision(layer, _layer_bits(held_as), block_size if held_as.startswith("MatMulNBits")
                                    else PER_CHANNEL_BLOCK, "--bits" if low or variant.name == "fp32"
                                    else "kept float by the tool"))
-    return PreparedOnnx(workload, variant, bits, feeds, fp32, held, reference.spread(held, unoptimized),
+    spread = reference.spread(held, unoptimized)
+    if reference.is_dynamic(variant.path):
+        spread = max(spread, reference.spread(held, reference.evaluate(variant.path, feeds.arrays)))
+    return PreparedOnnx(workload, variant, bits, feeds, fp32, held, spread,
                         workload.weight_bytes_f32, tuple(plan))
 
 

@@ -9,6 +9,14 @@ arithmetic order and fusions; how far apart they land (``spread``) is what a cor
 own order may move the outputs too (a deep or saturating graph moves more, and int8 QDQ graphs
 flip rounding steps). The kernel tolerance is a multiple of that spread, never below a floor for
 the arithmetic the provider ran in.
+
+Dynamic int8 graphs (``DynamicQuantizeLinear``: transformers.js's q8, int8, uint8) quantize each
+activation tensor with a scale from its own minimum and maximum, so a last-bit difference in one
+extreme moves every value of the tensor and the next layers' steps: implementations that are all
+right land far apart (MiniLM's q8: ORT's CPU provider 0.065 from onnx's own reference evaluator,
+Chrome's wasm 0.126 from ORT's CPU, each 0.26 from fp32). For them the spread is also measured
+against onnx's reference evaluator (``evaluate``: numpy, the ops' definitions), the third
+implementation.
 """
 
 from __future__ import annotations
@@ -52,6 +60,37 @@ def run(path: Path, feeds: Mapping[str, np.ndarray], optimized: bool = True) -> 
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
         raise OnnxFileError(f"onnxruntime {'' if optimized else '(unoptimized) '}cannot run {path.name}: {text}") from None
     return {n: np.asarray(v) for n, v in zip(names, values)}
+
+
+DYNAMIC_OPS = ("DynamicQuantizeLinear",)
+EVALUATOR_OPSET = 19
+"""onnx's reference evaluator implements DequantizeLinear from opset 19 on (18's is the same for
+the int8 and uint8 a dynamic graph's Gather holds)."""
+
+
+def is_dynamic(path: Path) -> bool:
+    """Whether the graph quantizes activations at run time (``DYNAMIC_OPS``)."""
+    import onnx
+
+    return any(n.op_type in DYNAMIC_OPS for n in onnx.load(str(path), load_external_data=False).graph.node)
+
+
+def evaluate(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every output of the graph at ``path`` from onnx's reference evaluator (numpy: seconds to a
+    minute for an encoder); OnnxFileError when it cannot run the graph."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    model = onnx.load(str(path))
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version < EVALUATOR_OPSET:
+            opset.version = EVALUATOR_OPSET
+    try:
+        evaluator = ReferenceEvaluator(model)
+        values = evaluator.run(None, dict(feeds))
+    except Exception as exc:  # noqa: BLE001 - the evaluator's error is the reason
+        raise OnnxFileError(f"onnx's reference evaluator cannot run {path.name}: {str(exc)[:200]}") from None
+    return {o.name: np.asarray(v) for o, v in zip(model.graph.output, values)}
 
 
 _RUNS: dict[tuple[str, str, str, bool], dict[str, np.ndarray]] = {}

@@ -1,0 +1,99 @@
+"""transformers.js (npm ``@huggingface/transformers``) as an engine: the library most people call to
+run Hugging Face models in a browser, one engine per device it takes (``wasm``, ``webgpu``,
+``webnn``), running its pipelines as users call them on model folders in its own layout
+(folders.py), one run per dtype (its names: fp32, fp16, q8, int8, uint8, q4, q4f16, bnb4).
+
+It runs fully offline: the page loads ``transformers.js`` from the local server, turns remote
+models off, local models on, the browser's and the wasm caches off, and points ORT's wasm at
+the local copy of the build transformers.js bundles (ONNX Runtime Web 1.31-dev); every file the
+library asks for is fetched through the run's job. With ``--tjs-ort harness`` the page hands it
+the harness's ONNX Runtime Web 1.30 instead (``globalThis[Symbol.for('onnxruntime')]``), so the
+library's cost and the runtime's version can be told apart.
+
+Kinds: encoder.py (the ``feature-extraction`` pipeline).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ...paths import ENGINES_DIR
+from ...run_spec import RunSpec
+from ...vocabulary import EngineName, Platform
+from ...workloads import Workload
+from ..base import Engine, KindRunner
+from ..ort import ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR
+from .folders import DTYPES, WIDTHS
+
+TJS_VERSION = "4.3.1"
+TJS_DIR = ENGINES_DIR / f"transformers-{TJS_VERSION}"
+"""Installed by scripts/setup.sh from the npm registry: dist/transformers.js and its ORT build's
+asyncify wasm pair; served at ``TJS_ASSETS_URL``."""
+TJS_ASSETS_URL = "/engines/transformersjs/"
+TJS_MODULE = "transformers.js"
+TJS_ORT_ENV = "FWP_TJS_ORT"
+"""'bundled' (the default: the ORT build transformers.js ships) or 'harness' (ORT Web 1.30, the
+harness's ORT engine's): which ONNX Runtime the library runs on (``--tjs-ort``)."""
+TJS_ORTS = ("bundled", "harness")
+HALF_DTYPES = ("fp16", "q4f16")
+"""dtypes whose arithmetic is float16 outside wasm (ORT's CPU provider casts float16 nodes up)."""
+
+
+def tjs_ort() -> str:
+    value = os.environ.get(TJS_ORT_ENV, "").strip() or TJS_ORTS[0]
+    if value not in TJS_ORTS:
+        raise ValueError(f"{TJS_ORT_ENV}={value!r}: the ONNX Runtime under transformers.js is one of "
+                         f"{', '.join(TJS_ORTS)}")
+    return value
+
+
+class TransformersJsEngine(Engine):
+    """transformers.js on one device (the subclasses below fix which)."""
+
+    name = EngineName.TRANSFORMERSJS
+    refusal_stages = ("load model",)
+    dtype_names = WIDTHS
+
+    def assets(self) -> dict[str, Path]:
+        return {TJS_ASSETS_URL: TJS_DIR, ORT_ASSETS_URL: ORT_WEB_DIR}
+
+    def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
+        """transformers.js's dtypes at these bits, one run each (--dtype keeps those it names);
+        ('',) where it has none, which the kind runner refuses with the reason."""
+        return tuple(d for d in DTYPES if WIDTHS[d] == bits and act_bits == 32) or ("",)
+
+    def page_options(self, run: RunSpec) -> dict[str, object]:
+        """What every transformers.js page needs: the library, the device, the ORT under it."""
+        device = f"webnn-{run.webnn_device}" if self.platform is Platform.WEBNN else self.platform.value
+        injected = tjs_ort() == "harness"
+        return {"provider": self.platform.value, "device": device, "device_type": run.webnn_device,
+                "dtype": run.weight_format, "threads": ORT_THREADS, "assets": TJS_ASSETS_URL,
+                "module": TJS_MODULE, "ort": {"assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE} if injected else None}
+
+
+class TjsKindRunner(KindRunner):
+    """What every transformers.js kind runner refuses before a page loads."""
+
+    def refusal(self, engine: Engine, run: RunSpec) -> str:
+        why = super().refusal(engine, run)
+        if why:
+            return why
+        if not run.weight_format:
+            return (f"transformers.js has no dtype at {run.bits} bits (its dtypes: "
+                    + ", ".join(f"{d} {WIDTHS[d]}" for d in DTYPES) + ")")
+        if not (TJS_DIR / TJS_MODULE).is_file():
+            return f"transformers.js {TJS_VERSION} is not installed in {TJS_DIR} (scripts/setup.sh installs it)"
+        return ""
+
+
+class TjsWasm(TransformersJsEngine):
+    platform = Platform.WASM
+
+
+class TjsWebGpu(TransformersJsEngine):
+    platform = Platform.WEBGPU
+
+
+class TjsWebNN(TransformersJsEngine):
+    platform = Platform.WEBNN

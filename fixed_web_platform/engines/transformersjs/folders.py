@@ -1,0 +1,181 @@
+"""Model folders in transformers.js's layout, made by the harness from the weights it installs,
+or a user's own (``--model DIR``).
+
+transformers.js loads, from ``<localModelPath>/<model id>/``: ``config.json`` (required), the
+tokenizer (``tokenizer.json`` with ``tokenizer_config.json``) and ``onnx/<graph><suffix>.onnx``,
+the suffix naming the dtype (``DTYPE_SUFFIX``, from its ``src/utils/dtypes.js``). No npm or PyPI
+package ships such a folder for the models here, so the harness makes one:
+
+- ``onnx/model.onnx``: the architecture's own pass exported by ``torch.onnx.export`` (dynamo,
+  the exporter every ORT graph of the harness uses, engines/ort/onnx_export.py). optimum-onnx,
+  which made the folders on the Hub, requires transformers < 4.58 and does not install beside the
+  pinned transformers 5.23. An encoder's graph returns ``last_hidden_state`` [batch, sequence,
+  hidden] from ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64), as optimum's
+  feature-extraction export does: the pipeline pools it.
+- the other dtypes: made from ``model.onnx`` the way transformers.js's conversion script made them
+  (workloads/onnx_file/variants.py: dynamic int8 for q8/int8/uint8, MatMulNBits blocks of 32
+  for q4 and q4f16, NF4 MatMulBnb4 for bnb4, onnxruntime's float16 converter for fp16), cached
+  by content there.
+- ``config.json`` and the tokenizer files: transformers' own ``save_pretrained`` of the model's
+  configuration and tokenizer.
+
+A folder is a mapping of relative file names to files on disk (``ModelFolder.files``); the page
+fetches each through its job (the files are the job's tensors), so nothing is copied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...paths import PROJECT_ROOT
+from ...workloads.onnx_file import variants
+from ..ort import onnx_export
+from ..ort.torch_ops import pass_module
+
+DTYPE_SUFFIX = {"fp32": "", "fp16": "_fp16", "q8": "_quantized", "int8": "_int8", "uint8": "_uint8",
+                "q4": "_q4", "q4f16": "_q4f16", "bnb4": "_bnb4"}
+"""transformers.js's dtypes (the ones it makes files for at 32, 16, 8 and 4 bits) -> file suffix."""
+DTYPES = tuple(DTYPE_SUFFIX)
+Q4_BLOCK = 32
+"""transformers.js's q4 and q4f16: MatMulNBits, symmetric, blocks of 32."""
+WIDTHS = {name: variants.WIDTHS[name] for name in DTYPES}
+"""Each dtype by the bits its weights are held at (q4f16: 4, with float16 elsewhere)."""
+CONFIG = "config.json"
+ONNX_DIR = "onnx"
+CACHE_DIR = PROJECT_ROOT / ".cache" / "transformersjs"
+"""config.json and the tokenizer files of made folders, by content (git-ignored)."""
+EXPORT_FORMAT = 1
+ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+ENCODER_OUTPUT = "last_hidden_state"
+
+
+class FolderError(ValueError):
+    """A folder transformers.js would not load (one line for the user)."""
+
+
+def file_name(graph: str, dtype: str) -> str:
+    return f"{ONNX_DIR}/{graph}{DTYPE_SUFFIX[dtype]}.onnx"
+
+
+@dataclass(frozen=True)
+class ModelFolder:
+    """A model in transformers.js's layout: relative name -> file."""
+
+    files: dict[str, Path]
+    graphs: tuple[str, ...]
+    """The ONNX graphs a model of its kind loads ('model'; Whisper: 'encoder_model',
+    'decoder_model_merged')."""
+    made_by: str
+    """'the harness (<how>)' or the user's folder."""
+
+    def dtype_files(self, dtype: str) -> list[str]:
+        return [file_name(g, dtype) for g in self.graphs]
+
+    def lacks(self, dtype: str) -> list[str]:
+        return [f for f in self.dtype_files(dtype) if f not in self.files]
+
+    def support_files(self) -> dict[str, Path]:
+        """What every dtype loads beside its graphs (config and tokenizer)."""
+        return {n: p for n, p in self.files.items() if not n.startswith(f"{ONNX_DIR}/")}
+
+    def for_dtype(self, dtype: str) -> dict[str, Path]:
+        """The files a page loading ``dtype`` fetches."""
+        return self.support_files() | {f: self.files[f] for f in self.dtype_files(dtype) if f in self.files}
+
+
+# ---------------------------------------------------------------------------------------------
+# folders made from the harness's models
+
+
+def _support_files(model: Any) -> dict[str, Path]:
+    """config.json and the tokenizer files, written once per content by transformers."""
+    from ...models import source
+
+    config = source._hf_config(model.resolved)  # noqa: SLF001 - the one reader of a model's HF config
+    tokenizer = source.tokenizer(model.resolved)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        config.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+        names = sorted(p.name for p in out.iterdir() if p.is_file() and p.name != "chat_template.jinja")
+        digest = hashlib.sha256(b"".join(n.encode() + (out / n).read_bytes() for n in names)).hexdigest()[:20]
+        folder = CACHE_DIR / "support" / digest
+        if not folder.is_dir():
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(dir=folder.parent))
+            for n in names:
+                (staging / n).write_bytes((out / n).read_bytes())
+            try:
+                staging.rename(folder)
+            except OSError:  # made meanwhile by another process
+                pass
+    return {n: folder / n for n in names}
+
+
+def _encoder_module(model: Any) -> Any:
+    """The architecture's ``forward`` pass up to the last hidden state (no pooling: the pipeline
+    pools), on the model's torch module (engines/ort/torch_ops.py)."""
+    from ...architectures.ops import Pool
+
+    cfg = model.config
+    p = model.architecture.graph(cfg, batch=1, seq=1).passes["forward"]
+    p = dataclasses.replace(p, ops=tuple(op for op in p.ops if not isinstance(op, Pool)))
+    return pass_module(model.module(), p, cfg.hidden // cfg.heads, [f"pass.{n}" for n in ENCODER_INPUTS], ["hidden"])
+
+
+EXPORT_HEAD = {"tag": "tjs-encoder", "format": EXPORT_FORMAT, "opset": onnx_export.OPSET}
+
+
+def _export_encoder(model: Any) -> bytes:
+    import torch
+
+    batch = torch.export.Dim("batch_size", min=1, max=4096)
+    seq = torch.export.Dim("sequence_length", min=2, max=model.config.max_positions)
+    example = [torch.ones(2, 16, dtype=torch.long) for _ in ENCODER_INPUTS]
+    return onnx_export.export(_encoder_module(model), example, ENCODER_INPUTS, [ENCODER_OUTPUT],
+                              [{0: batch, 1: seq} for _ in ENCODER_INPUTS])
+
+
+@functools.lru_cache(maxsize=4)
+def encoder_folder(model: Any) -> ModelFolder:
+    """A made folder of an encoder (models/source.LoadedModel) with its fp32 graph; the other
+    dtypes' files are made on demand (``with_dtype``)."""
+    onnx_export.cached_export(model, EXPORT_HEAD, lambda: _export_encoder(model))
+    fp32 = onnx_export.cache_path(model, EXPORT_HEAD)
+    files = _support_files(model) | {file_name("model", "fp32"): fp32}
+    return ModelFolder(files, ("model",), "the harness (torch.onnx.export of the architecture's pass)")
+
+
+def with_dtype(folder: ModelFolder, dtype: str) -> ModelFolder:
+    """``folder`` with ``dtype``'s graphs made from its fp32 graphs (variants.VariantRefused says
+    why one cannot be)."""
+    if dtype not in DTYPE_SUFFIX:
+        raise FolderError(f"dtype {dtype!r} is not one of transformers.js's {', '.join(DTYPES)}")
+    if not folder.lacks(dtype):
+        return folder
+    made = dict(folder.files)
+    for g in folder.graphs:
+        fp32 = folder.files[file_name(g, "fp32")]
+        sha = _sha256(fp32)
+        made[file_name(g, dtype)] = variants.make(fp32, sha, dtype, Q4_BLOCK, computed={}).path
+    return dataclasses.replace(folder, files=made)
+
+
+@functools.lru_cache(maxsize=32)
+def _sha256_cached(path: str, size: int, mtime: float) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    st = path.stat()
+    return _sha256_cached(str(path), st.st_size, st.st_mtime)

@@ -1,0 +1,76 @@
+"""End to end: transformers.js's feature-extraction pipeline on a tiny BERT folder the harness
+makes in its layout, in real Chrome (wasm, WebNN, WebGPU) and Firefox (wasm): its fp32 rows match
+PyTorch fp32, every dtype row is judged against onnxruntime on the same file and says what the
+file holds, which ORT build ran and where ORT placed the nodes; a dtype the browser cannot run
+is the library's own refusal."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from conftest import require_browser
+from test_transformersjs import tiny_bert
+
+from fixed_web_platform.engines.transformersjs import TJS_DIR, TJS_MODULE
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
+from fixed_web_platform.workloads import EncoderWorkload
+
+pytestmark = pytest.mark.browser
+QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=2, timeout_s=120)
+WANTED = {  # browser -> (platform, dtype) runs
+    BrowserName.CHROME: {(Platform.WASM, "fp32"), (Platform.WASM, "q8"), (Platform.WASM, "q4"),
+                         (Platform.WEBNN, "fp32"), (Platform.WEBGPU, "fp32"), (Platform.WEBGPU, "fp16")},
+    BrowserName.FIREFOX: {(Platform.WASM, "fp32"), (Platform.WASM, "q4")},
+}
+
+
+def _sweep(browser: BrowserName, out: Path) -> dict:
+    require_browser(browser)
+    assert (TJS_DIR / TJS_MODULE).is_file(), "run scripts/setup.sh first"
+    workload = EncoderWorkload.create(str(tiny_bert(out.parent / "tiny-bert")), batch_size=2, seq_len=8,
+                                      random_weights=True)
+    plan = build_plan([browser], [Platform.WASM, Platform.WEBNN, Platform.WEBGPU], [workload], [32, 16, 8, 4],
+                      engines=[EngineName.TRANSFORMERSJS])
+    plan = [r for r in plan if (r.platform, r.weight_format) in WANTED[browser]]
+    rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
+    return {(r.platform, r.weight_format): r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def chrome(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _sweep(BrowserName.CHROME, tmp_path_factory.mktemp("tjs-chrome") / "results")
+
+
+def test_chrome_runs_the_pipeline_on_every_device_and_judges_each_dtype(chrome: dict) -> None:
+    assert set(chrome) == WANTED[BrowserName.CHROME]
+    for platform in (Platform.WASM, Platform.WEBNN, Platform.WEBGPU):
+        fp32 = chrome[(platform, "fp32")]
+        assert fp32.outcome == Outcome.OK, (platform, fp32.reason)
+        assert fp32.executed_on == platform.value, fp32.reason
+        assert fp32.cosine_min >= 0.9999  # vs PyTorch fp32
+        assert fp32.rel_error_vs_dequantized <= fp32.kernel_tolerance
+        assert fp32.engine_version.startswith("transformers.js 4.3.1 ORT 1.31.0-dev")
+    q8, q4, fp32 = chrome[(Platform.WASM, "q8")], chrome[(Platform.WASM, "q4")], chrome[(Platform.WASM, "fp32")]
+    assert q8.outcome == q4.outcome == Outcome.OK, (q8.reason, q4.reason)
+    assert "DynamicQuantizeLinear" in q8.kind_fields["onnx_inventory"] and q8.weight_dtype == "int8"
+    assert "onnx reference evaluator" in q8.reason  # dynamic int8 is judged against a third implementation
+    assert "MatMulNBits/int4" in q4.kind_fields["onnx_inventory"] and q4.weight_dtype == "int4"
+    assert q4.kind_fields["precision_promise"] == "" and q4.weight_bytes < fp32.weight_bytes
+    assert q4.rel_error_vs_dequantized <= q4.kernel_tolerance < q4.rel_error_vs_float
+    half = chrome[(Platform.WEBGPU, "fp16")]  # SwiftShader has no shader-f16: the library says so
+    if half.outcome != Outcome.OK:
+        assert half.outcome == Outcome.UNSUPPORTED and "does not support fp16" in half.reason, half.reason
+
+
+def test_firefox_runs_the_pipeline_on_wasm(tmp_path_factory: pytest.TempPathFactory) -> None:
+    rows = _sweep(BrowserName.FIREFOX, tmp_path_factory.mktemp("tjs-firefox") / "results")
+    for dtype in ("fp32", "q4"):
+        row = rows[(Platform.WASM, dtype)]
+        assert row.outcome == Outcome.OK, row.reason
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance
+    assert rows[(Platform.WASM, "fp32")].cosine_min >= 0.9999

@@ -1,0 +1,93 @@
+// What the transformers.js runners share (engines/transformersjs/): loading the library from
+// the local server fully offline, every model file fetched through the job, and reading what
+// ORT really ran from its verbose session log.
+//
+// Offline: remote models off, local models on, Cache Storage off for the files and the wasm (so
+// load cost is not hidden), ORT's wasm from the local copy of the build the library bundles. With
+// `opts.ort` the page first hands the library the harness's ONNX Runtime Web build
+// (globalThis[Symbol.for('onnxruntime')], read once when transformers.js is evaluated).
+import {errorText, parsePlacement, placementSummary, mostCommon, EP_PLATFORM, tap} from './ort_common.js';
+
+export const MODEL_ID = 'model';
+const MODEL_PATH = '/models/';
+
+export async function loadLibrary(opts, client) {
+  if (opts.ort) globalThis[Symbol.for('onnxruntime')] = await import(`${opts.ort.assets}${opts.ort.bundle}`);
+  const T = await import(`${opts.assets}${opts.module}`);
+  Object.assign(T.env, {allowLocalModels: true, allowRemoteModels: false, localModelPath: MODEL_PATH,
+                        useBrowserCache: false, useWasmCache: false});
+  T.env.fetch = folderFetch(opts.files, client);
+  const wasm = T.env.backends.onnx.wasm;
+  wasm.wasmPaths = opts.ort ? opts.ort.assets : opts.assets;
+  wasm.numThreads = opts.threads;
+  return T;
+}
+
+// The library asks for `${MODEL_PATH}${MODEL_ID}/<file>`; the job holds the folder's files by
+// name (`files`: relative name -> tensor key). A file the folder lacks is a 404, as from a server.
+function folderFetch(files, client) {
+  const prefix = `${MODEL_PATH}${MODEL_ID}/`;
+  return async (url) => {
+    const path = decodeURIComponent(new URL(String(url), location.href).pathname);
+    const key = path.startsWith(prefix) ? files[path.slice(prefix.length)] : undefined;
+    if (key === undefined) return new Response('not in the model folder', {status: 404, statusText: 'Not Found'});
+    const body = await client.tensor(key);
+    return new Response(body, {status: 200, headers: {'Content-Length': String(body.byteLength)}});
+  };
+}
+
+// A pipeline made the way users make one, with ORT's verbose log on while its sessions are
+// created: which provider got each node (`placed`: provider -> nodes, as ort_common reads it).
+// With an injected ORT the library lists no device (it fills its list only for the build it
+// bundles), so the page asks for device 'auto' and names ORT's execution provider itself.
+export async function makePipeline(T, task, opts, sessionOptions = {}) {
+  tap.start();
+  const t0 = performance.now();
+  let pipe;
+  const provider = opts.provider === 'webnn' ? {name: 'webnn', deviceType: opts.device_type} : opts.provider;
+  const [device, providers] = opts.ort ? ['auto', {executionProviders: [provider]}] : [opts.device, {}];
+  try {
+    pipe = await T.pipeline(task, MODEL_ID, {
+      device, dtype: opts.dtype,
+      session_options: {logSeverityLevel: 0, logVerbosityLevel: 0, ...providers, ...sessionOptions}});
+  } finally {
+    opts._placed = parsePlacement(tap.stop());
+  }
+  return {pipe, loadMs: performance.now() - t0, placed: opts._placed};
+}
+
+// The facts every transformers.js reply carries: versions, where the nodes ran.
+export function libraryFacts(T, opts, placed) {
+  const counts = [];
+  for (const [ep, nodes] of Object.entries(placed)) {
+    const where = EP_PLATFORM[ep] ?? ep;
+    for (let i = 0; i < Math.max(1, nodes.length); i++) counts.push(where);
+  }
+  const allOn = Object.entries(placed).filter(([, nodes]) => nodes.length === 0).map(([ep]) => EP_PLATFORM[ep] ?? ep);
+  const executedOn = allOn.length === 1 && Object.keys(placed).length === 1 ? allOn[0] :
+    mostCommon(counts, opts.provider);
+  const ort = T.env.backends.onnx.versions || {};
+  const offProvider = Object.entries(placed).some(([ep]) => (EP_PLATFORM[ep] ?? ep) !== opts.provider);
+  return {
+    status: 'ok',
+    executed_on: Object.keys(placed).length ? executedOn : '?',
+    placement: offProvider ? placementSummary(placed, opts.provider) : '',
+    fallback: '',
+    engine_version: `transformers.js ${T.env.version} ORT ${ort.web || ort.common || '?'}`,
+    threads: Number(T.env.backends.onnx.wasm.numThreads),
+    shader: `transformers.js ${opts.device} ${opts.dtype}`,
+  };
+}
+
+// A page that stopped at `stage`: a model the library would not load on this device is its
+// refusal (unsupported), anything later a failure; the library's own error text either way.
+export function tjsFailure(stage, e) {
+  tap.stop();
+  return {status: stage === 'load model' ? 'unsupported' : 'failed', stage,
+          reason: `transformers.js ${stage}: ${errorText(e)}`};
+}
+
+// int32 ids from the job as the int64 tensor the library's models take, [rows, seq].
+export function int64Tensor(T, ints, dims) {
+  return new T.Tensor('int64', BigInt64Array.from(ints, (v) => BigInt(v)), dims);
+}
