@@ -1,8 +1,9 @@
-"""End to end: transformers.js's feature-extraction pipeline on a tiny BERT folder the harness
-makes in its layout, in real Chrome (wasm, WebNN, WebGPU) and Firefox (wasm): its fp32 rows match
-PyTorch fp32, every dtype row is judged against onnxruntime on the same file and says what the
-file holds, which ORT build ran and where ORT placed the nodes; a dtype the browser cannot run
-is the library's own refusal."""
+"""End to end: transformers.js's pipelines on tiny model folders the harness makes in its layout,
+in real Chrome and Firefox: feature-extraction on a BERT (Chrome: wasm, WebNN, WebGPU; Firefox:
+wasm), text-generation on a Llama (wasm). fp32 rows match PyTorch fp32 (the library's greedy
+ids are PyTorch's); every dtype row is judged against onnxruntime on the same file and says what
+the file holds, which ORT build ran and where ORT placed the nodes; a dtype the browser cannot
+run is the library's own refusal."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require_browser
+from test_decoder import tiny_hf_config
 from test_transformersjs import tiny_bert
 
 from fixed_web_platform.engines.transformersjs import TJS_DIR, TJS_MODULE
@@ -18,7 +20,7 @@ from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
-from fixed_web_platform.workloads import EncoderWorkload
+from fixed_web_platform.workloads import DecoderWorkload, EncoderWorkload
 
 pytestmark = pytest.mark.browser
 QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=2, timeout_s=120)
@@ -29,16 +31,27 @@ WANTED = {  # browser -> (platform, dtype) runs
 }
 
 
+DECODER_WANTED = {(Platform.WASM, "fp32"), (Platform.WASM, "q4")}
+
+
+def _tiny_llama(folder: Path) -> DecoderWorkload:
+    tiny_hf_config(vocab_size=30522, hidden_size=64, intermediate_size=128, max_position_embeddings=128,
+                   num_attention_heads=4, num_key_value_heads=2).save_pretrained(folder)
+    return DecoderWorkload.create(str(folder), prompt_len=12, new_tokens=5, eval_len=16, random_weights=True)
+
+
 def _sweep(browser: BrowserName, out: Path) -> dict:
     require_browser(browser)
     assert (TJS_DIR / TJS_MODULE).is_file(), "run scripts/setup.sh first"
-    workload = EncoderWorkload.create(str(tiny_bert(out.parent / "tiny-bert")), batch_size=2, seq_len=8,
-                                      random_weights=True)
-    plan = build_plan([browser], [Platform.WASM, Platform.WEBNN, Platform.WEBGPU], [workload], [32, 16, 8, 4],
+    encoder = EncoderWorkload.create(str(tiny_bert(out.parent / "tiny-bert")), batch_size=2, seq_len=8,
+                                     random_weights=True)
+    decoder = _tiny_llama(out.parent / "tiny-llama")
+    plan = build_plan([browser], [Platform.WASM, Platform.WEBNN, Platform.WEBGPU], [encoder, decoder], [32, 16, 8, 4],
                       engines=[EngineName.TRANSFORMERSJS])
-    plan = [r for r in plan if (r.platform, r.weight_format) in WANTED[browser]]
+    plan = [r for r in plan if (r.platform, r.weight_format) in WANTED[browser] and r.workload == encoder
+            or browser is BrowserName.CHROME and r.workload == decoder and (r.platform, r.weight_format) in DECODER_WANTED]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
-    return {(r.platform, r.weight_format): r for r in rows}
+    return {(r.kind, r.platform, r.weight_format): r for r in rows}
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +60,7 @@ def chrome(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def test_chrome_runs_the_pipeline_on_every_device_and_judges_each_dtype(chrome: dict) -> None:
+    chrome = {key[1:]: row for key, row in chrome.items() if key[0] == "encoder"}
     assert set(chrome) == WANTED[BrowserName.CHROME]
     for platform in (Platform.WASM, Platform.WEBNN, Platform.WEBGPU):
         fp32 = chrome[(platform, "fp32")]
@@ -70,7 +84,17 @@ def test_chrome_runs_the_pipeline_on_every_device_and_judges_each_dtype(chrome: 
 def test_firefox_runs_the_pipeline_on_wasm(tmp_path_factory: pytest.TempPathFactory) -> None:
     rows = _sweep(BrowserName.FIREFOX, tmp_path_factory.mktemp("tjs-firefox") / "results")
     for dtype in ("fp32", "q4"):
-        row = rows[(Platform.WASM, dtype)]
+        row = rows[("encoder", Platform.WASM, dtype)]
         assert row.outcome == Outcome.OK, row.reason
         assert row.rel_error_vs_dequantized <= row.kernel_tolerance
-    assert rows[(Platform.WASM, "fp32")].cosine_min >= 0.9999
+    assert rows[("encoder", Platform.WASM, "fp32")].cosine_min >= 0.9999
+
+
+def test_the_library_generates_pytorchs_greedy_ids_and_is_timed_token_by_token(chrome: dict) -> None:
+    fp32, q4 = chrome[("decoder", Platform.WASM, "fp32")], chrome[("decoder", Platform.WASM, "q4")]
+    assert fp32.outcome == q4.outcome == Outcome.OK, (fp32.reason, q4.reason)
+    assert fp32.next_token_top1 >= 0.99 and fp32.kind_fields["leading_tokens_equal"] == 5  # PyTorch's greedy ids
+    assert fp32.rel_error_vs_dequantized <= fp32.kernel_tolerance and q4.rel_error_vs_dequantized <= q4.kernel_tolerance
+    for row in (fp32, q4):
+        assert row.kind_fields["ttft_ms"] > 0 and row.kind_fields["decode_tokens_per_s"] > 0
+    assert "MatMulNBits/int4" in q4.kind_fields["onnx_inventory"] and q4.weight_bytes < fp32.weight_bytes

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fixed_web_platform.engines.transformersjs import folders
+from fixed_web_platform.engines.transformersjs import exports, folders
 from fixed_web_platform.formats import onnx_inventory
 from fixed_web_platform.models import source
 from fixed_web_platform.plan import build_plan
@@ -54,14 +54,14 @@ def test_a_made_folder_is_in_transformers_js_layout_and_each_dtype_holds_its_nam
     import onnxruntime as ort
 
     loaded = source.load(source.resolve(tiny.model, True), True, 0)
-    folder = folders.encoder_folder(loaded)
+    folder = folders.made_folder(loaded, "encoder")
     assert {"config.json", "tokenizer.json", "tokenizer_config.json", "onnx/model.onnx"} <= set(folder.files)
     assert folder.lacks("q4") == ["onnx/model_q4.onnx"]
     # the fp32 graph is the architecture's pass: PyTorch's last hidden state, as optimum exports it
     ids = np.array([[101, 2023, 2003, 102, 0, 0], [101, 7592, 2088, 999, 1012, 102]], np.int64)
     mask = (ids != 0).astype(np.int64)
     session = ort.InferenceSession(str(folder.files["onnx/model.onnx"]), providers=["CPUExecutionProvider"])
-    assert [i.name for i in session.get_inputs()] == list(folders.ENCODER_INPUTS)
+    assert [i.name for i in session.get_inputs()] == list(exports.ENCODER_INPUTS)
     (hidden,) = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
     import torch
 

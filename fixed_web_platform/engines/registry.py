@@ -15,6 +15,7 @@ from .ort.matmul import OrtMatmul
 from .ort.onnx import OrtOnnxFile
 from .ort.speech import OrtSpeech
 from .transformersjs import TjsWasm, TjsWebGpu, TjsWebNN
+from .transformersjs.decoder import TjsDecoder
 from .transformersjs.encoder import TjsEncoder
 from .webnn import WebnnEngine
 from .webnn.decoder import WebnnDecoder
@@ -74,6 +75,9 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (TJS, WASM, "encoder"): TjsEncoder(),
     (TJS, WEBGPU, "encoder"): TjsEncoder(),
     (TJS, WEBNN, "encoder"): TjsEncoder(),
+    (TJS, WASM, "decoder"): TjsDecoder(),
+    (TJS, WEBGPU, "decoder"): TjsDecoder(),
+    (TJS, WEBNN, "decoder"): TjsDecoder(),
 }
 """(engine, platform, workload kind) -> the module that runs it, with its page runner."""
 

@@ -67,7 +67,7 @@ def _head(suppress: int) -> dict[str, Any]:
 # export (float32), cached
 
 
-def _bias(env: dict[str, Any]) -> None:
+def causal_bias(env: dict[str, Any]) -> None:
     """``attention_bias`` from ``attention_mask``: row r (at cache position past + r) sees key j
     where the mask holds 1 and j <= past + r; float32's lowest elsewhere (as transformers' mask)."""
     import torch
@@ -88,7 +88,7 @@ def _pass_module(model: Any, suppress: int) -> Any:
     p = graph.passes["prefill"]
     inputs = ["ids", "position_ids", "attention_mask", "logit_rows", *caches(p)]
     outputs = [LOGITS, NEXT_ID, *map(present, caches(p))]
-    return pass_module(model.module(), p, cfg.head_dim, inputs, outputs, graph.tensors, _bias)
+    return pass_module(model.module(), p, cfg.head_dim, inputs, outputs, graph.tensors, causal_bias)
 
 
 def _example(cfg: Any, rows: int, past: int, p: int) -> list[Any]:

@@ -10,21 +10,28 @@ library asks for is fetched through the run's job. With ``--tjs-ort harness`` th
 the harness's ONNX Runtime Web 1.30 instead (``globalThis[Symbol.for('onnxruntime')]``), so the
 library's cost and the runtime's version can be told apart.
 
-Kinds: encoder.py (the ``feature-extraction`` pipeline).
+Kinds: encoder.py (the ``feature-extraction`` pipeline), decoder.py (``text-generation``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+from abc import abstractmethod
 from pathlib import Path
+from typing import Any
 
+from ...page_protocol import PageReply
 from ...paths import ENGINES_DIR
-from ...run_spec import RunSpec
-from ...vocabulary import EngineName, Platform
+from ...run_spec import RunSpec, TimingConfig
+from ...vocabulary import EngineName, Outcome, Platform
 from ...workloads import Workload
-from ..base import Engine, KindRunner
+from ...workloads.onnx_file.variants import VariantRefused
+from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from ..ort import ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR
-from .folders import DTYPES, WIDTHS
+from .folders import DTYPES, WIDTHS, ModelFolder
+from .placement import executed
+from .prepared import PreparedTjs
 
 TJS_VERSION = "4.3.1"
 TJS_DIR = ENGINES_DIR / f"transformers-{TJS_VERSION}"
@@ -73,7 +80,41 @@ class TransformersJsEngine(Engine):
 
 
 class TjsKindRunner(KindRunner):
-    """What every transformers.js kind runner refuses before a page loads."""
+    """What every transformers.js kind runner shares: its refusals before a page loads, and its job
+    (the folder's files for the run's dtype served through the job, the library's options). A kind
+    says how its run is prepared (``prepare``, off the event loop: an export or a dtype file takes
+    seconds to minutes) and what else its page gets (``page``)."""
+
+    @abstractmethod
+    def prepare(self, run: RunSpec) -> tuple[PreparedTjs, ModelFolder]:
+        """The run's references (prepared.judge_file) and the model's folder with its dtype."""
+
+    @abstractmethod
+    def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:
+        """The kind's own tensors (its inputs) and page options."""
+
+    async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
+                  browser: BrowserFacts) -> EngineJob | Refusal:
+        assert isinstance(engine, TransformersJsEngine)
+        try:
+            prepared, folder = await asyncio.to_thread(self.prepare, run)
+        except VariantRefused as exc:
+            return Refusal(Outcome.UNSUPPORTED, str(exc))
+        files = folder.for_dtype(run.weight_format)
+        keys = {name: f"file{i}" for i, name in enumerate(files)}
+        inputs, options = self.page(run, prepared)
+        tensors: dict[str, bytes | Path] = {**inputs, **{keys[n]: p for n, p in files.items()}}
+        options = {**engine.page_options(run), **options, "files": keys, "weight_bytes": prepared.weight_bytes}
+        inventory = prepared.inventory
+        return EngineJob(
+            spec=self.spec(engine, run, timing, tensors, prepared.outputs, options), tensors=tensors,
+            prepared=prepared, weight_format=run.weight_format, weight_dtype=inventory.matmul_precision(),
+            details={"tjs_files": {n: p.stat().st_size for n, p in files.items()}, "tjs_folder": folder.made_by,
+                     "onnx_inventory": {prepared.file_name: inventory.to_json()}})
+
+    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        half = run.weight_format in HALF_DTYPES and engine.platform is not Platform.WASM
+        return executed(engine, run, page, "f16" if half else "f32")
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
         why = super().refusal(engine, run)

@@ -6,12 +6,9 @@ tokenizer (``tokenizer.json`` with ``tokenizer_config.json``) and ``onnx/<graph>
 the suffix naming the dtype (``DTYPE_SUFFIX``, from its ``src/utils/dtypes.js``). No npm or PyPI
 package ships such a folder for the models here, so the harness makes one:
 
-- ``onnx/model.onnx``: the architecture's own pass exported by ``torch.onnx.export`` (dynamo,
-  the exporter every ORT graph of the harness uses, engines/ort/onnx_export.py). optimum-onnx,
-  which made the folders on the Hub, requires transformers < 4.58 and does not install beside the
-  pinned transformers 5.23. An encoder's graph returns ``last_hidden_state`` [batch, sequence,
-  hidden] from ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64), as optimum's
-  feature-extraction export does: the pipeline pools it.
+- ``onnx/model.onnx`` (Whisper: ``encoder_model.onnx`` and ``decoder_model_merged.onnx``): the
+  architecture's own passes exported by ``torch.onnx.export`` with the inputs and outputs
+  optimum's exports have (exports.py).
 - the other dtypes: made from ``model.onnx`` the way transformers.js's conversion script made them
   (workloads/onnx_file/variants.py: dynamic int8 for q8/int8/uint8, MatMulNBits blocks of 32
   for q4 and q4f16, NF4 MatMulBnb4 for bnb4, onnxruntime's float16 converter for fp16), cached
@@ -35,8 +32,6 @@ from typing import Any
 
 from ...paths import PROJECT_ROOT
 from ...workloads.onnx_file import variants
-from ..ort import onnx_export
-from ..ort.torch_ops import pass_module
 
 DTYPE_SUFFIX = {"fp32": "", "fp16": "_fp16", "q8": "_quantized", "int8": "_int8", "uint8": "_uint8",
                 "q4": "_q4", "q4f16": "_q4f16", "bnb4": "_bnb4"}
@@ -50,9 +45,6 @@ CONFIG = "config.json"
 ONNX_DIR = "onnx"
 CACHE_DIR = PROJECT_ROOT / ".cache" / "transformersjs"
 """config.json and the tokenizer files of made folders, by content (git-ignored)."""
-EXPORT_FORMAT = 1
-ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-ENCODER_OUTPUT = "last_hidden_state"
 
 
 class FolderError(ValueError):
@@ -118,38 +110,14 @@ def _support_files(model: Any) -> dict[str, Path]:
     return {n: folder / n for n in names}
 
 
-def _encoder_module(model: Any) -> Any:
-    """The architecture's ``forward`` pass up to the last hidden state (no pooling: the pipeline
-    pools), on the model's torch module (engines/ort/torch_ops.py)."""
-    from ...architectures.ops import Pool
+def made_folder(model: Any, kind: str) -> ModelFolder:
+    """The folder of a harness model (models/source.LoadedModel) of workload ``kind`` with its fp32
+    graphs (exports.py); the other dtypes' files are made on demand (``with_dtype``)."""
+    from . import exports
 
-    cfg = model.config
-    p = model.architecture.graph(cfg, batch=1, seq=1).passes["forward"]
-    p = dataclasses.replace(p, ops=tuple(op for op in p.ops if not isinstance(op, Pool)))
-    return pass_module(model.module(), p, cfg.hidden // cfg.heads, [f"pass.{n}" for n in ENCODER_INPUTS], ["hidden"])
-
-
-EXPORT_HEAD = {"tag": "tjs-encoder", "format": EXPORT_FORMAT, "opset": onnx_export.OPSET}
-
-
-def _export_encoder(model: Any) -> bytes:
-    import torch
-
-    batch = torch.export.Dim("batch_size", min=1, max=4096)
-    seq = torch.export.Dim("sequence_length", min=2, max=model.config.max_positions)
-    example = [torch.ones(2, 16, dtype=torch.long) for _ in ENCODER_INPUTS]
-    return onnx_export.export(_encoder_module(model), example, ENCODER_INPUTS, [ENCODER_OUTPUT],
-                              [{0: batch, 1: seq} for _ in ENCODER_INPUTS])
-
-
-@functools.lru_cache(maxsize=4)
-def encoder_folder(model: Any) -> ModelFolder:
-    """A made folder of an encoder (models/source.LoadedModel) with its fp32 graph; the other
-    dtypes' files are made on demand (``with_dtype``)."""
-    onnx_export.cached_export(model, EXPORT_HEAD, lambda: _export_encoder(model))
-    fp32 = onnx_export.cache_path(model, EXPORT_HEAD)
-    files = _support_files(model) | {file_name("model", "fp32"): fp32}
-    return ModelFolder(files, ("model",), "the harness (torch.onnx.export of the architecture's pass)")
+    graphs = exports.export_fp32(model, kind)
+    files = _support_files(model) | {file_name(g, "fp32"): path for g, path in graphs.items()}
+    return ModelFolder(files, tuple(graphs), "the harness (torch.onnx.export of the architecture's passes)")
 
 
 def with_dtype(folder: ModelFolder, dtype: str) -> ModelFolder:

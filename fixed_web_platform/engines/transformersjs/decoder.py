@@ -1,0 +1,98 @@
+"""The decoder kind on transformers.js (page: web/engines/tjs_decoder.js): the model's folder in
+transformers.js's layout (exports.py: ``onnx/model.onnx`` with a growing KV cache) at the run's
+dtype, loaded by its ``text-generation`` pipeline.
+
+- Timing: the pipeline as users call it on the prompt's text, greedy (``do_sample: false``),
+  ``max_new_tokens`` and ``min_new_tokens`` both the workload's new tokens (the end of sequence
+  cannot end it early, as every engine's generation here), TTFT and per-token times from a
+  streamer the library calls after each new token. The page checks that the library's tokenizer
+  makes the prompt's text into the prompt's ids (``engine_tokens``: a count that differs makes
+  the row invalid).
+- Accuracy: the pipeline's model called on each evaluation row (teacher-forced, every position's
+  logits), the same ids every engine gets: next-token top-1 and KL against PyTorch fp32; the
+  greedy ids against PyTorch's; whether the browser is right against onnxruntime on the CPU
+  running the same dtype file on the same rows (prepared.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...page_protocol import PageReply
+from ...run_spec import RunSpec
+from ...workloads.decoder import DecoderWorkload, accuracy
+from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
+from ..base import Engine, EngineJob, Executed
+from . import TjsKindRunner, exports, folders
+from .prepared import PreparedTjs, RunFile, judge_file, run_graph
+
+
+class PreparedTjsDecoder(PreparedTjs):
+    def saved_reference(self) -> np.ndarray:
+        """The CPU reference's log-probability of each next token (its logits are vocab-wide)."""
+        return accuracy.next_token_logprob(self.ref_dequantized, self.base.tokens.eval_ids)
+
+
+def _logits(base: PreparedDecoder) -> RunFile:
+    """The dtype file's logits of every evaluation row from position 0, an empty cache."""
+    cfg = base.config
+
+    def run(path: Path, how: str) -> np.ndarray:
+        rows = []
+        for ids in base.tokens.eval_ids:
+            n = len(ids)
+            feeds = {"input_ids": ids[None].astype(np.int64), "attention_mask": np.ones((1, n), np.int64),
+                     "position_ids": np.arange(n, dtype=np.int64)[None]}
+            feeds |= {name: np.zeros((1, cfg.kv_heads, 0, cfg.head_dim), np.float32)
+                      for name in exports.past_names(cfg.layers)}
+            rows.append(np.asarray(run_graph(path, feeds, how)[exports.LOGITS][0], np.float64))
+        return np.stack(rows)
+    return run
+
+
+@functools.lru_cache(maxsize=4)
+def prepare(workload: DecoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
+    base = prepare_decoder(workload, 32, 32, seed)
+    folder = folders.with_dtype(folders.made_folder(base.held.model, "decoder"), dtype)
+    name = folders.file_name("model", dtype)
+    return judge_file(base, dtype, folder.files[name], name, _logits(base), PreparedTjsDecoder), folder
+
+
+class TjsDecoder(TjsKindRunner):
+    runner = "tjs_decoder"
+
+    def prepare(self, run: RunSpec) -> tuple[PreparedTjs, folders.ModelFolder]:
+        assert isinstance(run.workload, DecoderWorkload)
+        return prepare(run.workload, run.weight_format, run.seed)
+
+    def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:
+        base = prepared.base
+        assert isinstance(base, PreparedDecoder)
+        tokens, cfg = base.tokens, base.config
+        texts, length = tokens.eval_ids.shape
+        half = prepared.inventory.matmul_precision() == "float16" or run.weight_format in ("fp16", "q4f16")
+        positions = len(tokens.prompt) + base.workload.new_tokens
+        return base.input_tensors(), {
+            "prompt": {"text": tokens.decode(tokens.prompt), "ids": [int(i) for i in tokens.prompt]},
+            "new_tokens": base.workload.new_tokens,
+            "score": {"texts": texts, "rows": length, "tensor": "eval_ids"},
+            "model": {"vocab": cfg.vocab, "layers": cfg.layers},
+            "kv_cache_bytes": 2 * cfg.layers * cfg.kv_heads * cfg.head_dim * positions * (2 if half else 4),
+        }
+
+    def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
+        done = super().interpret(engine, run, job, page)
+        tokens = page.kind_fields.get("decoder", {}).get("engine_tokens")
+        prompt = job.prepared.base.tokens.prompt
+        if not isinstance(tokens, dict):
+            problem = "the page sent no count of the library's prompt tokens"
+        elif tokens["prompt"] != len(prompt):
+            problem = (f"transformers.js's tokenizer made {tokens['prompt']} tokens of the prompt text, not the "
+                       f"{len(prompt)} the other engines get")
+        else:
+            return done
+        return Executed(done.bits, done.compute_dtype, done.executed_on, problem, done.note)
