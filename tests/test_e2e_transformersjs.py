@@ -1,7 +1,7 @@
 """End to end: transformers.js's pipelines on tiny model folders the harness makes in its layout,
 in real Chrome and Firefox: feature-extraction on a BERT (Chrome: wasm, WebNN, WebGPU; Firefox:
-wasm), text-generation on a Llama (wasm). fp32 rows match PyTorch fp32 (the library's greedy
-ids are PyTorch's); every dtype row is judged against onnxruntime on the same file and says what
+wasm), text-generation on a Llama and automatic-speech-recognition on a Whisper (wasm). fp32 rows
+match PyTorch fp32 (the library's greedy ids are PyTorch's); every dtype row is judged against onnxruntime on the same file and says what
 the file holds, which ORT build ran and where ORT placed the nodes; a dtype the browser cannot
 run is the library's own refusal."""
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require_browser
+from speech_models import tiny_whisper
 from test_decoder import tiny_hf_config
 from test_transformersjs import tiny_bert
 
@@ -20,7 +21,7 @@ from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
-from fixed_web_platform.workloads import DecoderWorkload, EncoderWorkload
+from fixed_web_platform.workloads import DecoderWorkload, EncoderWorkload, SpeechWorkload
 
 pytestmark = pytest.mark.browser
 QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=2, timeout_s=120)
@@ -46,10 +47,12 @@ def _sweep(browser: BrowserName, out: Path) -> dict:
     encoder = EncoderWorkload.create(str(tiny_bert(out.parent / "tiny-bert")), batch_size=2, seq_len=8,
                                      random_weights=True)
     decoder = _tiny_llama(out.parent / "tiny-llama")
-    plan = build_plan([browser], [Platform.WASM, Platform.WEBNN, Platform.WEBGPU], [encoder, decoder], [32, 16, 8, 4],
-                      engines=[EngineName.TRANSFORMERSJS])
+    speech = SpeechWorkload.from_options(str(tiny_whisper(out.parent / "tiny-whisper")), clips=2, max_tokens=4)
+    plan = build_plan([browser], [Platform.WASM, Platform.WEBNN, Platform.WEBGPU], [encoder, decoder, speech],
+                      [32, 16, 8, 4], engines=[EngineName.TRANSFORMERSJS])
+    chrome = browser is BrowserName.CHROME
     plan = [r for r in plan if (r.platform, r.weight_format) in WANTED[browser] and r.workload == encoder
-            or browser is BrowserName.CHROME and r.workload == decoder and (r.platform, r.weight_format) in DECODER_WANTED]
+            or chrome and r.workload in (decoder, speech) and (r.platform, r.weight_format) in DECODER_WANTED]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
     return {(r.kind, r.platform, r.weight_format): r for r in rows}
 
@@ -97,4 +100,15 @@ def test_the_library_generates_pytorchs_greedy_ids_and_is_timed_token_by_token(c
     assert fp32.rel_error_vs_dequantized <= fp32.kernel_tolerance and q4.rel_error_vs_dequantized <= q4.kernel_tolerance
     for row in (fp32, q4):
         assert row.kind_fields["ttft_ms"] > 0 and row.kind_fields["decode_tokens_per_s"] > 0
+    assert "MatMulNBits/int4" in q4.kind_fields["onnx_inventory"] and q4.weight_bytes < fp32.weight_bytes
+
+
+def test_the_asr_pipeline_transcribes_as_pytorch_and_is_timed_inside(chrome: dict) -> None:
+    fp32, q4 = chrome[("speech", Platform.WASM, "fp32")], chrome[("speech", Platform.WASM, "q4")]
+    assert fp32.outcome == q4.outcome == Outcome.OK, (fp32.reason, q4.reason)
+    assert fp32.kind_fields["clips_equal_fp32"] == 2  # the library's greedy ids are PyTorch's, clip by clip
+    assert fp32.kind_fields["frontend_error"] < 1e-3  # its own log-mel front end, against Python's
+    assert fp32.kind_fields["encoder_ms"] > 0 and fp32.kind_fields["frontend_ms"] > 0
+    for row in (fp32, q4):
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, row.reason
     assert "MatMulNBits/int4" in q4.kind_fields["onnx_inventory"] and q4.weight_bytes < fp32.weight_bytes

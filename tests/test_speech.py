@@ -173,7 +173,8 @@ def test_prepared_references_and_plan() -> None:
     refused = {(str(r.engine), str(r.platform)): r.refused for r in plan}
     runs = {"harness/webgpu", "harness/webnn", "ort/wasm", "ort/webgpu", "ort/webnn"}
     assert {"/".join(k) for k, why in refused.items() if not why} == runs
-    assert ("does not run speech workloads (engines that do: " + ", ".join(sorted(runs)) + ")"
+    every = sorted(runs | {f"transformersjs/{p}" for p in ("wasm", "webgpu", "webnn")})
+    assert ("does not run speech workloads (engines that do: " + ", ".join(every) + ")"
             in refused[("wllama", "wasm")])
 
 

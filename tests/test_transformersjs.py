@@ -95,3 +95,49 @@ def test_bits_pick_transformers_js_dtypes_and_dtype_keeps_those_it_names(tiny: E
     int8_acts = build_plan([BrowserName.CHROME], [Platform.WASM], [tiny], [8], act_bits=[8],
                            engines=[EngineName.TRANSFORMERSJS])
     assert int8_acts and all("8-bit activations" in r.refused for r in int8_acts if r.act_bits == 8)
+
+
+def test_whispers_merged_decoder_makes_the_cross_keys_once_and_steps_as_pytorch(tmp_path_factory) -> None:  # noqa: ANN001
+    """encoder_model + decoder_model_merged as optimum's: the first step (use_cache_branch false)
+    makes every layer's cross keys and values from encoder_hidden_states, a later step takes them
+    from the past; both steps' logits are PyTorch's. The folder pins the harness's decoding rule."""
+    import json
+
+    import onnxruntime as ort
+    import torch
+    from speech_models import tiny_whisper
+    from transformers.modeling_outputs import BaseModelOutput
+
+    model = source.load(source.resolve(str(tiny_whisper(tmp_path_factory.mktemp("tiny-whisper"))), True), True, 0)
+    cfg = model.config
+    folder = folders.made_folder(model, "speech")
+    assert {"onnx/encoder_model.onnx", "onnx/decoder_model_merged.onnx", "generation_config.json",
+            "preprocessor_config.json"} <= set(folder.files)
+    generation = json.loads(folder.files["generation_config.json"].read_text())
+    assert (generation["decoder_start_token_id"], generation["no_timestamps_token_id"]) == (cfg.prompt[0], cfg.prompt[-1])
+    assert generation["suppress_tokens"][0] == cfg.timestamp_begin
+    assert generation["begin_suppress_tokens"] == [220, cfg.eot]
+    assert json.loads(folder.files["tokenizer_config.json"].read_text())["tokenizer_class"] == "WhisperTokenizer"
+    encoder, decoder = (ort.InferenceSession(str(folder.files[f"onnx/{g}.onnx"])) for g in ("encoder_model",
+                                                                                             "decoder_model_merged"))
+    hidden = encoder.run(None, {"input_features": np.random.default_rng(0).standard_normal(
+        (1, cfg.mels, cfg.frames)).astype(np.float32)})[0]
+    names = exports.speech_names(cfg.decoder_layers)
+    empty = np.zeros((1, cfg.heads, 0, cfg.head_dim), np.float32)
+    net = model.module()
+
+    def pytorch(ids: list[int]) -> np.ndarray:
+        with torch.no_grad():
+            return net(encoder_outputs=BaseModelOutput(last_hidden_state=torch.from_numpy(hidden)),
+                       decoder_input_ids=torch.tensor([ids])).logits[0, -1].numpy()
+
+    outputs = [o.name for o in decoder.get_outputs()]
+    first = dict(zip(outputs, decoder.run(None, {
+        "input_ids": np.array([list(cfg.prompt)], np.int64), "encoder_hidden_states": hidden,
+        "use_cache_branch": np.array([False])} | {n: empty for n in names["past"] + names["past_cross"]})))
+    np.testing.assert_allclose(first["logits"][0, -1], pytorch(list(cfg.prompt)), atol=1e-5)
+    token = int(np.argmax(first["logits"][0, -1]))
+    past = {p: first[p.replace("past_key_values", "present")] for p in names["past"] + names["past_cross"]}
+    later = decoder.run(["logits"], {"input_ids": np.array([[token]], np.int64), "encoder_hidden_states": hidden,
+                                     "use_cache_branch": np.array([True])} | past)
+    np.testing.assert_allclose(later[0][0, -1], pytorch([*cfg.prompt, token]), atol=1e-5)

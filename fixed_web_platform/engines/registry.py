@@ -17,6 +17,7 @@ from .ort.speech import OrtSpeech
 from .transformersjs import TjsWasm, TjsWebGpu, TjsWebNN
 from .transformersjs.decoder import TjsDecoder
 from .transformersjs.encoder import TjsEncoder
+from .transformersjs.speech import TjsSpeech
 from .webnn import WebnnEngine
 from .webnn.decoder import WebnnDecoder
 from .webnn.encoder import WebnnEncoder
@@ -78,6 +79,9 @@ RUNS: dict[tuple[EngineName, Platform, str], KindRunner] = {
     (TJS, WASM, "decoder"): TjsDecoder(),
     (TJS, WEBGPU, "decoder"): TjsDecoder(),
     (TJS, WEBNN, "decoder"): TjsDecoder(),
+    (TJS, WASM, "speech"): TjsSpeech(),
+    (TJS, WEBGPU, "speech"): TjsSpeech(),
+    (TJS, WEBNN, "speech"): TjsSpeech(),
 }
 """(engine, platform, workload kind) -> the module that runs it, with its page runner."""
 

@@ -101,6 +101,18 @@ class Inventory:
                 "matmul_bits": {str(b): n for b, n in sorted(self.matmul_bits().items())}}
 
 
+def combined(inventories: Any) -> Inventory:
+    """Several files' inventories as one (a model of several graphs)."""
+    parts = list(inventories)
+    counted: Counter[str] = Counter()
+    other: Counter[str] = Counter()
+    for inv in parts:
+        counted.update(dict(inv.counted))
+        other.update(dict(inv.other_bytes))
+    return Inventory(tuple(n for inv in parts for n in inv.nodes), tuple(sorted(counted.items())),
+                     tuple(sorted(other.items())))
+
+
 def _type_name(data_type: int) -> str:
     """onnx's type name in numpy's words ('float32', 'int8'; 'int4', 'uint4', which numpy lacks)."""
     from onnx import TensorProto, helper

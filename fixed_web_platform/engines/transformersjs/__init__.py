@@ -110,7 +110,7 @@ class TjsKindRunner(KindRunner):
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options), tensors=tensors,
             prepared=prepared, weight_format=run.weight_format, weight_dtype=inventory.matmul_precision(),
             details={"tjs_files": {n: p.stat().st_size for n, p in files.items()}, "tjs_folder": folder.made_by,
-                     "onnx_inventory": {prepared.file_name: inventory.to_json()}})
+                     "onnx_inventory": {n: inv.to_json() for n, inv in prepared.inventories.items()}})
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         half = run.weight_format in HALF_DTYPES and engine.platform is not Platform.WASM

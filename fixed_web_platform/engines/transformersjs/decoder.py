@@ -17,6 +17,7 @@ dtype, loaded by its ``text-generation`` pipeline.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from ...workloads.decoder import DecoderWorkload, accuracy
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..base import Engine, EngineJob, Executed
 from . import TjsKindRunner, exports, folders
-from .prepared import PreparedTjs, RunFile, judge_file, run_graph
+from .prepared import PreparedTjs, RunFile, judge_files, run_graph
 
 
 class PreparedTjsDecoder(PreparedTjs):
@@ -41,7 +42,8 @@ def _logits(base: PreparedDecoder) -> RunFile:
     """The dtype file's logits of every evaluation row from position 0, an empty cache."""
     cfg = base.config
 
-    def run(path: Path, how: str) -> np.ndarray:
+    def run(files: Mapping[str, Path], how: str) -> np.ndarray:
+        (path,) = files.values()
         rows = []
         for ids in base.tokens.eval_ids:
             n = len(ids)
@@ -58,8 +60,7 @@ def _logits(base: PreparedDecoder) -> RunFile:
 def prepare(workload: DecoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
     base = prepare_decoder(workload, 32, 32, seed)
     folder = folders.with_dtype(folders.made_folder(base.held.model, "decoder"), dtype)
-    name = folders.file_name("model", dtype)
-    return judge_file(base, dtype, folder.files[name], name, _logits(base), PreparedTjsDecoder), folder
+    return judge_files(base, dtype, folder.graph_files(dtype), _logits(base), PreparedTjsDecoder), folder
 
 
 class TjsDecoder(TjsKindRunner):

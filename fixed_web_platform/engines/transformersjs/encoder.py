@@ -15,6 +15,7 @@ pipeline.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from ...run_spec import RunSpec
 from ...workloads.encoder import EncoderWorkload
 from ...workloads.encoder.prepared import PreparedModel, mean_pool_normalize, prepare_model
 from . import TjsKindRunner, exports, folders
-from .prepared import PreparedTjs, RunFile, judge_file, run_graph
+from .prepared import PreparedTjs, RunFile, judge_files, run_graph
 
 
 def _embeddings(base: PreparedModel) -> RunFile:
@@ -33,7 +34,8 @@ def _embeddings(base: PreparedModel) -> RunFile:
     feeds = {"input_ids": ids.astype(np.int64), "attention_mask": mask.astype(np.int64),
              "token_type_ids": tt.astype(np.int64)}
 
-    def run(path: Path, how: str) -> np.ndarray:
+    def run(files: Mapping[str, Path], how: str) -> np.ndarray:
+        (path,) = files.values()
         hidden = run_graph(path, feeds, how)[exports.ENCODER_OUTPUT]
         return mean_pool_normalize(np.asarray(hidden, np.float64), mask)
     return run
@@ -46,8 +48,7 @@ def prepare(workload: EncoderWorkload, dtype: str, seed: int) -> tuple[PreparedT
     base = prepare_model(workload, 32, 32, seed)
     loaded = source.load(source.resolve(workload.model, workload.random_weights), workload.random_weights, seed)
     folder = folders.with_dtype(folders.made_folder(loaded, "encoder"), dtype)
-    name = folders.file_name("model", dtype)
-    return judge_file(base, dtype, folder.files[name], name, _embeddings(base)), folder
+    return judge_files(base, dtype, folder.graph_files(dtype), _embeddings(base)), folder
 
 
 def first_texts(workload: EncoderWorkload) -> list[str]:

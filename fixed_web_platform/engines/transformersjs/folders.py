@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,10 @@ class ModelFolder:
     def dtype_files(self, dtype: str) -> list[str]:
         return [file_name(g, dtype) for g in self.graphs]
 
+    def graph_files(self, dtype: str) -> dict[str, Path]:
+        """The dtype's graphs by name ('onnx/model_q4.onnx'); KeyError for one the folder lacks."""
+        return {f: self.files[f] for f in self.dtype_files(dtype)}
+
     def lacks(self, dtype: str) -> list[str]:
         return [f for f in self.dtype_files(dtype) if f not in self.files]
 
@@ -85,16 +90,21 @@ class ModelFolder:
 # folders made from the harness's models
 
 
-def _support_files(model: Any) -> dict[str, Path]:
-    """config.json and the tokenizer files, written once per content by transformers."""
+def _support_files(model: Any, kind: str, tokenizer: Any) -> dict[str, Path]:
+    """config.json and the tokenizer files (transformers' own ``save_pretrained``), and what the
+    kind's pipeline reads besides (``extra_files``), written once per content."""
     from ...models import source
 
     config = source._hf_config(model.resolved)  # noqa: SLF001 - the one reader of a model's HF config
-    tokenizer = source.tokenizer(model.resolved)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         config.save_pretrained(out)
-        tokenizer.save_pretrained(out)
+        (tokenizer or source.tokenizer(model.resolved)).save_pretrained(out)
+        for name, text in extra_files(model, kind).items():
+            (out / name).write_text(text)
+        if kind == "speech":  # its ASR pipeline decodes with Whisper's own tokenizer class
+            doc = json.loads((out / "tokenizer_config.json").read_text())
+            (out / "tokenizer_config.json").write_text(json.dumps(doc | {"tokenizer_class": "WhisperTokenizer"}))
         names = sorted(p.name for p in out.iterdir() if p.is_file() and p.name != "chat_template.jinja")
         digest = hashlib.sha256(b"".join(n.encode() + (out / n).read_bytes() for n in names)).hexdigest()[:20]
         folder = CACHE_DIR / "support" / digest
@@ -110,13 +120,38 @@ def _support_files(model: Any) -> dict[str, Path]:
     return {n: folder / n for n in names}
 
 
-def made_folder(model: Any, kind: str) -> ModelFolder:
+def extra_files(model: Any, kind: str) -> dict[str, str]:
+    """Whisper's ``preprocessor_config.json`` (its feature extractor's settings) and
+    ``generation_config.json`` pinned to the harness's decoding rule
+    (architectures/whisper/config.py): the prompt's start and no-timestamps tokens, a blank and the
+    end of text never first, every timestamp id never, English transcription. Other kinds: none."""
+    if kind != "speech":
+        return {}
+    from ...workloads.speech import audio
+
+    cfg = model.config
+    with tempfile.TemporaryDirectory() as tmp:
+        audio.feature_extractor(cfg.mels).save_pretrained(tmp)
+        preprocessor = (Path(tmp) / "preprocessor_config.json").read_text()
+    generation = {"decoder_start_token_id": cfg.prompt[0], "no_timestamps_token_id": cfg.prompt[-1],
+                  "eos_token_id": cfg.eot, "pad_token_id": cfg.eot, "bos_token_id": cfg.eot,
+                  "begin_suppress_tokens": list(cfg.begin_suppress),
+                  "suppress_tokens": list(range(cfg.timestamp_begin, cfg.vocab)),
+                  "max_length": cfg.target_positions, "is_multilingual": not cfg.english_only}
+    if not cfg.english_only:
+        generation |= {"lang_to_id": {"<|en|>": cfg.prompt[1]}, "task_to_id": {"transcribe": cfg.prompt[2]}}
+    return {"preprocessor_config.json": preprocessor, "generation_config.json": json.dumps(generation)}
+
+
+@functools.lru_cache(maxsize=4)
+def made_folder(model: Any, kind: str, tokenizer: Any = None) -> ModelFolder:
     """The folder of a harness model (models/source.LoadedModel) of workload ``kind`` with its fp32
-    graphs (exports.py); the other dtypes' files are made on demand (``with_dtype``)."""
+    graphs (exports.py); the other dtypes' files are made on demand (``with_dtype``). ``tokenizer``:
+    the kind's own (Whisper's), else the model's."""
     from . import exports
 
     graphs = exports.export_fp32(model, kind)
-    files = _support_files(model) | {file_name(g, "fp32"): path for g, path in graphs.items()}
+    files = _support_files(model, kind, tokenizer) | {file_name(g, "fp32"): path for g, path in graphs.items()}
     return ModelFolder(files, tuple(graphs), "the harness (torch.onnx.export of the architecture's passes)")
 
 

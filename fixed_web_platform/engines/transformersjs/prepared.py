@@ -21,8 +21,9 @@ from ...formats import onnx_inventory
 from ...workloads.base import TensorSpec
 from ...workloads.onnx_file import reference
 
-RunFile = Callable[[Path, str], np.ndarray]
-"""(dtype file, 'optimized' | 'unoptimized' | 'evaluator') -> the judged outputs (float64)."""
+RunFile = Callable[[Mapping[str, Path], str], np.ndarray]
+"""(the dtype's files by graph name, 'optimized' | 'unoptimized' | 'evaluator') -> the judged
+outputs (float64)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,15 +31,22 @@ class PreparedTjs:
     base: Any
     """The kind's preparation at 32 bits (workloads/<kind>/prepared.py)."""
     dtype: str
-    file: Path
-    file_name: str
-    """Its name in the folder ('onnx/model_q4.onnx'): what it promises."""
+    files: dict[str, Path]
+    """The dtype's graphs by their names in the folder ('onnx/model_q4.onnx': what each promises)."""
     ref_dequantized: np.ndarray
     """onnxruntime (CPU) on the same dtype file and inputs, as ``judged`` reads the page's outputs."""
     spread: float
     dynamic: bool
-    """The file quantizes activations at run time (reference.is_dynamic)."""
-    inventory: onnx_inventory.Inventory
+    """A file quantizes activations at run time (reference.is_dynamic)."""
+    inventories: dict[str, onnx_inventory.Inventory]
+    """What each file holds, by its name."""
+
+    @property
+    def inventory(self) -> onnx_inventory.Inventory:
+        return onnx_inventory.combined(self.inventories.values())
+
+    def promise(self) -> str:
+        return "; ".join(f for name, inv in self.inventories.items() if (f := onnx_inventory.promise(name, inv)))
 
     @property
     def ref_float(self) -> np.ndarray:
@@ -63,7 +71,7 @@ class PreparedTjs:
 
     @property
     def tolerance_basis(self) -> str:
-        return (f"{reference.SPREAD_FACTOR:g}x the spread of the {self.dtype} file's onnxruntime CPU runs with and "
+        return (f"{reference.SPREAD_FACTOR:g}x the spread of the {self.dtype} files' onnxruntime CPU runs with and "
                 f"without graph optimizations{' and onnx reference evaluator' if self.dynamic else ''} "
                 f"({self.spread:.2g}), at least the arithmetic's floor")
 
@@ -79,7 +87,7 @@ class PreparedTjs:
     def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
         return self.base.figures(outputs, median_ms) | {
             "onnx_inventory": self.inventory.text(),
-            "precision_promise": onnx_inventory.promise(self.file_name, self.inventory)}
+            "precision_promise": self.promise()}
 
     def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> Any:
         arrays = {k: v for k, v in self.base.output_arrays(outputs).items() if not k.startswith("reference_")}
@@ -90,14 +98,14 @@ class PreparedTjs:
         return self.ref_dequantized
 
 
-def judge_file(base: Any, dtype: str, file: Path, file_name: str, run_file: RunFile,
-               kind: type[PreparedTjs] = PreparedTjs) -> PreparedTjs:
-    """The dtype file's references on the kind's inputs (``run_file``)."""
-    held = run_file(file, "optimized")
-    dynamic = reference.is_dynamic(file)
+def judge_files(base: Any, dtype: str, files: dict[str, Path], run_files: RunFile,
+                kind: type[PreparedTjs] = PreparedTjs) -> PreparedTjs:
+    """The dtype files' references on the kind's inputs (``run_files``)."""
+    held = run_files(files, "optimized")
+    dynamic = any(reference.is_dynamic(path) for path in files.values())
     others = ("unoptimized", "evaluator") if dynamic else ("unoptimized",)
-    spread = max(reference.rel_rms(run_file(file, how), held) for how in others)
-    return kind(base, dtype, file, file_name, held, spread, dynamic, onnx_inventory.read(file))
+    spread = max(reference.rel_rms(run_files(files, how), held) for how in others)
+    return kind(base, dtype, files, held, spread, dynamic, {n: onnx_inventory.read(p) for n, p in files.items()})
 
 
 def run_graph(path: Path, feeds: Mapping[str, np.ndarray], how: str) -> dict[str, np.ndarray]:

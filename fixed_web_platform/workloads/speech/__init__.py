@@ -37,7 +37,8 @@ class SpeechKind(WorkloadKind):
         *MODEL_COLUMNS,
         Column("clips", int, "Clips transcribed (each one 30-second window)."),
         Column("max_tokens", int, "Most ids decoded per clip (greedy; end of text stops sooner)."),
-        Column("frontend_ms", float, "Log-mel front end on the device per clip (median; harness WebGPU only).",
+        Column("frontend_ms", float, "Log-mel front end on the device per clip (median; the harness's WebGPU, and "
+                                     "transformers.js, whose pipeline has its own).",
                performance=True),
         Column("encoder_ms", float, "Encoder per 30-s window, with the cross-attention keys and values (median).",
                performance=True),
