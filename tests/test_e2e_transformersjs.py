@@ -1,9 +1,9 @@
 """End to end: transformers.js's pipelines on tiny model folders the harness makes in its layout,
 in real Chrome and Firefox: feature-extraction on a BERT (Chrome: wasm, WebNN, WebGPU; Firefox:
-wasm), text-generation on a Llama and automatic-speech-recognition on a Whisper (wasm). fp32 rows
-match PyTorch fp32 (the library's greedy ids are PyTorch's); every dtype row is judged against onnxruntime on the same file and says what
-the file holds, which ORT build ran and where ORT placed the nodes; a dtype the browser cannot
-run is the library's own refusal."""
+wasm), text-generation on a Llama and automatic-speech-recognition on a Whisper (wasm). fp32
+rows match PyTorch fp32 (the library's greedy ids are PyTorch's); every dtype row is judged
+against onnxruntime on the same file and says what the file holds, which ORT build ran and where
+ORT placed the nodes; a dtype the browser cannot run is the library's own refusal."""
 
 from __future__ import annotations
 

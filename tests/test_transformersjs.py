@@ -114,7 +114,8 @@ def test_whispers_merged_decoder_makes_the_cross_keys_once_and_steps_as_pytorch(
     assert {"onnx/encoder_model.onnx", "onnx/decoder_model_merged.onnx", "generation_config.json",
             "preprocessor_config.json"} <= set(folder.files)
     generation = json.loads(folder.files["generation_config.json"].read_text())
-    assert (generation["decoder_start_token_id"], generation["no_timestamps_token_id"]) == (cfg.prompt[0], cfg.prompt[-1])
+    assert generation["decoder_start_token_id"] == cfg.prompt[0]
+    assert generation["no_timestamps_token_id"] == cfg.prompt[-1]
     assert generation["suppress_tokens"][0] == cfg.timestamp_begin
     assert generation["begin_suppress_tokens"] == [220, cfg.eot]
     assert json.loads(folder.files["tokenizer_config.json"].read_text())["tokenizer_class"] == "WhisperTokenizer"
