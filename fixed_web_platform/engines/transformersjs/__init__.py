@@ -6,7 +6,7 @@ run Hugging Face models in a browser, one engine per device it takes (``wasm``, 
 It runs fully offline: the page loads ``transformers.js`` from the local server, turns remote
 models off, local models on, the browser's and the wasm caches off, and points ORT's wasm at
 the local copy of the build transformers.js bundles (ONNX Runtime Web 1.31-dev); every file the
-library asks for is fetched through the run's job. With ``--tjs-ort harness`` the page hands it
+library asks for is fetched through the run's job. With ``FWP_TJS_ORT=harness`` the page hands it
 the harness's ONNX Runtime Web 1.30 instead (``globalThis[Symbol.for('onnxruntime')]``), so the
 library's cost and the runtime's version can be told apart.
 
@@ -41,7 +41,8 @@ TJS_ASSETS_URL = "/engines/transformersjs/"
 TJS_MODULE = "transformers.js"
 TJS_ORT_ENV = "FWP_TJS_ORT"
 """'bundled' (the default: the ORT build transformers.js ships) or 'harness' (ORT Web 1.30, the
-harness's ORT engine's): which ONNX Runtime the library runs on (``--tjs-ort``)."""
+harness's ORT engine's): which ONNX Runtime the library runs on; the row's engine_version says
+which ran."""
 TJS_ORTS = ("bundled", "harness")
 HALF_DTYPES = ("fp16", "q4f16")
 """dtypes whose arithmetic is float16 outside wasm (ORT's CPU provider casts float16 nodes up)."""
@@ -87,7 +88,7 @@ class TjsKindRunner(KindRunner):
 
     @abstractmethod
     def prepare(self, run: RunSpec) -> tuple[PreparedTjs, ModelFolder]:
-        """The run's references (prepared.judge_file) and the model's folder with its dtype."""
+        """The run's references (prepared.judge_files) and the model's folder with its dtype."""
 
     @abstractmethod
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:

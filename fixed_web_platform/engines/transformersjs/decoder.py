@@ -75,14 +75,14 @@ class TjsDecoder(TjsKindRunner):
         assert isinstance(base, PreparedDecoder)
         tokens, cfg = base.tokens, base.config
         texts, length = tokens.eval_ids.shape
-        half = prepared.inventory.matmul_precision() == "float16" or run.weight_format in ("fp16", "q4f16")
         positions = len(tokens.prompt) + base.workload.new_tokens
         return base.input_tensors(), {
             "prompt": {"text": tokens.decode(tokens.prompt), "ids": [int(i) for i in tokens.prompt]},
             "new_tokens": base.workload.new_tokens,
             "score": {"texts": texts, "rows": length, "tensor": "eval_ids"},
             "model": {"vocab": cfg.vocab, "layers": cfg.layers},
-            "kv_cache_bytes": 2 * cfg.layers * cfg.kv_heads * cfg.head_dim * positions * (2 if half else 4),
+            # float32 in every dtype: the float16 files keep their inputs and outputs float32
+            "kv_cache_bytes": 2 * cfg.layers * cfg.kv_heads * cfg.head_dim * positions * 4,
         }
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
