@@ -119,6 +119,8 @@ def test_whispers_merged_decoder_makes_the_cross_keys_once_and_steps_as_pytorch(
     assert generation["suppress_tokens"][0] == cfg.timestamp_begin
     assert generation["begin_suppress_tokens"] == [220, cfg.eot]
     assert json.loads(folder.files["tokenizer_config.json"].read_text())["tokenizer_class"] == "WhisperTokenizer"
+    merged = onnx_inventory.read(folder.files["onnx/decoder_model_merged.onnx"])  # the If's projections counted
+    assert merged.kinds()["MatMul/float32"] == sum(1 for layer in cfg.linear_layers() if ".decoder." in layer.name) + 1
     encoder, decoder = (ort.InferenceSession(str(folder.files[f"onnx/{g}.onnx"])) for g in ("encoder_model",
                                                                                              "decoder_model_merged"))
     hidden = encoder.run(None, {"input_features": np.random.default_rng(0).standard_normal(

@@ -137,21 +137,34 @@ def _attr(node: Any, name: str, default: int) -> int:
     return next((int(a.i) for a in node.attribute if a.name == name), default)
 
 
+def _graphs(graph: Any) -> list[Any]:
+    """``graph`` and every subgraph its nodes hold (an If's branches, a Loop's body), depth first."""
+    out = [graph]
+    for node in graph.node:
+        for a in node.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                out.extend(_graphs(sub))
+    return out
+
+
 def inventory(model: Any) -> Inventory:
-    """The inventory of an onnx ModelProto (loaded with or without its external data)."""
+    """The inventory of an onnx ModelProto (loaded with or without its external data), subgraphs
+    included (names are unique across an ONNX model's scopes, so they are read as one graph)."""
+    graphs = _graphs(model.graph)
+    all_nodes = [node for g in graphs for node in g.node]
     constants: dict[str, tuple[str, int]] = {}  # name -> (type, bytes)
-    for t in model.graph.initializer:
+    for t in (t for g in graphs for t in g.initializer):
         kind = _type_name(t.data_type)
         constants[t.name] = (kind, _nbytes(t.dims, kind))
-    for node in model.graph.node:
+    for node in all_nodes:
         if node.op_type == "Constant":
             for a in node.attribute:
                 if a.name == "value" and a.t.dims:
                     kind = _type_name(a.t.data_type)
                     constants[node.output[0]] = (kind, _nbytes(a.t.dims, kind))
-    producer = {out: node for node in model.graph.node for out in node.output}
+    producer = {out: node for node in all_nodes for out in node.output}
     consumers: dict[str, list[Any]] = {}
-    for node in model.graph.node:
+    for node in all_nodes:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
 
@@ -176,7 +189,7 @@ def inventory(model: Any) -> Inventory:
     used: set[str] = set()
     nodes: list[WeightNode] = []
     counted: Counter[str] = Counter()
-    for node in model.graph.node:
+    for node in all_nodes:
         if node.op_type in COUNTED:
             counted[node.op_type] += 1
         at = WEIGHT_INPUT.get(node.op_type)
