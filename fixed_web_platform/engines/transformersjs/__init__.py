@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import os
 from abc import abstractmethod
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ...page_protocol import PageReply
 from ...paths import ENGINES_DIR
@@ -83,12 +84,11 @@ class TransformersJsEngine(Engine):
 class TjsKindRunner(KindRunner):
     """What every transformers.js kind runner shares: its refusals before a page loads, and its job
     (the folder's files for the run's dtype served through the job, the library's options). A kind
-    says how its run is prepared (``prepare``, off the event loop: an export or a dtype file takes
-    seconds to minutes) and what else its page gets (``page``)."""
+    says how its run is prepared (``preparer(workload, dtype, seed)``: the run's references,
+    prepared.judge_files, and the model's folder with its dtype; cached, and run off the event loop:
+    an export or a dtype file takes seconds to minutes) and what else its page gets (``page``)."""
 
-    @abstractmethod
-    def prepare(self, run: RunSpec) -> tuple[PreparedTjs, ModelFolder]:
-        """The run's references (prepared.judge_files) and the model's folder with its dtype."""
+    preparer: ClassVar[Callable[[Any, str, int], tuple[PreparedTjs, ModelFolder]]]
 
     @abstractmethod
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:
@@ -98,7 +98,7 @@ class TjsKindRunner(KindRunner):
                   browser: BrowserFacts) -> EngineJob | Refusal:
         assert isinstance(engine, TransformersJsEngine)
         try:
-            prepared, folder = await asyncio.to_thread(self.prepare, run)
+            prepared, folder = await asyncio.to_thread(self.preparer, run.workload, run.weight_format, run.seed)
         except VariantRefused as exc:
             return Refusal(Outcome.UNSUPPORTED, str(exc))
         files = folder.for_dtype(run.weight_format)

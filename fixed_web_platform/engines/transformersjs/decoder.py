@@ -65,10 +65,7 @@ def prepare(workload: DecoderWorkload, dtype: str, seed: int) -> tuple[PreparedT
 
 class TjsDecoder(TjsKindRunner):
     runner = "tjs_decoder"
-
-    def prepare(self, run: RunSpec) -> tuple[PreparedTjs, folders.ModelFolder]:
-        assert isinstance(run.workload, DecoderWorkload)
-        return prepare(run.workload, run.weight_format, run.seed)
+    preparer = staticmethod(prepare)
 
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:
         base = prepared.base

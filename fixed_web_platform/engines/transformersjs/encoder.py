@@ -59,10 +59,7 @@ def first_texts(workload: EncoderWorkload) -> list[str]:
 
 class TjsEncoder(TjsKindRunner):
     runner = "tjs_encoder"
-
-    def prepare(self, run: RunSpec) -> tuple[PreparedTjs, folders.ModelFolder]:
-        assert isinstance(run.workload, EncoderWorkload)
-        return prepare(run.workload, run.weight_format, run.seed)
+    preparer = staticmethod(prepare)
 
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:
         assert isinstance(run.workload, EncoderWorkload)

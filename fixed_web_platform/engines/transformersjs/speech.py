@@ -64,10 +64,7 @@ def prepare(workload: SpeechWorkload, dtype: str, seed: int) -> tuple[PreparedTj
 
 class TjsSpeech(TjsKindRunner):
     runner = "tjs_speech"
-
-    def prepare(self, run: RunSpec) -> tuple[PreparedTjs, folders.ModelFolder]:
-        assert isinstance(run.workload, SpeechWorkload)
-        return prepare(run.workload, run.weight_format, run.seed)
+    preparer = staticmethod(prepare)
 
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:
         base = prepared.base
