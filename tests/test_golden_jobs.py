@@ -15,18 +15,17 @@ import asyncio
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from speech_models import tiny_whisper
 from test_decoder import tiny_hf_config
+from test_transformersjs import tiny_bert
 from test_webnn_precision import CHROMIUM_LIMITS
 
 from fixed_web_platform.engines.base import EngineJob
 from fixed_web_platform.engines.registry import build_job
-from fixed_web_platform.models import source
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform, PrecisionMode
 from fixed_web_platform.workloads import DecoderWorkload, EncoderWorkload
@@ -69,16 +68,7 @@ def page_part(job: EngineJob) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("golden-models")
-    bert = root / "tiny-bert"
-    from transformers import BertConfig
-
-    BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-               max_position_embeddings=64).save_pretrained(bert)
-    minilm = source.resolve("all-MiniLM-L6-v2").folder
-    assert minilm is not None
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        if (minilm / name).is_file():
-            shutil.copy(minilm / name, bert / name)
+    bert = tiny_bert(root / "tiny-bert")
     llama = root / "tiny-llama"
     tiny_hf_config(vocab_size=30522, hidden_size=32, intermediate_size=64,
                    max_position_embeddings=64).save_pretrained(llama)

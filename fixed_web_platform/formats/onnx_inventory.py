@@ -85,6 +85,11 @@ class Inventory:
         """Bits -> how many weight matmuls hold them."""
         return Counter(n.bits for n in self.nodes if n.matmul)
 
+    @property
+    def dynamic(self) -> bool:
+        """Whether the file quantizes activations at run time (``DynamicQuantizeLinear``)."""
+        return any(op == "DynamicQuantizeLinear" for op, _ in self.counted)
+
     def matmul_precision(self) -> str:
         """What most weight matmuls hold their weights as ('int8', 'int4', 'float16'; '' for none)."""
         held = Counter(n.precision for n in self.nodes if n.matmul)

@@ -6,6 +6,8 @@
 // load cost is not hidden), ORT's wasm from the local copy of the build the library bundles. With
 // `opts.ort` the page first hands the library the harness's ONNX Runtime Web build
 // (globalThis[Symbol.for('onnxruntime')], read once when transformers.js is evaluated).
+import {jsHeap} from '../memory.js';
+import {timingReply} from '../timing.js';
 import {errorText, parsePlacement, placementSummary, mostCommon, EP_PLATFORM, tap} from './ort_common.js';
 
 export const MODEL_ID = 'model';
@@ -43,7 +45,7 @@ function folderFetch(files, client) {
 export async function makePipeline(T, task, opts, sessionOptions = {}) {
   tap.start();
   const t0 = performance.now();
-  let pipe;
+  let pipe, placed;
   const provider = opts.provider === 'webnn' ? {name: 'webnn', deviceType: opts.device_type} : opts.provider;
   const [device, providers] = opts.ort ? ['auto', {executionProviders: [provider]}] : [opts.device, {}];
   try {
@@ -51,13 +53,13 @@ export async function makePipeline(T, task, opts, sessionOptions = {}) {
       device, dtype: opts.dtype,
       session_options: {logSeverityLevel: 0, logVerbosityLevel: 0, ...providers, ...sessionOptions}});
   } finally {
-    opts._placed = parsePlacement(tap.stop());
+    placed = parsePlacement(tap.stop());
   }
-  return {pipe, loadMs: performance.now() - t0, placed: opts._placed};
+  return {pipe, loadMs: performance.now() - t0, placed};
 }
 
 // The facts every transformers.js reply carries: versions, where the nodes ran.
-export function libraryFacts(T, opts, placed) {
+function libraryFacts(T, opts, placed) {
   const counts = [];
   for (const [ep, nodes] of Object.entries(placed)) {
     const where = EP_PLATFORM[ep] ?? ep;
@@ -81,7 +83,7 @@ export function libraryFacts(T, opts, placed) {
 
 // A page that stopped at `stage`: a model the library would not load on this device is its
 // refusal (unsupported), anything later a failure; the library's own error text either way.
-export function tjsFailure(stage, e) {
+function tjsFailure(stage, e) {
   tap.stop();
   return {status: stage === 'load model' ? 'unsupported' : 'failed', stage,
           reason: `transformers.js ${stage}: ${errorText(e)}`};
@@ -90,4 +92,33 @@ export function tjsFailure(stage, e) {
 // int32 ids from the job as the int64 tensor the library's models take, [rows, seq].
 export function int64Tensor(T, ints, dims) {
   return new T.Tensor('int64', BigInt64Array.from(ints, (v) => BigInt(v)), dims);
+}
+
+// A transformers.js page: the library and the task's pipeline loaded (a failure while loading the
+// model is the library's refusal), then `body({T, pipe, at, loadMs})` measures and returns
+// {timed, note, ...its own reply fields and output}; the facts every reply carries are added here.
+export async function tjsPage(spec, client, task, body, sessionOptions = {}) {
+  const opts = spec.options;
+  const at = {stage: 'load library'};
+  try {
+    const T = await loadLibrary(opts, client);
+    at.stage = 'load model';
+    const {pipe, loadMs, placed} = await makePipeline(T, task, opts, sessionOptions);
+    at.stage = 'run';
+    const {timed, note, ...own} = await body({T, pipe, at, loadMs});
+    return {
+      ...libraryFacts(T, opts, placed),
+      compute_dtype: opts.provider !== 'wasm' && ['fp16', 'q4f16'].includes(opts.dtype) ? 'f16' : 'f32',
+      timestamp_query: false,
+      gpu_note: note,
+      compile_ms: loadMs,
+      ...timingReply(timed, null),
+      gpu_buffer_bytes: null,
+      js_heap: await jsHeap(),
+      layers: [],
+      ...own,
+    };
+  } catch (e) {
+    return tjsFailure(at.stage, e);
+  }
 }

@@ -5,20 +5,13 @@
 // The library's tokenizer must make the prompt's text into the prompt's ids (`engine_tokens`).
 // Then, for accuracy, the pipeline's model on each evaluation row (teacher-forced, an empty cache,
 // every position's logits): float32 [texts, rows, vocab], then the last generation's ids.
-import {timeIterations, timingReply} from '../timing.js';
-import {jsHeap} from '../memory.js';
-import {int64Tensor, libraryFacts, loadLibrary, makePipeline, tjsFailure} from './tjs_common.js';
+import {timeIterations} from '../timing.js';
+import {int64Tensor, tjsPage} from './tjs_common.js';
 
 export async function run(spec, client) {
   const opts = spec.options;
   const N = opts.new_tokens;
-  let stage = 'load library';
-  try {
-    const T = await loadLibrary(opts, client);
-    stage = 'load model';
-    const {pipe, loadMs, placed} = await makePipeline(T, 'text-generation', opts);
-
-    stage = 'run';
+  return tjsPage(spec, client, 'text-generation', async ({T, pipe, at, loadMs}) => {
     const promptIds = Array.from(pipe.tokenizer(opts.prompt.text, {add_special_tokens: false}).input_ids.data, Number);
     const generations = [];
     let generated = [];
@@ -45,7 +38,7 @@ export async function run(spec, client) {
       return ms;
     });
 
-    stage = 'score';
+    at.stage = 'score';
     const {texts, rows} = opts.score;
     const V = opts.model.vocab;
     const evalIds = new Int32Array(await client.tensor(opts.score.tensor));
@@ -62,23 +55,14 @@ export async function run(spec, client) {
     }
     new Int32Array(output, texts * rows * V * 4, N).set(generated);
     return {
-      ...libraryFacts(T, opts, placed),
-      compute_dtype: opts.provider !== 'wasm' && ['fp16', 'q4f16'].includes(opts.dtype) ? 'f16' : 'f32',
-      timestamp_query: false,
-      gpu_note: 'the pipeline\'s wall clock; per-token times from a streamer the library calls after each ' +
+      timed,
+      note: 'the pipeline\'s wall clock; per-token times from a streamer the library calls after each ' +
         'new token; load_weights_ms is the pipeline\'s creation (files fetched, sessions made); the KV cache ' +
         'is the one the library grows to prompt + new tokens; scratch counts one step\'s logits read back',
-      compile_ms: loadMs,
-      ...timingReply(timed, null),
-      gpu_buffer_bytes: null,
-      js_heap: await jsHeap(),
-      layers: [],
       decoder: {upload_ms: loadMs, first_forward_ms: firstForwardMs, kv_cache_on_device: opts.provider === 'webgpu',
                 memory: {weights: opts.weight_bytes, kv_cache: opts.kv_cache_bytes, scratch: V * 4},
                 generations, engine_tokens: {prompt: promptIds.length, scored: []}},
       output,
     };
-  } catch (e) {
-    return tjsFailure(stage, e);
-  }
+  });
 }

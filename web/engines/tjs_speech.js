@@ -7,21 +7,14 @@
 // checks: the library's features of the first clip, and the encoder's output and the first logits
 // of the pipeline's model on Python's features of it and the prompt.
 import {timeTranscriptions, writeTranscripts} from '../transcription.js';
-import {timingReply} from '../timing.js';
-import {jsHeap} from '../memory.js';
-import {int64Tensor, libraryFacts, loadLibrary, makePipeline, tjsFailure} from './tjs_common.js';
+import {int64Tensor, tjsPage} from './tjs_common.js';
 
 export async function run(spec, client) {
   const opts = spec.options;
   const cfg = opts.model;
-  let stage = 'load library';
-  try {
-    const T = await loadLibrary(opts, client);
-    stage = 'load model';
-    const {pipe, loadMs, placed} = await makePipeline(T, 'automatic-speech-recognition', opts);
+  return tjsPage(spec, client, 'automatic-speech-recognition', async ({T, pipe, at, loadMs}) => {
     const probe = hooks(pipe);
 
-    stage = 'run';
     const pcm = new Float32Array(await client.tensor('audio'));
     const starts = opts.clip_samples.reduce((acc, n) => [...acc, acc.at(-1) + n], [0]);
     let libraryFeatures = null;
@@ -48,7 +41,7 @@ export async function run(spec, client) {
     };
     const {timed, records, transcripts} = await timeTranscriptions(spec, opts.clips, transcribe);
 
-    stage = 'score';
+    at.stage = 'score';
     const out = new ArrayBuffer(spec.output_bytes);
     const melBytes = 4 * cfg.mels * cfg.frames, encBytes = 4 * cfg.source_positions * cfg.d_model;
     new Float32Array(out, 0, cfg.mels * cfg.frames).set(libraryFeatures.data.subarray(0, cfg.mels * cfg.frames));
@@ -61,23 +54,14 @@ export async function run(spec, client) {
     new Float32Array(out, melBytes + encBytes, V).set(logits.subarray(logits.length - V));
     writeTranscripts(out, melBytes + encBytes + 4 * V, transcripts, opts.max_tokens);
     return {
-      ...libraryFacts(T, opts, placed),
-      compute_dtype: opts.provider !== 'wasm' && ['fp16', 'q4f16'].includes(opts.dtype) ? 'f16' : 'f32',
-      timestamp_query: false,
-      gpu_note: 'per-clip wall clock of the pipeline; its front end and encoder timed from inside it, each ' +
+      timed,
+      note: 'per-clip wall clock of the pipeline; its front end and encoder timed from inside it, each ' +
         'new id by a streamer; load_weights_ms is the pipeline\'s creation (files fetched, sessions made)',
-      compile_ms: loadMs,
-      ...timingReply(timed, null),
-      gpu_buffer_bytes: null,
-      js_heap: await jsHeap(),
-      layers: [],
       speech: {upload_ms: loadMs, memory: {weights: opts.weight_bytes, kv_cache: opts.kv_cache_bytes, scratch: 4 * V},
                clips: records},
       output: out,
     };
-  } catch (e) {
-    return tjsFailure(stage, e);
-  }
+  });
 }
 
 // Times inside the pipeline: its processor (the log-mel front end, kept: its features) and the

@@ -36,10 +36,13 @@ class PreparedTjs:
     ref_dequantized: np.ndarray
     """onnxruntime (CPU) on the same dtype file and inputs, as ``judged`` reads the page's outputs."""
     spread: float
-    dynamic: bool
-    """A file quantizes activations at run time (reference.is_dynamic)."""
     inventories: dict[str, onnx_inventory.Inventory]
     """What each file holds, by its name."""
+
+    @property
+    def dynamic(self) -> bool:
+        """A file quantizes activations at run time."""
+        return self.inventory.dynamic
 
     @property
     def inventory(self) -> onnx_inventory.Inventory:
@@ -102,10 +105,11 @@ def judge_files(base: Any, dtype: str, files: dict[str, Path], run_files: RunFil
                 kind: type[PreparedTjs] = PreparedTjs) -> PreparedTjs:
     """The dtype files' references on the kind's inputs (``run_files``)."""
     held = run_files(files, "optimized")
-    dynamic = any(reference.is_dynamic(path) for path in files.values())
+    inventories = {n: onnx_inventory.read(p) for n, p in files.items()}
+    dynamic = onnx_inventory.combined(inventories.values()).dynamic
     others = ("unoptimized", "evaluator") if dynamic else ("unoptimized",)
     spread = max(reference.rel_rms(run_files(files, how), held) for how in others)
-    return kind(base, dtype, files, held, spread, dynamic, {n: onnx_inventory.read(p) for n, p in files.items()})
+    return kind(base, dtype, files, held, spread, inventories)
 
 
 def run_graph(path: Path, feeds: Mapping[str, np.ndarray], how: str) -> dict[str, np.ndarray]:

@@ -182,7 +182,7 @@ def prepare(workload: OnnxFileWorkload, variant: Variant, bits: int, block_size:
                                    else PER_CHANNEL_BLOCK, "--bits" if low or variant.name == "fp32"
                                    else "kept float by the tool"))
     spread = reference.spread(held, unoptimized)
-    if reference.is_dynamic(variant.path):
+    if onnx_inventory.read(variant.path).dynamic:
         spread = max(spread, reference.spread(held, reference.evaluate(variant.path, feeds.arrays)))
     return PreparedOnnx(workload, variant, bits, feeds, fp32, held, spread,
                         workload.weight_bytes_f32, tuple(plan))

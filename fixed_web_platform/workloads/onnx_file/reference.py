@@ -16,7 +16,7 @@ extreme moves every value of the tensor and the next layers' steps: implementati
 right land far apart (MiniLM's q8: ORT's CPU provider 0.065 from onnx's own reference evaluator,
 Chrome's wasm 0.126 from ORT's CPU, each 0.26 from fp32). For them the spread is also measured
 against onnx's reference evaluator (``evaluate``: numpy, the ops' definitions), the third
-implementation.
+implementation; a graph is dynamic when its inventory says so (formats/onnx_inventory.py).
 """
 
 from __future__ import annotations
@@ -62,17 +62,9 @@ def run(path: Path, feeds: Mapping[str, np.ndarray], optimized: bool = True) -> 
     return {n: np.asarray(v) for n, v in zip(names, values)}
 
 
-DYNAMIC_OPS = ("DynamicQuantizeLinear",)
 EVALUATOR_OPSET = 19
 """onnx's reference evaluator implements DequantizeLinear from opset 19 on (18's is the same for
 the int8 and uint8 a dynamic graph's Gather holds)."""
-
-
-def is_dynamic(path: Path) -> bool:
-    """Whether the graph quantizes activations at run time (``DYNAMIC_OPS``)."""
-    import onnx
-
-    return any(n.op_type in DYNAMIC_OPS for n in onnx.load(str(path), load_external_data=False).graph.node)
 
 
 def evaluate(path: Path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
