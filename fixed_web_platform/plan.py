@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .engines.registry import engine_for, engines_for_platform, planned_refusal
 from .engines.webnn.forms import QDQ_FORM, check_form
+from .formats import transformersjs_folder
 from .precision.observers import OBSERVERS
 from .precision.quantizers import DEFAULT_QUANTIZER, check_quantizer
 from .results.writer import write_atomically
@@ -46,9 +47,12 @@ DEFAULT_OBSERVER = "minmax"
 
 def default_engines(workloads: Sequence[Workload]) -> list[EngineName]:
     """The engines a sweep runs when none is named: ONNX Runtime Web for users' ONNX files (no
-    other engine runs them), the harness's own engines otherwise."""
+    other engine runs them), transformers.js for folders in its layout, the harness's own engines
+    otherwise."""
     if workloads and all(w.kind == ONNX_FILE.name for w in workloads):
         return [EngineName.ORT]
+    if workloads and all(transformersjs_folder.is_folder(getattr(w, "model", "")) for w in workloads):
+        return [EngineName.TRANSFORMERSJS]
     return [EngineName.HARNESS]
 
 

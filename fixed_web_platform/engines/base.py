@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from ..models.source import ONNX_WEIGHTS
 from ..page_protocol import JobSpec, PageReply
 from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..run_spec import RunSpec, TimingConfig
@@ -141,6 +142,9 @@ class KindRunner(ABC):
     weight_quants: tuple[str, ...] = (DEFAULT_QUANTIZER,)
     """Weight quantizers whose bytes it holds (precision/quantizers.py; --weight-quant); a class's
     own, or what the registry gives one instance (one provider's runner holding more)."""
+    runs_onnx_folders: ClassVar[bool] = False
+    """It runs a model folder's ONNX files as given (transformers.js), so a folder with no weights
+    of its own (``source.ONNX_WEIGHTS``) is its to run; other runners refuse one."""
 
     def __init__(self, weight_quants: tuple[str, ...] | None = None) -> None:
         if weight_quants is not None:
@@ -148,6 +152,9 @@ class KindRunner(ABC):
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
         """Why this run cannot be built, known before any browser starts ('' when it can)."""
+        if getattr(run.workload, "weights", "") == ONNX_WEIGHTS and not self.runs_onnx_folders:
+            return ("the model folder holds no weights, only transformers.js's ONNX files (--engine transformersjs "
+                    "runs them)")
         if run.act_bits not in self.act_bits:
             return (f"{run.act_bits}-bit activations are not built for engine {engine.name} on "
                     f"{engine.platform} for {run.workload.kind} workloads")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..architectures import ARCHITECTURES, ArchConfig, Architecture, architecture_for
-from ..formats import ctranslate2
+from ..formats import ctranslate2, transformersjs_folder
 from ..formats.gguf_reads import readers_shared
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -46,6 +46,8 @@ random-weight models that bring no tokenizer of their own."""
 
 RANDOM_WEIGHTS_FLAG = "--random-weights"
 """How the CLI asks for seeded random weights (the Python API names its own argument)."""
+ONNX_WEIGHTS = "onnx"
+"""The ``weights`` of a row of a transformers.js folder without weights (``weights_name``)."""
 
 
 class ModelError(ValueError):
@@ -65,6 +67,9 @@ class ResolvedModel:
     """``folder`` is a CTranslate2 model (model.bin: configuration and weights; tokenizer.json)."""
     asked: str = ""
     """The name the user gave when another model runs in its place (SUBSTITUTES); '' otherwise."""
+    onnx_only: bool = False
+    """``folder`` is in transformers.js's layout and holds no weights: only its ONNX files run
+    (engines/transformersjs), its fp32 graph the float reference."""
 
 
 def _packaged_folder(name: str) -> Path | None:
@@ -137,6 +142,8 @@ def resolve(name: str, random_weights: bool = False, random_weights_hint: str = 
         ggufs = sorted(path.glob(f"*{GGUF_SUFFIX}"))
         if ctranslate2.is_model_folder(path):
             return ResolvedModel(path.name, path.resolve(), str(path.resolve()), ctranslate2=True)
+        if transformersjs_folder.is_folder(path):
+            return _transformersjs_model(name, path)
         if not (path / "config.json").is_file():
             if len(ggufs) == 1:
                 return _gguf_model(path.name, ggufs[0], str(ggufs[0].resolve()))
@@ -161,6 +168,32 @@ def resolve(name: str, random_weights: bool = False, random_weights_hint: str = 
     raise ModelError(f"model {name!r} not found: not a folder, not an installed packaged model "
                      f"({', '.join(PACKAGED_MODELS)}), not in the Hugging Face cache {_cache_dir()}; "
                      f"available: {', '.join(available_models())}")
+
+
+def _transformersjs_model(name: str, path: Path) -> ResolvedModel:
+    """A folder in transformers.js's layout, checked now (formats/transformersjs_folder.read): a
+    folder it would not load fails here, in one line, before any browser starts."""
+    if not (path / "config.json").is_file():
+        transformersjs_folder.read(path, "")  # says what it lacks
+    resolved = ResolvedModel(path.name, path.resolve(), str(path.resolve()), onnx_only=not _weight_files(path))
+    arch, _ = architecture(resolved)
+    folder = transformersjs_folder.read(path, arch.kind)
+    if resolved.onnx_only and folder.lacks("fp32"):
+        raise ModelError(f"model folder {name} holds no weights and no {' or '.join(folder.lacks('fp32'))}: "
+                         "nothing to judge what its other dtypes cost against")
+    if resolved.onnx_only and arch.kind == "speech":
+        raise ModelError(f"model folder {name}: a Whisper folder without its weights is not run yet (its float "
+                         "reference, PyTorch's transcripts, needs them: add model.safetensors)")
+    return resolved
+
+
+@functools.lru_cache(maxsize=16)
+def weights_name(model: str, random_weights: bool) -> str:
+    """A row's ``weights``: 'random', 'pretrained', or 'onnx' (a transformers.js folder without
+    weights: its fp32 graph on onnxruntime's CPU is the float reference)."""
+    if random_weights:
+        return "random"
+    return ONNX_WEIGHTS if resolve(model).onnx_only else "pretrained"
 
 
 @functools.cache
@@ -326,6 +359,9 @@ def _load(model: ResolvedModel, random_weights: bool, seed: int) -> LoadedModel:
         if model.folder is None:
             raise ModelError(f"model {model.name} has no weights here; ask for random weights "
                              f"({RANDOM_WEIGHTS_FLAG})")
+        if model.onnx_only:
+            raise ModelError(f"model folder {model.folder} holds no weights, only transformers.js's ONNX files "
+                             "(--engine transformersjs runs them)")
         if model.ctranslate2:
             weights = arch.ctranslate2_weights(_ctranslate2_architecture(model)[1])
         else:

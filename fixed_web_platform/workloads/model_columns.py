@@ -7,8 +7,9 @@ from .base import Column
 
 MODEL_COLUMNS = (
     Column("model", str, "Whole models: the model as named; blank on other kinds' rows."),
-    Column("weights", str, "'pretrained' or 'random' (seeded random weights; accuracy is then against "
-                           "PyTorch on them)."),
+    Column("weights", str, "'pretrained', 'random' (seeded random weights; accuracy is then against "
+                           "PyTorch on them) or 'onnx' (a transformers.js folder without weights: accuracy is "
+                           "against its own fp32 graph on onnxruntime's CPU)."),
     Column("inputs", str, "'builtin' (the project's evaluation set) or the --inputs file."),
     Column("precision_plan", str, "Bits per linear layer as planned: 'uniform:4' or 'mixed:8x24,4x12' "
                                   "(bits x layers)."),

@@ -81,11 +81,11 @@ function libraryFacts(T, opts, placed) {
   };
 }
 
-// A page that stopped at `stage`: a model the library would not load on this device is its
-// refusal (unsupported), anything later a failure; the library's own error text either way.
+// A page that stopped at `stage`, with the library's own error text. Python says whether a
+// model it would not load is its refusal (unsupported: files onnxruntime's CPU runs) or a failure.
 function tjsFailure(stage, e) {
   tap.stop();
-  return {status: stage === 'load model' ? 'unsupported' : 'failed', stage,
+  return {status: 'failed', stage,
           reason: `transformers.js ${stage}: ${errorText(e)}`};
 }
 

@@ -10,7 +10,10 @@ library asks for is fetched through the run's job. With ``FWP_TJS_ORT=harness`` 
 the harness's ONNX Runtime Web 1.30 instead (``globalThis[Symbol.for('onnxruntime')]``), so the
 library's cost and the runtime's version can be told apart.
 
-Kinds: encoder.py (the ``feature-extraction`` pipeline), decoder.py (``text-generation``).
+Kinds: encoder.py (the ``feature-extraction`` pipeline), decoder.py (``text-generation``),
+speech.py (``automatic-speech-recognition``); each runs the harness's made folder of its model or
+the user's own (``--model DIR``: the dtype files it holds, none made; without weights its fp32
+graph on onnxruntime's CPU is the float reference).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ...workloads import Workload
 from ...workloads.onnx_file.variants import VariantRefused
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from ..ort import ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR
-from .folders import DTYPES, WIDTHS, ModelFolder
+from .folders import DTYPES, WIDTHS, ModelFolder, user_folder
 from .placement import executed
 from .prepared import PreparedTjs
 
@@ -89,6 +92,7 @@ class TjsKindRunner(KindRunner):
     an export or a dtype file takes seconds to minutes) and what else its page gets (``page``)."""
 
     preparer: ClassVar[Callable[[Any, str, int], tuple[PreparedTjs, ModelFolder]]]
+    runs_onnx_folders = True
 
     @abstractmethod
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:
@@ -109,7 +113,8 @@ class TjsKindRunner(KindRunner):
         inventory = prepared.inventory
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options), tensors=tensors,
-            prepared=prepared, weight_format=run.weight_format, weight_dtype=inventory.matmul_precision(),
+            prepared=prepared, note=prepared.unloadable, refusal_is_unsupported=not prepared.unloadable,
+            weight_format=run.weight_format, weight_dtype=inventory.matmul_precision(),
             details={"tjs_files": {n: p.stat().st_size for n, p in files.items()}, "tjs_folder": folder.made_by,
                      "onnx_inventory": {n: inv.to_json() for n, inv in prepared.inventories.items()}})
 
@@ -124,6 +129,10 @@ class TjsKindRunner(KindRunner):
         if not run.weight_format:
             return (f"transformers.js has no dtype at {run.bits} bits (its dtypes: "
                     + ", ".join(f"{d} {WIDTHS[d]}" for d in DTYPES) + ")")
+        user = user_folder(run.workload.model, run.workload.kind)
+        if user is not None and user.lacks(run.weight_format):
+            return (f"the folder has no {' or '.join(user.lacks(run.weight_format))} (it holds "
+                    f"{', '.join(user.dtypes())})")
         if not (TJS_DIR / TJS_MODULE).is_file():
             return f"transformers.js {TJS_VERSION} is not installed in {TJS_DIR} (scripts/setup.sh installs it)"
         return ""

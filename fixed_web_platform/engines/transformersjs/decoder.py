@@ -16,6 +16,7 @@ dtype, loaded by its ``text-generation`` pipeline.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +36,8 @@ from .prepared import PreparedTjs, RunFile, judge_files, run_graph
 class PreparedTjsDecoder(PreparedTjs):
     def saved_reference(self) -> np.ndarray:
         """The CPU reference's log-probability of each next token (its logits are vocab-wide)."""
+        if self.unloadable:
+            return self.ref_dequantized
         return accuracy.next_token_logprob(self.ref_dequantized, self.base.tokens.eval_ids)
 
 
@@ -58,9 +61,39 @@ def _logits(base: PreparedDecoder) -> RunFile:
 
 @functools.lru_cache(maxsize=4)
 def prepare(workload: DecoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
-    base = prepare_decoder(workload, 32, 32, seed)
-    folder = folders.with_dtype(folders.made_folder(base.held.model, "decoder"), dtype)
+    from ...models import source
+
+    if workload.weights != source.ONNX_WEIGHTS:
+        base = prepare_decoder(workload, 32, 32, seed)
+        folder = folders.run_folder(workload.model, "decoder", dtype, lambda: folders.made_folder(base.held.model,
+                                                                                                  "decoder"))
+    else:  # the folder's own fp32 graph is the float reference; the seeded weights give only shapes
+        base = prepare_decoder(dataclasses.replace(workload, random_weights=True), 32, 32, seed)
+        folder = folders.user_folder(workload.model, "decoder")
+        assert folder is not None  # only a transformers.js folder holds no weights (models/source.py)
+        fp32 = folder.graph_files("fp32")
+        logits, greedy = _logits(base)(fp32, "optimized"), _greedy(fp32[folders.file_name("model", "fp32")], base)
+        base = dataclasses.replace(base, ref_float=logits, ref_dequantized=logits, generated_fp32=greedy,
+                                   generated_reference=greedy)
     return judge_files(base, dtype, folder.graph_files(dtype), _logits(base), PreparedTjsDecoder), folder
+
+
+def _greedy(path: Path, base: PreparedDecoder) -> np.ndarray:
+    """The file's greedy continuation of the prompt on onnxruntime's CPU, the end of sequence never
+    chosen (PyTorch fp32's rule, workloads/decoder/prepared.pytorch_greedy), its cache growing."""
+    cfg, tokens = base.config, base.tokens
+    step, seen, out = np.asarray(tokens.prompt, np.int64), 0, []
+    past = {name: np.zeros((1, cfg.kv_heads, 0, cfg.head_dim), np.float32) for name in exports.past_names(cfg.layers)}
+    for _ in range(base.workload.new_tokens):
+        feeds = {"input_ids": step[None], "attention_mask": np.ones((1, seen + len(step)), np.int64),
+                 "position_ids": np.arange(seen, seen + len(step), dtype=np.int64)[None]} | past
+        results = run_graph(path, feeds, "optimized")
+        logits = np.asarray(results[exports.LOGITS][0, -1], np.float64)
+        logits[list(tokens.eos)] = -np.inf
+        out.append(int(np.argmax(logits)))
+        past = dict(zip(past, (results[n] for n in exports.present_names(cfg.layers))))
+        seen, step = seen + len(step), np.array(out[-1:], np.int64)
+    return np.array(out, np.int32)
 
 
 class TjsDecoder(TjsKindRunner):

@@ -14,6 +14,7 @@ pipeline.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,9 +46,17 @@ def _embeddings(base: PreparedModel) -> RunFile:
 def prepare(workload: EncoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
     from ...models import source
 
-    base = prepare_model(workload, 32, 32, seed)
-    loaded = source.load(source.resolve(workload.model, workload.random_weights), workload.random_weights, seed)
-    folder = folders.with_dtype(folders.made_folder(loaded, "encoder"), dtype)
+    def made() -> folders.ModelFolder:
+        resolved = source.resolve(workload.model, workload.random_weights)
+        return folders.made_folder(source.load(resolved, workload.random_weights, seed), "encoder")
+
+    folder = folders.run_folder(workload.model, "encoder", dtype, made)
+    if workload.weights != source.ONNX_WEIGHTS:
+        base = prepare_model(workload, 32, 32, seed)
+    else:  # the folder's own fp32 graph is the float reference; the seeded weights give only shapes
+        base = prepare_model(dataclasses.replace(workload, random_weights=True), 32, 32, seed)
+        ref = _embeddings(base)(folder.graph_files("fp32"), "optimized")
+        base = dataclasses.replace(base, ref_float=ref, ref_dequantized=ref)
     return judge_files(base, dtype, folder.graph_files(dtype), _embeddings(base)), folder
 
 

@@ -1,10 +1,7 @@
-"""Model folders in transformers.js's layout, made by the harness from the weights it installs,
-or a user's own (``--model DIR``).
+"""Model folders in transformers.js's layout (formats/transformersjs_folder.py) made by the
+harness from the weights it installs, or a user's own (``--model DIR``: ``user_folder``).
 
-transformers.js loads, from ``<localModelPath>/<model id>/``: ``config.json`` (required), the
-tokenizer (``tokenizer.json`` with ``tokenizer_config.json``) and ``onnx/<graph><suffix>.onnx``,
-the suffix naming the dtype (``DTYPE_SUFFIX``, from its ``src/utils/dtypes.js``). No npm or PyPI
-package ships such a folder for the models here, so the harness makes one:
+No npm or PyPI package ships such a folder for the models here, so the harness makes one:
 
 - ``onnx/model.onnx`` (Whisper: ``encoder_model.onnx`` and ``decoder_model_merged.onnx``): the
   architecture's own passes exported by ``torch.onnx.export`` with the inputs and outputs
@@ -15,6 +12,8 @@ package ships such a folder for the models here, so the harness makes one:
   by content there.
 - ``config.json`` and the tokenizer files: transformers' own ``save_pretrained`` of the model's
   configuration and tokenizer.
+
+A user's folder is run as it is: the dtype files it holds, none made.
 
 A folder is a mapping of relative file names to files on disk (``ModelFolder.files``); the page
 fetches each through its job (the files are the job's tensors), so nothing is copied.
@@ -27,63 +26,32 @@ import functools
 import hashlib
 import json
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ...formats import transformersjs_folder
+from ...formats.transformersjs_folder import DTYPE_SUFFIX, DTYPES, FolderError, ModelFolder, file_name
 from ...paths import PROJECT_ROOT
 from ...workloads.onnx_file import variants
 
-DTYPE_SUFFIX = {"fp32": "", "fp16": "_fp16", "q8": "_quantized", "int8": "_int8", "uint8": "_uint8",
-                "q4": "_q4", "q4f16": "_q4f16", "bnb4": "_bnb4"}
-"""transformers.js's dtypes (the ones it makes files for at 32, 16, 8 and 4 bits) -> file suffix."""
-DTYPES = tuple(DTYPE_SUFFIX)
 Q4_BLOCK = 32
 """transformers.js's q4 and q4f16: MatMulNBits, symmetric, blocks of 32."""
 WIDTHS = {name: variants.WIDTHS[name] for name in DTYPES}
 """Each dtype by the bits its weights are held at (q4f16: 4, with float16 elsewhere)."""
-CONFIG = "config.json"
-ONNX_DIR = "onnx"
 CACHE_DIR = PROJECT_ROOT / ".cache" / "transformersjs"
 """config.json and the tokenizer files of made folders, by content (git-ignored)."""
 
 
-class FolderError(ValueError):
-    """A folder transformers.js would not load (one line for the user)."""
+def user_folder(model: str, kind: str) -> ModelFolder | None:
+    """``--model``'s own folder when it is in transformers.js's layout (read as it is), else None."""
+    return transformersjs_folder.read(model, kind) if transformersjs_folder.is_folder(model) else None
 
 
-def file_name(graph: str, dtype: str) -> str:
-    return f"{ONNX_DIR}/{graph}{DTYPE_SUFFIX[dtype]}.onnx"
-
-
-@dataclass(frozen=True)
-class ModelFolder:
-    """A model in transformers.js's layout: relative name -> file."""
-
-    files: dict[str, Path]
-    graphs: tuple[str, ...]
-    """The ONNX graphs a model of its kind loads ('model'; Whisper: 'encoder_model',
-    'decoder_model_merged')."""
-    made_by: str
-    """'the harness (<how>)' or the user's folder."""
-
-    def dtype_files(self, dtype: str) -> list[str]:
-        return [file_name(g, dtype) for g in self.graphs]
-
-    def graph_files(self, dtype: str) -> dict[str, Path]:
-        """The dtype's graphs by name ('onnx/model_q4.onnx'); KeyError for one the folder lacks."""
-        return {f: self.files[f] for f in self.dtype_files(dtype)}
-
-    def lacks(self, dtype: str) -> list[str]:
-        return [f for f in self.dtype_files(dtype) if f not in self.files]
-
-    def support_files(self) -> dict[str, Path]:
-        """What every dtype loads beside its graphs (config and tokenizer)."""
-        return {n: p for n, p in self.files.items() if not n.startswith(f"{ONNX_DIR}/")}
-
-    def for_dtype(self, dtype: str) -> dict[str, Path]:
-        """The files a page loading ``dtype`` fetches."""
-        return self.support_files() | {f: self.files[f] for f in self.dtype_files(dtype) if f in self.files}
+def run_folder(model: str, kind: str, dtype: str, made: Callable[[], ModelFolder]) -> ModelFolder:
+    """The folder a run of ``dtype`` loads: the user's own as it is (a file it lacks is refused
+    before this, TjsKindRunner.refusal), or the harness's (``made()``) with the dtype's files."""
+    return user_folder(model, kind) or with_dtype(made(), dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,18 +74,35 @@ def _support_files(model: Any, kind: str, tokenizer: Any) -> dict[str, Path]:
             doc = json.loads((out / "tokenizer_config.json").read_text())
             (out / "tokenizer_config.json").write_text(json.dumps(doc | {"tokenizer_class": "WhisperTokenizer"}))
         names = sorted(p.name for p in out.iterdir() if p.is_file() and p.name != "chat_template.jinja")
-        digest = hashlib.sha256(b"".join(n.encode() + (out / n).read_bytes() for n in names)).hexdigest()[:20]
-        folder = CACHE_DIR / "support" / digest
-        if not folder.is_dir():
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(dir=folder.parent))
-            for n in names:
-                (staging / n).write_bytes((out / n).read_bytes())
-            try:
-                staging.rename(folder)
-            except OSError:  # made meanwhile by another process
-                pass
+        return _cached(out, names, "support")
+
+
+def _cached(out: Path, names: list[str], what: str) -> dict[str, Path]:
+    """``names`` in ``out`` kept in CACHE_DIR/<what>/<digest of their content>."""
+    digest = hashlib.sha256(b"".join(n.encode() + (out / n).read_bytes() for n in names)).hexdigest()[:20]
+    folder = CACHE_DIR / what / digest
+    if not folder.is_dir():
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=folder.parent))
+        for n in names:
+            (staging / n).write_bytes((out / n).read_bytes())
+        try:
+            staging.rename(folder)
+        except OSError:  # made meanwhile by another process
+            pass
     return {n: folder / n for n in names}
+
+
+def pinned(folder: ModelFolder, model: Any, kind: str) -> ModelFolder:
+    """A user's folder with the harness's settings (``extra_files``) in place of its own: a
+    Whisper transcript then differs from PyTorch's by precision alone, not by decoding rules."""
+    extra = extra_files(model, kind)
+    if not extra:
+        return folder
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in extra.items():
+            (Path(tmp) / name).write_text(text)
+        return dataclasses.replace(folder, files=folder.files | _cached(Path(tmp), sorted(extra), "pinned"))
 
 
 def extra_files(model: Any, kind: str) -> dict[str, str]:

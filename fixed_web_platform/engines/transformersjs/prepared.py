@@ -19,7 +19,7 @@ import numpy as np
 
 from ...formats import onnx_inventory
 from ...workloads.base import TensorSpec
-from ...workloads.onnx_file import reference
+from ...workloads.onnx_file import OnnxFileError, reference
 
 RunFile = Callable[[Mapping[str, Path], str], np.ndarray]
 """(the dtype's files by graph name, 'optimized' | 'unoptimized' | 'evaluator') -> the judged
@@ -38,6 +38,10 @@ class PreparedTjs:
     spread: float
     inventories: dict[str, onnx_inventory.Inventory]
     """What each file holds, by its name."""
+    unloadable: str = ""
+    """Why onnxruntime's CPU cannot load or run the dtype's files ('' when it can): the page still
+    loads them, so a file the library fails on too is a failed row with the library's own error,
+    and outputs of one it loads have nothing to be judged against."""
 
     @property
     def dynamic(self) -> bool:
@@ -85,6 +89,8 @@ class PreparedTjs:
         return reference.tolerance(compute_dtype, False, self.spread)
 
     def kernel_problem(self, judged: np.ndarray) -> str:
+        if self.unloadable:
+            return f"{self.unloadable}: the browser's outputs cannot be judged"
         return "" if np.isfinite(judged).all() else "the outputs hold NaN or infinity"
 
     def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
@@ -104,7 +110,10 @@ class PreparedTjs:
 def judge_files(base: Any, dtype: str, files: dict[str, Path], run_files: RunFile,
                 kind: type[PreparedTjs] = PreparedTjs) -> PreparedTjs:
     """The dtype files' references on the kind's inputs (``run_files``)."""
-    held = run_files(files, "optimized")
+    try:
+        held = run_files(files, "optimized")
+    except OnnxFileError as exc:  # a user's file: the page still tries it (``unloadable``)
+        return kind(base, dtype, files, np.array(np.nan), np.nan, {}, unloadable=str(exc))
     inventories = {n: onnx_inventory.read(p) for n, p in files.items()}
     dynamic = onnx_inventory.combined(inventories.values()).dynamic
     others = ("unoptimized", "evaluator") if dynamic else ("unoptimized",)

@@ -58,7 +58,9 @@ def _first_logits(base: PreparedSpeech) -> RunFile:
 @functools.lru_cache(maxsize=4)
 def prepare(workload: SpeechWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
     base = dataclasses.replace(prepare_speech(workload, 32, 32, seed), front_end_on_device=True)
-    folder = folders.with_dtype(folders.made_folder(base.held.model, "speech", base.tokenizer), dtype)
+    user = folders.user_folder(workload.model, "speech")
+    folder = (folders.pinned(user, base.held.model, "speech") if user is not None else
+              folders.with_dtype(folders.made_folder(base.held.model, "speech", base.tokenizer), dtype))
     return judge_files(base, dtype, folder.graph_files(dtype), _first_logits(base), PreparedTjsSpeech), folder
 
 

@@ -72,7 +72,7 @@ class DecoderWorkload:
         if eval_len > cfg.max_positions:
             raise ValueError(f"evaluation length {eval_len} is longer than the model's context "
                              f"({cfg.max_positions} positions)")
-        if not random_weights and resolved.folder is not None:
+        if not random_weights and resolved.folder is not None and not resolved.onnx_only:
             source.load(resolved, False, 0)  # weights that do not load fail here, in one line
         workload = cls(name=resolved.name if resolved.folder is None or model == resolved.name else model,
                        model=model, prompt_len=prompt_len, new_tokens=new_tokens, eval_len=eval_len,
@@ -113,7 +113,7 @@ class DecoderWorkload:
 
     @property
     def weights(self) -> str:
-        return "random" if self.random_weights else "pretrained"
+        return source.weights_name(self.model, self.random_weights)
 
     def config(self) -> LlamaConfig:
         return _architecture(self.model, self.random_weights)[1]

@@ -90,7 +90,7 @@ class EncoderWorkload:
         if not 2 <= seq_len <= cfg.max_positions:
             raise ValueError(f"sequence length {seq_len} is outside 2..{cfg.max_positions} "
                              f"(the model's maximum positions)")
-        if not random_weights and resolved.folder is not None:
+        if not random_weights and resolved.folder is not None and not resolved.onnx_only:
             source.load(resolved, False, 0)  # a folder without usable weights fails here, in one line
         return cls(name=resolved.name if resolved.folder is None or model == resolved.name else model,
                    model=model, batch_size=batch_size, seq_len=seq_len, random_weights=random_weights,
@@ -128,7 +128,7 @@ class EncoderWorkload:
 
     @property
     def weights(self) -> str:
-        return "random" if self.random_weights else "pretrained"
+        return source.weights_name(self.model, self.random_weights)
 
     def config(self) -> EncoderConfig:
         return _architecture(self.model, self.random_weights)[1]

@@ -61,7 +61,7 @@ class SpeechWorkload:
             chosen, inputs_name = folder_clips(inputs), str(inputs)
         else:
             chosen, inputs_name = builtin_clips(clips), BUILTIN_NAME
-        if not random_weights and resolved.folder is not None:
+        if not random_weights and resolved.folder is not None and not resolved.onnx_only:
             source.load(resolved, False, 0)  # weights that do not load fail here, in one line
         return cls(name=resolved.name, model=resolved.name if resolved.asked else model, clips=chosen,
                    max_tokens=max_tokens, random_weights=random_weights, inputs_name=inputs_name,
@@ -80,7 +80,7 @@ class SpeechWorkload:
 
     @property
     def weights(self) -> str:
-        return "random" if self.random_weights else "pretrained"
+        return source.weights_name(self.model, self.random_weights)
 
     def config(self) -> WhisperConfig:
         return _architecture(self.model, self.random_weights)[1]

@@ -1,0 +1,101 @@
+"""Model folders in transformers.js's layout: what a folder holds, and whether transformers.js
+would load it (a user's own, ``--model DIR``; the harness makes its own in
+engines/transformersjs/folders.py).
+
+transformers.js loads, from ``<localModelPath>/<model id>/``: ``config.json`` (required), the
+tokenizer (``tokenizer.json`` with ``tokenizer_config.json``) and what the pipeline reads besides
+(``generation_config.json``, ``preprocessor_config.json``), and ``onnx/<graph><suffix>.onnx``, the
+suffix naming the dtype (``DTYPE_SUFFIX``, from its ``src/utils/dtypes.js``) and the graphs the
+model's kind (``GRAPHS``). A folder with an ``onnx/`` subfolder of ``.onnx`` files is such a
+folder, whether or not it holds weights too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DTYPE_SUFFIX = {"fp32": "", "fp16": "_fp16", "q8": "_quantized", "int8": "_int8", "uint8": "_uint8",
+                "q4": "_q4", "q4f16": "_q4f16", "bnb4": "_bnb4"}
+"""transformers.js's dtypes (the ones it makes files for at 32, 16, 8 and 4 bits) -> file suffix."""
+DTYPES = tuple(DTYPE_SUFFIX)
+CONFIG = "config.json"
+ONNX_DIR = "onnx"
+GRAPHS = {"encoder": ("model",), "decoder": ("model",), "speech": ("encoder_model", "decoder_model_merged")}
+"""The graphs a model of each workload kind loads (transformers.js's encoder-only and decoder-only
+models: ``model``; Whisper: its encoder and the merged decoder)."""
+SUPPORT_SUFFIXES = (".json", ".txt", ".model", ".jinja")
+"""Files beside the graphs a page may fetch (config, tokenizer, generation and preprocessor
+settings); weights are never served."""
+
+
+class FolderError(ValueError):
+    """A folder transformers.js would not load (one line for the user)."""
+
+
+def file_name(graph: str, dtype: str) -> str:
+    return f"{ONNX_DIR}/{graph}{DTYPE_SUFFIX[dtype]}.onnx"
+
+
+def is_folder(path: str | Path) -> bool:
+    """A folder in transformers.js's layout: an ``onnx/`` subfolder holding ``.onnx`` files."""
+    folder = Path(path).expanduser()
+    return bool(str(path)) and folder.is_dir() and any((folder / ONNX_DIR).glob("*.onnx"))
+
+
+@dataclass(frozen=True)
+class ModelFolder:
+    """A model in transformers.js's layout: relative name -> file."""
+
+    files: dict[str, Path]
+    graphs: tuple[str, ...]
+    """The ONNX graphs a model of its kind loads (``GRAPHS``)."""
+    made_by: str
+    """'the harness (<how>)' or 'the user's folder <path>'."""
+
+    def dtype_files(self, dtype: str) -> list[str]:
+        return [file_name(g, dtype) for g in self.graphs]
+
+    def graph_files(self, dtype: str) -> dict[str, Path]:
+        """The dtype's graphs by name ('onnx/model_q4.onnx'); KeyError for one the folder lacks."""
+        return {f: self.files[f] for f in self.dtype_files(dtype)}
+
+    def lacks(self, dtype: str) -> list[str]:
+        return [f for f in self.dtype_files(dtype) if f not in self.files]
+
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtypes whose every graph the folder holds."""
+        return tuple(d for d in DTYPES if not self.lacks(d))
+
+    def support_files(self) -> dict[str, Path]:
+        """What every dtype loads beside its graphs (config and tokenizer)."""
+        return {n: p for n, p in self.files.items() if not n.startswith(f"{ONNX_DIR}/")}
+
+    def for_dtype(self, dtype: str) -> dict[str, Path]:
+        """The files a page loading ``dtype`` fetches."""
+        return self.support_files() | {f: self.files[f] for f in self.dtype_files(dtype) if f in self.files}
+
+
+def read(path: str | Path, kind: str) -> ModelFolder:
+    """A user's folder as transformers.js would load it for a model of workload ``kind``;
+    FolderError (one line) when it would not: no ``config.json``, or an ``onnx/`` holding no
+    file of the kind's graphs at any dtype."""
+    folder = Path(path).expanduser().resolve()
+    if not (folder / CONFIG).is_file():
+        raise FolderError(f"model folder {path} is in transformers.js's layout (onnx/*.onnx) but has no {CONFIG}, "
+                          "which transformers.js loads first")
+    graphs = GRAPHS.get(kind)
+    if graphs is None:
+        raise FolderError(f"model folder {path}: transformers.js folders of {kind} models are not run here "
+                          f"(kinds: {', '.join(GRAPHS)})")
+    files = {p.name: p for p in sorted(folder.iterdir()) if p.is_file() and p.suffix in SUPPORT_SUFFIXES}
+    known = {file_name(g, d) for g in graphs for d in DTYPES}
+    files |= {f"{ONNX_DIR}/{p.name}": p for p in sorted((folder / ONNX_DIR).glob("*.onnx"))
+              if f"{ONNX_DIR}/{p.name}" in known}
+    made = ModelFolder(files, graphs, f"the user's folder {folder}")
+    if not made.dtypes():
+        present = ", ".join(sorted(p.name for p in (folder / ONNX_DIR).glob("*.onnx")))
+        raise FolderError(f"model folder {path}: onnx/ holds no file transformers.js would load for a model of "
+                          f"the {kind} kind (it loads {' and '.join(file_name(g, 'fp32') for g in graphs)} or "
+                          f"their dtype variants such as {file_name(graphs[0], 'q4')}; found: {present})")
+    return made
