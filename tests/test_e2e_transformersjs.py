@@ -14,10 +14,11 @@ import pytest
 from conftest import require_browser
 from speech_models import tiny_whisper
 from test_decoder import tiny_hf_config
-from test_transformersjs import tiny_bert
+from test_transformersjs import tiny_bert, users_folder
 
-from fixed_web_platform.engines.transformersjs import TJS_DIR, TJS_MODULE
+from fixed_web_platform.engines.transformersjs import TJS_DIR, TJS_MODULE, folders
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.models import source
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
@@ -33,6 +34,8 @@ WANTED = {  # browser -> (platform, dtype) runs
 
 
 DECODER_WANTED = {(Platform.WASM, "fp32"), (Platform.WASM, "q4")}
+USERS_WANTED = {"fp32", "q4", "bnb4"}
+"""A user's folder without weights (Chrome wasm): fp32 and a q4 file cut short; it lacks bnb4."""
 
 
 def _tiny_llama(folder: Path) -> DecoderWorkload:
@@ -48,13 +51,24 @@ def _sweep(browser: BrowserName, out: Path) -> dict:
                                      random_weights=True)
     decoder = _tiny_llama(out.parent / "tiny-llama")
     speech = SpeechWorkload.from_options(str(tiny_whisper(out.parent / "tiny-whisper")), clips=2, max_tokens=4)
-    plan = build_plan([browser], [Platform.WASM, Platform.WEBNN, Platform.WEBGPU], [encoder, decoder, speech],
+    users = EncoderWorkload.create(str(_users(encoder, out.parent / "users")), batch_size=2, seq_len=8)
+    plan = build_plan([browser], [Platform.WASM, Platform.WEBNN, Platform.WEBGPU], [encoder, decoder, speech, users],
                       [32, 16, 8, 4], engines=[EngineName.TRANSFORMERSJS])
     chrome = browser is BrowserName.CHROME
     plan = [r for r in plan if (r.platform, r.weight_format) in WANTED[browser] and r.workload == encoder
-            or chrome and r.workload in (decoder, speech) and (r.platform, r.weight_format) in DECODER_WANTED]
+            or chrome and r.workload in (decoder, speech) and (r.platform, r.weight_format) in DECODER_WANTED
+            or chrome and r.workload == users and r.platform is Platform.WASM and r.weight_format in USERS_WANTED]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
-    return {(r.kind, r.platform, r.weight_format): r for r in rows}
+    return {("users" if r.kind_fields.get("weights") == source.ONNX_WEIGHTS else r.kind, r.platform, r.weight_format): r
+            for r in rows}
+
+
+def _users(encoder: EncoderWorkload, out: Path) -> Path:
+    """The tiny BERT's folder as a user brings one: no weights, fp32 and a q4 file cut short."""
+    made = folders.made_folder(source.load(source.resolve(encoder.model, True), True, 1), "encoder")
+    users_folder(made, out, ("fp32", "q4"))
+    (out / "onnx/model_q4.onnx").write_bytes((out / "onnx/model_q4.onnx").read_bytes()[:4096])
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +96,15 @@ def test_chrome_runs_the_pipeline_on_every_device_and_judges_each_dtype(chrome: 
     half = chrome[(Platform.WEBGPU, "fp16")]  # SwiftShader has no shader-f16: the library says so
     if half.outcome != Outcome.OK:
         assert half.outcome == Outcome.UNSUPPORTED and "does not support fp16" in half.reason, half.reason
+
+
+def test_a_users_folder_runs_as_it_is_its_broken_file_failing_with_the_librarys_error(chrome: dict) -> None:
+    fp32, q4, bnb4 = (chrome[("users", Platform.WASM, d)] for d in ("fp32", "q4", "bnb4"))
+    assert fp32.outcome == Outcome.OK and fp32.cosine_min >= 0.9999, fp32.reason  # vs its own fp32 graph
+    assert fp32.kind_fields["onnx_inventory"] and fp32.rel_error_vs_dequantized <= fp32.kernel_tolerance
+    assert q4.outcome == Outcome.FAILED and "transformers.js load model" in q4.reason, q4.reason
+    assert "protobuf" in q4.reason.split("browser said:")[1].lower()  # the library's own words
+    assert bnb4.outcome == Outcome.UNSUPPORTED and "no onnx/model_bnb4.onnx" in bnb4.reason
 
 
 def test_firefox_runs_the_pipeline_on_wasm(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -5,6 +5,7 @@ promises, the fp32 graph is the architecture's pass (PyTorch's hidden states), a
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -144,3 +145,87 @@ def test_whispers_merged_decoder_makes_the_cross_keys_once_and_steps_as_pytorch(
     later = decoder.run(["logits"], {"input_ids": np.array([[token]], np.int64), "encoder_hidden_states": hidden,
                                      "use_cache_branch": np.array([True])} | past)
     np.testing.assert_allclose(later[0][0, -1], pytorch([*cfg.prompt, token]), atol=1e-5)
+
+
+def users_folder(made: folders.ModelFolder, out: Path, dtypes: tuple[str, ...]) -> Path:
+    """A user's transformers.js folder without weights: ``made``'s config and tokenizer files and
+    the graphs of ``dtypes``."""
+    made = functools.reduce(folders.with_dtype, dtypes, made)
+    keep = {f for d in dtypes for f in made.dtype_files(d)} | set(made.support_files())
+    for name in keep:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(made.files[name], out / name)
+    return out
+
+
+def test_a_users_folder_runs_the_files_it_holds_judged_against_its_own_fp32_graph(tiny: EncoderWorkload,
+                                                                                   tmp_path: Path) -> None:
+    """A folder without weights (seed 1's, the run's seed 0): its rows are its files (a dtype it
+    lacks names the file; engines that need weights refuse), and the float reference is its fp32
+    graph: PyTorch's on the folder's own weights, not the seeded ones that only give shapes."""
+    from fixed_web_platform.cli.run import folder_dtypes
+    from fixed_web_platform.engines.transformersjs import encoder
+    from fixed_web_platform.plan import default_engines
+    from fixed_web_platform.workloads.encoder.prepared import prepare_model
+
+    made = folders.made_folder(source.load(source.resolve(tiny.model, True), True, 1), "encoder")
+    users = EncoderWorkload.create(str(users_folder(made, tmp_path / "users", ("fp32", "q8"))), batch_size=2,
+                                   seq_len=8)
+    assert users.weights == source.ONNX_WEIGHTS
+    assert default_engines([users]) == [EngineName.TRANSFORMERSJS] and folder_dtypes([users]) == ("fp32", "q8")
+    runs = build_plan([BrowserName.CHROME], [Platform.WASM], [users], [32, 8, 4],
+                      engines=[EngineName.TRANSFORMERSJS, EngineName.ORT], dtypes=("fp32", "q8", "q4"))
+    refused = {(str(r.engine), r.weight_format or str(r.bits)): r.refused for r in runs}
+    assert refused["transformersjs", "fp32"] == refused["transformersjs", "q8"] == ""
+    assert refused["transformersjs", "q4"].startswith("the folder has no onnx/model_q4.onnx (it holds fp32, q8)")
+    assert all("holds no weights" in refused["ort", b] for b in ("32", "8", "4"))
+    prepared, folder = encoder.prepare(users, "q8", 0)
+    assert folder.made_by.startswith("the user's folder") and list(prepared.files) == ["onnx/model_quantized.onnx"]
+    own = prepare_model(tiny, 32, 32, 1).ref_float  # PyTorch on the folder's weights
+    seeded = prepare_model(tiny, 32, 32, 0).ref_float
+    assert np.abs(prepared.ref_float - own).max() < 1e-4 < np.abs(prepared.ref_float - seeded).max()
+
+
+def test_a_users_decoder_folder_generates_its_reference_greedily_on_its_own_graph(tmp_path: Path) -> None:
+    """Without weights a decoder's greedy ids and teacher-forced logits come from its fp32 graph
+    (a growing cache on onnxruntime's CPU): PyTorch's on the folder's own weights."""
+    from test_decoder import tiny_hf_config
+
+    from fixed_web_platform.engines.transformersjs import decoder
+    from fixed_web_platform.workloads import DecoderWorkload
+    from fixed_web_platform.workloads.decoder.prepared import prepare_decoder
+
+    tiny_hf_config(vocab_size=30522, hidden_size=64, intermediate_size=128, max_position_embeddings=128,
+                   num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False).save_pretrained(
+        tmp_path / "llama")  # untied: a random head does not echo the last token
+    shutil.copy(source.resolve("all-MiniLM-L6-v2").folder / "tokenizer.json", tmp_path / "llama")
+    seeded = DecoderWorkload.create(str(tmp_path / "llama"), prompt_len=12, new_tokens=5, eval_len=16,
+                                    random_weights=True)
+    own = prepare_decoder(seeded, 32, 32, 1)
+    made = folders.made_folder(own.held.model, "decoder")
+    users = DecoderWorkload.create(str(users_folder(made, tmp_path / "users", ("fp32",))), prompt_len=12,
+                                   new_tokens=5, eval_len=16)
+    prepared, _ = decoder.prepare(users, "fp32", 0)
+    assert np.array_equal(prepared.base.generated_fp32, own.generated_fp32) and len(set(own.generated_fp32)) > 1
+    other = prepare_decoder(seeded, 32, 32, 0).ref_float  # the seeded weights that gave only shapes
+    assert np.abs(prepared.ref_float - own.ref_float).max() < 1e-3 < np.abs(prepared.ref_float - other).max()
+
+
+@pytest.mark.parametrize("folder, error", [
+    ({"onnx/model.onnx"}, "has no config.json, which transformers.js loads first"),
+    ({"config.json", "tokenizer.json", "onnx/weird.onnx"}, "onnx/ holds no file transformers.js would load"),
+    ({"config.json", "tokenizer.json", "onnx/model_quantized.onnx"}, "holds no weights and no onnx/model.onnx"),
+])
+def test_a_folder_transformers_js_would_not_load_is_one_line_before_any_browser(
+        tiny: EncoderWorkload, tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: set[str],
+        error: str) -> None:
+    from fixed_web_platform.cli import main as cli
+
+    made = folders.with_dtype(folders.made_folder(source.load(source.resolve(tiny.model, True), True, 0), "encoder"),
+                              "q8")
+    for name in folder:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(made.files[name if name != "onnx/weird.onnx" else "onnx/model.onnx"], tmp_path / name)
+    assert cli.main(["--model", str(tmp_path), "--browser", "chrome", "--platform", "wasm"]) == 2
+    err = capsys.readouterr().err
+    assert error in err and err.count("\n") == 1

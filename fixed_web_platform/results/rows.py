@@ -319,7 +319,8 @@ class ResultRow:
         cls, run: RunSpec, outcome: Outcome, reason: str, *, browser_version: str = "",
         adapter: str = "", weight_format: str = "",
     ) -> ResultRow:
-        """A row for a run that produced no figures: the outcome and the reason say why."""
+        """A row for a run that produced no figures: the outcome and the reason say why (its weight
+        format the job's, else the run's: a refused dtype names itself)."""
         return cls(
             schema_version=SCHEMA_VERSION,
             run_id=run.run_id,
@@ -337,7 +338,7 @@ class ResultRow:
             workload=run.workload.name,
             bits_requested=run.bits,
             bits_executed=None,
-            weight_format=weight_format,
+            weight_format=weight_format or run.weight_format,
             weight_dtype="",
             scale_dtype="",
             zero_point_dtype="",

@@ -129,7 +129,7 @@ class TjsKindRunner(KindRunner):
         if not run.weight_format:
             return (f"transformers.js has no dtype at {run.bits} bits (its dtypes: "
                     + ", ".join(f"{d} {WIDTHS[d]}" for d in DTYPES) + ")")
-        user = user_folder(run.workload.model, run.workload.kind)
+        user = user_folder(getattr(run.workload, "model", ""), run.workload.kind)
         if user is not None and user.lacks(run.weight_format):
             return (f"the folder has no {' or '.join(user.lacks(run.weight_format))} (it holds "
                     f"{', '.join(user.dtypes())})")
