@@ -65,6 +65,8 @@ def format_comparison(c: Comparison) -> str:
         bits = f"{cfg['bits_requested']}" + (f" (block {cfg['block_size']})" if cfg["block_size"] else "")
         if str(cfg.get("act_bits")) == "8":
             bits += f" a8 {cfg['observer']}"
+        if cfg.get("format_requested"):  # a named format (transformers.js's dtypes, GGUF types) tells runs apart
+            bits += f" {cfg['format_requested']}"
         change = "-" if e.effect is None or math.isnan(e.effect) else pct(e.effect)
         body.append([cfg["browser"], cfg["engine"], cfg["platform"], mode, cfg["workload"],
                  e.shape, bits, e.verdict.value,

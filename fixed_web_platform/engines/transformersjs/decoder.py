@@ -63,18 +63,17 @@ def _logits(base: PreparedDecoder) -> RunFile:
 def prepare(workload: DecoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
     from ...models import source
 
+    user = folders.user_folder(workload.model, "decoder")
     if workload.weights != source.ONNX_WEIGHTS:
         base = prepare_decoder(workload, 32, 32, seed)
-        folder = folders.run_folder(workload.model, "decoder", dtype, lambda: folders.made_folder(base.held.model,
-                                                                                                  "decoder"))
     else:  # the folder's own fp32 graph is the float reference; the seeded weights give only shapes
+        assert user is not None  # only a transformers.js folder holds no weights (models/source.py)
         base = prepare_decoder(dataclasses.replace(workload, random_weights=True), 32, 32, seed)
-        folder = folders.user_folder(workload.model, "decoder")
-        assert folder is not None  # only a transformers.js folder holds no weights (models/source.py)
-        fp32 = folder.graph_files("fp32")
+        fp32 = user.graph_files("fp32")
         logits, greedy = _logits(base)(fp32, "optimized"), _greedy(fp32[folders.file_name("model", "fp32")], base)
         base = dataclasses.replace(base, ref_float=logits, ref_dequantized=logits, generated_fp32=greedy,
                                    generated_reference=greedy)
+    folder = user or folders.with_dtype(folders.made_folder(base.held.model, "decoder"), dtype)
     return judge_files(base, dtype, folder.graph_files(dtype), _logits(base), PreparedTjsDecoder), folder
 
 

@@ -46,17 +46,15 @@ def _embeddings(base: PreparedModel) -> RunFile:
 def prepare(workload: EncoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
     from ...models import source
 
-    def made() -> folders.ModelFolder:
-        resolved = source.resolve(workload.model, workload.random_weights)
-        return folders.made_folder(source.load(resolved, workload.random_weights, seed), "encoder")
-
-    folder = folders.run_folder(workload.model, "encoder", dtype, made)
+    user = folders.user_folder(workload.model, "encoder")
     if workload.weights != source.ONNX_WEIGHTS:
         base = prepare_model(workload, 32, 32, seed)
     else:  # the folder's own fp32 graph is the float reference; the seeded weights give only shapes
+        assert user is not None  # only a transformers.js folder holds no weights (models/source.py)
         base = prepare_model(dataclasses.replace(workload, random_weights=True), 32, 32, seed)
-        ref = _embeddings(base)(folder.graph_files("fp32"), "optimized")
+        ref = _embeddings(base)(user.graph_files("fp32"), "optimized")
         base = dataclasses.replace(base, ref_float=ref, ref_dequantized=ref)
+    folder = user or folders.with_dtype(folders.made_folder(base.held.model, "encoder"), dtype)
     return judge_files(base, dtype, folder.graph_files(dtype), _embeddings(base)), folder
 
 

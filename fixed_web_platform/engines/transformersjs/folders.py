@@ -26,7 +26,6 @@ import functools
 import hashlib
 import json
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +45,6 @@ CACHE_DIR = PROJECT_ROOT / ".cache" / "transformersjs"
 def user_folder(model: str, kind: str) -> ModelFolder | None:
     """``--model``'s own folder when it is in transformers.js's layout (read as it is), else None."""
     return transformersjs_folder.read(model, kind) if transformersjs_folder.is_folder(model) else None
-
-
-def run_folder(model: str, kind: str, dtype: str, made: Callable[[], ModelFolder]) -> ModelFolder:
-    """The folder a run of ``dtype`` loads: the user's own as it is (a file it lacks is refused
-    before this, TjsKindRunner.refusal), or the harness's (``made()``) with the dtype's files."""
-    return user_folder(model, kind) or with_dtype(made(), dtype)
 
 
 # ---------------------------------------------------------------------------------------------
