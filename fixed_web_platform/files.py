@@ -36,3 +36,40 @@ def write_bytes_atomically(path: Path, data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+
+
+CACHE_LIMIT_ENV = "FWP_CACHE_GB"
+"""The most gigabytes of ONNX files the export and variant caches keep (default ``CACHE_LIMIT_GB``)."""
+CACHE_LIMIT_GB = 12.0
+
+
+def used(path: Path) -> Path:
+    """Mark a cache entry as just used (its modification time), so ``prune`` keeps recent ones."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    return path
+
+
+def prune(directory: Path, keep: Path, limit_bytes: int | None = None) -> list[Path]:
+    """Delete the least recently used ``.onnx`` files under ``directory`` (each with its ``.json``
+    beside) until the rest fit ``limit_bytes`` (default: ``FWP_CACHE_GB``, else CACHE_LIMIT_GB);
+    ``keep`` (the entry just made) stays. The files deleted, oldest first."""
+    if limit_bytes is None:
+        limit_bytes = int(float(os.environ.get(CACHE_LIMIT_ENV) or CACHE_LIMIT_GB) * 2**30)
+    entries = []
+    for path in directory.rglob("*.onnx"):
+        with contextlib.suppress(OSError):  # gone meanwhile (another process pruning)
+            st = path.stat()
+            entries.append((st.st_mtime, st.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    gone = []
+    for _, size, path in sorted(entries):
+        if total <= limit_bytes:
+            break
+        if path == keep:
+            continue
+        path.unlink(missing_ok=True)
+        path.with_suffix(".json").unlink(missing_ok=True)
+        total -= size
+        gone.append(path)
+    return gone

@@ -12,3 +12,6 @@ BROWSERS_DIR = PROJECT_ROOT / ".browsers"
 """Browsers unpacked by scripts/setup.sh (git-ignored)."""
 ENGINES_DIR = PROJECT_ROOT / ".engines"
 """Engine assets installed by scripts/setup.sh from the npm registry (git-ignored)."""
+ONNX_CACHE_DIR = PROJECT_ROOT / ".cache" / "onnx"
+"""ONNX exports and their precision variants, by content (git-ignored; files.prune keeps it in
+its limit)."""

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ...files import write_bytes_atomically
-from ...paths import PROJECT_ROOT
+from ...files import prune, used, write_bytes_atomically
+from ...paths import ONNX_CACHE_DIR
 from .onnx_matmul import IR_VERSION
 
 OPSET = 18
 """The dynamo exporter at opset 18 exports these models here, and ORT Web reads it."""
-CACHE_DIR = PROJECT_ROOT / ".cache" / "onnx"
+CACHE_DIR = ONNX_CACHE_DIR
 """Exported float32 models, by content hash (git-ignored)."""
 
 
@@ -65,7 +65,7 @@ def cached_export(model: Any, head: Mapping[str, Any], export: Callable[[], byte
 
     path = cache_path(model, head, cache_dir)
     if path.is_file():
-        data = path.read_bytes()
+        data = used(path).read_bytes()
         try:
             onnx.load_from_string(data)
             return data
@@ -73,6 +73,7 @@ def cached_export(model: Any, head: Mapping[str, Any], export: Callable[[], byte
             pass
     data = export()
     write_bytes_atomically(path, data)
+    prune(cache_dir or CACHE_DIR, keep=path)
     return data
 
 

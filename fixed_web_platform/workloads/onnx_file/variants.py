@@ -47,11 +47,11 @@ from typing import Any
 
 import numpy as np
 
-from ...files import replacing
-from ...paths import PROJECT_ROOT
+from ...files import prune, replacing, used
+from ...paths import ONNX_CACHE_DIR
 from . import graph
 
-CACHE_DIR = PROJECT_ROOT / ".cache" / "onnx" / "variants"
+CACHE_DIR = ONNX_CACHE_DIR / "variants"
 CACHE_FORMAT = 3
 """Bumped when how a variant is made or described (``_describe``) changes, so old cache files
 are not reused (3: 'q8' became dynamic int8, the MatMulNBits variant 'q8-nbits')."""
@@ -321,6 +321,7 @@ def make(path: Path, sha: str, name: str, block_size: int, *, computed: Mapping[
     if target.is_file() and meta.is_file():
         try:
             doc = json.loads(meta.read_text())
+            used(target)
             return Variant(name, target, int(doc["weight_bytes"]), int(doc["nodes"]), int(doc["nodes_quantized"]),
                            dict(doc["node_dtypes"]), str(doc["tool"]), str(doc.get("repairs", "")))
         except (ValueError, KeyError, TypeError):
@@ -364,4 +365,5 @@ def make(path: Path, sha: str, name: str, block_size: int, *, computed: Mapping[
     variant = Variant(name, target, graph.initializer_bytes(made), len(made.graph.node), quantized, described, tool,
                       repairs)
     meta.write_text(json.dumps(variant.to_json()))
+    prune(CACHE_DIR.parent, keep=target)  # the exports beside the variants count too
     return variant
