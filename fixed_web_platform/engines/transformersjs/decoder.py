@@ -61,14 +61,8 @@ def _logits(base: PreparedDecoder) -> RunFile:
 
 @functools.lru_cache(maxsize=4)
 def prepare(workload: DecoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
-    from ...models import source
-
-    user = folders.user_folder(workload.model, "decoder")
-    if workload.weights != source.ONNX_WEIGHTS:
-        base = prepare_decoder(workload, 32, 32, seed)
-    else:  # the folder's own fp32 graph is the float reference; the seeded weights give only shapes
-        assert user is not None  # only a transformers.js folder holds no weights (models/source.py)
-        base = prepare_decoder(dataclasses.replace(workload, random_weights=True), 32, 32, seed)
+    base, user, weightless = folders.float_preparation(workload, "decoder", prepare_decoder, seed)
+    if weightless:
         fp32 = user.graph_files("fp32")
         logits, greedy = _logits(base)(fp32, "optimized"), _greedy(fp32[folders.file_name("model", "fp32")], base)
         base = dataclasses.replace(base, ref_float=logits, ref_dequantized=logits, generated_fp32=greedy,

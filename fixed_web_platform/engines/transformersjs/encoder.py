@@ -44,14 +44,8 @@ def _embeddings(base: PreparedModel) -> RunFile:
 
 @functools.lru_cache(maxsize=8)
 def prepare(workload: EncoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
-    from ...models import source
-
-    user = folders.user_folder(workload.model, "encoder")
-    if workload.weights != source.ONNX_WEIGHTS:
-        base = prepare_model(workload, 32, 32, seed)
-    else:  # the folder's own fp32 graph is the float reference; the seeded weights give only shapes
-        assert user is not None  # only a transformers.js folder holds no weights (models/source.py)
-        base = prepare_model(dataclasses.replace(workload, random_weights=True), 32, 32, seed)
+    base, user, weightless = folders.float_preparation(workload, "encoder", prepare_model, seed)
+    if weightless:
         ref = _embeddings(base)(user.graph_files("fp32"), "optimized")
         base = dataclasses.replace(base, ref_float=ref, ref_dequantized=ref)
     folder = user or folders.with_dtype(folders.made_folder(base.held.model, "encoder"), dtype)

@@ -26,6 +26,7 @@ import functools
 import hashlib
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,20 @@ CACHE_DIR = PROJECT_ROOT / ".cache" / "transformersjs"
 def user_folder(model: str, kind: str) -> ModelFolder | None:
     """``--model``'s own folder when it is in transformers.js's layout (read as it is), else None."""
     return transformersjs_folder.read(model, kind) if transformersjs_folder.is_folder(model) else None
+
+
+def float_preparation(workload: Any, kind: str, prepare: Callable[..., Any],
+                      seed: int) -> tuple[Any, ModelFolder | None, bool]:
+    """The kind's float preparation (``prepare(workload, 32, 32, seed)``), the user's folder (None
+    for the harness's models) and whether it holds no weights: then seeded weights give only the
+    shapes, and the caller puts the figures of the folder's fp32 graph in place of PyTorch's."""
+    from ...models import source
+
+    user = user_folder(workload.model, kind)
+    weightless = workload.weights == source.ONNX_WEIGHTS
+    assert user is not None or not weightless  # only a transformers.js folder holds no weights
+    return prepare(dataclasses.replace(workload, random_weights=True) if weightless else workload, 32, 32,
+                   seed), user, weightless
 
 
 # ---------------------------------------------------------------------------------------------
