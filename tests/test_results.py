@@ -144,11 +144,14 @@ def test_environment_json(tmp_path: Path) -> None:
     assert machine["packages"]["numpy"] == np.__version__
 
 
-def test_environment_json_says_what_made_the_sweep(tmp_path: Path) -> None:
+def test_environment_json_says_what_made_the_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FWP_TJS_ORT", "harness")  # a setting from the environment is part of the command
+    monkeypatch.setenv("HOME_NOT_A_SETTING", "x")
     env = _strict_loads(ResultWriter(tmp_path / "sweep").environment_path.read_text())
     made = env["provenance"]
     # the process's own command line (a test worker's, under pytest-xdist: no "pytest" in it)
     assert made["command"] == shlex.join(sys.orig_argv) and "python" in made["command"]
+    assert made["environment"]["FWP_TJS_ORT"] == "harness" and "HOME_NOT_A_SETTING" not in made["environment"]
     head = subprocess.run(["git", "-C", str(results.PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode == 0:  # a checkout (CI's clean clone is one)
         assert made["commit"] == head.stdout.strip() and isinstance(made["dirty"], bool)

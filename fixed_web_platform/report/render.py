@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -622,7 +623,9 @@ def _made_by(env: dict[str, Any]) -> str:
     commit = str(made.get("commit") or "")
     code = (f"commit {commit[:12]}" + (" with uncommitted changes" if made.get("dirty") else "") if commit
             else f"version {made.get('version') or '?'} (not a git checkout)")
-    return f"; {code}; command: {made['command']}" if made.get("command") else ""
+    settings = made.get("environment") if isinstance(made.get("environment"), dict) else {}
+    command = " ".join([*(f"{k}={shlex.quote(str(v))}" for k, v in settings.items()), str(made.get("command") or "")])
+    return f"; {code}; command: {command}" if made.get("command") else ""
 
 
 # ---------------------------------------------------------------------------------------- writing

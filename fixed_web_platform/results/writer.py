@@ -326,14 +326,21 @@ def _os_name() -> str:
         return f"{platform.system()} {platform.release()}".strip()
 
 
+SETTING_ENV_PREFIXES = ("FWP_", "WEBNN_", "WLLAMA_")
+"""Environment variables that change what a sweep runs (FWP_TJS_ORT, WEBNN_EXPERIMENTAL_PRECISION,
+...): part of its command."""
+
+
 def provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """What made a sweep: the process's exact command line and working folder, the project's
-    version, and from a git checkout its commit and whether tracked files differed from it
-    (``dirty``; None outside a checkout, where ``commit`` is '')."""
+    """What made a sweep: the process's exact command line with the settings the environment gave
+    (``environment``: the variables named by SETTING_ENV_PREFIXES), its working folder, the
+    project's version, and from a git checkout its commit and whether tracked files differed
+    from it (``dirty``; None outside a checkout, where ``commit`` is '')."""
     top, _, head = _git(root, "rev-parse", "--show-toplevel", "HEAD").partition("\n")
     commit = head if top == str(root) else ""
     return {
         "command": shlex.join(sys.orig_argv),
+        "environment": {k: v for k, v in sorted(os.environ.items()) if k.startswith(SETTING_ENV_PREFIXES)},
         "cwd": os.getcwd(),
         "version": _version("fixed-web-platform"),
         "commit": commit,
