@@ -53,7 +53,7 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 # ------------------------------------------------------------------------------ the command line
 
 def _parsers() -> list[tuple[str, Callable[[], argparse.ArgumentParser]]]:
-    from .cli import capabilities, compare, inventory, report, run, sensitivity
+    from .cli import capabilities, compare, findings, inventory, report, run, sensitivity
 
     return [("run_real_webgpu_webnn.py", run.build_parser),
             ("run_real_webgpu_webnn.py report", report.build_parser),
@@ -61,7 +61,8 @@ def _parsers() -> list[tuple[str, Callable[[], argparse.ArgumentParser]]]:
             ("run_real_webgpu_webnn.py history", compare.build_history_parser),
             ("run_real_webgpu_webnn.py sensitivity", sensitivity.build_parser),
             ("run_real_webgpu_webnn.py capabilities", capabilities.build_parser),
-            ("run_real_webgpu_webnn.py inventory", inventory.build_parser)]
+            ("run_real_webgpu_webnn.py inventory", inventory.build_parser),
+            ("run_real_webgpu_webnn.py findings", findings.build_parser)]
 
 
 def _default(action: argparse.Action) -> str:

@@ -1,5 +1,5 @@
 """Command line entry: one module per subcommand (run, capabilities, report, compare, history,
-sensitivity, inventory).
+sensitivity, inventory, findings).
 Bad input anywhere is one line on stderr and exit status 2."""
 
 from __future__ import annotations
@@ -48,6 +48,10 @@ def _dispatch(argv: list[str]) -> int:
         from .inventory import inventory_command
 
         return inventory_command(argv[1:])
+    if argv[:1] == ["findings"]:
+        from .findings import findings_command
+
+        return findings_command(argv[1:])
     if argv[:1] == ["history"]:
         from .compare import history_command
 

@@ -1,0 +1,18 @@
+"""Findings pages: the project's published figures, each page generated from result folders
+committed under ``results/findings/`` (trimmed to what a page reads: results.csv,
+environment.json, samples.jsonl), stamped with the date, machine, browsers, engines, command and
+commit of its data, and written to ``docs/findings/<name>.md`` by
+``run_real_webgpu_webnn.py findings`` (a test regenerates every page and compares).
+
+A page is a module of this package (its tables and a short "what it says" written from the
+figures), registered in ``PAGES``; ``page.py`` holds what every page shares.
+"""
+
+from __future__ import annotations
+
+from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
+from .transformersjs import PAGE as TRANSFORMERSJS
+
+PAGES: tuple[Page, ...] = (TRANSFORMERSJS,)
+
+__all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]

@@ -1,0 +1,191 @@
+"""Findings: transformers.js's pipelines at its dtypes beside ONNX Runtime Web and the harness
+(issue 45's sweeps): MiniLM, SmolLM2-135M and Whisper tiny.en, and which ORT build runs under it."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from .page import Data, Page, count, number, outcome_cell, rows_of
+
+MINILM = ("tjs-minilm",)
+SMOLLM2 = ("tjs-smollm2-chrome-wasm", "tjs-smollm2-firefox", "tjs-smollm2-chrome-wasm-ort130")
+WHISPER = ("tjs-whisper",)
+WHICH_ORT = ("tjs-minilm-bundled-x3", "tjs-minilm-ort130-x3", "tjs-minilm-file-ort-x3")
+PLATFORM_NAMES = {"wasm": "wasm", "webnn": "WebNN", "webgpu": "WebGPU"}
+ENGINE_ORDER = {"transformersjs": 0, "ort": 1, "harness": 2}
+DTYPE_ORDER = {"fp32": 0, "fp16": 1, "q8": 2, "int8": 3, "uint8": 4, "q4": 5, "q4f16": 6, "bnb4": 7}
+CPU_NODES = re.compile(r"CPUExecutionProvider: (\d+) nodes")
+COUNTS = ("leading_tokens_equal", "clips_equal_fp32")
+"""Figures that are counts (printed whole)."""
+
+
+def label(row: pd.Series) -> str:
+    """What ran, as its users name it: 'transformers.js q8', 'ORT 8-bit', 'harness 4-bit'."""
+    if row["engine"] == "transformersjs":
+        under = " (ORT 1.30 under it)" if " ORT 1.30." in str(row["engine_version"]) else ""
+        return f"transformers.js {row['format_requested']}{under}"
+    return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit"
+
+
+def _order(rows: pd.DataFrame) -> pd.DataFrame:
+    bits = -pd.to_numeric(rows["bits_requested"])
+    dtype = rows["format_requested"].map(DTYPE_ORDER).fillna(0)
+    return rows.assign(_b=bits, _e=rows["engine"].map(ENGINE_ORDER), _d=dtype).sort_values(
+        ["_b", "_e", "_d", "label"], kind="stable")
+
+
+def _where(row: pd.Series) -> str:
+    return f"{row['browser'].capitalize()} {PLATFORM_NAMES.get(row['platform'], row['platform'])}"
+
+
+def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 3) -> list[str]:
+    """One line per engine and precision, one column per browser and platform (the figure, or the
+    run's outcome), then ``extra`` figures (column -> header) from its first measured row."""
+    rows = _order(rows.assign(label=rows.apply(label, axis=1), where=rows.apply(_where, axis=1)))
+    wheres = list(dict.fromkeys(rows.sort_values(["browser", "platform"])["where"]))
+    head = ["precision", *wheres, *extra.values(), "kernel err / tol"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, group in rows.groupby("label", sort=False):
+        cells = []
+        for where in wheres:
+            at = group[group["where"] == where]
+            cells.append(outcome_cell(at.iloc[0], figure, digits) if len(at) else "")
+        measured = group[group["outcome"] == "ok"]
+        first = measured.iloc[0] if len(measured) else group.iloc[0]
+        cells += [count(first[c]) if c in COUNTS else number(first[c]) for c in extra]
+        kernel = (f"{number(first['rel_error_vs_dequantized'], 2)} / {number(first['kernel_tolerance'], 2)}"
+                  if len(measured) else "-")
+        lines.append("| " + " | ".join([str(name), *cells, kernel]) + " |")
+    return lines
+
+
+def _mib(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(weight_mib=pd.to_numeric(rows["weight_bytes"]) / 2**20)
+
+
+def minilm(data: Data) -> list[str]:
+    rows = _mib(rows_of(data, *MINILM))
+    return ["## MiniLM (all-MiniLM-L6-v2, 4 x 32 tokens)", "",
+            "Median ms of one forward pass (transformers.js: the `feature-extraction` pipeline's call; ORT: "
+            "`session.run`; the harness: its own graphs), the outcome where none was measured; weight MiB, cosine "
+            "of the embeddings with PyTorch fp32 and the kernel error against onnxruntime's CPU on the same file "
+            "(its tolerance) from the first measured row.", "",
+            *pivot(rows, "latency_ms_median", {"weight_mib": "weight MiB", "cosine_mean": "cos mean"}), ""]
+
+
+def smollm2(data: Data) -> list[str]:
+    rows = _mib(rows_of(data, *SMOLLM2))
+    return ["## SmolLM2-135M (16 prompt tokens, 32 new, greedy)", "",
+            "Decode tokens/s after the first; TTFT, weight MiB, next-token top-1 and KL against PyTorch fp32 "
+            "(teacher-forced on the evaluation texts) and how many greedy tokens lead equal to PyTorch's from the "
+            "first measured row.", "",
+            *pivot(rows, "decode_tokens_per_s", {"ttft_ms": "TTFT ms", "weight_mib": "weight MiB",
+                                                 "next_token_top1": "top-1", "kl_mean": "KL",
+                                                 "leading_tokens_equal": "leading equal"}), ""]
+
+
+def whisper(data: Data) -> list[str]:
+    rows = _mib(rows_of(data, *WHISPER))
+    return ["## Whisper tiny.en (8 clips, greedy, no timestamps)", "",
+            "Median ms of one clip end to end (transformers.js: the `automatic-speech-recognition` pipeline with "
+            "its own front end); weight MiB, WER against the clips' texts and transcripts equal to PyTorch fp32's "
+            "from the first measured row.", "",
+            *pivot(rows, "latency_ms_median", {"weight_mib": "weight MiB", "wer": "WER",
+                                               "clips_equal_fp32": "= fp32"}), ""]
+
+
+def which_ort(data: Data) -> list[str]:
+    """Each page load's median: the library on its bundled ORT, on the harness's ORT 1.30, and
+    ORT 1.30 alone running the same fp32 file (the onnx kind: session.run, shapes fixed)."""
+    rows = rows_of(data, *WHICH_ORT)
+    rows = rows[rows["outcome"] == "ok"]
+    lines = ["## Which ORT runs under the library (MiniLM, Chrome, 3 page loads each)", "",
+             "Each page load's median ms, in the order run. *bundled*: transformers.js on the ORT it bundles; "
+             "*ORT 1.30 under it*: on the harness's ONNX Runtime Web 1.30 (`FWP_TJS_ORT=harness`); *ORT 1.30 "
+             "alone*: `session.run` on the same fp32 `model.onnx` (`--model` that file, its shapes fixed).", "",
+             "| platform | dtype | bundled | ORT 1.30 under it | ORT 1.30 alone |", "|---|---|---|---|---|"]
+    tjs = rows[rows["engine"] == "transformersjs"]
+    for (platform, dtype), group in tjs.groupby(["platform", "format_requested"], sort=False):
+        alone = rows[(rows["folder"] == WHICH_ORT[2]) & (rows["platform"] == platform)] if dtype == "fp32" else None
+        cells = [", ".join(number(v) for v in part["latency_ms_median"]) if part is not None and len(part) else "-"
+                 for part in (group[group["folder"] == WHICH_ORT[0]], group[group["folder"] == WHICH_ORT[1]], alone)]
+        lines.append(f"| {PLATFORM_NAMES[platform]} | {dtype} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _first(rows: pd.DataFrame, **match: str) -> pd.Series | None:
+    for column, value in match.items():
+        rows = rows[rows[column].astype(str) == value]
+    rows = rows[rows["outcome"] == "ok"]
+    return rows.iloc[0] if len(rows) else None
+
+
+def what_it_says(data: Data) -> list[str]:
+    enc, dec = rows_of(data, *MINILM), rows_of(data, *SMOLLM2)
+    asr, ort = rows_of(data, *WHISPER), rows_of(data, *WHICH_ORT)
+    tjs_enc, tjs_dec = enc[enc["engine"] == "transformersjs"], dec[dec["engine"] == "transformersjs"]
+    fp32 = tjs_enc[(tjs_enc["format_requested"] == "fp32") & (tjs_enc["outcome"] == "ok")]
+    dec32 = _first(tjs_dec, format_requested="fp32")
+    asr32 = _first(asr[asr["engine"] == "transformersjs"], format_requested="fp32")
+    q8, nbits8 = _first(tjs_dec, format_requested="q8"), _first(dec[dec["engine"] == "ort"], bits_requested="8")
+    lines = ["## What it says", ""]
+    if len(fp32) and dec32 is not None and asr32 is not None:
+        lines.append(f"- **fp32 through the library is PyTorch's**: MiniLM's embeddings at cosine "
+                     f"{number(fp32['cosine_min'].min(), 6)} or more on every browser and device, SmolLM2's next "
+                     f"token top-1 {number(dec32['next_token_top1'])} with all {int(dec32['leading_tokens_equal'])} "
+                     f"greedy tokens PyTorch's, Whisper's transcripts equal on {int(asr32['clips_equal_fp32'])} of "
+                     f"{int(asr32['clips'])} clips.")
+    if q8 is not None and nbits8 is not None:
+        lines.append(f"- **transformers.js's `q8` (dynamic int8, its default on wasm) is the costly 8 bits**: on "
+                     f"SmolLM2 it agrees with fp32's next token on {number(100 * q8['next_token_top1'], 2)}% of "
+                     f"positions (KL {number(q8['kl_mean'], 2)}), where ORT's 8-bit MatMulNBits keeps "
+                     f"{number(100 * nbits8['next_token_top1'], 2)}% (KL {number(nbits8['kl_mean'], 2)}).")
+    moved = tjs_enc[(tjs_enc["platform"] != "wasm") & tjs_enc["format_requested"].isin(["q8", "int8", "uint8"])]
+    counts = {(r["browser"], r["platform"], r["format_requested"]): int(m.group(1))
+              for _, r in moved.iterrows() if (m := CPU_NODES.search(str(r["reason"])))}
+    if counts:
+        where = ", ".join(f"{d} on {b.capitalize()} {PLATFORM_NAMES[p]}: {n}"
+                          for (b, p, d), n in sorted(counts.items()))
+        lines.append(f"- **Dynamic int8 leaves the device it was asked for**: ORT moves its `MatMulInteger` and "
+                     f"`DynamicQuantizeLinear` nodes to its CPU provider (nodes moved, {where}); each row's reason "
+                     "lists them.")
+    ok = ort[ort["outcome"] == "ok"]
+    for platform in ("wasm", "webnn"):
+        tjs = ok[(ok["platform"] == platform) & (ok["engine"] == "transformersjs") & (ok["format_requested"] == "fp32")]
+        alone = ok[(ok["platform"] == platform) & (ok["folder"] == WHICH_ORT[2])]
+        if len(tjs) and len(alone):
+            lines.append(f"- **The library's call on {PLATFORM_NAMES[platform]}** (fp32, page medians "
+                         f"{number(tjs['latency_ms_median'].min())}-{number(tjs['latency_ms_median'].max())} ms "
+                         f"on either ORT) against ORT 1.30 alone on the same file "
+                         f"({number(alone['latency_ms_median'].min())}-{number(alone['latency_ms_median'].max())} "
+                         f"ms): {number(tjs['latency_ms_median'].median() / alone['latency_ms_median'].median(), 2)}x "
+                         "the median.")
+    lines.append(_ort_verdicts(data))
+    return [*lines, ""]
+
+
+def _ort_verdicts(data: Data) -> str:
+    """What `compare` says of the library on its bundled ORT (baseline) against ORT 1.30 (current)."""
+    from ..analysis.compare import compare
+
+    both = compare(data[WHICH_ORT[0]], data[WHICH_ORT[1]], force=True)
+    judged = [e for e in both.entries if e.config_dict["engine"] == "transformersjs"]
+    verdicts = sorted({str(e.verdict) for e in judged})
+    called = [e for e in judged if e.verdict.value in ("regression", "improvement")]
+    pages = sorted({e.pages_baseline for e in judged} | {e.pages_current for e in judged})
+    text = (f"- **Which ORT runs under the library**: `compare` of the two settings ({len(judged)} configurations, "
+            f"{'/'.join(map(str, pages))} page loads a side) calls {', '.join(verdicts)}")
+    if called:
+        return text + ": " + ", ".join(f"{e.config_dict['platform']} {e.config_dict['format_requested']} "
+                                       f"{e.verdict} {number(100 * e.effect, 2)}%" for e in called) + "."
+    return text + ": the two runtimes are not told apart by these page loads."
+
+
+def body(data: Data) -> list[str]:
+    return [*what_it_says(data), *minilm(data), *smollm2(data), *whisper(data), *which_ort(data)]
+
+
+PAGE = Page("transformers-js", "transformers.js beside ONNX Runtime Web and the harness",
+            (*MINILM, *SMOLLM2, *WHISPER, *WHICH_ORT), body)

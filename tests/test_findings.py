@@ -1,0 +1,46 @@
+"""The findings pages (fixed_web_platform/findings/) are what their committed data says: each
+page regenerated from results/findings/ equals the committed one (tables and text), every folder
+a page reads says which command and commit made it, and the committed data stays within its cap."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from fixed_web_platform.cli import main as cli
+from fixed_web_platform.findings import DATA_CAP_BYTES, DATA_DIR, PAGES, PAGES_DIR, render
+from fixed_web_platform.findings.page import KEPT_FILES
+
+
+def test_every_page_is_what_its_data_says() -> None:
+    assert cli.main(["findings", "--check"]) == 0, "run: .venv/bin/python run_real_webgpu_webnn.py findings"
+
+
+def test_a_page_follows_its_data(tmp_path: Path) -> None:
+    """A figure changed in the data changes the page (it is read, not typed)."""
+    page = PAGES[0]
+    data = tmp_path / "data"
+    for name in page.folders:
+        shutil.copytree(DATA_DIR / name, data / name)
+    first = page.folders[0]
+    rows = pd.read_csv(data / first / "results.csv", dtype=object)
+    ok = rows.index[rows["outcome"] == "ok"][0]
+    rows.loc[ok, "latency_ms_median"] = "12345.6"
+    rows.to_csv(data / first / "results.csv", index=False)
+    assert "12,346" in render(page, data) and "12,346" not in (PAGES_DIR / f"{page.name}.md").read_text()
+    assert cli.main(["findings", "--check", "--data", str(data)]) == 1
+
+
+def test_every_folder_a_page_reads_is_traceable_and_the_data_is_within_its_cap() -> None:
+    read = {name for page in PAGES for name in page.folders}
+    for name in read:
+        made = json.loads((DATA_DIR / name / "environment.json").read_text())["provenance"]
+        assert len(made["commit"]) == 40 and made["command"] and made["dirty"] is False, name
+        assert {p.name for p in (DATA_DIR / name).iterdir()} <= set(KEPT_FILES), name
+    on_disk = {p.name for p in DATA_DIR.iterdir() if p.is_dir()}
+    assert on_disk == read, f"folders no page reads: {sorted(on_disk - read)}"
+    size = sum(p.stat().st_size for p in DATA_DIR.rglob("*") if p.is_file())
+    assert size <= DATA_CAP_BYTES, f"results/findings holds {size / 2**20:.1f} MiB"
