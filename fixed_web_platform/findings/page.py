@@ -64,8 +64,19 @@ def stamp(data: Data) -> list[str]:
         dirty = " (with uncommitted changes)" if made.get("dirty") else ""
         lines.append(f"- `{name}`: {len(results.rows)} rows, {str(env.get('created_utc', '?'))[:10]}, "
                      f"{machine.get('cpu_model', '?')} x{machine.get('cpu_count', '?')} ({machine.get('os', '?')}); "
-                     f"{browsers}; {engines}; commit `{str(made.get('commit', '?'))[:12]}`{dirty}; `{command}`")
+                     f"{browsers}; {engines}; {protocol(env.get('timing') or {})}; commit "
+                     f"`{str(made.get('commit', '?'))[:12]}`{dirty}; `{command}`")
     return lines
+
+
+def protocol(timing: Mapping[str, Any]) -> str:
+    """How each page measured (environment.json's ``timing``)."""
+    if not timing:
+        return "protocol not recorded"
+    mode = (f"steady mode (at most {timing.get('steady_cap_s', 0):g} s a page)" if timing.get("steady")
+            else "counts protocol")
+    return (f"{mode}: {timing.get('warmup')} warm-up(s), at least {timing.get('min_iterations')} timed iterations, "
+            f"{timing.get('repeat')} page load(s) a run, {timing.get('timeout_s', 0):g} s limit")
 
 
 def number(value: Any, digits: int = 3) -> str:

@@ -10,7 +10,8 @@ import pandas as pd
 from .page import Data, Page, count, number, outcome_cell, rows_of
 
 MINILM = ("tjs-minilm",)
-SMOLLM2 = ("tjs-smollm2-chrome-wasm", "tjs-smollm2-firefox", "tjs-smollm2-chrome-wasm-ort130")
+SMOLLM2 = ("tjs-smollm2-chrome-wasm", "tjs-smollm2-firefox", "tjs-smollm2-chrome-wasm-ort130",
+           "tjs-smollm2-chrome-webgpu")
 WHISPER = ("tjs-whisper",)
 WHICH_ORT = ("tjs-minilm-bundled-x3", "tjs-minilm-ort130-x3", "tjs-minilm-file-ort-x3")
 PLATFORM_NAMES = {"wasm": "wasm", "webnn": "WebNN", "webgpu": "WebGPU"}
@@ -67,7 +68,8 @@ def _mib(rows: pd.DataFrame) -> pd.DataFrame:
 
 def minilm(data: Data) -> list[str]:
     rows = _mib(rows_of(data, *MINILM))
-    return ["## MiniLM (all-MiniLM-L6-v2, 4 x 32 tokens)", "",
+    shape = " or ".join(f"{count(b)} x {count(n)}" for b, n in {(r.batch_size, r.seq_len) for r in rows.itertuples()})
+    return [f"## MiniLM (all-MiniLM-L6-v2, {shape} tokens)", "",
             "Median ms of one forward pass (transformers.js: the `feature-extraction` pipeline's call; ORT: "
             "`session.run`; the harness: its own graphs), the outcome where none was measured; weight MiB, cosine "
             "of the embeddings with PyTorch fp32 and the kernel error against onnxruntime's CPU on the same file "
@@ -77,10 +79,13 @@ def minilm(data: Data) -> list[str]:
 
 def smollm2(data: Data) -> list[str]:
     rows = _mib(rows_of(data, *SMOLLM2))
-    return ["## SmolLM2-135M (16 prompt tokens, 32 new, greedy)", "",
-            "Decode tokens/s after the first; TTFT, weight MiB, next-token top-1 and KL against PyTorch fp32 "
-            "(teacher-forced on the evaluation texts) and how many greedy tokens lead equal to PyTorch's from the "
-            "first measured row.", "",
+    shapes = "; ".join(f"{count(p)} prompt tokens and {count(n)} new on "
+                       + ", ".join(dict.fromkeys(g.apply(_where, axis=1)))
+                       for (p, n), g in rows.groupby(["prompt_len", "new_tokens"]))
+    return ["## SmolLM2-135M (greedy)", "",
+            f"Decode tokens/s after the first ({shapes}); TTFT, weight MiB, next-token top-1 and KL against "
+            "PyTorch fp32 (teacher-forced on the evaluation texts) and how many greedy tokens lead equal to "
+            "PyTorch's from the first measured row.", "",
             *pivot(rows, "decode_tokens_per_s", {"ttft_ms": "TTFT ms", "weight_mib": "weight MiB",
                                                  "next_token_top1": "top-1", "kl_mean": "KL",
                                                  "leading_tokens_equal": "leading equal"}), ""]
@@ -88,7 +93,8 @@ def smollm2(data: Data) -> list[str]:
 
 def whisper(data: Data) -> list[str]:
     rows = _mib(rows_of(data, *WHISPER))
-    return ["## Whisper tiny.en (8 clips, greedy, no timestamps)", "",
+    clips = " or ".join(sorted({count(c) for c in rows["clips"] if c == c}))
+    return [f"## Whisper tiny.en ({clips} clips, greedy, no timestamps)", "",
             "Median ms of one clip end to end (transformers.js: the `automatic-speech-recognition` pipeline with "
             "its own front end); weight MiB, WER against the clips' texts and transcripts equal to PyTorch fp32's "
             "from the first measured row.", "",
@@ -101,12 +107,13 @@ def which_ort(data: Data) -> list[str]:
     ORT 1.30 alone running the same fp32 file (the onnx kind: session.run, shapes fixed)."""
     rows = rows_of(data, *WHICH_ORT)
     rows = rows[rows["outcome"] == "ok"]
-    lines = ["## Which ORT runs under the library (MiniLM, Chrome, 3 page loads each)", "",
+    tjs = rows[rows["engine"] == "transformersjs"]
+    loads = " or ".join(sorted({count(n) for n in tjs.groupby(["folder", "platform", "format_requested"]).size()}))
+    lines = [f"## Which ORT runs under the library (MiniLM, Chrome, {loads} page loads each)", "",
              "Each page load's median ms, in the order run. *bundled*: transformers.js on the ORT it bundles; "
              "*ORT 1.30 under it*: on the harness's ONNX Runtime Web 1.30 (`FWP_TJS_ORT=harness`); *ORT 1.30 "
              "alone*: `session.run` on the same fp32 `model.onnx` (`--model` that file, its shapes fixed).", "",
              "| platform | dtype | bundled | ORT 1.30 under it | ORT 1.30 alone |", "|---|---|---|---|---|"]
-    tjs = rows[rows["engine"] == "transformersjs"]
     for (platform, dtype), group in tjs.groupby(["platform", "format_requested"], sort=False):
         alone = rows[(rows["folder"] == WHICH_ORT[2]) & (rows["platform"] == platform)] if dtype == "fp32" else None
         cells = [", ".join(number(v) for v in part["latency_ms_median"]) if part is not None and len(part) else "-"
@@ -132,8 +139,8 @@ def what_it_says(data: Data) -> list[str]:
     q8, nbits8 = _first(tjs_dec, format_requested="q8"), _first(dec[dec["engine"] == "ort"], bits_requested="8")
     lines = ["## What it says", ""]
     if len(fp32) and dec32 is not None and asr32 is not None:
-        lines.append(f"- **fp32 through the library is PyTorch's**: MiniLM's embeddings at cosine "
-                     f"{number(fp32['cosine_min'].min(), 6)} or more on every browser and device, SmolLM2's next "
+        lines.append(f"- **fp32 through the library is PyTorch's**: MiniLM's embeddings at a lowest cosine of "
+                     f"{number(fp32['cosine_min'].min(), 6)} on every browser and device, SmolLM2's next "
                      f"token top-1 {number(dec32['next_token_top1'])} with all {int(dec32['leading_tokens_equal'])} "
                      f"greedy tokens PyTorch's, Whisper's transcripts equal on {int(asr32['clips_equal_fp32'])} of "
                      f"{int(asr32['clips'])} clips.")
