@@ -1,4 +1,5 @@
-"""benchmarks/kernels.py: its table divides the right medians and shows runs that did not end ok."""
+"""benchmarks/kernels.py and the matmuls findings page: the kernels table divides the right medians and
+shows runs that did not end ok; the benchmark refuses a folder that is not results."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import importlib.util
 from pathlib import Path
 
 import pandas as pd
+
+from fixed_web_platform.findings.matmuls import ratio_table
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("kernels_benchmark", ROOT / "benchmarks" / "kernels.py")
@@ -23,7 +26,7 @@ def test_ratios_are_ort_over_harness_and_low_bit_over_f32_judged_on_the_spreads(
     summary = pd.DataFrame([_row("harness", 32, 40.0), _row("ort", 32, 80.0), _row("harness", 8, 42.0, 2.0),
                             _row("harness", 4, 50.0), _row("ort", 4, 100.0), _row("harness", 2, 30.0)])
     rows = pd.DataFrame([{**_row("ort", 2, 0.0), "outcome": "timeout"}])
-    lines = kernels.ratio_table(summary, rows).splitlines()
+    lines = ratio_table(summary, rows).splitlines()
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
     assert cells[0] == ["chrome", "128x768x768", "32", "harness-32", "40.0 (39.0-41.0)", "80.0 (79.0-81.0)", "2.00", "1"]
     assert cells[1][-1] == "1.05 (same within spread)"  # 40-44 overlaps 39-41

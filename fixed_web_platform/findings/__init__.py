@@ -10,9 +10,10 @@ figures), registered in ``PAGES``; ``page.py`` holds what every page shares.
 
 from __future__ import annotations
 
+from .matmuls import PAGE as MATMULS
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
 from .transformersjs import PAGE as TRANSFORMERSJS
 
-PAGES: tuple[Page, ...] = (TRANSFORMERSJS,)
+PAGES: tuple[Page, ...] = (MATMULS, TRANSFORMERSJS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]

@@ -14,6 +14,9 @@ from typing import Any
 import pandas as pd
 
 from ..paths import PROJECT_ROOT
+from ..report.glance import glance_markdown
+from ..report.render import summary_table
+from ..report.sections import SECTIONS
 from ..results import reader
 
 DATA_DIR = PROJECT_ROOT / "results" / "findings"
@@ -62,10 +65,11 @@ def stamp(data: Data) -> list[str]:
         settings = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in (made.get("environment") or {}).items())
         command = " ".join(filter(None, [settings, str(made.get("command", "?")).replace(".venv/bin/python ", "")]))
         dirty = " (with uncommitted changes)" if made.get("dirty") else ""
-        lines.append(f"- `{name}`: {len(results.rows)} rows, {str(env.get('created_utc', '?'))[:10]}, "
-                     f"{machine.get('cpu_model', '?')} x{machine.get('cpu_count', '?')} ({machine.get('os', '?')}); "
-                     f"{browsers}; {engines}; {protocol(env.get('timing') or {})}; commit "
-                     f"`{str(made.get('commit', '?'))[:12]}`{dirty}; `{command}`")
+        parts = [f"{len(results.rows)} rows, {str(env.get('created_utc', '?'))[:10]}, {machine.get('cpu_model', '?')} "
+                 f"x{machine.get('cpu_count', '?')} ({machine.get('os', '?')})", browsers, engines,
+                 protocol(env.get("timing") or {}), f"commit `{str(made.get('commit', '?'))[:12]}`{dirty}",
+                 f"`{command}`"]
+        lines.append(f"- `{name}`: " + "; ".join(filter(None, parts)))
     return lines
 
 
@@ -100,6 +104,79 @@ def rows_of(data: Data, *names: str) -> pd.DataFrame:
     return pd.concat([data[n].rows.assign(folder=n) for n in names], ignore_index=True)
 
 
-def outcome_cell(row: pd.Series, figure: str, digits: int = 3) -> str:
-    """The row's figure when it was measured, else its outcome ('timeout', 'unsupported')."""
-    return number(row[figure], digits) if row["outcome"] == "ok" else str(row["outcome"])
+def summary(data: Data, *names: str) -> pd.DataFrame:
+    """The report's summary of the named folders (render.summary_table: one row per configuration,
+    its repetitions pooled; each folder is a sweep)."""
+    rows = pd.concat([data[n].rows.assign(sweep=n) for n in names], ignore_index=True)
+    samples = {(n, int(run_id)): record for n in names for run_id, record in data[n].samples.items()}
+    return summary_table(rows, samples)
+
+
+def glance(data: Data, *names: str) -> list[str]:
+    """The report's first screen for the named folders: per kind, a pick per setting and the
+    headline table behind it (report/glance.py)."""
+    text = glance_markdown(summary(data, *names), {kind: part.glance for kind, part in SECTIONS.items()})
+    return text.splitlines()
+
+
+PLATFORM_NAMES = {"wasm": "wasm", "webnn": "WebNN", "webgpu": "WebGPU"}
+ENGINE_ORDER = {"transformersjs": 0, "ort": 1, "harness": 2}
+DTYPE_ORDER = {"fp32": 0, "fp16": 1, "q8": 2, "int8": 3, "uint8": 4, "q4": 5, "q4f16": 6, "bnb4": 7}
+COUNTS = ("leading_tokens_equal", "clips_equal_fp32")
+"""Figures that are counts (printed whole)."""
+
+
+def label(row: pd.Series) -> str:
+    """What ran, as its users name it: 'transformers.js q8', 'ORT 8-bit', 'harness 4-bit'."""
+    if row["engine"] == "transformersjs":
+        under = " (ORT 1.30 under it)" if " ORT 1.30." in str(row["engine_version"]) else ""
+        return f"transformers.js {row['format_requested']}{under}"
+    return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit"
+
+
+def _order(rows: pd.DataFrame) -> pd.DataFrame:
+    bits = -pd.to_numeric(rows["bits_requested"])
+    dtype = rows["format_requested"].map(DTYPE_ORDER).fillna(0)
+    return rows.assign(_b=bits, _e=rows["engine"].map(ENGINE_ORDER), _d=dtype).sort_values(
+        ["_b", "_e", "_d", "label"], kind="stable")
+
+
+def where(row: pd.Series) -> str:
+    return f"{row['browser'].capitalize()} {PLATFORM_NAMES.get(row['platform'], row['platform'])}"
+
+
+def _cell(runs: pd.DataFrame, figure: str, digits: int) -> str:
+    """The median of the ok runs' figure ('(2 of 3 ok)' when some were not), or the outcome."""
+    if runs.empty:
+        return ""
+    ok = runs[runs["outcome"] == "ok"]
+    if ok.empty:
+        return str(runs["outcome"].iloc[0])
+    shown = number(pd.to_numeric(ok[figure]).median(), digits)
+    return shown if len(ok) == len(runs) else f"{shown} ({len(ok)} of {len(runs)} ok)"
+
+
+def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 3) -> list[str]:
+    """One line per engine and precision, one column per browser and platform (the figure: the
+    median over the configuration's ok repetitions, or the run's outcome), then ``extra`` figures
+    (column -> header) from its first measured row."""
+    rows = _order(rows.assign(label=rows.apply(label, axis=1), where=rows.apply(where, axis=1)))
+    wheres = list(dict.fromkeys(rows.sort_values(["browser", "platform"])["where"]))
+    head = ["precision", *wheres, *extra.values(), "kernel err / tol"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, group in rows.groupby("label", sort=False):
+        cells = []
+        for place in wheres:
+            cells.append(_cell(group[group["where"] == place], figure, digits))
+        measured = group[group["outcome"] == "ok"]
+        first = measured.iloc[0] if len(measured) else group.iloc[0]
+        cells += [count(first[c]) if c in COUNTS else number(first[c]) for c in extra]
+        kernel = (f"{number(first['rel_error_vs_dequantized'], 2)} / {number(first['kernel_tolerance'], 2)}"
+                  if len(measured) else "-")
+        lines.append("| " + " | ".join([str(name), *cells, kernel]) + " |")
+    return lines
+
+
+def mib(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(weight_mib=pd.to_numeric(rows["weight_bytes"]) / 2**20)
+

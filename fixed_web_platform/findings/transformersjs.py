@@ -7,67 +7,18 @@ import re
 
 import pandas as pd
 
-from .page import Data, Page, count, number, outcome_cell, rows_of
+from .page import PLATFORM_NAMES, Data, Page, count, mib, number, pivot, rows_of, where
 
 MINILM = ("tjs-minilm",)
 SMOLLM2 = ("tjs-smollm2-chrome-wasm", "tjs-smollm2-firefox", "tjs-smollm2-chrome-wasm-ort130",
            "tjs-smollm2-chrome-webgpu")
 WHISPER = ("tjs-whisper",)
 WHICH_ORT = ("tjs-minilm-bundled-x3", "tjs-minilm-ort130-x3", "tjs-minilm-file-ort-x3")
-PLATFORM_NAMES = {"wasm": "wasm", "webnn": "WebNN", "webgpu": "WebGPU"}
-ENGINE_ORDER = {"transformersjs": 0, "ort": 1, "harness": 2}
-DTYPE_ORDER = {"fp32": 0, "fp16": 1, "q8": 2, "int8": 3, "uint8": 4, "q4": 5, "q4f16": 6, "bnb4": 7}
 CPU_NODES = re.compile(r"CPUExecutionProvider: (\d+) nodes")
-COUNTS = ("leading_tokens_equal", "clips_equal_fp32")
-"""Figures that are counts (printed whole)."""
-
-
-def label(row: pd.Series) -> str:
-    """What ran, as its users name it: 'transformers.js q8', 'ORT 8-bit', 'harness 4-bit'."""
-    if row["engine"] == "transformersjs":
-        under = " (ORT 1.30 under it)" if " ORT 1.30." in str(row["engine_version"]) else ""
-        return f"transformers.js {row['format_requested']}{under}"
-    return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit"
-
-
-def _order(rows: pd.DataFrame) -> pd.DataFrame:
-    bits = -pd.to_numeric(rows["bits_requested"])
-    dtype = rows["format_requested"].map(DTYPE_ORDER).fillna(0)
-    return rows.assign(_b=bits, _e=rows["engine"].map(ENGINE_ORDER), _d=dtype).sort_values(
-        ["_b", "_e", "_d", "label"], kind="stable")
-
-
-def _where(row: pd.Series) -> str:
-    return f"{row['browser'].capitalize()} {PLATFORM_NAMES.get(row['platform'], row['platform'])}"
-
-
-def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 3) -> list[str]:
-    """One line per engine and precision, one column per browser and platform (the figure, or the
-    run's outcome), then ``extra`` figures (column -> header) from its first measured row."""
-    rows = _order(rows.assign(label=rows.apply(label, axis=1), where=rows.apply(_where, axis=1)))
-    wheres = list(dict.fromkeys(rows.sort_values(["browser", "platform"])["where"]))
-    head = ["precision", *wheres, *extra.values(), "kernel err / tol"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, group in rows.groupby("label", sort=False):
-        cells = []
-        for where in wheres:
-            at = group[group["where"] == where]
-            cells.append(outcome_cell(at.iloc[0], figure, digits) if len(at) else "")
-        measured = group[group["outcome"] == "ok"]
-        first = measured.iloc[0] if len(measured) else group.iloc[0]
-        cells += [count(first[c]) if c in COUNTS else number(first[c]) for c in extra]
-        kernel = (f"{number(first['rel_error_vs_dequantized'], 2)} / {number(first['kernel_tolerance'], 2)}"
-                  if len(measured) else "-")
-        lines.append("| " + " | ".join([str(name), *cells, kernel]) + " |")
-    return lines
-
-
-def _mib(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows.assign(weight_mib=pd.to_numeric(rows["weight_bytes"]) / 2**20)
 
 
 def minilm(data: Data) -> list[str]:
-    rows = _mib(rows_of(data, *MINILM))
+    rows = mib(rows_of(data, *MINILM))
     shape = " or ".join(f"{count(b)} x {count(n)}" for b, n in {(r.batch_size, r.seq_len) for r in rows.itertuples()})
     return [f"## MiniLM (all-MiniLM-L6-v2, {shape} tokens)", "",
             "Median ms of one forward pass (transformers.js: the `feature-extraction` pipeline's call; ORT: "
@@ -78,9 +29,9 @@ def minilm(data: Data) -> list[str]:
 
 
 def smollm2(data: Data) -> list[str]:
-    rows = _mib(rows_of(data, *SMOLLM2))
+    rows = mib(rows_of(data, *SMOLLM2))
     shapes = "; ".join(f"{count(p)} prompt tokens and {count(n)} new on "
-                       + ", ".join(dict.fromkeys(g.apply(_where, axis=1)))
+                       + ", ".join(dict.fromkeys(g.apply(where, axis=1)))
                        for (p, n), g in rows.groupby(["prompt_len", "new_tokens"]))
     return ["## SmolLM2-135M (greedy)", "",
             f"Decode tokens/s after the first ({shapes}); TTFT, weight MiB, next-token top-1 and KL against "
@@ -92,7 +43,7 @@ def smollm2(data: Data) -> list[str]:
 
 
 def whisper(data: Data) -> list[str]:
-    rows = _mib(rows_of(data, *WHISPER))
+    rows = mib(rows_of(data, *WHISPER))
     clips = " or ".join(sorted({count(c) for c in rows["clips"] if c == c}))
     return [f"## Whisper tiny.en ({clips} clips, greedy, no timestamps)", "",
             "Median ms of one clip end to end (transformers.js: the `automatic-speech-recognition` pipeline with "
