@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from .matmuls import PAGE as MATMULS
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
+from .quantizers import PAGE as QUANTIZERS
 from .transformersjs import PAGE as TRANSFORMERSJS
 
-PAGES: tuple[Page, ...] = (MATMULS, TRANSFORMERSJS)
+PAGES: tuple[Page, ...] = (MATMULS, QUANTIZERS, TRANSFORMERSJS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ..paths import PROJECT_ROOT
-from ..report.glance import glance_markdown
+from ..report.glance import DEFAULT_GLANCE, glance_markdown, picks
 from ..report.render import summary_table
 from ..report.sections import SECTIONS
 from ..results import reader
@@ -63,7 +63,7 @@ def stamp(data: Data) -> list[str]:
         browsers = ", ".join(f"{b} {facts.get('version', '?')}" for b, facts in (env.get("browsers") or {}).items())
         engines = "; ".join(f"{e}: {', '.join(v)}" for e, v in sorted((env.get("engines") or {}).items()))
         settings = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in (made.get("environment") or {}).items())
-        command = " ".join(filter(None, [settings, str(made.get("command", "?")).replace(".venv/bin/python ", "")]))
+        command = " ".join(filter(None, [settings, _command(str(made.get("command", "?")))]))
         dirty = " (with uncommitted changes)" if made.get("dirty") else ""
         parts = [f"{len(results.rows)} rows, {str(env.get('created_utc', '?'))[:10]}, {machine.get('cpu_model', '?')} "
                  f"x{machine.get('cpu_count', '?')} ({machine.get('os', '?')})", browsers, engines,
@@ -71,6 +71,18 @@ def stamp(data: Data) -> list[str]:
                  f"`{command}`"]
         lines.append(f"- `{name}`: " + "; ".join(filter(None, parts)))
     return lines
+
+
+def _command(text: str) -> str:
+    """A recorded command as run from the project's root: without the interpreter, the script by
+    its path in the project ('/x/.venv/bin/python /x/benchmarks/k.py' -> 'benchmarks/k.py')."""
+    words = text.split(" ")
+    if words and "python" in words[0].rsplit("/", 1)[-1]:
+        words = words[1:]
+    if words and "/" in words[0]:
+        head, name = words[0].rsplit("/", 1)
+        words[0] = f"benchmarks/{name}" if head.endswith("benchmarks") else name
+    return " ".join(words)
 
 
 def protocol(timing: Mapping[str, Any]) -> str:
@@ -112,10 +124,24 @@ def summary(data: Data, *names: str) -> pd.DataFrame:
     return summary_table(rows, samples)
 
 
+def _glances() -> dict[str, Any]:
+    return {kind: part.glance for kind, part in SECTIONS.items()}
+
+
+def pick_lines(data: Data, *names: str) -> list[str]:
+    """The report's pick per setting of the named folders (report/glance.picks), as list items."""
+    summed = summary(data, *names)
+    out = []
+    for kind in dict.fromkeys(summed["kind"]):
+        out += [f"- {p.setting}, {p.workload}: **{p.precision}**: {p.costs}"
+                for p in picks(summed[summed["kind"] == kind], _glances().get(kind, DEFAULT_GLANCE))]
+    return out
+
+
 def glance(data: Data, *names: str) -> list[str]:
     """The report's first screen for the named folders: per kind, a pick per setting and the
     headline table behind it (report/glance.py)."""
-    text = glance_markdown(summary(data, *names), {kind: part.glance for kind, part in SECTIONS.items()})
+    text = glance_markdown(summary(data, *names), _glances())
     return text.splitlines()
 
 
