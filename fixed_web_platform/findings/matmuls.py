@@ -14,6 +14,7 @@ import pandas as pd
 from ..report.glance import latency_change
 from ..report.markdown import markdown_lines
 from ..report.steady import tally_line
+from ..series.steady import SteadyClass
 from .page import Data, Page, glance, number, rows_of, summary
 
 DEFAULT_SWEEP = ("default-sweep",)
@@ -21,6 +22,7 @@ KERNELS = ("kernels",)
 KERNEL_SHAPES = ("1x768x3072", "128x768x768", "1x4096x4096", "128x768x3072")
 """benchmarks/kernels.py's shapes: the default BERT-base ones, a large GEMV and the FFN's GEMM."""
 
+NO_STEADY = SteadyClass.NO_STEADY.value
 Key = tuple[str, str, int, str]
 """(browser, shape, bits, engine)"""
 
@@ -138,12 +140,24 @@ def kernels_say(lines: list[KernelLine]) -> list[str]:
     return out
 
 
+def without_steady_state(rows: pd.DataFrame) -> str:
+    """How many runs had no steady state, and which (browser, shape, bits: runs)."""
+    ok = rows[rows["outcome"] == "ok"]
+    none = ok[ok["steady_class"] == NO_STEADY]
+    if none.empty:
+        return f"Every one of the {len(ok)} ok runs had a steady state."
+    which = none.assign(shape=none.apply(_shape, axis=1)).groupby(["browser", "shape", "bits_requested"]).size()
+    listed = "; ".join(f"{b} {s} {int(bits)}-bit: {n}" for (b, s, bits), n in which.items())
+    return (f"Runs without a steady state: {len(none)} of {len(ok)} ({number(100 * len(none) / len(ok), 2)}%): "
+            f"{listed}.")
+
+
 def default_sweep(data: Data) -> list[str]:
     rows = rows_of(data, *DEFAULT_SWEEP)
     return ["## The default sweep", "",
             "What `run_real_webgpu_webnn.py` measures with no options (every repetition a fresh page load), as "
             "the report's first screen shows it: a pick per browser and shape, then the figures behind it.", "",
-            tally_line(rows), "", *glance(data, *DEFAULT_SWEEP), ""]
+            tally_line(rows), "", without_steady_state(rows), "", *glance(data, *DEFAULT_SWEEP), ""]
 
 
 def kernels(data: Data) -> list[str]:
