@@ -172,14 +172,25 @@ def where(row: pd.Series) -> str:
 
 
 def _cell(runs: pd.DataFrame, figure: str, digits: int) -> str:
-    """The median of the ok runs' figure ('(2 of 3 ok)' when some were not), or the outcome."""
+    """The median of the ok runs' figure, or the outcome; noted when what ran differs from what was
+    asked ('ran 8-bit', 'on wasm': the first ok run's bits and platform) and when some runs were
+    not ok ('2 of 3 ok')."""
     if runs.empty:
         return ""
     ok = runs[runs["outcome"] == "ok"]
     if ok.empty:
         return str(runs["outcome"].iloc[0])
     shown = number(pd.to_numeric(ok[figure]).median(), digits)
-    return shown if len(ok) == len(runs) else f"{shown} ({len(ok)} of {len(runs)} ok)"
+    notes = [*_ran(ok.iloc[0]), *([f"{len(ok)} of {len(runs)} ok"] if len(ok) != len(runs) else [])]
+    return f"{shown} ({', '.join(notes)})" if notes else shown
+
+
+def _ran(row: pd.Series) -> list[str]:
+    """What ran when it differs from what was asked: its bits, its platform."""
+    asked, ran = pd.to_numeric(row["bits_requested"]), pd.to_numeric(row.get("bits_executed"))
+    on = row.get("executed_on")
+    return ([f"ran {int(ran)}-bit"] if pd.notna(ran) and ran != asked else []) + \
+        ([f"on {on}"] if isinstance(on, str) and on and on != row["platform"] else [])
 
 
 def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 3) -> list[str]:
