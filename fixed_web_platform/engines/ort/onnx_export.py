@@ -60,17 +60,12 @@ def cache_path(model: Any, head: Mapping[str, Any], cache_dir: Path | None = Non
 
 def cached_export(model: Any, head: Mapping[str, Any], export: Callable[[], bytes],
                   cache_dir: Path | None = None) -> bytes:
-    """The cached export of ``model`` under ``head``, or ``export()`` written to the cache."""
-    import onnx
-
+    """The cached export of ``model`` under ``head``, or ``export()`` written to the cache (whole:
+    written to a temporary file and renamed, so a file in the cache is a finished export and is
+    not parsed again on a hit)."""
     path = cache_path(model, head, cache_dir)
     if path.is_file():
-        data = used(path).read_bytes()
-        try:
-            onnx.load_from_string(data)
-            return data
-        except Exception:  # noqa: BLE001 - a damaged cache entry: export again
-            pass
+        return used(path).read_bytes()
     data = export()
     write_bytes_atomically(path, data)
     prune(cache_dir or CACHE_DIR, keep=path)
