@@ -71,6 +71,7 @@ export const tap = new ConsoleTap();
 
 // "Node placements" from ORT's verbose session log: {CPUExecutionProvider: ['MatMulNBits (matmul)']}.
 // When every node went to one provider ORT logs only "All nodes placed on [EP]": an empty list.
+// Several sessions' logs (a pipeline's encoder and decoder) add up: no session's nodes are lost.
 export function parsePlacement(lines) {
   const placed = {};
   let current = null;
@@ -78,7 +79,7 @@ export function parsePlacement(lines) {
     const body = line.replace(/^.*VerifyEachNodeIsAssignedToAnEp\]/, '');
     if (body === line) { current = null; continue; }
     const header = body.match(/(?:All nodes|Node\(s\)) placed on \[(\w+)\]/);
-    if (header) { current = header[1]; placed[current] = []; continue; }
+    if (header) { current = header[1]; placed[current] ??= []; continue; }
     const node = body.match(/^\s+(\S+ \(.*\))\s*$/);
     if (current && node) placed[current].push(node[1]);
   }
