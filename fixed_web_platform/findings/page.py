@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from ..paths import PROJECT_ROOT
+from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..report.glance import DEFAULT_GLANCE, glance_markdown, picks
 from ..report.render import summary_table
 from ..report.sections import SECTIONS
@@ -146,18 +147,24 @@ def glance(data: Data, *names: str) -> list[str]:
 
 
 PLATFORM_NAMES = {"wasm": "wasm", "webnn": "WebNN", "webgpu": "WebGPU"}
-ENGINE_ORDER = {"transformersjs": 0, "ort": 1, "harness": 2}
+ENGINE_ORDER = {"transformersjs": 0, "ort": 1, "harness": 2, "wllama": 3}
 DTYPE_ORDER = {"fp32": 0, "fp16": 1, "q8": 2, "int8": 3, "uint8": 4, "q4": 5, "q4f16": 6, "bnb4": 7}
 COUNTS = ("leading_tokens_equal", "clips_equal_fp32")
 """Figures that are counts (printed whole)."""
 
 
 def label(row: pd.Series) -> str:
-    """What ran, as its users name it: 'transformers.js q8', 'ORT 8-bit', 'harness 4-bit'."""
+    """What ran, as its users name it: 'transformers.js q8', 'llama.cpp Q4_1', 'llama.cpp held
+    (gptq)', 'ORT 8-bit', 'harness 4-bit gptq' (a quantizer other than the default named)."""
     if row["engine"] == "transformersjs":
         under = " (ORT 1.30 under it)" if " ORT 1.30." in str(row["engine_version"]) else ""
         return f"transformers.js {row['format_requested']}{under}"
-    return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit"
+    if row["engine"] == "wllama":
+        held = f" ({row['weight_quant']})" if row["format_requested"] == "held" else ""
+        return f"llama.cpp {row['format_requested']}{held}"
+    quantizer = row.get("weight_quant")
+    named = f" {quantizer}" if isinstance(quantizer, str) and quantizer not in ("", DEFAULT_QUANTIZER) else ""
+    return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit{named}"
 
 
 def _order(rows: pd.DataFrame) -> pd.DataFrame:
