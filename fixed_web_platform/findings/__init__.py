@@ -11,10 +11,11 @@ figures), registered in ``PAGES``; ``page.py`` holds what every page shares.
 from __future__ import annotations
 
 from .matmuls import PAGE as MATMULS
+from .minilm import PAGE as MINILM
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
 from .quantizers import PAGE as QUANTIZERS
 from .transformersjs import PAGE as TRANSFORMERSJS
 
-PAGES: tuple[Page, ...] = (MATMULS, QUANTIZERS, TRANSFORMERSJS)
+PAGES: tuple[Page, ...] = (MATMULS, MINILM, QUANTIZERS, TRANSFORMERSJS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]

@@ -150,6 +150,8 @@ PLATFORM_NAMES = {"wasm": "wasm", "webnn": "WebNN", "webgpu": "WebGPU"}
 ENGINE_ORDER = {"transformersjs": 0, "ort": 1, "harness": 2, "wllama": 3}
 DTYPE_ORDER = {"fp32": 0, "fp16": 1, "q8": 2, "int8": 3, "uint8": 4, "q4": 5, "q4f16": 6, "bnb4": 7}
 COUNTS = ("leading_tokens_equal", "clips_equal_fp32")
+DIGITS = {"cosine_mean": 5}
+"""Figures shown to more than 3 significant digits (a cosine's distance from 1 is in its 4th)."""
 """Figures that are counts (printed whole)."""
 
 
@@ -214,7 +216,7 @@ def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 
             cells.append(_cell(group[group["where"] == place], figure, digits))
         measured = group[group["outcome"] == "ok"]
         first = measured.iloc[0] if len(measured) else group.iloc[0]
-        cells += [count(first[c]) if c in COUNTS else number(first[c]) for c in extra]
+        cells += [count(first[c]) if c in COUNTS else number(first[c], DIGITS.get(c, 3)) for c in extra]
         kernel = (f"{number(first['rel_error_vs_dequantized'], 2)} / {number(first['kernel_tolerance'], 2)}"
                   if len(measured) else "-")
         lines.append("| " + " | ".join([str(name), *cells, kernel]) + " |")
