@@ -223,6 +223,25 @@ def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 
     return lines
 
 
+def rows_table(rows: pd.DataFrame, columns: dict[str, str]) -> list[str]:
+    """One line per run: the named columns (column -> header), figures to 3 significant digits
+    (``DIGITS`` where named), counts whole, text as it is; a run that was not ok shows its outcome
+    in the first figure's place."""
+    lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
+    for _, row in rows.iterrows():
+        cells = []
+        for column in columns:
+            value = row.get(column)
+            if column in COUNTS:
+                cells.append(count(value))
+            elif isinstance(value, str) or column in ("where", "label"):
+                cells.append(str(value) if value == value else "-")
+            else:
+                cells.append(number(value, DIGITS.get(column, 3)) if row["outcome"] == "ok" else str(row["outcome"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def mib(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(weight_mib=pd.to_numeric(rows["weight_bytes"]) / 2**20)
 

@@ -6,11 +6,12 @@ on three engines, one folder per model and setting."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import pandas as pd
 
 from ..precision.quantizers import QUANTIZERS
-from .page import COUNTS, Data, Page, count, mib, number, pick_lines, rows_of
+from .page import COUNTS, Data, Page, count, label, mib, number, pick_lines, rows_of, rows_table, where
 
 SETTINGS = {"webgpu-firefox": "WGSL (Firefox)", "webnn-chrome": "WebNN (Chrome)",
             "ort-wasm-chrome": "ORT wasm (Chrome)"}
@@ -31,15 +32,27 @@ CONDITIONS = {
     "4-bit `kquant` and `gptq` runs shared the cores.",
     "quantizers-smollm2-ort-wasm-chrome": "most runs shared the two cores with another session's browser runs: its "
     "speeds are the least trustworthy here.",
+    "quantizers-held-wllama": "its runs 4-7 (shipped, and held with offset, hqq and kquant) shared the two cores "
+    "with a PyTorch benchmark: their speeds are not comparable with the others'.",
 }
 """What the data cannot say of how a folder was measured (from the sessions that ran them)."""
+
+
+def conditions(names: Iterable[str]) -> list[str]:
+    noted = [f"- `{name}`: {CONDITIONS[name]}" for name in names if name in CONDITIONS]
+    return ["How these ran:", "", *noted, ""] if noted else []
 
 
 def folder(model: str, setting: str) -> str:
     return f"quantizers-{model}-{setting}"
 
 
-FOLDERS = tuple(folder(m, s) for m in MODELS for s in SETTINGS)
+SWEEP = tuple(folder(m, s) for m in MODELS for s in SETTINGS)
+FLOAT_ZERO_WEBNN = ("quantizers-webnn-float-zero-minilm", "quantizers-webnn-float-zero-whisper")
+MIXED = ("quantizers-mixed-minilm", "quantizers-mixed-whisper")
+HELD_IN_LLAMA = ("quantizers-held-wllama",)
+FOLDERS = (*SWEEP, *FLOAT_ZERO_WEBNN, *MIXED, *HELD_IN_LLAMA)
+ACCURACY = {"cosine_mean": "cosine", "wer_vs_fp32": "WER vs fp32", "clips_equal_fp32": "clips = fp32"}
 
 
 def _line(group: pd.DataFrame, figures: dict[str, str], digits: int) -> list[str]:
@@ -78,8 +91,7 @@ def table(data: Data, model: str) -> list[str]:
     refused = rows[rows["outcome"] != "ok"]
     reasons = sorted({f"{SETTINGS[r.setting]}: " + re.sub(r"\(the \S+ quantizer's\) ", "", str(r.reason).split(";")[0])
                       for r in refused.itertuples()})
-    noted = [f"- `{name}`: {CONDITIONS[name]}" for name in setting_of if name in CONDITIONS]
-    shown = [f"## {title}", "", *(["How these parts ran:", "", *noted, ""] if noted else []),
+    shown = [f"## {title}", "", *conditions(setting_of),
              f"{len(rows)} runs ({len(ok)} ok). Every ok run's kernel error against the float64 reference on its "
              f"held bytes: {number(kernel.min(), 2)} to {number(kernel.max(), 2)}, {within} of {len(ok)} within "
              "their tolerance.", "", *lines, ""]
@@ -87,6 +99,35 @@ def table(data: Data, model: str) -> list[str]:
         shown += ["Not measured:", "", *(f"- {r}" for r in reasons), ""]
     return shown + ["The report's pick per setting (the same rule as every report's first screen):", "",
                     *pick_lines(data, *(folder(model, s) for s in SETTINGS)), ""]
+
+
+def _runs(data: Data, names: tuple[str, ...]) -> pd.DataFrame:
+    rows = mib(rows_of(data, *names))
+    return rows.assign(where=rows.apply(where, axis=1), label=rows.apply(label, axis=1))
+
+
+def beside_the_sweep(data: Data) -> list[str]:
+    """The runs that ask one question each: WebNN holding float zero points, the mixed rules, and
+    llama.cpp running the harness's codes."""
+    kernel = {"rel_error_vs_dequantized": "kernel err"}
+    return ["## WebNN holding float zero points (int4, `--experimental-precision`)", "",
+            "The zero as a float offset needs an extra subtraction per block in WebNN's graph; the same bytes "
+            "as the WGSL kernels hold.", "",
+            *rows_table(_runs(data, FLOAT_ZERO_WEBNN), {"model": "model", "where": "where", "weight_quant": "quantizer",
+                                                        "weight_mib": "weight MiB", **ACCURACY,
+                                                        "latency_ms_median": "ms", **kernel}), "",
+            "## Mixed precision (`--mixed-precision`: its rules keep the costliest layers at 8 bits)", "",
+            *rows_table(_runs(data, MIXED), {"model": "model", "where": "where", "precision_plan": "plan",
+                                             "weight_quant": "quantizer", "weight_mib": "weight MiB", **ACCURACY,
+                                             "latency_ms_median": "ms", **kernel}), "",
+            "## llama.cpp running the harness's codes (wllama: `held` GGUF files beside its own)", "",
+            "SmolLM2-135M in llama.cpp's wasm build: its own Q4_0 and Q4_1, the Q4_1 file SmolLM2 ships, and the "
+            "harness's 4-bit codes of each quantizer written as Q4_1 (`held`); top-1 and KL against PyTorch fp32.",
+            "", *conditions(HELD_IN_LLAMA),
+            *rows_table(_runs(data, HELD_IN_LLAMA), {"label": "file", "where": "where", "weight_mib": "weight MiB",
+                                                     "next_token_top1": "top-1", "kl_mean": "KL",
+                                                     "decode_tokens_per_s": "decode tok/s", "ttft_ms": "TTFT ms"}),
+            ""]
 
 
 def body(data: Data) -> list[str]:
@@ -97,7 +138,7 @@ def body(data: Data) -> list[str]:
              "what differs is what each engine can hold (WebNN has no 2-bit type; ORT's MatMulNBits holds float "
              "zero points at 4 and 2 bits only). Speeds here are one page load a run on a 2-core machine: compare "
              "them within a column, never across machines.", ""]
-    return intro + [line for model in MODELS for line in table(data, model)]
+    return intro + [line for model in MODELS for line in table(data, model)] + beside_the_sweep(data)
 
 
 PAGE = Page("quantizers", "Weight quantizers: every quantizer and bits on three engines", FOLDERS, body)
