@@ -66,12 +66,22 @@ def stamp(data: Data) -> list[str]:
         settings = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in (made.get("environment") or {}).items())
         command = " ".join(filter(None, [settings, _command(str(made.get("command", "?")))]))
         dirty = " (with uncommitted changes)" if made.get("dirty") else ""
-        parts = [f"{len(results.rows)} rows, {str(env.get('created_utc', '?'))[:10]}, {machine.get('cpu_model', '?')} "
+        parts = [f"{len(results.rows)} rows, {written(results.rows)}, {machine.get('cpu_model', '?')} "
                  f"x{machine.get('cpu_count', '?')} ({machine.get('os', '?')})", browsers, engines,
                  protocol(env.get("timing") or {}), f"commit `{str(made.get('commit', '?'))[:12]}`{dirty}",
                  f"`{command}`"]
         lines.append(f"- `{name}`: " + "; ".join(filter(None, parts)))
     return lines
+
+
+def written(rows: pd.DataFrame) -> str:
+    """When a folder's rows were written (UTC, from the first to the last, pauses included)."""
+    times = pd.to_datetime(rows["timestamp_utc"], utc=True, errors="coerce").dropna()
+    if times.empty:
+        return "time not recorded"
+    first, last = times.min(), times.max()
+    end = last.strftime("%H:%M") if first.date() == last.date() else last.strftime("%Y-%m-%d %H:%M")
+    return f"{first.strftime('%Y-%m-%d %H:%M')}-{end} UTC"
 
 
 def _command(text: str) -> str:
