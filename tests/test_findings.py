@@ -13,11 +13,13 @@ import pytest
 
 from fixed_web_platform.cli import main as cli
 from fixed_web_platform.findings import DATA_CAP_BYTES, DATA_DIR, PAGES, PAGES_DIR, Page, render
-from fixed_web_platform.findings.page import KEPT_FILES
+from fixed_web_platform.findings.page import KEPT_FILES, plot_path
 
 
 def test_every_page_is_what_its_data_says(tmp_path: Path) -> None:
     assert cli.main(["findings", "--check"]) == 0, "run: .venv/bin/python run_real_webgpu_webnn.py findings"
+    missing = [str(plot_path(page, p)) for page in PAGES for p in page.plots if not plot_path(page, p).is_file()]
+    assert not missing, f"plots a page shows but nobody drew: {missing}"
     shutil.copytree(PAGES_DIR, tmp_path / "pages")
     edited = tmp_path / "pages" / f"{PAGES[0].name}.md"
     edited.write_text(edited.read_text().replace("|", "| ", 1))

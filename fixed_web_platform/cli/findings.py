@@ -1,5 +1,6 @@
 """``findings``: regenerate the findings pages (docs/findings/) from the result folders committed
-under results/findings/; ``--check`` says which pages differ from their data instead (exit 1)."""
+under results/findings/, and the plots of each page written or missing (docs/findings/plots/);
+``--check`` says which pages differ from their data instead (exit 1; plots are not compared)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from ..errors import OneLineArgumentParser
 from ..findings import DATA_DIR, PAGES, PAGES_DIR, render
+from ..findings.page import draw, plot_path
 
 
 def build_parser() -> OneLineArgumentParser:
@@ -40,4 +42,8 @@ def findings_command(argv: list[str]) -> int:
     for name in stale:
         (args.out / name).write_text(made[name])
         print(f"wrote {args.out / name}")
+    for page in PAGES:
+        if f"{page.name}.md" in stale or not all(plot_path(page, p, args.out).is_file() for p in page.plots):
+            for path in draw(page, args.data, args.out):
+                print(f"drew {path}")
     return 0

@@ -13,9 +13,10 @@ import pandas as pd
 
 from ..report.glance import latency_change
 from ..report.markdown import markdown_lines
+from ..report.plots import plot_latency
 from ..report.steady import tally_line
 from ..series.steady import SteadyClass
-from .page import Data, Page, glance, number, rows_of, summary
+from .page import Data, Page, Plot, glance, number, rows_of, summary
 
 DEFAULT_SWEEP = ("default-sweep",)
 KERNELS = ("kernels",)
@@ -177,4 +178,8 @@ def body(data: Data) -> list[str]:
 
 
 PAGE = Page("matmuls", "Lone matmuls: the default sweep and the kernels beside ONNX Runtime Web",
-            (*DEFAULT_SWEEP, *KERNELS), body)
+            (*DEFAULT_SWEEP, *KERNELS), body,
+            (Plot("default-sweep-latency", "The default sweep: median latency against bits per browser and shape",
+                  DEFAULT_SWEEP, plot_latency),
+             Plot("kernels-latency", "The kernels beside ORT: median latency against bits per browser, engine, shape",
+                  KERNELS, plot_latency)))

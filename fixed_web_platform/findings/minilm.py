@@ -3,8 +3,9 @@ graphs and ONNX Runtime Web on WebGPU, WebNN and wasm, in Chrome and Firefox, at
 
 from __future__ import annotations
 
+from ..report.plots import plot_model_accuracy_latency, plot_model_latency
 from ..report.steady import tally_line
-from .page import Data, Page, count, mib, pick_lines, pivot, rows_of
+from .page import Data, Page, Plot, count, mib, pick_lines, pivot, rows_of
 
 ENGINES = ("minilm-engines",)
 
@@ -30,4 +31,8 @@ def body(data: Data) -> list[str]:
     return engines(data)
 
 
-PAGE = Page("minilm", "MiniLM on every engine", ENGINES, body)
+PAGE = Page("minilm", "MiniLM on every engine", ENGINES, body,
+            (Plot("latency", "MiniLM: median ms of a forward pass against bits, per browser, engine and platform",
+                  ENGINES, plot_model_latency),
+             Plot("accuracy-latency", "MiniLM: accuracy against PyTorch fp32 against median ms", ENGINES,
+                  plot_model_accuracy_latency)))

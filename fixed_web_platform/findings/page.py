@@ -23,6 +23,7 @@ from ..results import reader
 DATA_DIR = PROJECT_ROOT / "results" / "findings"
 """Result folders the pages are made from (committed, trimmed)."""
 PAGES_DIR = PROJECT_ROOT / "docs" / "findings"
+"""The pages; their plots in plots/<page>/."""
 DATA_CAP_BYTES = 20 * 2**20
 """What the committed findings data may weigh at most (a test holds it)."""
 KEPT_FILES = ("results.csv", "environment.json", "samples.jsonl")
@@ -34,6 +35,17 @@ Data = Mapping[str, reader.ResultSet]
 
 
 @dataclass(frozen=True)
+class Plot:
+    """A plot of a page: one of the report's drawers (report/plots.py) on the named folders'
+    summary, drawn into docs/findings/plots/<page>/<name>.png by ``findings``."""
+
+    name: str
+    title: str
+    folders: tuple[str, ...]
+    draw: Callable[[pd.DataFrame, Path, bool], Path | None]
+
+
+@dataclass(frozen=True)
 class Page:
     name: str
     """docs/findings/<name>.md"""
@@ -42,6 +54,7 @@ class Page:
     """The result folders (under DATA_DIR) it is made from."""
     body: Callable[[Data], list[str]]
     """Its tables and text, from the data."""
+    plots: tuple[Plot, ...] = ()
 
 
 def render(page: Page, data_dir: Path = DATA_DIR) -> str:
@@ -51,7 +64,29 @@ def render(page: Page, data_dir: Path = DATA_DIR) -> str:
              "hand. Every figure was measured in a real browser on the machine named; WebGPU figures on these "
              "machines are a CPU's (SwiftShader in Chrome, lavapipe in Firefox), never a GPU's: compare them "
              "within one table only.", "", "## Data", "", *stamp(data), "", *page.body(data)]
+    if page.plots:
+        lines += ["## Plots", ""]
+        lines += [line for p in page.plots for line in (f"![{p.title}]({plot_path(page, p).relative_to(PAGES_DIR)})",
+                                                         "")]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def plot_path(page: Page, plot: Plot, pages_dir: Path = PAGES_DIR) -> Path:
+    return pages_dir / "plots" / page.name / f"{plot.name}.png"
+
+
+def draw(page: Page, data_dir: Path = DATA_DIR, pages_dir: Path = PAGES_DIR) -> list[Path]:
+    """Draw the page's plots from its data (regenerated, not compared: a PNG's bytes follow the
+    plotting library's version)."""
+    data = {name: reader.load(data_dir / name) for name in {f for p in page.plots for f in p.folders}}
+    drawn = []
+    for p in page.plots:
+        path = plot_path(page, p, pages_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if p.draw(summary(data, *p.folders), path, len(p.folders) > 1) is None:
+            raise ValueError(f"{page.name}: the data of plot {p.name} has nothing to draw")
+        drawn.append(path)
+    return drawn
 
 
 def stamp(data: Data) -> list[str]:
