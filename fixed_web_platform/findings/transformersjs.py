@@ -7,7 +7,8 @@ import re
 
 import pandas as pd
 
-from .page import PLATFORM_NAMES, Data, Page, count, mib, number, pivot, rows_of, where
+from ..report.plots import plot_model_accuracy_latency
+from .page import PLATFORM_NAMES, Data, Page, Plot, count, mib, number, pivot, rows_of, where
 
 MINILM = ("tjs-minilm",)
 SMOLLM2 = ("tjs-smollm2-chrome-wasm", "tjs-smollm2-firefox", "tjs-smollm2-chrome-wasm-ort130",
@@ -146,4 +147,6 @@ def body(data: Data) -> list[str]:
 
 
 PAGE = Page("transformers-js", "transformers.js beside ONNX Runtime Web and the harness",
-            (*MINILM, *SMOLLM2, *WHISPER, *WHICH_ORT), body)
+            (*MINILM, *SMOLLM2, *WHISPER, *WHICH_ORT), body,
+            (Plot("minilm-accuracy-latency", "MiniLM: accuracy against PyTorch fp32 against median ms, every engine, "
+                  "dtype and device", MINILM, plot_model_accuracy_latency),))
