@@ -5,7 +5,7 @@ Record long series with no floor, in the counts protocol (so no page stops on a 
 late tier-up), then read where each page's steady segment began:
 
     .venv/bin/python run_real_webgpu_webnn.py --browser chrome firefox --engine harness ort \\
-        --platform webgpu webnn wasm --bits 8 4 --steady off --warmup 0 --warmup-time 0 \\
+        --platform webgpu webnn wasm --bits 8 --steady off --warmup 0 --warmup-time 0 \\
         --min-iterations 10 --min-time 12 --max-iterations 2048 --no-report \\
         --output-dir results/floors/matmul
     .venv/bin/python run_real_webgpu_webnn.py --model smollm2-135m --engine wllama \\
