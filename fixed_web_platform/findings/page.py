@@ -16,6 +16,7 @@ import pandas as pd
 from ..paths import PROJECT_ROOT
 from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..report.glance import DEFAULT_GLANCE, glance_markdown, picks
+from ..report.markdown import markdown_lines
 from ..report.render import summary_table
 from ..report.sections import SECTIONS
 from ..results import reader
@@ -195,9 +196,9 @@ PLATFORM_NAMES = {"wasm": "wasm", "webnn": "WebNN", "webgpu": "WebGPU"}
 ENGINE_ORDER = {"transformersjs": 0, "ort": 1, "harness": 2, "wllama": 3}
 DTYPE_ORDER = {"fp32": 0, "fp16": 1, "q8": 2, "int8": 3, "uint8": 4, "q4": 5, "q4f16": 6, "bnb4": 7}
 COUNTS = ("leading_tokens_equal", "clips_equal_fp32")
+"""Figures that are counts (printed whole)."""
 DIGITS = {"cosine_mean": 5}
 """Figures shown to more than 3 significant digits (a cosine's distance from 1 is in its 4th)."""
-"""Figures that are counts (printed whole)."""
 
 
 def label(row: pd.Series) -> str:
@@ -253,26 +254,23 @@ def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 
     (column -> header) from its first measured row."""
     rows = _order(rows.assign(label=rows.apply(label, axis=1), where=rows.apply(where, axis=1)))
     wheres = list(dict.fromkeys(rows.sort_values(["browser", "platform"])["where"]))
-    head = ["precision", *wheres, *extra.values(), "kernel err / tol"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    body = []
     for name, group in rows.groupby("label", sort=False):
-        cells = []
-        for place in wheres:
-            cells.append(_cell(group[group["where"] == place], figure, digits))
+        cells = [_cell(group[group["where"] == place], figure, digits) for place in wheres]
         measured = group[group["outcome"] == "ok"]
         first = measured.iloc[0] if len(measured) else group.iloc[0]
         cells += [count(first[c]) if c in COUNTS else number(first[c], DIGITS.get(c, 3)) for c in extra]
         kernel = (f"{number(first['rel_error_vs_dequantized'], 2)} / {number(first['kernel_tolerance'], 2)}"
                   if len(measured) else "-")
-        lines.append("| " + " | ".join([str(name), *cells, kernel]) + " |")
-    return lines
+        body.append([str(name), *cells, kernel])
+    return markdown_lines(["precision", *wheres, *extra.values(), "kernel err / tol"], body)
 
 
 def rows_table(rows: pd.DataFrame, columns: dict[str, str]) -> list[str]:
     """One line per run: the named columns (column -> header), figures to 3 significant digits
     (``DIGITS`` where named), counts whole, text as it is; a run that was not ok shows its outcome
-    in the first figure's place."""
-    lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
+    in place of its figures."""
+    body = []
     for _, row in rows.iterrows():
         cells = []
         for column in columns:
@@ -283,8 +281,8 @@ def rows_table(rows: pd.DataFrame, columns: dict[str, str]) -> list[str]:
                 cells.append(str(value) if value == value else "-")
             else:
                 cells.append(number(value, DIGITS.get(column, 3)) if row["outcome"] == "ok" else str(row["outcome"]))
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        body.append(cells)
+    return markdown_lines(list(columns.values()), body)
 
 
 def mib(rows: pd.DataFrame) -> pd.DataFrame:

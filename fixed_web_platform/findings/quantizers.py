@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from ..precision.quantizers import QUANTIZERS
+from ..report.markdown import markdown_lines
 from .page import COUNTS, Data, Page, count, label, mib, number, pick_lines, rows_of, rows_table, where
 
 SETTINGS = {"webgpu-firefox": "WGSL (Firefox)", "webnn-chrome": "WebNN (Chrome)",
@@ -74,7 +75,7 @@ def table(data: Data, model: str) -> list[str]:
                        _q=rows["weight_quant"].map({q: i for i, q in enumerate(QUANTIZERS)}).fillna(0),
                        _b=-pd.to_numeric(rows["bits_requested"]))
     head = ["bits", "quantizer", "weight MiB", *(f"{SETTINGS[s]} {h}" for s in SETTINGS for h in figures.values())]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    body = []
     for (bits, quantizer), group in rows.sort_values(["_b", "_q"]).groupby(["bits_requested", "quantizer"],
                                                                             sort=False):
         if int(bits) == 32 and quantizer != group["quantizer"].iloc[0]:
@@ -84,7 +85,8 @@ def table(data: Data, model: str) -> list[str]:
                  number(ok["weight_mib"].iloc[0], 4) if len(ok) else "-"]
         for s in SETTINGS:
             cells += _line(group[group["setting"] == s], figures, digits)
-        lines.append("| " + " | ".join(cells) + " |")
+        body.append(cells)
+    lines = markdown_lines(head, body)
     ok = rows[rows["outcome"] == "ok"]
     kernel = pd.to_numeric(ok["rel_error_vs_dequantized"])
     within = (kernel <= pd.to_numeric(ok["kernel_tolerance"])).sum()

@@ -7,6 +7,7 @@ import re
 
 import pandas as pd
 
+from ..report.markdown import markdown_lines
 from ..report.plots import plot_model_accuracy_latency
 from .page import PLATFORM_NAMES, Data, Page, Plot, count, mib, number, pivot, rows_of, where
 
@@ -64,14 +65,14 @@ def which_ort(data: Data) -> list[str]:
     lines = [f"## Which ORT runs under the library (MiniLM, Chrome, {loads} page loads each)", "",
              "Each page load's median ms, in the order run. *bundled*: transformers.js on the ORT it bundles; "
              "*ORT 1.30 under it*: on the harness's ONNX Runtime Web 1.30 (`FWP_TJS_ORT=harness`); *ORT 1.30 "
-             "alone*: `session.run` on the same fp32 `model.onnx` (`--model` that file, its shapes fixed).", "",
-             "| platform | dtype | bundled | ORT 1.30 under it | ORT 1.30 alone |", "|---|---|---|---|---|"]
+             "alone*: `session.run` on the same fp32 `model.onnx` (`--model` that file, its shapes fixed).", ""]
+    body = []
     for (platform, dtype), group in tjs.groupby(["platform", "format_requested"], sort=False):
         alone = rows[(rows["folder"] == WHICH_ORT[2]) & (rows["platform"] == platform)] if dtype == "fp32" else None
         cells = [", ".join(number(v) for v in part["latency_ms_median"]) if part is not None and len(part) else "-"
                  for part in (group[group["folder"] == WHICH_ORT[0]], group[group["folder"] == WHICH_ORT[1]], alone)]
-        lines.append(f"| {PLATFORM_NAMES[platform]} | {dtype} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+        body.append([PLATFORM_NAMES[platform], dtype, *cells])
+    return [*lines, *markdown_lines(["platform", "dtype", "bundled", "ORT 1.30 under it", "ORT 1.30 alone"], body), ""]
 
 
 def _first(rows: pd.DataFrame, **match: str) -> pd.Series | None:
