@@ -96,13 +96,17 @@ def kernel_lines(summary: pd.DataFrame, rows: pd.DataFrame | None = None) -> lis
     return lines
 
 
+def _verdict(line: KernelLine) -> str:
+    """Low-bit against float32 by the report's rule: why it is the same, or 'faster'/'slower'."""
+    return line.judged or ("faster" if (line.low_bit_over_f32 or 1) < 1 else "slower")
+
+
 def _against_f32(line: KernelLine) -> str:
     if line.bits == 32:
         return "1"
     if line.low_bit_over_f32 is None:
         return "-"
-    verdict = line.judged or ("faster" if line.low_bit_over_f32 < 1 else "slower")
-    return f"{line.low_bit_over_f32:.2f} ({verdict})"
+    return f"{line.low_bit_over_f32:.2f} ({_verdict(line)})"
 
 
 def ratio_table(summary: pd.DataFrame, rows: pd.DataFrame | None = None) -> str:
@@ -126,7 +130,7 @@ def kernels_say(lines: list[KernelLine]) -> list[str]:
     for browser in dict.fromkeys(x.browser for x in lines):
         own = [x for x in lines if x.browser == browser]
         low = [x for x in own if x.bits != 32 and x.low_bit_over_f32 is not None]
-        verdicts = pd.Series([_against_f32(x).split("(")[1].rstrip(")") for x in low]).value_counts()
+        verdicts = pd.Series([_verdict(x) for x in low]).value_counts()
         if low:
             out.append(f"- **{browser.capitalize()}, the harness's low-bit kernels against its own float32**: "
                        f"{_span([x.low_bit_over_f32 for x in low])}x the float32 median over {len(low)} shape and "
