@@ -5,6 +5,7 @@ uniform low-bit; teacher-forced KL(fp32 || engine) and next-token top-1 agreemen
 fixed_web_platform/workloads/decoder/data/mixed_precision.json was chosen from (docs/guides/decoders.md).
 
     .venv/bin/python benchmarks/decoder_sensitivity.py [--model smollm2-135m] [--low-bits 4] [--weight-quant gptq-offset]
+        [--output-dir DIR]      # resumable: run_real_webgpu_webnn.py --resume DIR finishes it
     .venv/bin/python benchmarks/decoder_sensitivity.py --from results/<dir>
 """
 
@@ -20,13 +21,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fixed_web_platform.harness.runner import SweepOptions, run_sweep  # noqa: E402
+from fixed_web_platform import sweep  # noqa: E402
+from fixed_web_platform.harness.runner import SweepOptions  # noqa: E402
 from fixed_web_platform.models.rules import PrecisionRule  # noqa: E402
 from fixed_web_platform.paths import RESULTS_ROOT  # noqa: E402
 from fixed_web_platform.plan import TimingConfig, build_plan  # noqa: E402
 from fixed_web_platform.precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS  # noqa: E402
 from fixed_web_platform.report.markdown import markdown_lines  # noqa: E402
-from fixed_web_platform.results.writer import ResultWriter  # noqa: E402
 from fixed_web_platform.vocabulary import BrowserName, Platform  # noqa: E402
 from fixed_web_platform.workloads import DecoderWorkload  # noqa: E402
 
@@ -65,19 +66,25 @@ def main() -> int:
     parser.add_argument("--browser", default="chrome")
     parser.add_argument("--weight-quant", default=DEFAULT_QUANTIZER, choices=list(QUANTIZERS),
                         help="the quantizer of every 8- and low-bit layer (default %(default)s)")
+    parser.add_argument("--output-dir", type=Path, default=None,
+                        help="the results folder (default results/decoder_sensitivity_<model>_<bits>bit"
+                             "[_<quantizer>]); run_real_webgpu_webnn.py --resume DIR finishes an interrupted one")
     parser.add_argument("--from", dest="source", type=Path, default=None)
     args = parser.parse_args()
     if args.source is None:
         quantizer = "" if args.weight_quant == DEFAULT_QUANTIZER else f"_{args.weight_quant}"
-        out = RESULTS_ROOT / f"decoder_sensitivity_{args.model}_{args.low_bits}bit{quantizer}"
+        out = args.output_dir or RESULTS_ROOT / f"decoder_sensitivity_{args.model}_{args.low_bits}bit{quantizer}"
         probes = workloads(args.model, args.low_bits, args.eval_len)
         browser = [BrowserName(args.browser)]
         runs = (build_plan(browser, [Platform.WEBGPU], probes, [8], weight_quant=args.weight_quant)
                 + build_plan(browser, [Platform.WEBGPU], probes[:1], [args.low_bits], weight_quant=args.weight_quant))
         plan = [replace(r, run_id=i) for i, r in enumerate(runs)]
-        writer = ResultWriter(out)
-        asyncio.run(run_sweep(plan, writer, SweepOptions(timing=TIMING)))
-        writer.close()
+        try:
+            writer = sweep.start(plan, TIMING, output_dir=out)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        asyncio.run(sweep.execute(plan, writer, SweepOptions(timing=TIMING)))
         args.source = out
     print(table(args.source))
     return 0
