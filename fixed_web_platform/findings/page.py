@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..paths import PROJECT_ROOT
 from ..precision.quantizers import DEFAULT_QUANTIZER
+from ..probes.adapter import adapter_label
 from ..report.glance import DEFAULT_GLANCE, glance_markdown, picks
 from ..report.markdown import markdown_lines
 from ..report.render import summary_table
@@ -91,13 +92,14 @@ def draw(page: Page, data_dir: Path = DATA_DIR, pages_dir: Path = PAGES_DIR) -> 
 
 
 def stamp(data: Data) -> list[str]:
-    """One line per folder: its date, machine, browsers, engines, command and commit."""
+    """One line per folder: when its rows were written, the machine, the browsers (and their WebGPU
+    adapters), engines, settings, timing protocol, command and commit."""
     lines = []
     for name, results in data.items():
         env = results.environment
         made = env.get("provenance") or {}
         machine = env.get("machine") or {}
-        browsers = ", ".join(f"{b} {facts.get('version', '?')}" for b, facts in (env.get("browsers") or {}).items())
+        browsers = ", ".join(_browser(b, facts) for b, facts in (env.get("browsers") or {}).items())
         engines = "; ".join(f"{e}: {', '.join(v)}" for e, v in sorted((env.get("engines") or {}).items()))
         settings = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in (made.get("environment") or {}).items())
         command = " ".join(filter(None, [settings, _command(str(made.get("command", "?")))]))
@@ -108,6 +110,12 @@ def stamp(data: Data) -> list[str]:
                  f"`{command}`"]
         lines.append(f"- `{name}`: " + "; ".join(filter(None, parts)))
     return lines
+
+
+def _browser(name: str, facts: Mapping[str, Any]) -> str:
+    """'chrome 153.0.8010.0 (WebGPU adapter google/swiftshader/0xc0de (fallback))'."""
+    adapter = adapter_label(facts.get("probe") or {})
+    return f"{name} {facts.get('version', '?')}" + (f" (WebGPU adapter {adapter})" if adapter else "")
 
 
 def written(rows: pd.DataFrame) -> str:
