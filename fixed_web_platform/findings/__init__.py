@@ -15,7 +15,8 @@ from .minilm import PAGE as MINILM
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
 from .quantizers import PAGE as QUANTIZERS
 from .transformersjs import PAGE as TRANSFORMERSJS
+from .whisper import PAGE as WHISPER
 
-PAGES: tuple[Page, ...] = (MATMULS, MINILM, QUANTIZERS, TRANSFORMERSJS)
+PAGES: tuple[Page, ...] = (MATMULS, MINILM, WHISPER, QUANTIZERS, TRANSFORMERSJS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]
