@@ -112,9 +112,13 @@ def _against_f32(line: KernelLine) -> str:
 def ratio_table(summary: pd.DataFrame, rows: pd.DataFrame | None = None) -> str:
     """benchmarks/kernels.py's table (markdown): per browser, shape and bits, the kernel that ran,
     both medians, ORT / harness and the harness's low-bit / float32 judged by the report's rule."""
+    return lines_table(kernel_lines(summary, rows))
+
+
+def lines_table(lines: list[KernelLine]) -> str:
     body = [[x.browser, x.shape, str(x.bits), x.kernel, x.harness, x.ort,
              f"{x.ort_over_harness:.2f}" if x.ort_over_harness is not None else "-", _against_f32(x)]
-            for x in kernel_lines(summary, rows)]
+            for x in lines]
     header = ["browser", "shape", "bits", "harness kernel", "harness ms (p10-p90)", "ORT ms (p10-p90)",
               "ORT / harness", "harness low-bit / f32"]
     return "\n".join(markdown_lines(header, body))
@@ -174,7 +178,7 @@ def kernels(data: Data) -> list[str]:
             "the adapter has them) with p10-p90 of all their samples; ORT / harness above 1 means the harness is "
             "faster; low-bit / f32 below 1 means low-bit is faster than the harness's own float32, judged by the "
             "report's rule (\"same\" when the spreads overlap or the medians differ by less than 10%).", "",
-            tally_line(rows), "", *kernels_say(lines), "", ratio_table(summary(data, *KERNELS), rows), ""]
+            tally_line(rows), "", *kernels_say(lines), "", lines_table(lines), ""]
 
 
 def body(data: Data) -> list[str]:

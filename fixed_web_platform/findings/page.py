@@ -179,8 +179,8 @@ def summary(data: Data, *names: str) -> pd.DataFrame:
     return summary_table(rows, samples)
 
 
-def _glances() -> dict[str, Any]:
-    return {kind: part.glance for kind, part in SECTIONS.items()}
+GLANCES = {kind: part.glance for kind, part in SECTIONS.items()}
+"""Each kind's first-screen rule (report/sections.py)."""
 
 
 def pick_lines(data: Data, *names: str) -> list[str]:
@@ -189,14 +189,14 @@ def pick_lines(data: Data, *names: str) -> list[str]:
     out = []
     for kind in dict.fromkeys(summed["kind"]):
         out += [f"- {p.setting}, {p.workload}: **{p.precision}**: {p.costs}"
-                for p in picks(summed[summed["kind"] == kind], _glances().get(kind, DEFAULT_GLANCE))]
+                for p in picks(summed[summed["kind"] == kind], GLANCES.get(kind, DEFAULT_GLANCE))]
     return out
 
 
 def glance(data: Data, *names: str) -> list[str]:
     """The report's first screen for the named folders: per kind, a pick per setting and the
     headline table behind it (report/glance.py)."""
-    text = glance_markdown(summary(data, *names), _glances())
+    text = glance_markdown(summary(data, *names), GLANCES)
     return text.splitlines()
 
 
@@ -207,6 +207,12 @@ COUNTS = ("leading_tokens_equal", "clips_equal_fp32")
 """Figures that are counts (printed whole)."""
 DIGITS = {"cosine_mean": 5}
 """Figures shown to more than 3 significant digits (a cosine's distance from 1 is in its 4th)."""
+
+
+def shown(column: str, value: Any) -> str:
+    """A figure as the pages print it: counts whole, the rest to 3 significant digits (``DIGITS``
+    where named)."""
+    return count(value) if column in COUNTS else number(value, DIGITS.get(column, 3))
 
 
 def label(row: pd.Series) -> str:
@@ -267,7 +273,7 @@ def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 
         cells = [_cell(group[group["where"] == place], figure, digits) for place in wheres]
         measured = group[group["outcome"] == "ok"]
         first = measured.iloc[0] if len(measured) else group.iloc[0]
-        cells += [count(first[c]) if c in COUNTS else number(first[c], DIGITS.get(c, 3)) for c in extra]
+        cells += [shown(c, first[c]) for c in extra]
         kernel = (f"{number(first['rel_error_vs_dequantized'], 2)} / {number(first['kernel_tolerance'], 2)}"
                   if len(measured) else "-")
         body.append([str(name), *cells, kernel])
@@ -283,12 +289,12 @@ def rows_table(rows: pd.DataFrame, columns: dict[str, str]) -> list[str]:
         cells = []
         for column in columns:
             value = row.get(column)
-            if column in COUNTS:
-                cells.append(count(value))
-            elif isinstance(value, str) or column in ("where", "label"):
+            if isinstance(value, str) or column in ("where", "label"):
                 cells.append(str(value) if value == value else "-")
+            elif column in COUNTS or row["outcome"] == "ok":
+                cells.append(shown(column, value))
             else:
-                cells.append(number(value, DIGITS.get(column, 3)) if row["outcome"] == "ok" else str(row["outcome"]))
+                cells.append(str(row["outcome"]))
         body.append(cells)
     return markdown_lines(list(columns.values()), body)
 

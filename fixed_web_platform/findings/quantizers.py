@@ -12,19 +12,18 @@ import pandas as pd
 
 from ..precision.quantizers import QUANTIZERS
 from ..report.markdown import markdown_lines
-from .page import COUNTS, Data, Page, count, label, mib, number, pick_lines, rows_of, rows_table, where
+from .page import Data, Page, label, mib, number, pick_lines, rows_of, rows_table, shown, where
 
 SETTINGS = {"webgpu-firefox": "WGSL (Firefox)", "webnn-chrome": "WebNN (Chrome)",
             "ort-wasm-chrome": "ORT wasm (Chrome)"}
 """quantizer_sweep.py's settings, in its order, and their column names."""
 MODELS = {
-    "minilm": ("all-MiniLM-L6-v2", {"cosine_mean": "cosine"}, 5),
-    "smollm2": ("SmolLM2-135M", {"next_token_top1": "top-1", "kl_mean": "KL", "decode_tokens_per_s": "tok/s"}, 3),
+    "minilm": ("all-MiniLM-L6-v2", {"cosine_mean": "cosine"}),
+    "smollm2": ("SmolLM2-135M", {"next_token_top1": "top-1", "kl_mean": "KL", "decode_tokens_per_s": "tok/s"}),
     "whisper": ("Whisper tiny.en", {"wer_vs_fp32": "WER vs fp32", "clips_equal_fp32": "clips = fp32",
-                                    "latency_ms_median": "ms a clip"}, 3),
+                                    "latency_ms_median": "ms a clip"}),
 }
-"""Each model's title, the figures shown per setting (column -> header) and the digits of its
-accuracy figure."""
+"""Each model's title and the figures shown per setting (column -> header)."""
 
 
 CONDITIONS = {
@@ -56,18 +55,18 @@ FOLDERS = (*SWEEP, *FLOAT_ZERO_WEBNN, *MIXED, *HELD_IN_LLAMA)
 ACCURACY = {"cosine_mean": "cosine", "wer_vs_fp32": "WER vs fp32", "clips_equal_fp32": "clips = fp32"}
 
 
-def _line(group: pd.DataFrame, figures: dict[str, str], digits: int) -> list[str]:
+def _line(group: pd.DataFrame, figures: dict[str, str]) -> list[str]:
     """One setting's cells for one bits and quantizer: its figures, or its outcome and reason."""
     if group.empty:
         return [""] * len(figures)
     row = group.iloc[0]
     if row["outcome"] != "ok":
         return [str(row["outcome"]), *[""] * (len(figures) - 1)]
-    return [count(row[c]) if c in COUNTS else number(row[c], digits if i == 0 else 3) for i, c in enumerate(figures)]
+    return [shown(c, row[c]) for c in figures]
 
 
 def table(data: Data, model: str) -> list[str]:
-    title, figures, digits = MODELS[model]
+    title, figures = MODELS[model]
     rows = mib(rows_of(data, *(folder(model, s) for s in SETTINGS)))
     setting_of = {folder(model, s): s for s in SETTINGS}
     rows = rows.assign(setting=rows["folder"].map(setting_of),
@@ -84,7 +83,7 @@ def table(data: Data, model: str) -> list[str]:
         cells = [str(int(bits)), "-" if int(bits) == 32 else f"`{quantizer}`",
                  number(ok["weight_mib"].iloc[0], 4) if len(ok) else "-"]
         for s in SETTINGS:
-            cells += _line(group[group["setting"] == s], figures, digits)
+            cells += _line(group[group["setting"] == s], figures)
         body.append(cells)
     lines = markdown_lines(head, body)
     ok = rows[rows["outcome"] == "ok"]
