@@ -44,9 +44,13 @@ def test_a_page_follows_its_data(page: Page, tmp_path: Path) -> None:
 
 def test_every_folder_a_page_reads_is_traceable_and_the_data_is_within_its_cap() -> None:
     read = {name for page in PAGES for name in page.folders}
+    pages = {name: (PAGES_DIR / f"{page.name}.md").read_text() for page in PAGES for name in page.folders}
     for name in read:
-        made = json.loads((DATA_DIR / name / "environment.json").read_text())["provenance"]
+        env = json.loads((DATA_DIR / name / "environment.json").read_text())
+        made = env["provenance"]
         assert len(made["commit"]) == 40 and made["command"] and made["dirty"] is False, name
+        for resumed in env.get("resumed_provenance", []):  # each resume's commit is on the page too
+            assert resumed["dirty"] is False and f"`{resumed['commit'][:12]}`" in pages[name], name
         assert {p.name for p in (DATA_DIR / name).iterdir()} <= set(KEPT_FILES), name
     on_disk = {p.name for p in DATA_DIR.iterdir() if p.is_dir()}
     assert on_disk == read, f"folders no page reads: {sorted(on_disk - read)}"

@@ -106,10 +106,17 @@ def stamp(data: Data) -> list[str]:
         dirty = " (with uncommitted changes)" if made.get("dirty") else ""
         parts = [f"{len(results.rows)} rows, {written(results.rows)}, {machine.get('cpu_model', '?')} "
                  f"x{machine.get('cpu_count', '?')} ({machine.get('os', '?')})", browsers, engines,
-                 protocol(env.get("timing") or {}), f"commit `{str(made.get('commit', '?'))[:12]}`{dirty}",
-                 f"`{command}`"]
+                 protocol(env.get("timing") or {}), commits(env) + dirty, f"`{command}`"]
         lines.append(f"- `{name}`: " + "; ".join(filter(None, parts)))
     return lines
+
+
+def commits(env: Mapping[str, Any]) -> str:
+    """The commit a folder's sweep started at, and those it was resumed at where they differ."""
+    first = str((env.get("provenance") or {}).get("commit", "?"))[:12]
+    later = dict.fromkeys(str(p.get("commit", "?"))[:12] for p in env.get("resumed_provenance") or [])
+    resumed = ", ".join(f"`{c}`" for c in later if c != first)
+    return f"commit `{first}`" + (f" (resumed at {resumed})" if resumed else "")
 
 
 def _browser(name: str, facts: Mapping[str, Any]) -> str:
