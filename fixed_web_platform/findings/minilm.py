@@ -27,11 +27,7 @@ def engines(data: Data) -> list[str]:
             *pivot(rows, "latency_ms_median", {"weight_mib": "weight MiB", "cosine_mean": "cos mean"}), ""]
 
 
-def body(data: Data) -> list[str]:
-    return engines(data)
-
-
-PAGE = Page("minilm", "MiniLM on every engine", ENGINES, body,
+PAGE = Page("minilm", "MiniLM on every engine", ENGINES, engines,
             (Plot("latency", "MiniLM: median ms of a forward pass against bits, per browser, engine and platform",
                   ENGINES, plot_model_latency),
              Plot("accuracy-latency", "MiniLM: accuracy against PyTorch fp32 against median ms", ENGINES,

@@ -23,8 +23,4 @@ def engines(data: Data) -> list[str]:
                                                "clips_equal_fp32": "= fp32"}), ""]
 
 
-def body(data: Data) -> list[str]:
-    return engines(data)
-
-
-PAGE = Page("whisper", "Whisper tiny.en on every engine", FOLDERS, body)
+PAGE = Page("whisper", "Whisper tiny.en on every engine", FOLDERS, engines)
