@@ -14,9 +14,10 @@ from .matmuls import PAGE as MATMULS
 from .minilm import PAGE as MINILM
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
 from .quantizers import PAGE as QUANTIZERS
+from .smollm2 import PAGE as SMOLLM2
 from .transformersjs import PAGE as TRANSFORMERSJS
 from .whisper import PAGE as WHISPER
 
-PAGES: tuple[Page, ...] = (MATMULS, MINILM, WHISPER, QUANTIZERS, TRANSFORMERSJS)
+PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, QUANTIZERS, TRANSFORMERSJS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]

@@ -212,8 +212,9 @@ ENGINE_ORDER = {"transformersjs": 0, "ort": 1, "harness": 2, "wllama": 3}
 DTYPE_ORDER = {"fp32": 0, "fp16": 1, "q8": 2, "int8": 3, "uint8": 4, "q4": 5, "q4f16": 6, "bnb4": 7}
 COUNTS = ("leading_tokens_equal", "clips_equal_fp32")
 """Figures that are counts (printed whole)."""
-DIGITS = {"cosine_mean": 5}
-"""Figures shown to more than 3 significant digits (a cosine's distance from 1 is in its 4th)."""
+DIGITS = {"cosine_mean": 5, "perplexity": 4}
+"""Figures shown to more than 3 significant digits (a cosine's distance from 1 is in its 4th; a
+perplexity's change at 8 bits in its 4th)."""
 
 
 def shown(column: str, value: Any) -> str:
@@ -269,10 +270,11 @@ def _ran(row: pd.Series) -> list[str]:
         ([f"on {on}"] if isinstance(on, str) and on and on != row["platform"] else [])
 
 
-def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 3) -> list[str]:
+def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 3, kernel: bool = True) -> list[str]:
     """One line per engine and precision, one column per browser and platform (the figure: the
     median over the configuration's ok repetitions, or the run's outcome), then ``extra`` figures
-    (column -> header) from its first measured row."""
+    (column -> header) and (``kernel``) the kernel error and its tolerance from its first measured
+    row."""
     rows = _order(rows.assign(label=rows.apply(label, axis=1), where=rows.apply(where, axis=1)))
     wheres = list(dict.fromkeys(rows.sort_values(["browser", "platform"])["where"]))
     body = []
@@ -281,10 +283,11 @@ def pivot(rows: pd.DataFrame, figure: str, extra: dict[str, str], digits: int = 
         measured = group[group["outcome"] == "ok"]
         first = measured.iloc[0] if len(measured) else group.iloc[0]
         cells += [shown(c, first[c]) for c in extra]
-        kernel = (f"{number(first['rel_error_vs_dequantized'], 2)} / {number(first['kernel_tolerance'], 2)}"
-                  if len(measured) else "-")
-        body.append([str(name), *cells, kernel])
-    return markdown_lines(["precision", *wheres, *extra.values(), "kernel err / tol"], body)
+        if kernel:
+            cells.append(f"{number(first['rel_error_vs_dequantized'], 2)} / {number(first['kernel_tolerance'], 2)}"
+                         if len(measured) else "-")
+        body.append([str(name), *cells])
+    return markdown_lines(["precision", *wheres, *extra.values(), *(["kernel err / tol"] if kernel else [])], body)
 
 
 def rows_table(rows: pd.DataFrame, columns: dict[str, str]) -> list[str]:

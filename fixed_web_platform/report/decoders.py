@@ -214,23 +214,39 @@ def _scatter(table: pd.DataFrame, path: Path, show_sweep: bool, x_column: str, x
     return _save(fig, path)
 
 
+def plot_decoder_speed(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    return _by_bits(table, path, show_sweep, SPEED,
+                    "Decoder LLMs: decode and prefill tokens/s and time to first token vs weight bits")
+
+
+def plot_decoder_accuracy(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    return _by_bits(table, path, show_sweep, ACCURACY,
+                    "Decoder LLMs: accuracy against PyTorch fp32 vs weight bits (teacher-forced)")
+
+
+def plot_decoder_accuracy_speed(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    return _scatter(table, path, show_sweep, "decode_tokens_per_s", "decode tokens/s",
+                    "Decoder LLMs: accuracy vs decode speed; upper right is better (top-1)")
+
+
+def plot_decoder_accuracy_weights(table: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
+    return _scatter(table, path, show_sweep, "weight_bytes", "weight bytes handed to the engine (MiB)",
+                    "Decoder LLMs: accuracy vs weight memory; upper left is better (top-1)", x_scale=2**20)
+
+
+DRAWERS = {"decoder_speed_vs_bits": plot_decoder_speed, "decoder_accuracy_vs_bits": plot_decoder_accuracy,
+           "decoder_accuracy_vs_speed": plot_decoder_accuracy_speed,
+           "decoder_accuracy_vs_weight_bytes": plot_decoder_accuracy_weights}
+"""Each plot of PLOT_TITLES by its name."""
+
+
 def draw_decoder_plots(summary: pd.DataFrame, plots_dir: Path, show_sweep: bool) -> list[Path]:
     plots_dir.mkdir(parents=True, exist_ok=True)
     for name in PLOT_TITLES:
         (plots_dir / f"{name}.png").unlink(missing_ok=True)
     if summary.empty:
         return []
-    drawn = [
-        _by_bits(summary, plots_dir / "decoder_speed_vs_bits.png", show_sweep, SPEED,
-                 "Decoder LLMs: decode and prefill tokens/s and time to first token vs weight bits"),
-        _by_bits(summary, plots_dir / "decoder_accuracy_vs_bits.png", show_sweep, ACCURACY,
-                 "Decoder LLMs: accuracy against PyTorch fp32 vs weight bits (teacher-forced)"),
-        _scatter(summary, plots_dir / "decoder_accuracy_vs_speed.png", show_sweep, "decode_tokens_per_s",
-                 "decode tokens/s", "Decoder LLMs: accuracy vs decode speed; upper right is better (top-1)"),
-        _scatter(summary, plots_dir / "decoder_accuracy_vs_weight_bytes.png", show_sweep, "weight_bytes",
-                 "weight bytes handed to the engine (MiB)",
-                 "Decoder LLMs: accuracy vs weight memory; upper left is better (top-1)", x_scale=2**20),
-    ]
+    drawn = [DRAWERS[name](summary, plots_dir / f"{name}.png", show_sweep) for name in PLOT_TITLES]
     return [p for p in drawn if p is not None]
 
 

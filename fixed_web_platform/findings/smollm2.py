@@ -1,0 +1,46 @@
+"""Findings: SmolLM2-135M on every decoder engine: the harness's WGSL kernels and WebNN graphs,
+llama.cpp (wllama) and ONNX Runtime Web, in Chrome and Firefox, at every width, at two prompt
+lengths (time to first token, decode tokens/s, token-by-token accuracy against PyTorch fp32)."""
+
+from __future__ import annotations
+
+from ..report.decoders import plot_decoder_accuracy_speed, plot_decoder_speed
+from ..report.steady import tally_line
+from .page import Data, Page, Plot, count, mib, pick_lines, pivot, rows_of
+
+ENGINES = ("smollm2-harness-webgpu",)
+ACCURACY = {"weight_mib": "weight MiB", "next_token_top1": "top-1", "kl_mean": "KL", "perplexity": "perplexity"}
+
+
+def engines(data: Data) -> list[str]:
+    rows = mib(rows_of(data, *data))
+    prompts = sorted({int(p) for p in rows["prompt_len"].dropna()})
+    new = " or ".join(sorted({count(n) for n in rows["new_tokens"].dropna()}))
+    fp32 = rows["perplexity_fp32"].dropna()
+    lines = [f"## Every engine (prompts of {' and '.join(map(str, prompts))} tokens, {new} new tokens)", "",
+             tally_line(rows), "",
+             "Which precision to pick per setting (the report's rule: of the precisions whose next-token top-1 "
+             "agreement with PyTorch fp32 is at least 90%, the fastest; of those as fast within noise, the fewest "
+             "weight bytes):", "", *pick_lines(data, *data), "",
+             "Accuracy is teacher-forced over the built-in texts, the same at every prompt length"
+             + (f" (PyTorch fp32's perplexity {fp32.iloc[0]:.2f})" if len(fp32) else "") + "; leading = fp32 counts "
+             "the greedy tokens equal to PyTorch fp32's at that prompt length. llama.cpp's KL is a lower bound (from "
+             "its top-40 log-probabilities). Each run's reason (in the data) says what ran where when it differs "
+             "from what was asked.", ""]
+    for prompt in prompts:
+        at = rows[rows["prompt_len"] == prompt]
+        lines += [f"### Prompt of {prompt} tokens: decode tokens/s", "",
+                  "Median decode tokens/s after the first token (the median of the runs' medians), or the outcome "
+                  "where none was measured; the other figures from the first measured run.", "",
+                  *pivot(at, "decode_tokens_per_s", {**ACCURACY, "leading_tokens_equal": f"leading = fp32 (of {new})"}),
+                  "",
+                  f"### Prompt of {prompt} tokens: time to first token (ms)", "",
+                  *pivot(at, "ttft_ms", {}, kernel=False), ""]
+    return lines
+
+
+PAGE = Page("smollm2", "SmolLM2-135M on every engine", ENGINES, engines,
+            (Plot("speed", "SmolLM2-135M: decode and prefill tokens/s and time to first token against bits",
+                  ENGINES, plot_decoder_speed),
+             Plot("accuracy-speed", "SmolLM2-135M: next-token accuracy against decode tokens/s", ENGINES,
+                  plot_decoder_accuracy_speed)))
