@@ -231,7 +231,9 @@ def label(row: pd.Series) -> str:
         return f"transformers.js {row['format_requested']}{under}"
     if row["engine"] == "wllama":
         held = f" ({row['weight_quant']})" if row["format_requested"] == "held" else ""
-        return f"llama.cpp {row['format_requested']}{held}"
+        named = row["format_requested"] if isinstance(row["format_requested"], str) and row["format_requested"] else \
+            f"{int(row['bits_requested'])}-bit"  # a run refused before a format was chosen
+        return f"llama.cpp {named}{held}"
     quantizer = row.get("weight_quant")
     named = f" {quantizer}" if isinstance(quantizer, str) and quantizer not in ("", DEFAULT_QUANTIZER) else ""
     return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit{named}"

@@ -8,7 +8,7 @@ from ..report.decoders import plot_decoder_accuracy_speed, plot_decoder_speed
 from ..report.steady import tally_line
 from .page import Data, Page, Plot, count, mib, pick_lines, pivot, rows_of
 
-ENGINES = ("smollm2-harness-webgpu",)
+ENGINES = ("smollm2-harness-webgpu", "smollm2-wllama")
 ACCURACY = {"weight_mib": "weight MiB", "next_token_top1": "top-1", "kl_mean": "KL", "perplexity": "perplexity"}
 
 
