@@ -4,11 +4,13 @@ lengths (time to first token, decode tokens/s, token-by-token accuracy against P
 
 from __future__ import annotations
 
+import pandas as pd
+
 from ..report.decoders import plot_decoder_accuracy_speed, plot_decoder_speed
 from ..report.steady import tally_line
-from .page import Data, Page, Plot, count, mib, pick_lines, pivot, rows_of
+from .page import Data, Page, Plot, count, label, mib, number, pick_lines, pivot, rows_of, where
 
-ENGINES = ("smollm2-harness-webgpu", "smollm2-wllama")
+ENGINES = ("smollm2-harness-webgpu", "smollm2-wllama", "smollm2-ort")
 ACCURACY = {"weight_mib": "weight MiB", "next_token_top1": "top-1", "kl_mean": "KL", "perplexity": "perplexity"}
 
 
@@ -27,6 +29,7 @@ def engines(data: Data) -> list[str]:
              "the greedy tokens equal to PyTorch fp32's at that prompt length. llama.cpp's KL is a lower bound (from "
              "its top-40 log-probabilities). Each run's reason (in the data) says what ran where when it differs "
              "from what was asked.", ""]
+    lines += [spread_line(rows), ""]
     for prompt in prompts:
         at = rows[rows["prompt_len"] == prompt]
         lines += [f"### Prompt of {prompt} tokens: decode tokens/s", "",
@@ -37,6 +40,23 @@ def engines(data: Data) -> list[str]:
                   f"### Prompt of {prompt} tokens: time to first token (ms)", "",
                   *pivot(at, "ttft_ms", {}, kernel=False), ""]
     return lines
+
+
+SPREAD = 1.5
+"""A whole generation's p90 / p10 beyond which a run's figures are named as spread."""
+
+
+def spread_line(rows: pd.DataFrame) -> str:
+    """Each configuration is one page load of a few whole generations: the runs whose generations
+    spread widely, named, so a reader weighs their medians."""
+    ok = rows[rows["outcome"] == "ok"]
+    ratio = pd.to_numeric(ok["latency_ms_p90"]) / pd.to_numeric(ok["latency_ms_p10"])
+    wide = ok[ratio > SPREAD]
+    named = "; ".join(f"{label(r)} on {where(r)}, prompt {int(r['prompt_len'])}: {number(r['latency_ms_p10'])}-"
+                      f"{number(r['latency_ms_p90'])} ms" for _, r in wide.iterrows())
+    return (f"Each configuration is one page load timing {' or '.join(sorted({count(n) for n in ok['n_samples']}))} "
+            f"whole generations after its warm-up. Runs whose generations spread by more than {SPREAD}x (p10-p90 of "
+            f"a whole generation), whose medians a second page load could move: " + (named or "none") + ".")
 
 
 PAGE = Page("smollm2", "SmolLM2-135M on every engine", ENGINES, engines,
