@@ -10,6 +10,7 @@ figures), registered in ``PAGES``; ``page.py`` holds what every page shares.
 
 from __future__ import annotations
 
+from .integer import PAGE as INTEGER_PATH
 from .matmuls import PAGE as MATMULS
 from .minilm import PAGE as MINILM
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
@@ -18,6 +19,6 @@ from .smollm2 import PAGE as SMOLLM2
 from .transformersjs import PAGE as TRANSFORMERSJS
 from .whisper import PAGE as WHISPER
 
-PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, QUANTIZERS, TRANSFORMERSJS)
+PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, INTEGER_PATH, QUANTIZERS, TRANSFORMERSJS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]
