@@ -57,7 +57,8 @@ class Config:
     over_base: float | None
     """its median over the fastest baseline of the same browser and platform (BASELINES)"""
     judged: str
-    """'' for a change, else why it is the same (report/glance.latency_change)"""
+    """'' for a change, else why it is the same (report/glance.latency_change); 'baseline' for the
+    baseline itself"""
     accuracy: str
     kernel: str
 
@@ -65,7 +66,7 @@ class Config:
     def against(self) -> str:
         if self.over_base is None:
             return "-"
-        if self.over_base == 1.0 and self.judged == "baseline":
+        if self.judged == "baseline":
             return "baseline"
         return f"{self.over_base:.2f}x ({self.judged or ('faster' if self.over_base < 1 else 'slower')})"
 
