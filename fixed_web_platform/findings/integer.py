@@ -13,7 +13,7 @@ from ..report.glance import latency_change
 from ..report.markdown import markdown_lines
 from ..report.steady import MARK, tally_line
 from ..series.steady import SteadyClass
-from .page import Data, Page, number, rows_of, summary
+from .page import Data, Page, number, rows_of, summary, what_ran
 
 INTEGER_PATH = ("integer-path-matmul", "integer-path-minilm")
 INT8_ACTIVATIONS = ("int8-activations-minilm",)
@@ -105,8 +105,8 @@ def configurations(data: Data, name: str, baseline: str = "float32") -> list[Con
         else:
             change = latency_change(row, base) if base is not None else None
             over, judged = (1 / change[0], change[1]) if change else (None, "")
-        ran = "" if row["executed_on"] in (row["platform"], "", None) or row["executed_on"] != row["executed_on"] \
-            else f" (on {row['executed_on']})"
+        noted = what_ran(row)
+        ran = f" ({', '.join(noted)})" if noted else ""
         mark = f" {MARK}" if row["steady_class"] == SteadyClass.NO_STEADY.value else ""
         out.append(Config(*head, f"{number(row['latency_ms_median'])}{mark} ({number(row['latency_ms_p10'])}-"
                                  f"{number(row['latency_ms_p90'])}){ran}", over, judged, _accuracy(row),

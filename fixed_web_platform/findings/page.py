@@ -260,11 +260,11 @@ def _cell(runs: pd.DataFrame, figure: str, digits: int) -> str:
     if ok.empty:
         return str(runs["outcome"].iloc[0])
     shown = number(pd.to_numeric(ok[figure]).median(), digits)
-    notes = [*_ran(ok.iloc[0]), *([f"{len(ok)} of {len(runs)} ok"] if len(ok) != len(runs) else [])]
+    notes = [*what_ran(ok.iloc[0]), *([f"{len(ok)} of {len(runs)} ok"] if len(ok) != len(runs) else [])]
     return f"{shown} ({', '.join(notes)})" if notes else shown
 
 
-def _ran(row: pd.Series) -> list[str]:
+def what_ran(row: pd.Series) -> list[str]:
     """What ran when it differs from what was asked: its bits, its platform."""
     asked, ran = pd.to_numeric(row["bits_requested"]), pd.to_numeric(row.get("bits_executed"))
     on = row.get("executed_on")
