@@ -1,7 +1,8 @@
 """Findings: WebNN's integer path and int8 activations. Per-channel 8-bit weights in each WebNN
 graph form (the fused int8 ``gemm_qdq``, its unfused control ``gemm``, weight-only
 ``gemm_scale``) beside ONNX Runtime Web's QDQ models on WebNN and wasm, for the FFN's matmul and
-MiniLM; and int8 activations (W8A8) against weight-only 8-bit on WebGPU and WebNN."""
+MiniLM; and int8 activations (W8A8, W4A8) against weight-only, for matmuls and MiniLM, on WebGPU
+and WebNN."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from ..series.steady import SteadyClass
 from .page import Data, Page, number, rows_of, summary, what_ran
 
 INTEGER_PATH = ("integer-path-matmul", "integer-path-minilm")
-INT8_ACTIVATIONS = ("int8-activations-minilm",)
-KEY = ["browser", "engine", "platform", "bits_requested", "granularity", "act_bits", "observer", "graph_form"]
+INT8_ACTIVATIONS = ("int8-activations-matmul", "int8-activations-minilm")
+KEY = ["workload", "browser", "engine", "platform", "bits_requested", "granularity", "act_bits", "observer", "graph_form"]
 """What tells one configuration of these folders from another."""
 
 
@@ -47,6 +48,7 @@ def _accuracy(row: pd.Series) -> str:
 class Config:
     """One configuration of a folder, as its table line shows it."""
 
+    workload: str
     place: str
     """'chrome harness webnn'"""
     weights: str
@@ -55,7 +57,7 @@ class Config:
     shown: str
     """median (p10-p90) ms, or the outcome where no run was ok"""
     over_base: float | None
-    """its median over the fastest baseline of the same browser and platform (BASELINES)"""
+    """its median over its baseline's (BASELINES)"""
     judged: str
     """'' for a change, else why it is the same (report/glance.latency_change); 'baseline' for the
     baseline itself"""
@@ -76,9 +78,10 @@ class Config:
             (f", {self.form}" if self.form != "-" else "")
 
 
-BASELINES = {"float32": "bits_requested", "weight-only": "act_bits"}
-"""What a table's configurations are set against: the fastest configuration of the same browser
-and platform whose column is 32 (float32 weights and activations; float activations)."""
+BASELINES = {"float32": ("bits_requested", ()), "weight-only": ("act_bits", ("bits_requested", "granularity"))}
+"""What a table's configurations are set against: the fastest configuration of the same workload,
+browser and platform (and the same values of the named columns) whose first column is 32: float32
+weights and activations; float activations with the same weights."""
 
 
 def configurations(data: Data, name: str, baseline: str = "float32") -> list[Config]:
@@ -92,13 +95,15 @@ def configurations(data: Data, name: str, baseline: str = "float32") -> list[Con
     for key, group in rows.groupby(KEY, sort=False, dropna=False):
         first = group.iloc[0]
         row = measured.get(tuple(str(v) for v in key))
-        head = (f"{first['browser']} {first['engine']} {first['platform']}", _weights(first), _activations(first),
-                _form(first))
+        head = (str(first["workload"]), f"{first['browser']} {first['engine']} {first['platform']}",
+                _weights(first), _activations(first), _form(first))
         if row is None:
             out.append(Config(*head, str(first["outcome"]), None, "", "-", "-"))
             continue
-        floats = summed[(summed["browser"] == row["browser"]) & (summed["platform"] == row["platform"])
-                        & (pd.to_numeric(summed[BASELINES[baseline]]) == 32)]
+        column, same = BASELINES[baseline]
+        floats = summed[pd.to_numeric(summed[column]) == 32]
+        for c in ("workload", "browser", "platform", *same):
+            floats = floats[floats[c].astype(str) == str(row[c])]
         base = floats.loc[pd.to_numeric(floats["latency_ms_median"]).idxmin()] if len(floats) else None
         if base is not None and base.name == row.name:
             over, judged = 1.0, "baseline"
@@ -130,13 +135,18 @@ def says(configs: list[Config], baseline: str) -> list[str]:
 
 
 def table(data: Data, name: str, baseline: str = "float32") -> list[str]:
+    """A table per workload of the folder."""
     rows = rows_of(data, name)
     configs = configurations(data, name, baseline)
     header = ["browser, engine, platform", "weights", "activations", "graph form", "median ms (p10-p90)",
               f"against {baseline}", "accuracy", "kernel err / tol"]
-    body = [[c.place, c.weights, c.activations, c.form, c.shown, c.against, c.accuracy, c.kernel] for c in configs]
-    return [f"### {rows['workload'].iloc[0]}", "", tally_line(rows), "", *says(configs, baseline), "",
-            *markdown_lines(header, body), ""]
+    lines = []
+    for workload, at in rows.groupby("workload", sort=False):
+        mine = [c for c in configs if c.workload == workload]
+        body = [[c.place, c.weights, c.activations, c.form, c.shown, c.against, c.accuracy, c.kernel] for c in mine]
+        lines += [f"### {workload}", "", tally_line(at), "", *says(mine, baseline), "", *markdown_lines(header, body),
+                  ""]
+    return lines
 
 
 INTRO = ("Per configuration: the median of its runs' medians with p10-p90 of their pooled samples (the report's "
@@ -152,11 +162,13 @@ def body(data: Data) -> list[str]:
     lines = ["## WebNN's integer path: per-channel 8-bit weights in each graph form", "", INTRO, ""]
     for name in INTEGER_PATH:
         lines += table(data, name)
-    lines += ["## int8 activations (W8A8) against weight-only 8-bit", "",
-              "The same figures, each configuration against the weight-only 8-bit configuration (float "
+    lines += ["## int8 activations (W8A8, W4A8) against weight-only", "",
+              "The same figures, each configuration against the weight-only configuration (float "
               "activations, the same weights) of the same browser and platform: what int8 activations buy and "
               "cost there (blockwise weights, the default; the activations' scales calibrated by the default "
-              "observer on the built-in calibration texts).", ""]
+              "observer: on 8 draws of the timed activations' distribution for the matmuls, on the built-in "
+              "calibration texts for MiniLM). On WebGPU the int8 configurations run the DP4A kernel "
+              "(`dot4I8Packed`).", ""]
     for name in INT8_ACTIVATIONS:
         lines += table(data, name, "weight-only")
     return lines
