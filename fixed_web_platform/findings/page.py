@@ -225,7 +225,8 @@ def shown(column: str, value: Any) -> str:
 
 def label(row: pd.Series) -> str:
     """What ran, as its users name it: 'transformers.js q8', 'llama.cpp Q4_1', 'llama.cpp held
-    (gptq)', 'ORT 8-bit', 'harness 4-bit gptq' (a quantizer other than the default named)."""
+    (gptq)', 'ORT 8-bit', 'harness 4-bit gptq' (a quantizer other than the default named),
+    'harness 4-bit experimental' (WebNN's experimental precision mode)."""
     if row["engine"] == "transformersjs":
         under = " (ORT 1.30 under it)" if " ORT 1.30." in str(row["engine_version"]) else ""
         return f"transformers.js {row['format_requested']}{under}"
@@ -236,7 +237,8 @@ def label(row: pd.Series) -> str:
         return f"llama.cpp {named}{held}"
     quantizer = row.get("weight_quant")
     named = f" {quantizer}" if isinstance(quantizer, str) and quantizer not in ("", DEFAULT_QUANTIZER) else ""
-    return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit{named}"
+    mode = " experimental" if row.get("precision_mode") == "experimental" else ""
+    return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit{named}{mode}"
 
 
 def _order(rows: pd.DataFrame) -> pd.DataFrame:
