@@ -13,12 +13,14 @@ from __future__ import annotations
 from .integer import PAGE as INTEGER_PATH
 from .matmuls import PAGE as MATMULS
 from .minilm import PAGE as MINILM
+from .ocr import PAGE as OCR
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
 from .quantizers import PAGE as QUANTIZERS
 from .smollm2 import PAGE as SMOLLM2
 from .transformersjs import PAGE as TRANSFORMERSJS
 from .whisper import PAGE as WHISPER
 
-PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, INTEGER_PATH, QUANTIZERS, TRANSFORMERSJS)
+PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, INTEGER_PATH, OCR, QUANTIZERS,
+                           TRANSFORMERSJS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]

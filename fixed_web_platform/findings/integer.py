@@ -18,7 +18,8 @@ from .page import Data, Page, number, rows_of, summary, what_ran
 
 INTEGER_PATH = ("integer-path-matmul", "integer-path-minilm")
 INT8_ACTIVATIONS = ("int8-activations-matmul", "int8-activations-minilm")
-KEY = ["workload", "browser", "engine", "platform", "bits_requested", "granularity", "act_bits", "observer", "graph_form"]
+KEY = ["workload", "browser", "engine", "platform", "bits_requested", "granularity", "act_bits", "observer",
+       "graph_form"]
 """What tells one configuration of these folders from another."""
 
 
