@@ -28,8 +28,8 @@ PAGES_DIR = PROJECT_ROOT / "docs" / "findings"
 """The pages; their plots in plots/<page>/."""
 DATA_CAP_BYTES = 20 * 2**20
 """What the committed findings data may weigh at most (a test holds it)."""
-KEPT_FILES = ("results.csv", "environment.json", "samples.jsonl")
-"""What a committed folder keeps of a sweep's folder."""
+KEPT_FILES = ("results.csv", "environment.json", "samples.jsonl", "sensitivity.csv", "frontier.csv")
+"""What a committed folder keeps of a sweep's folder (a sensitivity sweep's tables too)."""
 REGENERATE = "run_real_webgpu_webnn.py findings"
 
 Data = Mapping[str, reader.ResultSet]
@@ -57,6 +57,9 @@ class Page:
     body: Callable[[Data], list[str]]
     """Its tables and text, from the data."""
     plots: tuple[Plot, ...] = ()
+    figure: tuple[str, str] = ("results.csv", "latency_ms_median")
+    """A file of its first folder and a column of it the page shows (the test that the page follows
+    its data changes it)."""
 
 
 def render(page: Page, data_dir: Path = DATA_DIR) -> str:
@@ -104,7 +107,8 @@ def stamp(data: Data) -> list[str]:
         settings = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in (made.get("environment") or {}).items())
         command = " ".join(filter(None, [settings, _command(str(made.get("command", "?")))]))
         dirty = " (with uncommitted changes)" if made.get("dirty") else ""
-        parts = [f"{len(results.rows)} rows, {written(results.rows)}, {machine.get('cpu_model', '?')} "
+        n = len(results.rows)
+        parts = [f"{n} row{'s' if n != 1 else ''}, {written(results.rows)}, {machine.get('cpu_model', '?')} "
                  f"x{machine.get('cpu_count', '?')} ({machine.get('os', '?')})", browsers, engines,
                  protocol(env.get("timing") or {}), commits(env) + dirty, f"`{command}`"]
         lines.append(f"- `{name}`: " + "; ".join(filter(None, parts)))

@@ -10,7 +10,8 @@ from ..report.decoders import plot_decoder_accuracy_speed, plot_decoder_speed
 from ..report.steady import tally_line
 from .page import Data, Page, Plot, count, label, mib, number, pick_lines, pivot, rows_of, where
 
-ENGINES = ("smollm2-harness-webgpu", "smollm2-harness-webnn", "smollm2-wllama", "smollm2-wllama-webgpu", "smollm2-ort")
+ENGINES = ("smollm2-harness-webgpu", "smollm2-harness-webnn", "smollm2-webnn-int4-experimental", "smollm2-wllama",
+           "smollm2-wllama-firefox", "smollm2-wllama-webgpu", "smollm2-ort")
 ACCURACY = {"weight_mib": "weight MiB", "next_token_top1": "top-1", "kl_mean": "KL", "perplexity": "perplexity"}
 
 
