@@ -16,11 +16,12 @@ from .minilm import PAGE as MINILM
 from .ocr import PAGE as OCR
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
 from .quantizers import PAGE as QUANTIZERS
+from .sensitivity import PAGE as SENSITIVITY
 from .smollm2 import PAGE as SMOLLM2
 from .transformersjs import PAGE as TRANSFORMERSJS
 from .whisper import PAGE as WHISPER
 
-PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, INTEGER_PATH, OCR, QUANTIZERS,
+PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, INTEGER_PATH, OCR, SENSITIVITY, QUANTIZERS,
                            TRANSFORMERSJS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]
