@@ -18,7 +18,7 @@ from .page import Data, Page, Plot, number, rows_of, summary
 FOLDERS = ("ocr-rec", "ocr-det")
 
 
-def _unsupported(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+def _left_out(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The rows of configurations that ran or tried to, and one line per reason for those every
     repetition of which was ``unsupported`` (planned, never run: left out of the tables)."""
     key = ["model", "browser", "platform", "format_requested", "bits_requested", "act_bits"]
@@ -65,9 +65,10 @@ INTRO = ("Each table is the report's \"Your ONNX files\" table for one file and 
 
 
 def files(data: Data) -> list[str]:
-    rows, left_out = _unsupported(pd.concat([data[n].rows.assign(sweep=n) for n in FOLDERS], ignore_index=True))
+    every = rows_of(data, *FOLDERS)
+    rows, left_out = _left_out(every.assign(sweep=every["folder"]))  # the report names a folder its sweep
     summed = summary(data, *FOLDERS)
-    lines = ["## Every variant on every provider", "", tally_line(rows_of(data, *FOLDERS)), "", INTRO, "",
+    lines = ["## Every variant on every provider", "", tally_line(every), "", INTRO, "",
              "What it says:", "", *says(summed), ""]
     for title, table, ship in onnx_tables(rows, summed, show_sweep=False):
         lines += [*table_markdown(title, table),

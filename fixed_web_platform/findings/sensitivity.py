@@ -16,6 +16,8 @@ from .page import Data, Page, number, rows_of
 FOLDERS = ("sensitivity-minilm", "sensitivity-minilm-gptq-offset")
 TEXT = ("browser", "engine", "platform", "plan", "precision_plan", "outcome", "budget")
 """frontier.csv's text columns (the others are figures: weight MiB and the budget's metric)."""
+ENGINE = ["browser", "engine", "platform"]
+"""What tells one engine's probes from another's."""
 
 
 def says(table: pd.DataFrame, frontier: pd.DataFrame) -> list[str]:
@@ -47,8 +49,6 @@ def says(table: pd.DataFrame, frontier: pd.DataFrame) -> list[str]:
                             f"{plan['budget']}.", []).append(where)
     return [f"- {', '.join(wheres)}: {text}" for text, wheres in said.items()]
 
-
-ENGINE = ["browser", "engine", "platform"]
 
 
 def outcomes(rows: pd.DataFrame) -> str:
