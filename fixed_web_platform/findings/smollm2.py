@@ -11,14 +11,14 @@ from ..report.steady import tally_line
 from .page import Data, Page, Plot, count, label, mib, number, pick_lines, pivot, rows_of, where
 
 ENGINES = ("smollm2-harness-webgpu", "smollm2-harness-webnn", "smollm2-webnn-int4-experimental", "smollm2-wllama",
-           "smollm2-wllama-firefox", "smollm2-wllama-webgpu", "smollm2-ort")
+           "smollm2-wllama-firefox", "smollm2-wllama-webgpu", "smollm2-ort", "smollm2-ort-webgpu")
 ACCURACY = {"weight_mib": "weight MiB", "next_token_top1": "top-1", "kl_mean": "KL", "perplexity": "perplexity"}
 
 
 def engines(data: Data) -> list[str]:
     rows = mib(rows_of(data, *data))
     prompts = sorted({int(p) for p in rows["prompt_len"].dropna()})
-    new = " or ".join(sorted({count(n) for n in rows["new_tokens"].dropna()}))
+    new = " or ".join(sorted({count(n) for n in rows["new_tokens"].dropna()}, key=int))
     fp32 = rows["perplexity_fp32"].dropna()
     lines = [f"## Every engine (prompts of {' and '.join(map(str, prompts))} tokens, {new} new tokens)", "",
              tally_line(rows), "",
@@ -30,17 +30,32 @@ def engines(data: Data) -> list[str]:
              "the greedy tokens equal to PyTorch fp32's at that prompt length. llama.cpp's KL is a lower bound (from "
              "its top-40 log-probabilities). Each run's reason (in the data) says what ran where when it differs "
              "from what was asked.", ""]
-    lines += [spread_line(rows), ""]
+    lines += [spread_line(rows), "", *tokens_lines(rows)]
     for prompt in prompts:
         at = rows[rows["prompt_len"] == prompt]
+        made = " or ".join(sorted({count(n) for n in at["new_tokens"].dropna()}, key=int))
+        accuracy = {**ACCURACY, "leading_tokens_equal": f"leading = fp32 (of {made})"}
         lines += [f"### Prompt of {prompt} tokens: decode tokens/s", "",
                   "Median decode tokens/s after the first token (the median of the runs' medians), or the outcome "
                   "where none was measured; the other figures from the first measured run.", "",
-                  *pivot(at, "decode_tokens_per_s", {**ACCURACY, "leading_tokens_equal": f"leading = fp32 (of {new})"}),
+                  *pivot(at, "decode_tokens_per_s", accuracy),
                   "",
                   f"### Prompt of {prompt} tokens: time to first token (ms)", "",
                   *pivot(at, "ttft_ms", {}, kernel=False), ""]
     return lines
+
+
+def tokens_lines(rows: pd.DataFrame) -> list[str]:
+    """Where some runs generate another number of new tokens than most (a slow engine asked for
+    fewer), which ones."""
+    counts = rows["new_tokens"].dropna().astype(int).value_counts()
+    if len(counts) < 2:
+        return []
+    usual = counts.idxmax()
+    odd = rows[rows["new_tokens"].notna() & (rows["new_tokens"].astype(float) != usual)]
+    named = "; ".join(f"{label(r).split(' ')[0]} on {where(r)}: {int(r['new_tokens'])}"
+                      for _, r in odd.drop_duplicates(["engine", "browser", "platform"]).iterrows())
+    return [f"New tokens per generation: {usual}, except {named}.", ""]
 
 
 SPREAD = 1.5
