@@ -11,9 +11,13 @@ import pandas as pd
 
 from ..report.markdown import markdown_table
 from ..report.sensitivity import FRONTIER_FILE, TABLE_FILE, ranked_markdown
-from .page import Data, Page, number, rows_of
+from .page import Data, Page, mib, number, rows_of, rows_table
 
-FOLDERS = ("sensitivity-minilm", "sensitivity-minilm-gptq-offset")
+ENCODERS = ("sensitivity-minilm", "sensitivity-minilm-gptq-offset")
+"""Folders of the ``sensitivity`` command (an encoder's probes, sensitivity.csv and frontier.csv)."""
+DECODERS = ("decoder-sensitivity-4bit",)
+"""Folders of benchmarks/decoder_sensitivity.py (a decoder's roles one at a time at the low bits, the
+rest at 8: an ordinary results folder, one row per probe)."""
 TEXT = ("browser", "engine", "platform", "plan", "precision_plan", "outcome", "budget")
 """frontier.csv's text columns (the others are figures: weight MiB and the budget's metric)."""
 ENGINE = ["browser", "engine", "platform"]
@@ -99,13 +103,45 @@ def sweep(data: Data, name: str) -> list[str]:
     return lines
 
 
+def decoder(data: Data, name: str) -> list[str]:
+    """A decoder's roles, one at a time at the low bits with the rest at 8, beside uniform 8 and
+    low bits: teacher-forced KL and next-token top-1 against PyTorch fp32, costliest first."""
+    rows = mib(rows_of(data, name))
+    rules = rows["precision_rules"].fillna("").astype(str)
+    rows = rows.assign(probe=[r.removeprefix("probe:") or f"uniform {int(b)}-bit"
+                              for r, b in zip(rules, rows["bits_requested"])],
+                       _kl=pd.to_numeric(rows["kl_mean"], errors="coerce"))
+    uniform = rows[rules == ""].sort_values("bits_requested", ascending=False)
+    probes = rows[rules != ""].sort_values("_kl", ascending=False, na_position="last")
+    measured = probes.dropna(subset=["_kl"])
+
+    def named(part: pd.DataFrame) -> str:
+        return ", ".join(f"{r['probe']} ({number(r['kl_mean'])})" for _, r in part.iterrows())
+    said = [f"- Costliest at the low bits (KL): {named(measured.head(3))}; cheapest: "
+            f"{named(measured.tail(2).iloc[::-1])}."] if len(measured) else []
+    first = rows.iloc[0]
+    quantizer = first["weight_quant"] if isinstance(first["weight_quant"], str) and first["weight_quant"] else "minmax"
+    return [f"### `{name}`: {first['model']}, each role at the low bits, the rest at 8 ({quantizer})", "",
+            outcomes(rows), "", *said, *([""] if said else []),
+            *rows_table(pd.concat([uniform, probes]),
+                        {"probe": "probe (the rest 8-bit)", "precision_plan": "plan", "weight_mib": "weight MiB",
+                         "kl_mean": "KL", "next_token_top1": "top-1", "perplexity": "perplexity"}), ""]
+
+
 def body(data: Data) -> list[str]:
     lines = ["## Layer sensitivity and precision plans", "",
              "Accuracy figures: each probe run times one pass (the timing protocol does not move them).", ""]
-    for name in FOLDERS:
+    for name in ENCODERS:
         lines += sweep(data, name)
+    if DECODERS:
+        lines += ["## A decoder's layer roles", "",
+                  "`benchmarks/decoder_sensitivity.py`: every linear layer of the decoder at 8 bits except one role "
+                  "at the low bits, on the harness's WGSL decoder, teacher-forced over the built-in texts against "
+                  "PyTorch fp32 (KL(fp32 || engine) and next-token top-1), beside uniform 8 and low bits.", ""]
+    for name in DECODERS:
+        lines += decoder(data, name)
     return lines
 
 
-PAGE = Page("sensitivity", "Which layers can take fewer bits: sensitivity and precision plans", FOLDERS, body,
-            figure=(TABLE_FILE, "drop_cosine_mean"))
+PAGE = Page("sensitivity", "Which layers can take fewer bits: sensitivity and precision plans", ENCODERS + DECODERS,
+            body, figure=(TABLE_FILE, "drop_cosine_mean"))
