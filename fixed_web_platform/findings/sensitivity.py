@@ -15,7 +15,7 @@ from .page import Data, Page, mib, number, rows_of, rows_table
 
 ENCODERS = ("sensitivity-minilm", "sensitivity-minilm-gptq-offset")
 """Folders of the ``sensitivity`` command (an encoder's probes, sensitivity.csv and frontier.csv)."""
-DECODERS = ("decoder-sensitivity-4bit", "decoder-sensitivity-2bit")
+DECODERS = ("decoder-sensitivity-4bit", "decoder-sensitivity-2bit", "decoder-sensitivity-4bit-gptq-offset")
 """Folders of benchmarks/decoder_sensitivity.py (a decoder's roles one at a time at the low bits, the
 rest at 8: an ordinary results folder, one row per probe)."""
 TEXT = ("browser", "engine", "platform", "plan", "precision_plan", "outcome", "budget")
