@@ -83,7 +83,7 @@ def files(data: Data) -> list[str]:
 def _accuracy_latency(summed: pd.DataFrame, path: Path, show_sweep: bool) -> Path | None:
     """The report's ONNX plot (report/onnx_files.py), drawn where the page wants it."""
     drawn = draw_onnx_plots(summed, path.parent, show_sweep)
-    return drawn[0] if drawn else None
+    return drawn[0].replace(path) if drawn else None
 
 
 PAGE = Page("ocr", "PP-OCRv5 recognition and detection, every variant", FOLDERS, files,

@@ -227,22 +227,30 @@ def shown(column: str, value: Any) -> str:
     return count(value) if column in COUNTS else number(value, DIGITS.get(column, 3))
 
 
+ENGINE_NAMES = {"transformersjs": "transformers.js", "wllama": "llama.cpp", "ort": "ORT"}
+"""Engines as their users name them (the others by their registry name)."""
+
+
+def engine_name(row: pd.Series) -> str:
+    return ENGINE_NAMES.get(row["engine"], row["engine"])
+
+
 def label(row: pd.Series) -> str:
     """What ran, as its users name it: 'transformers.js q8', 'llama.cpp Q4_1', 'llama.cpp held
     (gptq)', 'ORT 8-bit', 'harness 4-bit gptq' (a quantizer other than the default named),
     'harness 4-bit experimental' (WebNN's experimental precision mode)."""
     if row["engine"] == "transformersjs":
         under = " (ORT 1.30 under it)" if " ORT 1.30." in str(row["engine_version"]) else ""
-        return f"transformers.js {row['format_requested']}{under}"
+        return f"{engine_name(row)} {row['format_requested']}{under}"
     if row["engine"] == "wllama":
         held = f" ({row['weight_quant']})" if row["format_requested"] == "held" else ""
         named = row["format_requested"] if isinstance(row["format_requested"], str) and row["format_requested"] else \
             f"{int(row['bits_requested'])}-bit"  # a run refused before a format was chosen
-        return f"llama.cpp {named}{held}"
+        return f"{engine_name(row)} {named}{held}"
     quantizer = row.get("weight_quant")
     named = f" {quantizer}" if isinstance(quantizer, str) and quantizer not in ("", DEFAULT_QUANTIZER) else ""
     mode = " experimental" if row.get("precision_mode") == "experimental" else ""
-    return f"{'ORT' if row['engine'] == 'ort' else row['engine']} {int(row['bits_requested'])}-bit{named}{mode}"
+    return f"{engine_name(row)} {int(row['bits_requested'])}-bit{named}{mode}"
 
 
 def _order(rows: pd.DataFrame) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..report.markdown import markdown_table
+from ..report.render import outcome_counts
 from ..report.sensitivity import FRONTIER_FILE, TABLE_FILE, ranked_markdown
 from .page import Data, Page, mib, number, rows_of, rows_table
 
@@ -56,8 +57,7 @@ def says(table: pd.DataFrame, frontier: pd.DataFrame) -> list[str]:
 
 
 def outcomes(rows: pd.DataFrame) -> str:
-    counts = rows["outcome"].value_counts()
-    return f"{len(rows)} runs (the baselines and probes): " + ", ".join(f"{n} {o}" for o, n in counts.items()) + "."
+    return f"{len(rows)} runs (the baselines and probes): {outcome_counts(rows)}."
 
 
 def not_run(rows: pd.DataFrame) -> list[str]:

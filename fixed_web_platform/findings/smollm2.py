@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..report.decoders import plot_decoder_accuracy_speed, plot_decoder_speed
 from ..report.steady import tally_line
-from .page import Data, Page, Plot, count, label, mib, number, pick_lines, pivot, rows_of, where
+from .page import Data, Page, Plot, count, engine_name, label, mib, number, pick_lines, pivot, rows_of, where
 
 ENGINES = ("smollm2-harness-webgpu", "smollm2-harness-webnn", "smollm2-webnn-int4-experimental", "smollm2-wllama",
            "smollm2-wllama-firefox", "smollm2-wllama-webgpu", "smollm2-ort", "smollm2-ort-webgpu")
@@ -53,7 +53,7 @@ def tokens_lines(rows: pd.DataFrame) -> list[str]:
         return []
     usual = counts.idxmax()
     odd = rows[rows["new_tokens"].notna() & (rows["new_tokens"].astype(float) != usual)]
-    named = "; ".join(f"{label(r).split(' ')[0]} on {where(r)}: {int(r['new_tokens'])}"
+    named = "; ".join(f"{engine_name(r)} on {where(r)}: {int(r['new_tokens'])}"
                       for _, r in odd.drop_duplicates(["engine", "browser", "platform"]).iterrows())
     return [f"New tokens per generation: {usual}, except {named}.", ""]
 

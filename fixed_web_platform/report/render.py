@@ -699,7 +699,7 @@ def _context_line(sweeps: Sweeps) -> str:
     """'From 1 sweep, 50 runs: 50 ok.'"""
     count = len(sweeps.names)
     rows = sweeps.rows
-    return f"From {count} sweep{'s' if count != 1 else ''}, {len(rows)} runs: {_outcome_counts(rows)}."
+    return f"From {count} sweep{'s' if count != 1 else ''}, {len(rows)} runs: {outcome_counts(rows)}."
 
 
 def adapter_caveat(rows: pd.DataFrame) -> str:
@@ -733,7 +733,7 @@ def promise_caveat(rows: pd.DataFrame) -> str:
             f"name promises a precision their nodes do not hold ({files}).")
 
 
-def _outcome_counts(rows: pd.DataFrame) -> str:
+def outcome_counts(rows: pd.DataFrame) -> str:
     if rows.empty:
         return "no rows"
     counts = rows["outcome"].value_counts(sort=False)
@@ -784,7 +784,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     sweep_lines = []
     for name, directory in zip(sweeps.names, sweeps.directories):
         sub = rows[rows["sweep"] == name] if not rows.empty else rows
-        sweep_lines.append(f"{name} ({directory}): {len(sub)} rows: {_outcome_counts(sub)}")
+        sweep_lines.append(f"{name} ({directory}): {len(sub)} rows: {outcome_counts(sub)}")
     if summary.empty:
         plot_note = "No ok runs in these folders: no summary figures and no plots."
     elif not plots and summary["kind"].isin(own_sections).all():
