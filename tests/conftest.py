@@ -7,8 +7,9 @@ import os
 
 # PyTorch's vectorized CPU kernels round differently in their last bits on AVX-512 and AVX2 CPUs;
 # the golden jobs (tests/test_golden_jobs.py) hold bytes PyTorch computes (calibrated activation
-# scales), so the tests pin the AVX2 kernels, which every x86-64 test machine has. Set before any
-# test module imports torch.
+# scales), so the tests pin the AVX2 kernels, which every x86-64 test machine has. Even so, an AMD and
+# an Intel CPU sum some scales to float32 values one bit apart: the golden files compare numbers at
+# float32's precision (tests/golden.py). Set before any test module imports torch.
 os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 
 import asyncio  # noqa: E402

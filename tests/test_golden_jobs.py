@@ -5,20 +5,22 @@ Each case builds one job, with no browser, for a tiny random-weight model of an 
 compared with tests/fixtures/golden_jobs/<case>.json: the runner, the bindings, the outputs, the
 engine's options (the step lists, the graph descriptions) and a digest of every tensor's bytes.
 A change to how a forward pass is written down (the op graph and its lowerings) must leave these
-files byte-identical; a change meant to alter them regenerates them with
-``GOLDEN_UPDATE=1 pytest tests/test_golden_jobs.py`` and the diff is reviewed with the commit.
-WGSL program text and long strings are held as digests to keep the files readable."""
+files identical (numbers compared at float32's precision, tests/golden.py); a change meant to alter
+them regenerates them with ``GOLDEN_UPDATE=1 pytest tests/test_golden_jobs.py`` and the diff is
+reviewed with the commit. WGSL program text and long strings are held as digests to keep the files
+readable; an int8 activation's scale and zero point tensor by value."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
-import os
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
+from golden import check_golden
 from speech_models import tiny_whisper
 from test_decoder import tiny_hf_config
 from test_transformersjs import tiny_bert
@@ -26,6 +28,7 @@ from test_webnn_precision import CHROMIUM_LIMITS
 
 from fixed_web_platform.engines.base import EngineJob
 from fixed_web_platform.engines.registry import build_job
+from fixed_web_platform.engines.wgsl.encoder import ACT_QUANT_SUFFIX
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform, PrecisionMode
 from fixed_web_platform.workloads import DecoderWorkload, EncoderWorkload
@@ -64,11 +67,19 @@ transformers' feature extractor computes with numpy's FFT, log and matmul, whose
 the CPU's SIMD paths; the end-to-end tests check what the page makes of them."""
 
 
+def _tensor(name: str, data: bytes) -> Any:
+    if name in COMPUTED:
+        return f"computed:{len(data)}"
+    if name.endswith(ACT_QUANT_SUFFIX):  # a calibrated scale (float32) and zero point (int32)
+        scale, zero_point = struct.unpack("<fi", data)
+        return {"scale": scale, "zero_point": zero_point}
+    return _digest(data)
+
+
 def page_part(job: EngineJob) -> dict[str, Any]:
     """What the page is sent, with tensors and long texts as digests (timing is the runner's)."""
     spec = job.spec.to_json()
-    tensors = {name: f"computed:{len(data)}" if name in COMPUTED else _digest(data)
-               for name, data in sorted(job.tensors.items())}
+    tensors = {name: _tensor(name, data) for name, data in sorted(job.tensors.items())}
     return _held({k: spec[k] for k in ("runner", "engine", "platform", "bits", "bindings", "outputs", "options")}
                  | {"tensors": tensors})
 
@@ -109,12 +120,7 @@ def test_job_is_the_golden_one(case: str, models: dict[str, Any]) -> None:
     job = asyncio.run(build_job(run, TimingConfig(), Chromium()))
     assert isinstance(job, EngineJob), job
     text = json.dumps(page_part(job), indent=1, sort_keys=True).replace(models["root"], "<models>") + "\n"
-    path = GOLDEN / f"{case}.json"
-    if os.environ.get("GOLDEN_UPDATE") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"no golden file {path.name}: run with GOLDEN_UPDATE=1 and review it"
-    assert text == path.read_text(), f"{case}'s job changed: diff it with GOLDEN_UPDATE=1 and git diff"
+    check_golden(text, GOLDEN / f"{case}.json", f"{case}'s job")
 
 
 def test_a_graph_that_skips_or_invents_a_linear_layer_is_refused() -> None:

@@ -5,7 +5,7 @@ page runner (web/engines/webnn_*.js) against a fake WebNN (tests/js/webnn_trace.
 every graph-builder call with its operands' data types and shapes and a digest of every constant.
 The trace is compared with tests/fixtures/golden_jobs/<case>.trace.txt. The order of builder calls
 decides which patterns a backend fuses (engines/webnn/forms.py), so a restructuring of how the
-graphs are written (the op graph lowered to WebNN) keeps these files byte-identical; a change
+graphs are written (the op graph lowered to WebNN) keeps these files identical (numbers at float32's precision, tests/golden.py); a change
 meant to alter them regenerates them with ``GOLDEN_UPDATE=1`` and the diff is reviewed.
 """
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from golden import check_golden
 from test_golden_jobs import CASES, GOLDEN, Chromium, models  # noqa: F401 - models is the fixture
 from test_webnn_precision import CHROMIUM_LIMITS
 
@@ -60,8 +60,4 @@ def test_webnn_graphs_are_the_golden_ones(case: str, models: dict[str, Any], tmp
     assert traced["reply"]["status"] == "ok", traced["reply"]
     assert traced["builds"] and all(calls[-1].startswith("build(") for calls in traced["builds"])
     text = "".join(f"# graph {i}\n" + "\n".join(calls) + "\n" for i, calls in enumerate(traced["builds"]))
-    path = GOLDEN / f"{case}.trace.txt"
-    if os.environ.get("GOLDEN_UPDATE") == "1":
-        path.write_text(text)
-    assert path.is_file(), f"no golden trace {path.name}: run with GOLDEN_UPDATE=1 and review it"
-    assert text == path.read_text(), f"{case}'s WebNN graphs changed: diff them with GOLDEN_UPDATE=1 and git diff"
+    check_golden(text, GOLDEN / f"{case}.trace.txt", f"{case}'s WebNN graphs")
