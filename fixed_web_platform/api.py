@@ -36,6 +36,22 @@ from .workloads import DEFAULT_WORKLOADS, model_workloads, parse_shape
 from .workloads.encoder import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 
 
+DEFAULT_BITS = (32, 4)
+"""The API's default precisions: 4-bit weights beside their float32 baseline, which the report's
+speed and accuracy figures are judged against (the CLI's default sweeps every precision)."""
+
+
+def _output_folder(output_dir: str | Path | None) -> Path | None:
+    """``output_dir`` as a Path, checked before planning (ValueError naming the argument)."""
+    if output_dir is None:
+        return None
+    try:
+        sweep.check_output_dir(Path(output_dir))
+    except sweep.OutputDirError as exc:
+        raise ValueError(f"output_dir {exc}") from None
+    return Path(output_dir)
+
+
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
@@ -45,7 +61,7 @@ async def run_real_test(
     *,
     model: str | None = None,
     browser: str | Sequence[str] = "chrome",
-    bits: int | Sequence[int] = 4,
+    bits: int | Sequence[int] = DEFAULT_BITS,
     engines: str | Sequence[str] | None = None,
     experimental_precision: bool | None = None,
     mixed_precision: bool = False,
@@ -73,7 +89,11 @@ async def run_real_test(
     browser_prefs: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Plan, save the plan, run in real browsers and return one plain dict per run (the rows are
-    on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). ``remote``: a
+    on disk too, in ``output_dir`` or results/<UTC time>_api-<platforms>/). Defaults: ``bits``
+    32 and 4 (DEFAULT_BITS), one browser (Chrome), the default matmul shapes without ``model``, the
+    engines the CLI picks when none is named (the harness; ONNX Runtime for an ONNX file,
+    transformers.js for its folder), the CLI's timing protocol (matmuls
+    or models). Bad arguments raise ValueError with one line before anything is written. ``remote``: a
     Selenium Grid URL that creates the browsers; ``parallel``: concurrent browser sessions.
     ``experimental_precision`` None follows WEBNN_EXPERIMENTAL_PRECISION=1, as the CLI does.
     ``model_options``: options only the model's workload kind takes, by the CLI's names
@@ -83,6 +103,7 @@ async def run_real_test(
     options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel,
                            browser_args=parse_browser_args(browser_args),
                            browser_prefs=parse_browser_prefs(browser_prefs))
+    folder = _output_folder(output_dir)
     if experimental_precision is None:
         experimental_precision = experimental_precision_default()
     if model is not None:
@@ -113,7 +134,10 @@ async def run_real_test(
     if timing is None:
         timing = MODEL_TIMING if model is not None else DEFAULT_TIMING
     label = "api-" + "-".join(dict.fromkeys(r.platform.value for r in plan))
-    writer = sweep.start(plan, timing, output_dir=Path(output_dir) if output_dir else None, label=label)
+    try:
+        writer = sweep.start(plan, timing, output_dir=folder, label=label)
+    except sweep.OutputDirError as exc:
+        raise ValueError(f"output_dir {exc}") from None
     options = dataclasses.replace(options, timing=timing, progress=PlainProgress() if progress else None)
     rows = await sweep.execute(plan, writer, options)
     return [r.record() for r in rows]
@@ -135,7 +159,7 @@ async def run_real_webnn_test(
     *,
     model: str | None = None,
     browser: str | Sequence[str] = "chrome",
-    bits: int | Sequence[int] = 4,
+    bits: int | Sequence[int] = DEFAULT_BITS,
     engines: str | Sequence[str] | None = None,
     experimental_precision: bool | None = None,
     mixed_precision: bool = False,
@@ -178,7 +202,7 @@ async def run_real_webgpu_test(
     *,
     model: str | None = None,
     browser: str | Sequence[str] = "chrome",
-    bits: int | Sequence[int] = 4,
+    bits: int | Sequence[int] = DEFAULT_BITS,
     engines: str | Sequence[str] | None = None,
     experimental_precision: bool | None = None,
     mixed_precision: bool = False,

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from .engines.registry import engine_for, engines_for_platform, planned_refusal
+from .engines.registry import engine_for, engines_for_platform, kinds_run_by, planned_refusal
 from .engines.webnn.forms import QDQ_FORM, check_form
 from .formats import transformersjs_folder
 from .precision.observers import OBSERVERS
@@ -115,6 +115,10 @@ def build_plan(
         raise ValueError("no weight quantizer given")
     for q in quantizers:
         check_quantizer(q)
+    chosen = [q for q in quantizers if q != DEFAULT_QUANTIZER]
+    if chosen and not any(holds_codes(b, w) for b in bits for w in workloads):
+        raise ValueError(f"--weight-quant {chosen[0]} quantizes 8-, 4- or 2-bit weights, and --bits "
+                         f"{' '.join(map(str, bits))} holds none: add --bits 8, 4 or 2")
     for g in granularities:
         block_for(g, block_size)  # the one check of a granularity's name
     for form in forms:
@@ -125,6 +129,7 @@ def build_plan(
         for b in bits:
             for g in granularities:
                 workload.validate(b, block_for(g, block_size))
+    check_engines_fit(engines, workloads)
     pairs = [(e, p) for e in dict.fromkeys(engines) for p in dict.fromkeys(platforms)
              if engine_for(e, p) is not None]
     for platform in dict.fromkeys(platforms):
@@ -163,6 +168,35 @@ def build_plan(
                                 )
                                 runs.append(dataclasses.replace(run, refused=planned_refusal(run)))
     return runs
+
+
+def check_engines_fit(engines: Sequence[EngineName], workloads: Sequence[Workload]) -> None:
+    """ValueError when a chosen engine runs none of the sweep's workload kinds on any platform (a
+    column of refused rows nobody asked for: transformers.js on the default sweep's matmuls). An
+    engine that runs a kind elsewhere but not on a chosen platform plans refused rows that say so."""
+    kinds = list(dict.fromkeys(w.kind for w in workloads))
+    for engine in dict.fromkeys(engines):
+        runs = kinds_run_by(engine)
+        if not set(kinds) & set(runs):
+            hint = ": name a model with --model" if kinds == ["matmul"] else ""
+            raise ValueError(f"--engine {engine} runs {', '.join(runs)} workloads, none of this sweep's "
+                             f"({', '.join(kinds)}){hint}")
+
+
+def plan_warnings(runs: Sequence[RunSpec]) -> list[str]:
+    """Legitimate but surprising choices in a plan, one line each: int8-activation runs whose
+    calibration texts are texts the evaluation judges them on (``--calibration`` and ``--inputs``
+    sharing texts: the scales are fit to the very inputs the accuracy figures come from)."""
+    said = []
+    for w in dict.fromkeys(r.workload for r in runs if r.act_bits == 8):
+        calibration, evaluated = getattr(w, "calibration_texts", ()), getattr(w, "texts", ())
+        shared = set(calibration) & set(evaluated)
+        if shared:
+            said.append(f"--calibration {getattr(w, 'calibration_name', '') or '(built in)'} shares {len(shared)} of "
+                        f"its {len(set(calibration))} texts with the evaluation inputs "
+                        f"({getattr(w, 'inputs_name', '') or 'built in'}): the int8 activation scales are fit to "
+                        "the texts their accuracy is judged on")
+    return said
 
 
 PLAN_FILE = "plan.json"

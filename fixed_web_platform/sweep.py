@@ -7,27 +7,60 @@ its plan back and runs only what has no row on disk yet.
 from __future__ import annotations
 
 import dataclasses
-
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .harness.runner import SweepOptions, run_sweep
-from .plan import load_plan, save_plan
+from .plan import load_plan, plan_warnings, save_plan
 from .results.rows import ResultRow
 from .results.writer import ResultWriter, new_results_dir
 from .run_spec import RunSpec, TimingConfig
 from .vocabulary import Outcome
 
 
+class OutputDirError(ValueError):
+    """The folder asked to hold a sweep's results cannot: ``{folder}: {why}``, which the CLI and
+    the API prefix with the option's name."""
+
+
+def check_output_dir(folder: Path) -> None:
+    """OutputDirError when ``folder`` cannot be a new sweep's results folder, found without
+    writing anything: a file, an earlier sweep's folder, or a place this user cannot write.
+    (What only creating it reveals, a read-only or pseudo file system, ``start`` says the same way.)"""
+    if folder.exists():
+        if not folder.is_dir():
+            raise OutputDirError(f"{folder}: is a file, not a folder")
+        if (folder / "results.csv").exists():
+            raise OutputDirError(f"{folder}: already holds a sweep; resume it (--resume), or choose another folder")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputDirError(f"{folder}: is not writable")
+        return
+    parent = folder.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputDirError(f"{folder}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputDirError(f"{folder}: cannot create it, {parent} is not writable")
+
+
 def start(plan: Sequence[RunSpec], timing: TimingConfig, *, output_dir: Path | None = None,
           label: str = "sweep") -> ResultWriter:
     """A fresh results folder (never an earlier sweep's) with the plan saved in it."""
-    if output_dir is not None and (output_dir / "results.csv").exists():
-        raise ValueError(f"output folder {output_dir} already holds a sweep; resume it, or choose "
-                         "another folder")
+    if output_dir is not None:
+        check_output_dir(output_dir)
+        try:
+            output_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputDirError(f"{output_dir}: cannot create it ({exc.strerror or exc})") from None
     writer = ResultWriter(output_dir or new_results_dir(label))
     save_plan(writer.directory, plan, timing)
     writer.record_timing(dataclasses.asdict(timing))
+    for text in plan_warnings(plan):
+        print(f"warning: {text}", file=sys.stderr, flush=True)
+        writer.record_warning(text)
     return writer
 
 

@@ -164,6 +164,26 @@ def block_for(granularity: str, block_size: int) -> int:
     return PER_CHANNEL_BLOCK if granularity == "per-channel" else block_size
 
 
+def check_packing(k: int, bits: int, block: int, where: str) -> None:
+    """The one rule of packed weights (ValueError, one line, naming the block size first): ``bits``
+    8/4/2 fill 32-bit words, so a block (or, per channel, K) is whole words, and blocks tile K.
+    ``where``: what holds K (a shape, a layer), for the message."""
+    if bits not in (8, 4, 2):
+        return
+    per_word = 32 // bits
+    if block == PER_CHANNEL_BLOCK:
+        if k % per_word:
+            raise ValueError(f"{where}: per-channel {bits}-bit weights need K={k} to be a multiple of "
+                             f"{per_word} (packed into 32-bit words)")
+        return
+    if block % per_word:
+        raise ValueError(f"block size {block} must be a multiple of {per_word} for {bits}-bit weights "
+                         "packed into 32-bit words")
+    if k % block:
+        raise ValueError(f"block size {block} does not divide K={k} of {where} ({bits}-bit weights are "
+                         "quantized in blocks along K): choose a block size that divides it")
+
+
 def parse_bits(value: object) -> int:
     """The one check of a bits value (CLI, API and plan files): ValueError with one line."""
     try:

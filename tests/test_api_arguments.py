@@ -117,6 +117,22 @@ def test_other_bad_arguments_raise_before_any_browser(kwargs: dict, no_sweep: No
     assert not out.exists()
 
 
+def test_an_output_dir_that_cannot_be_made_raises_naming_the_argument(no_sweep: None, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    for bad in (tmp_path / "file", tmp_path / "file" / "under", Path("/proc/no-such-folder/x")):
+        with pytest.raises(ValueError, match=rf"^output_dir {bad}: ") as info:
+            asyncio.run(run_real_webgpu_test(output_dir=bad))
+        assert "\n" not in str(info.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+def test_the_default_bits_are_4_beside_the_float32_baseline(fake_sweep: list, tmp_path: Path) -> None:
+    """The API's documented default (api.DEFAULT_BITS): the pick and the speed-ups need the baseline."""
+    asyncio.run(run_real_webgpu_test(shapes=["1x64x32"], output_dir=tmp_path / "x"))
+    ((plan, _),) = fake_sweep
+    assert [r.bits for r in plan] == [32, 4]
+
+
 # Valid arguments do reach run_sweep: shows the patched run_sweep above is the real path to a browser,
 # so the checks above are not passing by accident.
 

@@ -75,6 +75,14 @@ BAD_INPUT = {
                       ["--dtype q3", "q4f16", "bnb4"]),
     "dtype-bits-left-out": (["--model", "all-MiniLM-L6-v2", "--engine", "transformersjs", "--dtype", "q4",
                              "--bits", "8"], ["--dtype q4", "4 bits", "--bits 8"]),
+    "engine-of-no-workload": (["--engine", "transformersjs"], ["--engine transformersjs", "matmul", "--model"]),
+    "engine-of-another-kind": (["--model", "all-MiniLM-L6-v2", "--engine", "wllama"], ["--engine wllama", "encoder"]),
+    "weight-quant-no-low-bits": (["--weight-quant", "gptq", "--bits", "32"], ["--weight-quant gptq", "--bits 32"]),
+    "block-size-not-words": (["--block-size", "7"], ["block size 7", "multiple of 4"]),
+    "block-size-not-dividing-k": (["--block-size", "64", "--shape", "1x96x8", "--only-shapes", "--bits", "8"],
+                                  ["block size 64", "K=96"]),
+    "output-dir-pseudo-fs": (["--output-dir", "/proc/no-such-folder/x"], ["--output-dir /proc/no-such-folder/x"]),
+    "findings-data-missing": (["findings", "--data", "/nonexistent"], ["--data /nonexistent"]),
 }
 
 
@@ -90,6 +98,36 @@ def test_bad_input_is_one_error_line_and_exit_2(
     assert lines[0].startswith("error:")
     for word in mentions:
         assert word in lines[0]
+
+
+def _one_error_line(argv: list[str], capsys: pytest.CaptureFixture[str], *mentions: str) -> None:
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and err.startswith("error:"), err
+    for word in mentions:
+        assert word in err
+
+
+def test_an_output_dir_that_is_a_file_names_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("x")
+    _one_error_line(["--output-dir", str(tmp_path / "file")], capsys, f"--output-dir {tmp_path / 'file'}", "a file")
+    _one_error_line(["--output-dir", str(tmp_path / "file" / "under")], capsys, "--output-dir", "a file")
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+def test_a_model_folder_with_a_corrupt_graph_is_refused_before_a_browser(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """As a bare corrupt .onnx is: the folder's onnx/model.onnx is parsed when the plan is made."""
+    folder = tmp_path / "model"
+    (folder / "onnx").mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    (folder / "onnx" / "model.onnx").write_bytes(b"not a protobuf")
+    _one_error_line(["--model", str(folder)], capsys, "onnx/model.onnx is not an ONNX model")
+
+
+def test_findings_from_a_folder_without_results_is_one_line(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    _one_error_line(["findings", "--data", str(tmp_path), "--check"], capsys, f"--data {tmp_path}", "results.csv")
 
 
 def test_timeout_nan_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:

@@ -75,3 +75,16 @@ def test_the_hand_written_flag_tables_name_only_options_that_exist() -> None:
     named = {flag for line in (ROOT / "docs" / "guides" / "sweeps.md").read_text().splitlines()
              if line.startswith("| `-") for flag in re.findall(r"--[a-z][a-z0-9-]*", line.split("|")[1])}
     assert len(named) > 30 and not named - known, sorted(named - known)
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.~/-])/(?:work|tmp|root|home|Users|mnt|srv|opt|scratch)/[^\s)`'\"|]*")
+"""An absolute path of the machine a page was written on (a checkout, a scratch folder, a home)."""
+
+
+def test_no_page_names_a_path_of_the_machine_it_was_written_on() -> None:
+    """Commands and paths on every page work from the project's root on any machine: a findings
+    command names ``results/<folder>``, not the scratch folder it wrote to (findings/page.py)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = [f"{page.relative_to(ROOT)}: {hit}" for page in pages for hit in MACHINE_PATH.findall(page.read_text())]
+    assert not found, found
+    assert MACHINE_PATH.findall("ran `--output-dir /work/sweep/x` and /tmp/a.npz") == ["/work/sweep/x", "/tmp/a.npz"]

@@ -38,8 +38,8 @@ def _sweep(browser: BrowserName, out: Path) -> tuple[list, dict]:  # noqa: ANN40
     plan = build_plan([browser], PLATFORMS, [workload], [32, 16, 8, 4], act_bits=[32, 8],
                       engines=[EngineName.ORT])
     # W4A8 is refused before launch (test_onnx_file); int8-qdq on WebNN is left out: Chromium 153
-    # takes ORT's QDQ graph and never answers (a timeout row in docs/guides/onnx-file.md's sweep), which here
-    # would only cost the timeout
+    # takes ORT's QDQ graph and never answers (the timeout rows of docs/findings/ocr.md), which here would only
+    # cost the timeout
     plan = [r for r in plan if not r.refused and not (r.platform is Platform.WEBNN and r.act_bits == 8)]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
     return plan, {(r.platform, r.format_requested): r for r in rows}

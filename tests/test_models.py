@@ -236,7 +236,7 @@ def test_prepared_model_accuracy_is_ordered_by_bits() -> None:
 
 def test_model_layer_shapes_must_divide_the_block(minilm) -> None:
     w = EncoderWorkload.create(MINILM, batch_size=1, seq_len=8, texts=("x",))
-    with pytest.raises(ValueError, match="not a multiple of the block size 100"):
+    with pytest.raises(ValueError, match="block size 100 must be a multiple of 8"):
         w.validate(4, 100)
 
 

@@ -1,14 +1,17 @@
 """``findings``: regenerate the findings pages (docs/findings/) from the result folders committed
-under results/findings/, and the plots of each page written or missing (docs/findings/plots/);
-``--check`` says which pages differ from their data instead (exit 1; plots are not compared)."""
+under results/findings/, the plots of each page written or missing (docs/findings/plots/), and the
+answers block of the home page and the README (findings/answers.py); ``--check`` says which differ
+from their data instead (exit 1; plots are not compared). With ``--out`` the pages alone."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import OneLineArgumentParser
+from ..errors import OneLineArgumentParser, UsageError
 from ..findings import DATA_DIR, PAGES, PAGES_DIR, render
+from ..findings.answers import ANSWER_FILES, block, spliced
 from ..findings.page import draw, plot_path
+from ..results.reader import ResultSchemaError
 
 
 def build_parser() -> OneLineArgumentParser:
@@ -30,20 +33,30 @@ def index(pages: list[tuple[str, str]]) -> str:
 
 def findings_command(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    pages_only = args.out is not None
     args.data, args.out = args.data or DATA_DIR, args.out or PAGES_DIR
-    made = {f"{p.name}.md": render(p, args.data) for p in PAGES}
-    made["index.md"] = index([(p.name, p.title) for p in PAGES])
-    stale = [n for n, text in made.items() if not (args.out / n).is_file() or (args.out / n).read_text() != text]
+    if not args.data.is_dir():
+        raise UsageError(f"--data {args.data}: no such folder (it holds the findings' result folders, "
+                         f"by default {DATA_DIR})")
+    try:
+        made = {args.out / f"{p.name}.md": render(p, args.data) for p in PAGES}
+        if not pages_only:
+            made |= {path: spliced(path.read_text(), block(to_pages, args.data), path)
+                     for path, to_pages in ANSWER_FILES.items()}
+    except ResultSchemaError as exc:
+        raise UsageError(f"--data {args.data}: {exc}") from None
+    made[args.out / "index.md"] = index([(p.name, p.title) for p in PAGES])
+    stale = [path for path, text in made.items() if not path.is_file() or path.read_text() != text]
     if args.check:
-        for name in stale:
-            print(f"{args.out / name}: differs from its data (run_real_webgpu_webnn.py findings rewrites it)")
+        for path in stale:
+            print(f"{path}: differs from its data (run_real_webgpu_webnn.py findings rewrites it)")
         return 1 if stale else 0
     args.out.mkdir(parents=True, exist_ok=True)
-    for name in stale:
-        (args.out / name).write_text(made[name])
-        print(f"wrote {args.out / name}")
+    for path in stale:
+        path.write_text(made[path])
+        print(f"wrote {path}")
     for page in PAGES:
-        if f"{page.name}.md" in stale or not all(plot_path(page, p, args.out).is_file() for p in page.plots):
+        if args.out / f"{page.name}.md" in stale or not all(plot_path(page, p, args.out).is_file() for p in page.plots):
             for path in draw(page, args.data, args.out):
                 print(f"drew {path}")
     return 0

@@ -311,6 +311,8 @@ def execute_sweep(args: argparse.Namespace, planner: Planner) -> tuple[int, Path
         if args.resume is not None:
             plan, timing = load_plan(args.resume)
         else:
+            if args.output_dir is not None:
+                sweep.check_output_dir(args.output_dir)  # before the plan, which may export models
             plan, timing = planner(args)
         browsers = list(dict.fromkeys(r.browser for r in plan))
         options = SweepOptions(timing=timing, remote=args.remote, serve_host=args.serve_host,
@@ -323,6 +325,8 @@ def execute_sweep(args: argparse.Namespace, planner: Planner) -> tuple[int, Path
             remaining = plan
             writer = sweep.start(plan, timing, output_dir=args.output_dir, label=args.label)
             print(f"{len(plan)} runs planned; results in {writer.directory}", flush=True)
+    except sweep.OutputDirError as exc:
+        raise UsageError(f"--output-dir {exc}") from None
     except (ValueError, OSError) as exc:
         raise UsageError(str(exc)) from None
     if options.remote and urlsplit(options.remote).hostname not in ("127.0.0.1", "localhost", "::1") \

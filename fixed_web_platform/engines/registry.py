@@ -98,6 +98,11 @@ def kind_runner(name: EngineName, platform: Platform, kind: str) -> KindRunner |
     return RUNS.get((name, platform, kind))
 
 
+def kinds_run_by(name: EngineName) -> list[str]:
+    """The workload kinds ``name`` runs on some platform, in the table's order."""
+    return list(dict.fromkeys(k for (e, _, k) in RUNS if e is name))
+
+
 def _who_runs(kind: str, act_bits: int | None = None, weight_quant: str | None = None) -> str:
     """'engines that do: harness/webgpu, ...' for a kind (at these activation bits, with weights
     from this quantizer)."""

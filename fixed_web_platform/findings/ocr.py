@@ -61,13 +61,20 @@ INTRO = ("Each table is the report's \"Your ONNX files\" table for one file and 
          "accuracy against onnxruntime's fp32 on the CPU with the same inputs (cosine min: the lowest cosine of a "
          "float output; top-1: positions of class-score outputs whose top class is fp32's), the provider most "
          "nodes ran on and the nodes ORT put elsewhere, the kernel error against the CPU provider running the same "
-         "variant, and the outcome with its reason. WebGPU figures are the software adapters' (seconds per pass).")
+         "variant, and the outcome with its reason. WebGPU figures are the software adapters' (seconds per pass). "
+         "The inputs (`ocr_rec.npz`, `ocr_det.npz`) are what `.venv/bin/python benchmarks/ocr_inputs.py DIR` "
+         "writes into DIR.")
+
+
+def _inputs_by_name(frame: pd.DataFrame) -> pd.DataFrame:
+    """The inputs file by its name: the folder it lay in was the measuring machine's."""
+    return frame.assign(inputs=frame["inputs"].map(lambda p: Path(p).name if isinstance(p, str) and "/" in p else p))
 
 
 def files(data: Data) -> list[str]:
     every = rows_of(data, *FOLDERS)
-    rows, left_out = _left_out(every.assign(sweep=every["folder"]))  # the report names a folder its sweep
-    summed = summary(data, *FOLDERS)
+    rows, left_out = _left_out(_inputs_by_name(every.assign(sweep=every["folder"])))  # a folder is a sweep
+    summed = _inputs_by_name(summary(data, *FOLDERS))
     lines = ["## Every variant on every provider", "", tally_line(every), "", INTRO, "",
              "What it says:", "", *says(summed), ""]
     for title, table, ship in onnx_tables(rows, summed, show_sweep=False):

@@ -105,7 +105,8 @@ def stamp(data: Data) -> list[str]:
         browsers = ", ".join(_browser(b, facts) for b, facts in (env.get("browsers") or {}).items())
         engines = "; ".join(f"{e}: {', '.join(v)}" for e, v in sorted((env.get("engines") or {}).items()))
         settings = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in (made.get("environment") or {}).items())
-        command = " ".join(filter(None, [settings, _command(str(made.get("command", "?")))]))
+        command = " ".join(filter(None, [settings, _command(str(made.get("command", "?")), str(made.get("cwd") or ""),
+                                                            name)]))
         dirty = " (with uncommitted changes)" if made.get("dirty") else ""
         n = len(results.rows)
         parts = [f"{n} row{'s' if n != 1 else ''}, {written(results.rows)}, {machine.get('cpu_model', '?')} "
@@ -139,16 +140,36 @@ def written(rows: pd.DataFrame) -> str:
     return f"{first.strftime('%Y-%m-%d %H:%M')}-{end} UTC"
 
 
-def _command(text: str) -> str:
-    """A recorded command as run from the project's root: without the interpreter, the script by
-    its path in the project ('/x/.venv/bin/python /x/benchmarks/k.py' -> 'benchmarks/k.py')."""
-    words = text.split(" ")
-    if words and "python" in words[0].rsplit("/", 1)[-1]:
-        words = words[1:]
-    if words and "/" in words[0]:
-        head, name = words[0].rsplit("/", 1)
-        words[0] = f"benchmarks/{name}" if head.endswith("benchmarks") else name
-    return " ".join(words)
+def _command(text: str, cwd: str, folder: str) -> str:
+    """A recorded command as a user types it from the project's root: ``.venv/bin/python`` and the
+    script by its path in the project, paths under the folder it ran in (``cwd``, a checkout) made
+    relative, ``--output-dir`` as ``results/<folder>``, and any other path of the machine it ran on
+    as ``path/to/<its name>`` (a file the user brings or makes: the page says how)."""
+    try:
+        words = shlex.split(text)
+    except ValueError:  # unbalanced quotes: shown as recorded, word by word
+        words = text.split(" ")
+    root = cwd.rstrip("/") + "/" if cwd else None
+    out = []
+    for i, word in enumerate(words):
+        if i == 0 and "python" in word.rsplit("/", 1)[-1]:
+            word = ".venv/bin/python"
+        elif i > 0 and words[i - 1] == "--output-dir":
+            word = f"results/{folder}"
+        elif word.startswith("/"):
+            if root and word.startswith(root):
+                word = word[len(root):]
+            elif "/benchmarks/" in word or word.endswith("/run_real_webgpu_webnn.py"):
+                word = word[word.rindex("/benchmarks/") + 1:] if "/benchmarks/" in word else "run_real_webgpu_webnn.py"
+            else:
+                word = f"path/to/{word.rsplit('/', 1)[-1]}"
+        elif "=/" in word:  # NAME=PATH (--browser-binary chrome=/path)
+            name, path = word.split("=", 1)
+            word = f"{name}={_command(path, cwd, folder) if path.startswith('/') else path}"
+        out.append(word)
+    if out and out[0] != ".venv/bin/python" and out[0].endswith(".py"):
+        out.insert(0, ".venv/bin/python")
+    return shlex.join(out)
 
 
 def protocol(timing: Mapping[str, Any]) -> str:

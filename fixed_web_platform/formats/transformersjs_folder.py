@@ -12,6 +12,7 @@ folder, whether or not it holds weights too.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,9 +94,29 @@ def read(path: str | Path, kind: str) -> ModelFolder:
     files |= {f"{ONNX_DIR}/{p.name}": p for p in sorted((folder / ONNX_DIR).glob("*.onnx"))
               if f"{ONNX_DIR}/{p.name}" in known}
     made = ModelFolder(files, graphs, f"the user's folder {folder}")
+    for name, file in files.items():
+        if file.suffix == ".onnx":
+            stat = file.stat()
+            why = _unparsable(str(file), stat.st_size, stat.st_mtime_ns)
+            if why:
+                raise FolderError(f"model folder {path}: {name} is not an ONNX model ({why})")
     if not made.dtypes():
         present = ", ".join(sorted(p.name for p in (folder / ONNX_DIR).glob("*.onnx")))
         raise FolderError(f"model folder {path}: onnx/ holds no file transformers.js would load for a model of "
                           f"the {kind} kind (it loads {' and '.join(file_name(g, 'fp32') for g in graphs)} or "
                           f"their dtype variants such as {file_name(graphs[0], 'q4')}; found: {present})")
     return made
+
+
+@functools.lru_cache(maxsize=64)
+def _unparsable(path: str, size: int, mtime_ns: int) -> str:
+    """Why onnx cannot parse the file ('' when it can), once per file content on disk (``size``
+    and ``mtime_ns`` key the cache): a corrupt graph is refused before any browser starts."""
+    import onnx
+
+    try:
+        onnx.load(path, load_external_data=False)
+    except Exception as exc:  # noqa: BLE001 - protobuf's and onnx's errors alike
+        first = str(exc).splitlines()[0][:200] if str(exc) else "unreadable"
+        return f"{type(exc).__name__}: {first}"
+    return ""

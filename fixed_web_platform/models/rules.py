@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..architectures import LinearLayer
-from ..vocabulary import PER_CHANNEL_BLOCK, parse_bits
+from ..vocabulary import PER_CHANNEL_BLOCK, check_packing as check_layer_packing, parse_bits
 
 MIXED_PRECISION_RULES = Path(__file__).parent / "data" / "mixed_precision.json"
 
@@ -144,13 +144,7 @@ def check_packing(plan: Sequence[LayerPrecision]) -> None:
     """ValueError (one line) for a packed layer whose K its block size does not divide, or whose
     block is not whole 32-bit words of its bits."""
     for p in plan:
-        if p.bits <= 8:
-            if p.layer.k % p.block:
-                raise ValueError(f"layer {p.layer.name}: K={p.layer.k} is not a multiple of the "
-                                 f"block size {p.block}")
-            if p.block % (32 // p.bits):
-                raise ValueError(f"block size {p.block} must be a multiple of {32 // p.bits} "
-                                 f"for {p.bits}-bit weights packed into 32-bit words")
+        check_layer_packing(p.layer.k, p.bits, p.block, f"layer {p.layer.name}")
 
 
 def chosen_rules(mixed_precision: bool, precision_rules: Path | str | None,

@@ -594,9 +594,15 @@ def machine_lines(sweeps: Sweeps) -> list[str]:
             f"{m.get('machine', '')}, {m['cpu_model'] + ', ' if m.get('cpu_model') else ''}"
             f"{m.get('cpu_count', '?')} CPUs, {fmt_bytes(m.get('memory_bytes')) or '?'} RAM, "
             f"Python {m.get('python', '?')}; created {env.get('created_utc', '?')}{_engines(env)}"
-            f"{_timing(env)}{_made_by(env)}"
+            f"{_timing(env)}{_made_by(env)}{_warnings(env)}"
         )
     return lines
+
+
+def _warnings(env: dict[str, Any]) -> str:
+    """'; warnings: ...' (environment.json's: choices the sweep was warned about when it started)."""
+    said = [str(w) for w in env.get("warnings") or [] if w]
+    return f"; warnings: {'; '.join(said)}" if said else ""
 
 
 def _engines(env: dict[str, Any]) -> str:

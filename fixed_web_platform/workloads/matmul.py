@@ -22,7 +22,7 @@ from ..precision import quant
 from ..precision.held import hold_weights
 from ..precision.observers import fake_quantize, make_observer
 from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS, input_moment
-from ..vocabulary import PER_CHANNEL_BLOCK
+from ..vocabulary import PER_CHANNEL_BLOCK, check_packing
 from .base import Column, TensorSpec, WorkloadKind, integer_text
 
 OUTPUT = "out"
@@ -195,23 +195,7 @@ def validate_shape(workload: MatmulWorkload, bits: int, block_size: int) -> None
     """Raise ValueError with one clear line when a shape cannot run at these bits."""
     if min(workload.m, workload.k, workload.n) <= 0:
         raise ValueError(f"shape {workload.shape}: every dimension must be a positive integer")
-    if bits in (8, 4, 2):
-        if block_size == PER_CHANNEL_BLOCK:
-            if workload.k % (32 // bits):
-                raise ValueError(f"shape {workload.shape}: per-channel {bits}-bit weights need K={workload.k} "
-                                 f"to be a multiple of {32 // bits} (packed into 32-bit words)")
-            return
-        if workload.k % block_size:
-            raise ValueError(
-                f"shape {workload.shape}: K={workload.k} is not a multiple of the block size "
-                f"{block_size} ({bits}-bit weights are quantized in blocks along K)"
-            )
-        per_word = 32 // bits
-        if block_size % per_word:
-            raise ValueError(
-                f"block size {block_size} must be a multiple of {per_word} for {bits}-bit weights "
-                "packed into 32-bit words"
-            )
+    check_packing(workload.k, bits, block_size, f"shape {workload.shape}")
     if bits in (32, 16) and workload.k % 4:
         raise ValueError(f"shape {workload.shape}: K={workload.k} must be a multiple of 4 "
                          "(the kernels read K four values at a time)")

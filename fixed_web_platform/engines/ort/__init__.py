@@ -69,8 +69,8 @@ Web's default, 'all', everywhere else). With optimizations on, ORT's ConstantSha
 merges the Q and DQ nodes' equal scalar scales into one initializer; the WebNN provider reshapes
 it for each node, and Chromium folds a constant reshape only when the constant has one user, so
 the scale is no longer a constant and the backend's int8 fusion (engines/webnn/forms.py) does not
-happen: 20.2 against 11.2 ms at 128x768x3072 here (docs/guides/webnn-integer-path.md). Every Q and
-DQ node holds its own scale and zero point (onnx_matmul.qdq_linear_nodes) for the same reason.
+happen: 20.2 against 11.2 ms at 128x768x3072 here (docs/history/webnn-integer-path.md; current
+figures: docs/findings/integer-path.md). Every Q and DQ node holds its own scale and zero point (onnx_matmul.qdq_linear_nodes) for the same reason.
 A whole exported encoder keeps 'all': without constant folding its shape arithmetic (Range,
 Expand, Slice) falls to the CPU provider and the graph splits (203 against 83 ms for MiniLM)."""
 

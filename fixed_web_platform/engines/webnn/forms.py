@@ -50,12 +50,14 @@ GRAPH_FORMS = (*LAYOUT_FORMS, SCALE_AFTER_FORM, QDQ_FORM)
 GRAPH_FORM_ENV = "FWP_WEBNN_GRAPH_FORM"
 """A default form for every WebNN run of a sweep (--graph-form wins)."""
 MODEL_FORM = "pretransposed_gemm"
-"""Whole models' default where no int8 kernel applies (the fastest float form measured: docs/guides/webnn-integer-path.md)."""
+"""Whole models' default where no int8 kernel applies (the fastest float form measured:
+docs/history/webnn-integer-path.md; current figures: docs/findings/integer-path.md)."""
 MATMUL_FORM = "transpose"
 """The matmul sweep's default where no int8 kernel applies."""
 PER_CHANNEL_WEIGHT_ONLY_FORM = SCALE_AFTER_FORM
 """Per-channel 8-bit weights with float activations: gemm(x, cast(q), {bTranspose: true}) * scale,
-measured faster than gemm(x, dequantizeLinear(q), {bTranspose: true}) here (docs/guides/webnn-integer-path.md)."""
+measured faster than gemm(x, dequantizeLinear(q), {bTranspose: true}) here
+(docs/history/webnn-integer-path.md; current figures: docs/findings/integer-path.md)."""
 
 
 def check_form(form: str) -> None:
