@@ -19,7 +19,7 @@ from . import sweep
 from .browsers.products import parse_browser_args, parse_browser_prefs
 from .harness.runner import SweepOptions
 from .harness.server import LOOPBACK
-from .plan import DEFAULT_OBSERVER, build_plan, default_engines
+from .plan import DEFAULT_OBSERVER, build_plan, check_engines_fit, default_engines
 from .precision.quantizers import DEFAULT_QUANTIZER
 from .progress import PlainProgress
 from .run_spec import DEFAULT_TIMING, MODEL_TIMING, TimingConfig
@@ -39,17 +39,6 @@ from .workloads.encoder import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN
 DEFAULT_BITS = (32, 4)
 """The API's default precisions: 4-bit weights beside their float32 baseline, which the report's
 speed and accuracy figures are judged against (the CLI's default sweeps every precision)."""
-
-
-def _output_folder(output_dir: str | Path | None) -> Path | None:
-    """``output_dir`` as a Path, checked before planning (ValueError naming the argument)."""
-    if output_dir is None:
-        return None
-    try:
-        sweep.check_output_dir(Path(output_dir))
-    except sweep.OutputDirError as exc:
-        raise ValueError(f"output_dir {exc}") from None
-    return Path(output_dir)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -103,7 +92,6 @@ async def run_real_test(
     options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel,
                            browser_args=parse_browser_args(browser_args),
                            browser_prefs=parse_browser_prefs(browser_prefs))
-    folder = _output_folder(output_dir)
     if experimental_precision is None:
         experimental_precision = experimental_precision_default()
     if model is not None:
@@ -116,13 +104,14 @@ async def run_real_test(
         raise ValueError("mixed precision, precision rules and calibration texts go with a model (model=...)")
     else:
         workloads = [parse_shape(s) for s in shapes] if shapes else list(DEFAULT_WORKLOADS)
+    named = [parse_enum(EngineName, e, "engine") for e in _as_list(engines)] if engines else []
+    check_engines_fit(named, workloads)
     plan = build_plan(
         [parse_enum(BrowserName, b, "browser") for b in _as_list(browser)],
         [parse_enum(Platform, p, "platform") for p in _as_list(platforms)],
         workloads,
         _as_list(bits),
-        engines=([parse_enum(EngineName, e, "engine") for e in _as_list(engines)] if engines
-                 else default_engines(workloads)),
+        engines=named or default_engines(workloads),
         repetitions=repetitions,
         block_size=block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if experimental_precision else PrecisionMode.STANDARD,
@@ -135,7 +124,7 @@ async def run_real_test(
         timing = MODEL_TIMING if model is not None else DEFAULT_TIMING
     label = "api-" + "-".join(dict.fromkeys(r.platform.value for r in plan))
     try:
-        writer = sweep.start(plan, timing, output_dir=folder, label=label)
+        writer = sweep.start(plan, timing, output_dir=Path(output_dir) if output_dir else None, label=label)
     except sweep.OutputDirError as exc:
         raise ValueError(f"output_dir {exc}") from None
     options = dataclasses.replace(options, timing=timing, progress=PlainProgress() if progress else None)

@@ -129,7 +129,6 @@ def build_plan(
         for b in bits:
             for g in granularities:
                 workload.validate(b, block_for(g, block_size))
-    check_engines_fit(engines, workloads)
     pairs = [(e, p) for e in dict.fromkeys(engines) for p in dict.fromkeys(platforms)
              if engine_for(e, p) is not None]
     for platform in dict.fromkeys(platforms):
@@ -171,9 +170,11 @@ def build_plan(
 
 
 def check_engines_fit(engines: Sequence[EngineName], workloads: Sequence[Workload]) -> None:
-    """ValueError when a chosen engine runs none of the sweep's workload kinds on any platform (a
-    column of refused rows nobody asked for: transformers.js on the default sweep's matmuls). An
-    engine that runs a kind elsewhere but not on a chosen platform plans refused rows that say so."""
+    """ValueError when an engine the user named runs none of the sweep's workload kinds on any
+    platform (a column of refused rows nobody meant to ask for: transformers.js on the default
+    sweep's matmuls). The CLI and the API call it on the engines they were given; ``build_plan``
+    itself plans such runs as refused, and an engine that runs a kind elsewhere but not on a chosen
+    platform plans refused rows that say so (a nightly matrix cell)."""
     kinds = list(dict.fromkeys(w.kind for w in workloads))
     for engine in dict.fromkeys(engines):
         runs = kinds_run_by(engine)

@@ -25,10 +25,11 @@ class OutputDirError(ValueError):
     the API prefix with the option's name."""
 
 
-def check_output_dir(folder: Path) -> None:
+def _check_output_dir(folder: Path) -> None:
     """OutputDirError when ``folder`` cannot be a new sweep's results folder, found without
     writing anything: a file, an earlier sweep's folder, or a place this user cannot write.
-    (What only creating it reveals, a read-only or pseudo file system, ``start`` says the same way.)"""
+    (What only creating it reveals, a read-only or pseudo file system, ``start`` says the same way,
+    before it writes anything else.)"""
     if folder.exists():
         if not folder.is_dir():
             raise OutputDirError(f"{folder}: is a file, not a folder")
@@ -50,7 +51,7 @@ def start(plan: Sequence[RunSpec], timing: TimingConfig, *, output_dir: Path | N
           label: str = "sweep") -> ResultWriter:
     """A fresh results folder (never an earlier sweep's) with the plan saved in it."""
     if output_dir is not None:
-        check_output_dir(output_dir)
+        _check_output_dir(output_dir)
         try:
             output_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -223,3 +223,9 @@ def test_a_model_without_weights_names_the_apis_own_argument(no_sweep: None, tmp
         asyncio.run(run_real_webgpu_test(model="bert-base-uncased", output_dir=tmp_path / "x"))
     message = str(info.value)
     assert "random_weights=True" in message and "--random-weights" not in message
+
+
+def test_an_engine_that_runs_none_of_the_workloads_raises(no_sweep: None, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--engine transformersjs runs .*none of this sweep's \\(matmul\\)"):
+        asyncio.run(run_real_webgpu_test(engines="transformersjs", output_dir=tmp_path / "x"))
+    assert not (tmp_path / "x").exists()

@@ -67,7 +67,13 @@ def test_int8_qdq_model_is_the_fused_forms_numbers_with_its_own_scales_per_node(
     inits = {i.name: onnx.numpy_helper.to_array(i) for i in parsed.graph.initializer}
     assert inits["qdq/w_int8"].dtype == np.int8 and inits["qdq/w_int8"].shape == (40, 96)
     assert not inits["qdq/w_zero_point"].any()
-    (y,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(["y"], {"x": float_input(w, 0)})
+    # The model's numbers as written (Q/DQ pairs around a float Gemm): ORT's fused int8 GEMM is a
+    # property of the CPU, not of the model; on an AVX2 CPU without VNNI (this AMD EPYC) its u8s8
+    # kernel saturates 16-bit pair sums and lands up to 14 output steps off, on AVX-512 VNNI none.
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    (y,) = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"]).run(
+        ["y"], {"x": float_input(w, 0)})
     # on the int8 output grid; ORT's CPU rounding may differ from numpy's by one step at a tie
     steps = np.abs(y.astype(np.float64) - p.ref_dequantized) / p.out_scale
     assert steps.max() <= 1.0 + 1e-6 and np.mean(steps > 0.5) < 0.01, steps.max()

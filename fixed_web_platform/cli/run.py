@@ -20,7 +20,7 @@ from ..formats import transformersjs_folder
 from ..harness.runner import SweepOptions
 from ..harness.server import LOOPBACK
 from ..models.source import DEFAULT_MODEL
-from ..plan import DEFAULT_OBSERVER, build_plan, default_engines, load_plan
+from ..plan import DEFAULT_OBSERVER, build_plan, check_engines_fit, default_engines, load_plan
 from ..precision.observers import OBSERVERS
 from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..progress import for_terminal
@@ -311,8 +311,6 @@ def execute_sweep(args: argparse.Namespace, planner: Planner) -> tuple[int, Path
         if args.resume is not None:
             plan, timing = load_plan(args.resume)
         else:
-            if args.output_dir is not None:
-                sweep.check_output_dir(args.output_dir)  # before the plan, which may export models
             plan, timing = planner(args)
         browsers = list(dict.fromkeys(r.browser for r in plan))
         options = SweepOptions(timing=timing, remote=args.remote, serve_host=args.serve_host,
@@ -364,6 +362,8 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     else:
         workloads = extra if args.only_shapes else [*DEFAULT_WORKLOADS, *extra]
     engines = list(dict.fromkeys(args.engine or default_engines(workloads)))
+    if args.engine:
+        check_engines_fit(engines, workloads)
     check_dtypes(args, workloads, engines)
     plan = build_plan(
         list(dict.fromkeys(args.browser)),
