@@ -80,7 +80,7 @@ class ModelFolder:
 def read(path: str | Path, kind: str) -> ModelFolder:
     """A user's folder as transformers.js would load it for a model of workload ``kind``;
     FolderError (one line) when it would not: no ``config.json``, or an ``onnx/`` holding no
-    file of the kind's graphs at any dtype."""
+    file of the kind's graphs at any dtype, or a float graph (``model.onnx``) that does not parse."""
     folder = Path(path).expanduser().resolve()
     if not (folder / CONFIG).is_file():
         raise FolderError(f"model folder {path} is in transformers.js's layout (onnx/*.onnx) but has no {CONFIG}, "
@@ -94,12 +94,13 @@ def read(path: str | Path, kind: str) -> ModelFolder:
     files |= {f"{ONNX_DIR}/{p.name}": p for p in sorted((folder / ONNX_DIR).glob("*.onnx"))
               if f"{ONNX_DIR}/{p.name}" in known}
     made = ModelFolder(files, graphs, f"the user's folder {folder}")
-    for name, file in files.items():
-        if file.suffix == ".onnx":
-            stat = file.stat()
-            why = _unparsable(str(file), stat.st_size, stat.st_mtime_ns)
-            if why:
-                raise FolderError(f"model folder {path}: {name} is not an ONNX model ({why})")
+    for name in (file_name(g, "fp32") for g in graphs):  # the float graphs the harness reads itself
+        file = files.get(name)
+        stat = file.stat() if file is not None else None
+        why = _unparsable(str(file), stat.st_size, stat.st_mtime_ns) if stat is not None else ""
+        if why:
+            raise FolderError(f"model folder {path}: {name} is not an ONNX model ({why}); the harness reads it "
+                              "as the folder's float graph")
     if not made.dtypes():
         present = ", ".join(sorted(p.name for p in (folder / ONNX_DIR).glob("*.onnx")))
         raise FolderError(f"model folder {path}: onnx/ holds no file transformers.js would load for a model of "
@@ -111,7 +112,8 @@ def read(path: str | Path, kind: str) -> ModelFolder:
 @functools.lru_cache(maxsize=64)
 def _unparsable(path: str, size: int, mtime_ns: int) -> str:
     """Why onnx cannot parse the file ('' when it can), once per file content on disk (``size``
-    and ``mtime_ns`` key the cache): a corrupt graph is refused before any browser starts."""
+    and ``mtime_ns`` key the cache): a corrupt float graph is refused before any browser starts (a
+    corrupt file of another dtype is the library's to fail on, in that dtype's row)."""
     import onnx
 
     try:
