@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import OneLineArgumentParser, UsageError
 from ..findings import DATA_DIR, PAGES, PAGES_DIR, render
-from ..findings.answers import ANSWER_FILES, block, spliced
+from ..findings.answers import ANSWER_FILES, answered, block, spliced
 from ..findings.page import draw, plot_path
 from ..results.reader import ResultSchemaError
 
@@ -41,7 +41,8 @@ def findings_command(argv: list[str]) -> int:
     try:
         made = {args.out / f"{p.name}.md": render(p, args.data) for p in PAGES}
         if not pages_only:
-            made |= {path: spliced(path.read_text(), block(to_pages, args.data), path)
+            texts = answered(args.data)
+            made |= {path: spliced(path.read_text(), block(texts, to_pages), path)
                      for path, to_pages in ANSWER_FILES.items()}
     except ResultSchemaError as exc:
         raise UsageError(f"--data {args.data}: {exc}") from None

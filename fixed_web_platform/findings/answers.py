@@ -24,7 +24,7 @@ from ..results import reader
 from .matmuls import PAGE as MATMULS
 from .minilm import PAGE as MINILM
 from .ocr import PAGE as OCR
-from .page import DATA_DIR, GLANCES, PAGES_DIR, Data, Page, summary
+from .page import DATA_DIR, GLANCES, PAGES_DIR, Page, summary
 from .sensitivity import PAGE as SENSITIVITY
 from .smollm2 import PAGE as SMOLLM2
 from .transformersjs import MINILM as TJS_MINILM
@@ -42,7 +42,10 @@ class Answer:
     work: str
     """The kind of work, as a user names it."""
     page: Page
-    text: Callable[[Data], str]
+    folders: tuple[str, ...]
+    """The page's folders the answer reads."""
+    text: Callable[[pd.DataFrame], str]
+    """The answer from the report's summary of those folders (page.summary)."""
 
 
 def precision_group(label: str) -> str:
@@ -50,9 +53,8 @@ def precision_group(label: str) -> str:
     return "a mixed plan" if "mixed:" in label else label.split(" ")[0]
 
 
-def pick_tally(data: Data, folders: Sequence[str], kinds: Sequence[str]) -> tuple[str, str]:
+def pick_tally(summed: pd.DataFrame, kinds: Sequence[str]) -> tuple[str, str]:
     """The precision picked most and '**8-bit** is the pick in 5 of 8 settings, float32 in 2, 16-bit in 1'."""
-    summed = summary(data, *folders)
     chosen = [precision_group(p.precision) for kind in kinds
               for p in picks(summed[summed["kind"] == kind], GLANCES.get(kind, DEFAULT_GLANCE))]
     total = len(chosen)
@@ -65,10 +67,9 @@ def pick_tally(data: Data, folders: Sequence[str], kinds: Sequence[str]) -> tupl
     return top, text + (f", none in {unpicked} (no precision met the bar)" if unpicked else "")
 
 
-def accuracy_by_width(data: Data, folders: Sequence[str], kind: str) -> str:
+def accuracy_by_width(summed: pd.DataFrame, kind: str) -> str:
     """'cosine vs fp32 (median over settings) 0.9999 at 8 bits, 0.9756 at 4, 0.5591 at 2'."""
     glance = GLANCES.get(kind, DEFAULT_GLANCE)
-    summed = summary(data, *folders)
     rows = summed[(summed["kind"] == kind) & (pd.to_numeric(summed["act_bits"], errors="coerce").fillna(32) == 32)
                   & summed["weight_quant"].fillna(DEFAULT_QUANTIZER).isin([DEFAULT_QUANTIZER, ""])
                   & ~summed["precision_plan"].fillna("").astype(str).str.contains("mixed")]
@@ -81,40 +82,48 @@ def accuracy_by_width(data: Data, folders: Sequence[str], kind: str) -> str:
     return f"{glance.accuracy.label} (median over settings): {', '.join(parts)}" if parts else ""
 
 
-def widths_and_picks(folders: Sequence[str], kinds: Sequence[str]) -> Callable[[Data], str]:
+def widths_and_picks(*kinds: str) -> Callable[[pd.DataFrame], str]:
     """The common answer: the pick tally, then the kind's accuracy at each width."""
-    def text(data: Data) -> str:
-        figures = "; ".join(filter(None, (accuracy_by_width(data, folders, k) for k in kinds)))
-        return f"{pick_tally(data, folders, kinds)[1]}." + (f" {figures[0].upper()}{figures[1:]}." if figures else "")
+    def text(summed: pd.DataFrame) -> str:
+        figures = "; ".join(filter(None, (accuracy_by_width(summed, k) for k in kinds)))
+        return f"{pick_tally(summed, kinds)[1]}." + (f" {figures[0].upper()}{figures[1:]}." if figures else "")
     return text
 
 
-def layers(data: Data) -> str:
+def layers(summed: pd.DataFrame) -> str:
     """The sensitivity page's answer: how often a mixed plan is the pick."""
-    top, tally = pick_tally(data, SENSITIVITY.folders, ("encoder", "decoder"))
+    top, tally = pick_tally(summed, ("encoder", "decoder"))
     why = (" (the layers the probes found most sensitive kept wider, the rest narrower)"
            if top == "a mixed plan" else "")
     return f"{tally}{why}."
 
 
 ANSWERS: tuple[Answer, ...] = (
-    Answer("lone matmuls", MATMULS, widths_and_picks(MATMULS.folders, ("matmul",))),
-    Answer("an encoder (MiniLM)", MINILM, widths_and_picks(MINILM.folders, ("encoder",))),
-    Answer("a decoder LLM (SmolLM2-135M)", SMOLLM2, widths_and_picks(SMOLLM2.folders, ("decoder",))),
-    Answer("speech (Whisper tiny.en)", WHISPER, widths_and_picks(WHISPER.folders, ("speech",))),
-    Answer("your own ONNX file (PP-OCRv5)", OCR, widths_and_picks(OCR.folders, ("onnx",))),
-    Answer("transformers.js's dtypes (MiniLM)", TRANSFORMERSJS, widths_and_picks(TJS_MINILM, ("encoder",))),
-    Answer("which layers can take fewer bits", SENSITIVITY, layers),
+    Answer("lone matmuls", MATMULS, MATMULS.folders, widths_and_picks("matmul")),
+    Answer("an encoder (MiniLM)", MINILM, MINILM.folders, widths_and_picks("encoder")),
+    Answer("a decoder LLM (SmolLM2-135M)", SMOLLM2, SMOLLM2.folders, widths_and_picks("decoder")),
+    Answer("speech (Whisper tiny.en)", WHISPER, WHISPER.folders, widths_and_picks("speech")),
+    Answer("your own ONNX file (PP-OCRv5)", OCR, OCR.folders, widths_and_picks("onnx")),
+    Answer("transformers.js's dtypes (MiniLM)", TRANSFORMERSJS, TJS_MINILM, widths_and_picks("encoder")),
+    Answer("which layers can take fewer bits", SENSITIVITY, SENSITIVITY.folders, layers),
 )
 
 
-def block(to_pages: str, data_dir: Path = DATA_DIR) -> str:
+def answered(data_dir: Path = DATA_DIR) -> list[tuple[Answer, str]]:
+    """Each answer with its text, from the data."""
+    made = []
+    for answer in ANSWERS:
+        data = {name: reader.load(data_dir / name) for name in answer.folders}
+        made.append((answer, answer.text(summary(data, *answer.folders))))
+    return made
+
+
+def block(texts: Sequence[tuple[Answer, str]], to_pages: str) -> str:
     """The answers as a table, links relative to a file ``to_pages`` away from the findings."""
     lines = [START, "", "| your work | what the findings say (measured, generated from their data) | page |",
              "|---|---|---|"]
-    for answer in ANSWERS:
-        data = {name: reader.load(data_dir / name) for name in answer.page.folders}
-        lines.append(f"| {answer.work} | {answer.text(data)} | [{answer.page.title}]({to_pages}{answer.page.name}.md) |")
+    lines += [f"| {answer.work} | {text} | [{answer.page.title}]({to_pages}{answer.page.name}.md) |"
+              for answer, text in texts]
     return "\n".join([*lines, "", END])
 
 
