@@ -149,7 +149,7 @@ def _command(text: str, cwd: str, folder: str) -> str:
         words = shlex.split(text)
     except ValueError:  # unbalanced quotes: shown as recorded, word by word
         words = text.split(" ")
-    root = cwd.rstrip("/") + "/" if cwd else None
+    root = cwd.rstrip("/") + "/" if cwd else ""
     out = []
     for i, word in enumerate(words):
         if i == 0 and "python" in word.rsplit("/", 1)[-1]:
@@ -157,19 +157,25 @@ def _command(text: str, cwd: str, folder: str) -> str:
         elif i > 0 and words[i - 1] == "--output-dir":
             word = f"results/{folder}"
         elif word.startswith("/"):
-            if root and word.startswith(root):
-                word = word[len(root):]
-            elif "/benchmarks/" in word or word.endswith("/run_real_webgpu_webnn.py"):
-                word = word[word.rindex("/benchmarks/") + 1:] if "/benchmarks/" in word else "run_real_webgpu_webnn.py"
-            else:
-                word = f"path/to/{word.rsplit('/', 1)[-1]}"
+            word = _project_path(word, root)
         elif "=/" in word:  # NAME=PATH (--browser-binary chrome=/path)
             name, path = word.split("=", 1)
-            word = f"{name}={_command(path, cwd, folder) if path.startswith('/') else path}"
+            word = f"{name}={_project_path(path, root)}"
         out.append(word)
     if out and out[0] != ".venv/bin/python" and out[0].endswith(".py"):
         out.insert(0, ".venv/bin/python")
     return shlex.join(out)
+
+
+def _project_path(path: str, root: str) -> str:
+    """An absolute path of the machine a command ran on, as seen from the project's root."""
+    if root and path.startswith(root):
+        return path[len(root):]
+    if "/benchmarks/" in path:
+        return path[path.rindex("/benchmarks/") + 1:]
+    if path.endswith("/run_real_webgpu_webnn.py"):
+        return "run_real_webgpu_webnn.py"
+    return f"path/to/{path.rsplit('/', 1)[-1]}"
 
 
 def protocol(timing: Mapping[str, Any]) -> str:
