@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PageDataError
-from .run_spec import RECORD_CAP, TimingConfig
+from .run_spec import LEAST_SAMPLES, RECORD_CAP, TimingConfig
 from .vocabulary import COMPUTE_DTYPES, PROTOCOL_VERSION
 from .workloads import TensorSpec, WorkloadKind
 from .workloads.base import TENSOR_DTYPES
@@ -70,12 +70,13 @@ class JobSpec:
         }
         if self.timing is not None:
             t = self.timing
-            if t.warmup_min_s is None:
-                raise ValueError("the auto warm-up floor is resolved per run (TimingConfig.for_run) before a job")
+            if not t.resolved:
+                raise ValueError("the protocol is resolved per run (TimingConfig.for_run) before a job")
             doc |= {"warmup": t.warmup, "warmup_min_ms": t.warmup_min_s * 1000.0, "min_iterations": t.min_iterations,
                     "max_iterations": t.max_iterations, "min_time_ms": t.min_time_s * 1000.0,
                     "budget_ms": t.page_budget_ms, "steady": t.steady, "steady_cap_ms": t.steady_cap_s * 1000.0,
-                    "steady_tolerance": t.steady_tolerance, "batch_ms": t.batch_ms, "record_cap": RECORD_CAP}
+                    "steady_tolerance": t.steady_tolerance, "batch_ms": t.batch_ms, "record_cap": RECORD_CAP,
+                    "least_samples": LEAST_SAMPLES, "sample_min_ms": t.sample_min_ms}
         return doc
 
 
@@ -125,6 +126,8 @@ class PageReply:
     """Why the page stopped iterating (STOP_REASONS)."""
     gpu_ms: tuple[float, ...] | None = None
     """GPU timestamps of the last len(gpu_ms) iterations (the ring of max_iterations)."""
+    iterations_per_sample: int = 1
+    """Iterations each sample of ``wall_ms`` is the mean of (work too fast for the clock)."""
     gpu_buffer_bytes: int | None = None
     js_heap_bytes: int | None = None
     js_heap_source: str = ""
@@ -258,6 +261,9 @@ def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: Workload
     stop = payload.get("stop_reason")
     if stop not in STOP_REASONS:
         raise PageDataError(f"unknown stop_reason {stop!r:.40}")
+    per_sample = payload.get("iterations_per_sample")
+    if isinstance(per_sample, bool) or not isinstance(per_sample, int) or not 1 <= per_sample <= RECORD_CAP:
+        raise PageDataError(f"iterations_per_sample is not a count of 1 to {RECORD_CAP}: {per_sample!r:.20}")
     heap_bytes, heap_source = _js_heap(payload.get("js_heap"))
     return PageReply(
         status=status,
@@ -278,6 +284,7 @@ def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: Workload
         start_ms=starts,
         floor_iterations=floor,
         stop_reason=stop,
+        iterations_per_sample=per_sample,
         gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", len(wall)),
         gpu_buffer_bytes=None if gpu_buffer is None else int(_number(gpu_buffer, "gpu_buffer_bytes")),
         js_heap_bytes=heap_bytes,

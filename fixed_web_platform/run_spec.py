@@ -13,12 +13,18 @@ from typing import Any
 from .precision.quantizers import DEFAULT_QUANTIZER
 from .vocabulary import (DEFAULT_GRANULARITY, HELD_FORMAT, BrowserName, EngineName, Platform, PrecisionMode, block_for,
                          parse_bits)
-from .workloads import Workload, workload_from_json
+from .workloads import Workload, kind_named, workload_from_json
 
 MAX_ITERATIONS_LIMIT = 2048
 """WebGPU query sets hold at most 4096 timestamps: two per iteration of the ring (timing.js)."""
 RECORD_CAP = 20_000
-"""The most iterations a page records (a 0.5 ms kernel runs 20,000 in 10 s)."""
+"""The most samples a page records (a 0.5 ms kernel runs 20,000 in 10 s)."""
+LEAST_SAMPLES = 3
+"""A page's steady cap does not stop it before this many samples after its floor (only its time
+budget does), and a row's figure is never one sample (analysis/measurement.py)."""
+SAMPLE_MIN_MS = 1.0
+"""Work faster than this is timed in batches (TimingConfig.sample_min_ms): a single run of a few
+microseconds is below what performance.now() resolves."""
 
 WARMUP_FLOORS_S: dict[tuple[str, str, str], float] = {
     ("ort", "wasm", "chrome"): 8.0,
@@ -46,9 +52,11 @@ class TimingConfig:
     docs/concepts/steady-state.md says how they fit). The dataclass's own defaults are the
     counts protocol (``--steady off``); DEFAULT_TIMING and MODEL_TIMING are the product's."""
 
-    warmup: int = 3
-    """Iterations every page runs before any may count as steady (a floor, never steady)."""
-    min_iterations: int = 10
+    warmup: int | None = 3
+    """Iterations every page runs before any may count as steady (a floor, never steady; None:
+    the run's workload kind's, KindTiming)."""
+    min_iterations: int | None = 10
+    """Iterations after the floor a page needs before it may stop (None: the kind's)."""
     min_time_s: float = 1.0
     max_iterations: int = 200
     """Counts mode: the most iterations after the floor. Both modes: the GPU timestamp ring
@@ -62,19 +70,24 @@ class TimingConfig:
     steady: bool = False
     """Steady mode: iterate until the trailing window is steady (web/timing.js) or steady_cap_s;
     off: the counts protocol (min_iterations and min_time_s after the floor)."""
-    steady_cap_s: float = 10.0
-    """Steady mode: a page stops here, steady or not (seconds from its first warm iteration)."""
+    steady_cap_s: float | None = 10.0
+    """Steady mode: a page stops here, steady or not (seconds from its first warm iteration;
+    None: the kind's), once it has LEAST_SAMPLES after its floor."""
     steady_tolerance: float = 0.05
     """Steady mode: the window's halves' medians agree within this (relative)."""
     batch_ms: float = 0.0
     """The stop rule judges batches of iterations at least this long (CLOCK_BATCH_MS, per run)."""
+    sample_min_ms: float = SAMPLE_MIN_MS
+    """An iteration faster than this is timed in batches: each sample the mean of as many
+    iterations as its first sample took to span this long (0: one iteration a sample)."""
 
     def __post_init__(self) -> None:
-        if self.warmup < 0:
+        if self.warmup is not None and self.warmup < 0:
             raise ValueError(f"warm-up count must not be negative, got {self.warmup}")
-        if not 1 <= self.min_iterations <= self.max_iterations <= MAX_ITERATIONS_LIMIT:
+        least = 1 if self.min_iterations is None else self.min_iterations
+        if not 1 <= least <= self.max_iterations <= MAX_ITERATIONS_LIMIT:
             raise ValueError(
-                f"need 1 <= min iterations ({self.min_iterations}) <= max iterations "
+                f"need 1 <= min iterations ({least}) <= max iterations "
                 f"({self.max_iterations}) <= {MAX_ITERATIONS_LIMIT}"
             )
         if not (0 <= self.min_time_s < float("inf")):
@@ -85,10 +98,12 @@ class TimingConfig:
             raise ValueError(f"warm-up time must be a non-negative number of seconds, got {self.warmup_min_s}")
         if not (0 < self.timeout_s < float("inf")):
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout_s}")
-        if not (0 < self.steady_cap_s < float("inf")):
+        if self.steady_cap_s is not None and not (0 < self.steady_cap_s < float("inf")):
             raise ValueError(f"steady cap must be a positive number of seconds, got {self.steady_cap_s}")
         if not (0 < self.steady_tolerance < 1):
             raise ValueError(f"steady tolerance must be between 0 and 1, got {self.steady_tolerance}")
+        if not (0 <= self.sample_min_ms < 1000):
+            raise ValueError(f"sample minimum must be 0 to 1000 ms, got {self.sample_min_ms}")
 
     @property
     def page_budget_ms(self) -> float:
@@ -96,23 +111,43 @@ class TimingConfig:
         return 1000.0 * self.timeout_s * 0.5 / self.repeat
 
     def for_run(self, run: RunSpec) -> TimingConfig:
-        """This protocol as one run's pages follow it: the auto floor and the clock's batch
-        resolved for its engine, platform and browser."""
+        """This protocol as one run's pages follow it: what it leaves to the run's workload kind
+        (KindTiming), the auto floor and the clock's batch resolved for its engine, platform and
+        browser."""
+        kind = kind_named(run.workload.kind).kind_timing
         floor = self.warmup_min_s
         if floor is None:
             floor = WARMUP_FLOORS_S.get((run.engine.value, run.platform.value, run.browser.value), 0.0)
         batch = CLOCK_BATCH_MS.get((run.browser.value, run.platform.value), 0.0)
-        return dataclasses.replace(self, warmup_min_s=floor, batch_ms=max(self.batch_ms, batch))
+        least = kind.min_iterations if self.min_iterations is None else self.min_iterations
+        return dataclasses.replace(
+            self, warmup=kind.warmup if self.warmup is None else self.warmup, min_iterations=least,
+            max_iterations=max(self.max_iterations, least),
+            steady_cap_s=kind.steady_cap_s if self.steady_cap_s is None else self.steady_cap_s,
+            warmup_min_s=floor, batch_ms=max(self.batch_ms, batch))
+
+    @property
+    def resolved(self) -> bool:
+        """Nothing left to a run's kind or engine (for_run has been applied)."""
+        return None not in (self.warmup, self.min_iterations, self.steady_cap_s, self.warmup_min_s)
 
 
 DEFAULT_TIMING = TimingConfig(steady=True, warmup_min_s=None)
 """The main command's protocol for kernels: steady mode after the auto floor."""
-MODEL_TIMING = TimingConfig(warmup=1, min_iterations=5, min_time_s=0.0, max_iterations=200, timeout_s=600.0,
-                            warmup_min_s=None, steady_cap_s=120.0)
-"""Defaults for whole-model sweeps: a forward pass takes seconds on a software adapter, so the
-counts protocol with fewer warm-ups and samples per page load (a cold pass apart, the auto floor,
-several passes whose series is still classified) and a longer time limit; ``--steady on`` asks
-for more. Any timing flag given on the command line wins."""
+MODEL_TIMING = TimingConfig(warmup=None, min_iterations=None, min_time_s=1.0, max_iterations=200, timeout_s=600.0,
+                            warmup_min_s=None, steady=True, steady_cap_s=None)
+"""The product's protocol for whole models (``--model``): steady mode like the kernels', its warm-up
+count, minimum and cap each the workload kind's (KindTiming: a kind's iterations take tens of
+milliseconds to seconds), and a longer time limit. Any timing flag given on the command line
+wins."""
+
+
+def per_kind(field: str) -> str:
+    """'encoder 30, decoder 60, ...': one KindTiming field of every kind that runs models (help
+    texts and docs)."""
+    from .workloads import KINDS, MATMUL
+
+    return ", ".join(f"{k.name} {getattr(k.kind_timing, field):g}" for k in KINDS if k is not MATMUL)
 
 
 def coded_bits(bits: int, workload: Workload) -> set[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import os
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -36,7 +36,11 @@ v12: ``weight_quant`` (the weight quantizer that made the 8/4/2-bit codes: minma
     ``weight_error`` (each layer's held weights against the float ones).
 v13: ONNX files' ``onnx_inventory`` and ``precision_promise`` (what a file's nodes hold, and
     whether that is what its name promises: formats/onnx_inventory.py); samples.jsonl's
-    ``onnx_inventory`` for every ORT row (weight bytes by precision). Older folders read blank."""
+    ``onnx_inventory`` for every ORT row (weight bytes by precision). Older folders read blank.
+v14: the steady-state protocol for whole models too (their kind's cap and minimum): decoders'
+    ``ttft_steady_class`` beside ``decode_steady_class`` (now judged across generations), speech's
+    ``decode_steady_class``; ``iterations_per_sample`` (work too fast for the clock, timed in
+    batches). Older folders read blank."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""
@@ -47,13 +51,15 @@ COMPUTE_DTYPES = ("f32", "f16", "i8dot")
 """What a kernel's arithmetic ran in: float32, float16, or int8 dot products accumulated in i32
 and rescaled in f32 (the int8-activation kernels)."""
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 """Version of the page protocol (job spec the page fetches, reply it posts).
 v2: the spec names its output tensors (``outputs``: name, dtype, shape); a matmul's m, k, n are
     its runner's options.
 v3: every iteration after the cold one is in the reply (``wall_ms``, ``start_ms``), with the
     floor's length (``floor_iterations``) and ``stop_reason``; ``gpu_ms`` covers the last ones;
-    the spec carries the steady-state rule's fields (web/timing.js)."""
+    the spec carries the steady-state rule's fields (web/timing.js).
+v4: work faster than the spec's ``sample_min_ms`` is timed in batches (the reply's
+    ``iterations_per_sample``); the steady cap waits for ``least_samples`` after the floor."""
 
 
 class Platform(enum.StrEnum):

@@ -13,6 +13,7 @@ import pytest
 from fixed_web_platform.architectures.llama import LLAMA, reference
 from fixed_web_platform.errors import PageDataError
 from fixed_web_platform.models import rules
+from fixed_web_platform.workloads.base import PageIterations
 from fixed_web_platform.workloads.decoder import DECODER, accuracy, timing
 
 
@@ -108,7 +109,7 @@ def _reply(**decoder) -> dict:  # noqa: ANN003
 
 def test_reply_fields_are_checked_and_give_the_speed_figures() -> None:
     fields = DECODER.reply_fields(_reply(), 10)
-    figures = timing.speed_figures(16, [fields])
+    figures = timing.speed_figures(16, [PageIterations(fields, (0.0, 110.0), 0)])
     assert figures["ttft_ms"] == 60.0
     assert figures["prefill_tokens_per_s"] == pytest.approx(16 / 0.060)
     assert figures["decode_tokens_per_s"] == pytest.approx(np.median([3 / 0.060, 3 / 0.030]))

@@ -21,6 +21,7 @@ from fixed_web_platform.plan import TimingConfig, build_plan, load_plan, save_pl
 from fixed_web_platform.progress import BarProgress, PlainProgress
 from fixed_web_platform.results.rows import ResultRow
 from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.run_spec import LEAST_SAMPLES
 from fixed_web_platform.run_spec import WARMUP_FLOORS_S
 from fixed_web_platform.series.stats import summarize
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
@@ -103,8 +104,25 @@ def test_a_short_page_is_marked_not_silently_short():
     row, samples = _measure(run, job, [_page(prepared, [1.0, 1.1, 1.2])], [_exact_output(prepared)], timing)
     assert row.outcome == Outcome.OK
     assert row.samples_short is True and row.n_samples == 3 and row.min_samples == 5
-    assert "short: 3 samples after the floor per page, 5 asked" in row.reason
+    assert "short: 3 sample(s) of 1.1 ms after the floor per page (counts), 5 asked" in row.reason
     assert samples["samples_per_page"] == [3]
+
+
+def test_a_row_never_takes_its_figure_from_fewer_samples_than_it_can():
+    """A page whose floor took all but one of its samples: the figure takes the floor's last
+    ones too (LEAST_SAMPLES), never the one sample after it; a page of fewer samples than that
+    has no figure at all."""
+    run = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [W], (8,))[0]
+    job = _job(run)
+    timing = TimingConfig(min_iterations=5, max_iterations=10, timeout_s=10)
+    page = replace(_page(job.prepared, [1.0, 2.0, 3.0, 4.0, 5.0]), floor_iterations=4, stop_reason="budget")
+    row, samples = _measure(run, job, [page], [_exact_output(job.prepared)], timing)
+    assert row.outcome == Outcome.OK and samples["samples_per_page"] == [LEAST_SAMPLES] == [3]
+    assert row.latency_ms_median == 4.0 and "stopped at the page's time budget" in row.reason
+    lone = replace(_page(job.prepared, [1.0, 2.0]), floor_iterations=1, stop_reason="budget")
+    row, _ = _measure(run, job, [lone], [_exact_output(job.prepared)], timing)
+    assert row.outcome == Outcome.TIMEOUT and row.latency_ms_median is None
+    assert "fewer than 3 iterations" in row.reason
 
 
 def test_pages_are_pooled_and_gpu_timestamps_lead_when_every_page_has_them():

@@ -105,7 +105,7 @@ def test_a_harness_bug_is_an_error_row_with_its_traceback(tmp_path, monkeypatch)
     ({"status": "maybe", "protocol_version": PROTOCOL_VERSION}, "unknown status"),
     ({"status": "ok", "protocol_version": PROTOCOL_VERSION, "compute_dtype": "f32", "compile_ms": 1,
       "cold_ms": 1, "wall_ms": [1.0], "start_ms": [0.0], "floor_iterations": 0, "stop_reason": "counts",
-      "shader": "matmul_quant_gemv.wgsl"}, "weight_buffer_bytes"),
+      "iterations_per_sample": 1, "shader": "matmul_quant_gemv.wgsl"}, "weight_buffer_bytes"),
 ])
 def test_malformed_replies_are_failed_with_a_clear_reason(tmp_path, monkeypatch, reply, why) -> None:
     rows, writer = _sweep(tmp_path, monkeypatch, reply, bits=(4,))

@@ -167,13 +167,63 @@ def test_a_run_shows_its_worst_page_and_tallies_them():
     assert tally([flat, flat, nss]) == "flat x2, no steady state x1"
 
 
-def test_decode_steps_are_judged_after_their_growth_with_context():
+def _generations(rng: np.random.Generator, rates: list[float], steps: int = 31) -> tuple[list[list[float]], list[float]]:
+    """Generations whose decode steps grow with context (10 -> 20 ms, 3% noise), each scaled by
+    its rate; and their start offsets (one after the other, 50 ms of prefill each)."""
+    gens = [list(np.linspace(10, 20, steps) * r * noise(rng, steps, 0.03)) for r in rates]
+    starts = list(np.cumsum([0.0] + [50.0 + sum(g) for g in gens[:-1]]))
+    return gens, starts
+
+
+def test_decode_steps_are_judged_across_generations_after_their_growth_with_context():
     """Decode steps grow with context by design (a straight line is no drift); a jump is not."""
-    from fixed_web_platform.workloads.decoder.timing import decode_steady_class
+    from fixed_web_platform.series.steps import judge_steps
 
     rng = np.random.default_rng(7)
-    growing = [list(np.linspace(10, 20, 31) * noise(rng, 31, 0.03)) for _ in range(3)]
-    assert decode_steady_class(growing) == "flat"
+    judged = judge_steps(*_generations(rng, [1.0] * 10))
+    assert judged.verdict.steady_class is SteadyClass.FLAT and judged.first == 0
     jump = [list(np.r_[np.linspace(10, 12, 25), np.full(6, 30.0)] * noise(rng, 31, 0.03))]
-    assert decode_steady_class(jump) == "slowdown"  # the last 6 steps take 40% of the time: a level
-    assert decode_steady_class([[1.0, 2.0, 3.0]]) == "too short"
+    assert judge_steps(jump, [0.0]).verdict.steady_class is SteadyClass.SLOWDOWN  # the last 6 steps: 40% of the time
+    assert judge_steps([[1.0, 2.0, 3.0]], [0.0]).verdict.steady_class is SteadyClass.TOO_SHORT
+    assert judge_steps([[], []], [0.0, 1.0]) is None
+
+
+def test_a_slow_first_generation_is_a_warm_up_the_figures_leave_out():
+    """The first generation's steps 40% slower: a warm-up, and decode tokens/s comes from the
+    generations after it (a line per generation, as before, saw each generation flat)."""
+    from fixed_web_platform.workloads.base import PageIterations
+    from fixed_web_platform.workloads.decoder import timing
+
+    rng = np.random.default_rng(11)
+    gens, starts = _generations(rng, [1.4] + [1.0] * 11)
+    doc = {"upload_ms": 1.0, "first_forward_ms": 1.0, "kv_cache_on_device": True,
+           "memory": {"weights": 1, "kv_cache": 1, "scratch": 1},
+           "generations": [{"ttft_ms": 50.0, "token_ms": g} for g in gens]}
+    figures = timing.speed_figures(16, [PageIterations({"decoder": doc}, tuple(starts), 0)])
+    assert figures["decode_steady_class"] == "warm-up"
+    steady = [len(g) / sum(g) * 1000 for g in gens[1:]]
+    assert figures["decode_tokens_per_s"] == pytest.approx(float(np.median(steady)))
+    assert figures["decode_tokens_per_s"] > 1.2 * len(gens[0]) / sum(gens[0]) * 1000
+    assert figures["ttft_steady_class"] == "flat" and figures["ttft_ms"] == 50.0
+
+
+def test_a_drift_across_generations_has_no_steady_state():
+    """Each generation 4% slower than the one before (12 of them: 1.5x over the page): no
+    steady state, though every generation alone is flat."""
+    from fixed_web_platform.series.steps import judge_steps
+
+    rng = np.random.default_rng(5)
+    judged = judge_steps(*_generations(rng, list(1.04 ** np.arange(12))))
+    assert judged.verdict.steady_class is SteadyClass.NO_STEADY and judged.first == 0
+
+
+def test_time_to_first_token_has_its_own_series():
+    """Five slow prefills (a segment needs MIN_STEADY), then ten at 50 ms: the TTFT series'
+    warm-up, and ttft_ms from after it; fewer than 10 generations: too short."""
+    from fixed_web_platform.series.steps import judge_per_iteration
+
+    rng = np.random.default_rng(3)
+    ttft = list(80 * noise(rng, 5, 0.02)) + list(50 * noise(rng, 10, 0.02))
+    judged = judge_per_iteration(ttft, list(np.arange(15) * 500.0))
+    assert judged.verdict.steady_class is SteadyClass.WARMUP and judged.first == 5
+    assert judge_per_iteration(ttft[:5], [0.0, 1.0, 2.0, 3.0, 4.0]).verdict.steady_class is SteadyClass.TOO_SHORT

@@ -32,6 +32,6 @@ export async function timeGenerations(spec, newTokens, {prefill, decode, before 
     }
     return last - t0;
   };
-  const timed = await timeIterations(spec, generate);
+  const timed = await timeIterations(spec, generate, {batchable: false});
   return {timed, generations, firstForwardMs, generated};
 }

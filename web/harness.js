@@ -5,7 +5,7 @@
 import {JobClient} from './job_client.js';
 import {probe, probeWebNN} from './probe.js';
 
-const PROTOCOL_VERSION = 3;  // fixed_web_platform/vocabulary.py PROTOCOL_VERSION
+const PROTOCOL_VERSION = 4;  // fixed_web_platform/vocabulary.py PROTOCOL_VERSION
 const RUNNER_NAME = /^[a-z][a-z0-9_]*$/;
 
 function setStatus(text) { document.getElementById('status').textContent = text; }

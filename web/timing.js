@@ -1,21 +1,28 @@
 // The timing protocol shared by the runners (docs/concepts/steady-state.md). One cold iteration
-// kept apart; then every iteration is recorded (its wall-clock milliseconds and its start offset
-// from the first warm iteration) until the page stops, and Python decides which of them are
-// steady. The floor, `warmup` iterations and `warmup_min_ms` of them, always runs and never
-// counts as steady. After it:
-// - steady mode stops once the trailing window is steady: a window of the latest iterations,
+// kept apart; then every sample is recorded (its wall-clock milliseconds and its start offset
+// from the first warm one) until the page stops, and Python decides which of them are steady.
+// A sample is one iteration, or, for work faster than `sample_min_ms` (microseconds a run, below
+// what the clock resolves), the mean of a batch of iterations: as many as the first sample took
+// to span sample_min_ms, timed by one clock read around the batch (`iterationsPerSample`; only
+// where `batchable`: runners that record something per iteration are not). The floor, `warmup`
+// samples and `warmup_min_ms` of them, always runs and never counts as steady; it ends by a third
+// of the page's budget and of its record cap whatever it asked, so that samples after it fit, and
+// a window after it that covers half the elapsed time (the steady stop) can.
+// After it:
+// - steady mode stops once the trailing window is steady: a window of the latest samples,
 //   starting after the floor, covering at least half the elapsed time and at least
-//   min_iterations iterations, whose halves' medians (of batches spanning at least
-//   batch_ms, one iteration each where the clock is fine) agree within `steady_tolerance`;
-//   and it needs min_iterations and min_time_ms after the floor too. Otherwise it stops at
-//   `steady_cap_ms` of elapsed time ('cap').
+//   min_iterations samples, whose halves' medians (of batches spanning at least batch_ms, one
+//   sample each where the clock is fine) agree within `steady_tolerance`; and it needs
+//   min_iterations and min_time_ms after the floor too. Otherwise it stops at `steady_cap_ms`
+//   of elapsed time ('cap'), once it has `least_samples` after the floor.
 // - counts mode (--steady off, the old protocol) stops once min_iterations and min_time_ms are
 //   met after the floor, or at max_iterations after it.
-// Both stop at the page's time budget ('budget') and at record_cap iterations ('record-cap').
+// Both stop at the page's time budget ('budget') and at record_cap samples ('record-cap').
 // `once(i, slot)` runs iteration i (null for the cold one) and returns its milliseconds; `slot`
-// is i modulo max_iterations, the GPU timestamp slot of a ring that keeps the last
-// max_iterations iterations (gpuOrder says which slots, oldest first).
-export async function timeIterations(spec, once, clock = performance) {
+// is the sample's index modulo max_iterations, the GPU timestamp slot of a ring that keeps the
+// last max_iterations samples (gpuOrder says which slots, oldest first; in a batch the last
+// iteration's).
+export async function timeIterations(spec, once, {clock = performance, batchable = true} = {}) {
   const now = () => clock.now();
   const budgetStart = now();  // the budget covers the cold iteration and the floor too
   const coldMs = await once(null, null);
@@ -23,13 +30,17 @@ export async function timeIterations(spec, once, clock = performance) {
   const wallMs = [];
   const startMs = [];
   const t0 = now();
-  let floor = null;  // iterations in the floor, once it is over
+  const floorMs = Math.min(spec.warmup_min_ms || 0, spec.budget_ms / 3);
+  const floorCap = Math.floor(spec.record_cap / 3);
+  const least = spec.least_samples || 1;
+  let perSample = 1;
+  let floor = null;  // samples in the floor, once it is over
   let nextCheck = 0;
   let stopReason = null;
   for (;;) {
     const n = wallMs.length;
     const elapsed = now() - t0;
-    if (floor === null && n >= spec.warmup && elapsed >= (spec.warmup_min_ms || 0)) floor = n;
+    if (floor === null && n >= Math.min(spec.warmup, floorCap) && (elapsed >= floorMs || n >= floorCap)) floor = n;
     if (floor !== null) {
       const after = n - floor;
       const afterMs = after > 0 ? elapsed - startMs[floor] : 0;
@@ -41,16 +52,29 @@ export async function timeIterations(spec, once, clock = performance) {
         nextCheck = n + Math.max(1, Math.ceil(0.05 * n));  // a check costs a sort: not every time
         if (steadyWindow(wallMs, startMs, floor, elapsed, spec)) stopReason = 'steady';
       }
-      if (!stopReason && spec.steady && elapsed >= spec.steady_cap_ms) stopReason = 'cap';
+      if (!stopReason && spec.steady && elapsed >= spec.steady_cap_ms && after >= least) stopReason = 'cap';
     }
     if (!stopReason && n >= spec.record_cap) stopReason = 'record-cap';
     if (!stopReason && n > 0 && now() - budgetStart >= spec.budget_ms) stopReason = 'budget';
     if (stopReason) break;
-    startMs.push(now() - t0);
-    wallMs.push(await once(n, n % ring));
+    const begin = now();
+    startMs.push(begin - t0);
+    if (n === 0 && batchable && spec.sample_min_ms > 0) {  // the first sample sets the batch
+      let ms = await once(n, n % ring);
+      while (now() - begin < spec.sample_min_ms && perSample < spec.record_cap) {
+        await once(n, n % ring);
+        perSample++;
+      }
+      wallMs.push(perSample > 1 ? (now() - begin) / perSample : ms);
+    } else if (perSample > 1) {
+      for (let k = 0; k < perSample; k++) await once(n, n % ring);
+      wallMs.push((now() - begin) / perSample);
+    } else {
+      wallMs.push(await once(n, n % ring));
+    }
   }
   return {coldMs, wallMs, startMs, floorIterations: floor ?? wallMs.length, stopReason,
-    gpuOrder: gpuOrder(wallMs.length, ring)};
+    iterationsPerSample: perSample, gpuOrder: gpuOrder(wallMs.length, ring)};
 }
 
 // The ring slots holding the last min(n, ring) iterations' GPU timestamps, oldest first.
@@ -64,6 +88,7 @@ export function timingReply(timed, gpuMs = null) {
   return {
     cold_ms: timed.coldMs, wall_ms: timed.wallMs, start_ms: timed.startMs,
     floor_iterations: timed.floorIterations, stop_reason: timed.stopReason, gpu_ms: gpuMs,
+    iterations_per_sample: timed.iterationsPerSample,
   };
 }
 

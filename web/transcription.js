@@ -18,8 +18,9 @@ export async function timeTranscriptions(spec, clips, transcribe) {
     if (index !== null) records.push(record);
     return totalMs;
   };
-  const timing = {...spec, min_iterations: Math.min(spec.max_iterations, Math.max(spec.min_iterations, clips))};
-  const timed = await timeIterations(timing, once);
+  const every = Math.min(spec.max_iterations, Math.max(spec.min_iterations, clips));  // every clip timed
+  const timing = {...spec, min_iterations: every, least_samples: Math.max(spec.least_samples || 1, every)};
+  const timed = await timeIterations(timing, once, {batchable: false});
   for (let c = 0; c < clips; c++) if (transcripts[c] === null) transcripts[c] = (await transcribe(c, false)).ids;
   return {timed, records, transcripts};
 }

@@ -18,11 +18,12 @@ from ..page_protocol import PageDataError, PageReply, parse_outputs
 from ..precision import quant
 from ..probes.memory import MemoryFigures
 from ..results.rows import ResultRow
-from ..run_spec import RunSpec, TimingConfig
+from ..run_spec import LEAST_SAMPLES, RunSpec, TimingConfig
 from ..series.stats import summarize
 from ..series.steady import SteadyClass, Verdict, classify, run_class, tally
 from ..vocabulary import Outcome, TimingSource
 from ..workloads import kind_named
+from ..workloads.base import PageIterations, WorkloadKind
 
 PERFORMANCE_FIGURES = (
     "latency_ms_median", "latency_ms_p10", "latency_ms_p90", "latency_cv", "latency_ms_mean",
@@ -55,6 +56,12 @@ class PageSeries:
         g = self.page.gpu_ms
         return None if g is None else g[max(0, self.start - self.gpu_offset):]
 
+    def iterations(self, kind: WorkloadKind) -> PageIterations:
+        """The page's iterations after its floor as its kind's speed figures read them."""
+        floor = self.page.floor_iterations
+        return PageIterations(kind.from_iteration(self.page.kind_fields, floor), self.page.start_ms[floor:],
+                              max(0, self.start - floor))
+
     def to_json(self) -> dict[str, Any]:
         p = self.page
         return {"wall_ms": list(p.wall_ms), "start_ms": list(p.start_ms), "gpu_ms": None if p.gpu_ms is None
@@ -63,10 +70,11 @@ class PageSeries:
                 **({"wall_steady": self.wall_verdict.to_json()} if self.verdict is not self.wall_verdict else {})}
 
 
-def judge_series(pages: Sequence[PageReply]) -> tuple[list[PageSeries], str]:
+def judge_series(pages: Sequence[PageReply], least: int = 1) -> tuple[list[PageSeries], str]:
     """Classify every page load's series and pick the iterations the figures use: the steady
-    segment where there is one, else those after the floor; GPU timestamps when every page has
-    usable ones (they cover the last iterations: the figures then start no earlier)."""
+    segment where there is one, else those after the floor, and at least the last ``least`` of
+    the page's (the floor's last ones where fewer came after it); GPU timestamps when every page
+    has usable ones (they cover the last iterations: the figures then start no earlier)."""
     gpu_usable = all(p.gpu_ms is not None and all(s > 0 for s in p.gpu_ms) for p in pages)
     out = []
     for p in pages:
@@ -81,8 +89,7 @@ def judge_series(pages: Sequence[PageReply]) -> tuple[list[PageSeries], str]:
                               warmup_s=None if local.warmup_s is None else p.start_ms[local.steady_start + offset] / 1000)
         start = verdict.steady_start if verdict.settled else p.floor_iterations
         start = max(start, offset) if gpu_usable else start
-        if start >= len(p.wall_ms):  # a page cut short in its floor: its last iteration
-            start = len(p.wall_ms) - 1
+        start = max(0, min(start, len(p.wall_ms) - least))  # a page cut short: its last `least`
         out.append(PageSeries(p, verdict, wall_verdict, start, offset))
     return out, (TimingSource.GPU_TIMESTAMP if gpu_usable else TimingSource.WALL_CLOCK)
 
@@ -118,6 +125,7 @@ def steady_fields(series: Sequence[PageSeries]) -> dict[str, Any]:
         "warmup_s": float(np.median([s.page.start_ms[s.start] / 1000 for s in series])),
         "steady_samples": sum(len(s.wall) for s in series),
         "stop_reason": "/".join(stops),
+        "iterations_per_sample": max(s.page.iterations_per_sample for s in series),
         "first_warm_ratio": first.page.wall_ms[0] / level if level > 0 else None,
     }
 
@@ -130,6 +138,23 @@ def steady_notes(series: Sequence[PageSeries]) -> list[str]:
     split = sorted({f"{s.verdict.steady_class} on GPU timestamps, {s.wall_verdict.steady_class} on the wall clock"
                     for s in series if s.verdict.steady_class is not s.wall_verdict.steady_class})
     return notes + split
+
+
+def short_note(series: Sequence[PageSeries], timing: TimingConfig) -> str:
+    """Why a row is short of the samples asked, and how long one took: 'short: 4 samples of 12.3 s
+    after the floor per page (stopped at the steady cap), 10 asked'."""
+    pages = [s.page for s in series]
+    counts = ", ".join(str(len(p.wall_ms) - p.floor_iterations) for p in pages)
+    took = float(np.median([x for p in pages for x in p.wall_ms]))
+    stops = "/".join(sorted({STOPPED.get(p.stop_reason, p.stop_reason) for p in pages}))
+    each = f"{took / 1000:.3g} s" if took >= 1000 else f"{took:.3g} ms"
+    return (f"short: {counts} sample(s) of {each} after the floor per page ({stops}), "
+            f"{timing.min_iterations} asked")
+
+
+STOPPED = {"cap": "stopped at the steady cap", "budget": "stopped at the page's time budget",
+           "record-cap": "stopped at the most samples a page records"}
+"""A stop reason, as the short note says it."""
 
 
 def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[PageReply],
@@ -153,21 +178,24 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     kernel_errors = [quant.error_metrics(o, prepared.ref_dequantized)["rel_error"] for o in outs]
     kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
     tolerance = prepared.tolerance(ran.compute_dtype)
-    series, timing_source = judge_series(pages)
+    least = min(timing.min_iterations or 1, LEAST_SAMPLES)
+    series, timing_source = judge_series(pages, least)
     wall_samples = [x for s in series for x in s.wall]
     gpu_samples = [x for s in series for x in s.gpu or ()]
     headline = gpu_samples if timing_source is TimingSource.GPU_TIMESTAMP else wall_samples
     stats = summarize(headline)
     after_floor = [len(p.wall_ms) - p.floor_iterations for p in pages]
-    short = any(n < timing.min_iterations for n in after_floor)
+    short = any(n < (timing.min_iterations or 1) for n in after_floor)
     notes = [base.reason] if base.reason else []
     notes.extend(sorted({e.note for e in executed if e.note}))
     if short:
-        counts = ", ".join(str(n) for n in after_floor)
-        notes.append(f"short: {counts} samples after the floor per page, {timing.min_iterations} asked "
-                     f"(page time budget {timing.page_budget_ms / 1000:g} s)")
+        notes.append(short_note(series, timing))
     notes.extend(steady_notes(series))
     outcome = Outcome.OK
+    if any(len(s.wall) < least for s in series):  # a figure is never fewer samples than that
+        outcome = Outcome.TIMEOUT
+        notes.append(f"no figure: fewer than {least} iterations after the cold one within the page's "
+                     f"{timing.page_budget_ms / 1000:g} s (raise --timeout)")
     if problems:
         outcome = Outcome.INVALID
         notes.extend(problems)
@@ -224,9 +252,9 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         engine_version=first.engine_version,
         **prepared.figures(parsed[0], stats.median),
         **steady_fields(series),
-        **kind.speed_figures(run.workload, [kind.from_iteration(s.page.kind_fields, s.start) for s in series]),
+        **kind.speed_figures(run.workload, [s.iterations(kind) for s in series]),
     )
-    if outcome is not Outcome.OK:  # figures of a run whose output is wrong are not reported
+    if outcome is not Outcome.OK:  # figures of a run whose output is wrong (or too few) are not reported
         speed = [*PERFORMANCE_FIGURES, *(c.name for c in kind_named(row.kind).columns if c.performance)]
         row = row.with_fields(**dict.fromkeys(speed))
     if memory is not None:

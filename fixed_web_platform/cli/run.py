@@ -26,7 +26,7 @@ from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..progress import for_terminal
 from ..report.sections import terminal_tables
 from ..results.rows import ResultRow
-from ..run_spec import DEFAULT_TIMING, MODEL_TIMING, RunSpec, TimingConfig
+from ..run_spec import DEFAULT_TIMING, MODEL_TIMING, RunSpec, TimingConfig, per_kind
 from ..vocabulary import (
     ACT_BITS,
     DEFAULT_BITS,
@@ -159,23 +159,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="runs of each configuration (each a fresh page)")
     p.add_argument("--warmup", type=non_negative_arg, default=None,
                    help=f"iterations every page runs before any may count as steady (default "
-                        f"{DEFAULT_TIMING.warmup}; {MODEL_TIMING.warmup} with --model)")
+                        f"{DEFAULT_TIMING.warmup}; with --model the workload kind's: {per_kind('warmup')})")
     p.add_argument("--warmup-time", dest="warmup_min_s", type=warmup_time_arg, default=None, metavar="auto|S",
                    help="the floor also runs S seconds (default auto: the floor measured for each engine, "
                         "platform and browser, e.g. 8 s for ONNX Runtime's WebAssembly in Chromium, which speeds up after "
                         "seconds of running; docs/concepts/steady-state.md)")
     p.add_argument("--steady", choices=("on", "off"), default=None,
-                   help="on: each page iterates until its series is steady or --steady-cap (default for "
-                        "matmuls); off: the counts protocol, --min-iterations and --min-time after the floor "
-                        "(default with --model: a forward pass takes seconds); either way Python classifies "
-                        "every page's series and takes the figures from its steady segment")
+                   help="on (the default): each page iterates until its series is steady or --steady-cap; "
+                        "off: the counts protocol, --min-iterations and --min-time after the floor; either "
+                        "way Python classifies every page's series and takes the figures from its steady segment")
     p.add_argument("--steady-cap", dest="steady_cap_s", type=positive_float_arg, default=None, metavar="S",
                    help=f"steady mode: seconds a page iterates at most, steady or not (default "
-                        f"{DEFAULT_TIMING.steady_cap_s:g}; {MODEL_TIMING.steady_cap_s:g} with --model)")
+                        f"{DEFAULT_TIMING.steady_cap_s:g}; with --model the workload kind's: {per_kind('steady_cap_s')})")
     p.add_argument("--min-iterations", "--iterations", dest="min_iterations", type=positive_arg,
                    default=None,
                    help=f"timed iterations per page at least (default {TimingConfig.min_iterations}; "
-                        f"{MODEL_TIMING.min_iterations} with --model)")
+                        f"with --model the workload kind's: {per_kind('min_iterations')})")
     p.add_argument("--min-time", type=float, default=None,
                    help=f"seconds of timed iterations per page at least (default {TimingConfig.min_time_s:g}; "
                         f"{MODEL_TIMING.min_time_s:g} with --model)")
@@ -390,13 +389,14 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         return default if value is None else value
 
     min_iterations = given(args.min_iterations, defaults.min_iterations)
+    least = 1 if min_iterations is None else min_iterations
     timing = TimingConfig(
         warmup=given(args.warmup, defaults.warmup), min_iterations=min_iterations,
         warmup_min_s=defaults.warmup_min_s if args.warmup_min_s in (None, "auto") else args.warmup_min_s,
         steady=defaults.steady if args.steady is None else args.steady == "on",
         steady_cap_s=given(args.steady_cap_s, defaults.steady_cap_s),
         min_time_s=given(args.min_time, defaults.min_time_s),
-        max_iterations=args.max_iterations or max(defaults.max_iterations, min_iterations),
+        max_iterations=args.max_iterations or max(defaults.max_iterations, least),
         repeat=args.repeat, timeout_s=given(args.timeout, defaults.timeout_s),
     )
     return plan, timing

@@ -161,6 +161,9 @@ class ResultRow:
     """Why the pages stopped iterating: steady, cap (steady mode's --steady-cap), counts (the
     counts protocol), max-iterations, budget (the page's time budget), record-cap; several
     joined by '/' where page loads differ."""
+    iterations_per_sample: int | None = None
+    """Iterations each sample is the mean of: 1, or more where one run is too fast for the clock
+    (microseconds; web/timing.js times a batch by one clock read); the largest over page loads."""
     first_warm_ratio: float | None = None
     """The first iteration after the cold one over the steady median (the start-up cost a user
     feels beyond the cold iteration); from the first page load."""

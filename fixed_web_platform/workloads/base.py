@@ -167,6 +167,34 @@ class HeldModelFacts:
         return self.plan
 
 
+@dataclass(frozen=True)
+class KindTiming:
+    """How the product's protocol times one kind's iterations when no flag says otherwise
+    (run_spec.MODEL_TIMING leaves these to the kind; docs/concepts/steady-state.md#per-kind):
+    set from the iteration times measured on the kind's default sweeps."""
+
+    warmup: int
+    """Iterations every page runs before any may count as steady (after the cold one)."""
+    min_iterations: int
+    """Iterations after the floor before a page may stop steady: the classifier's need
+    (series/steady.py MIN_SERIES) for a series it can judge."""
+    steady_cap_s: float
+    """Seconds a page iterates at most, steady or not (after its floor)."""
+
+
+@dataclass(frozen=True)
+class PageIterations:
+    """One page load's iterations after its floor, as a kind's speed figures read them."""
+
+    fields: Mapping[str, Any]
+    """The kind's reply fields, their per-iteration lists from the floor on."""
+    start_ms: tuple[float, ...]
+    """Each of those iterations' start (ms from the page's first warm iteration)."""
+    steady_start: int
+    """The first of them the row's whole-iteration figures use (the steady segment's of the
+    page's series, or 0)."""
+
+
 def integer_text(value: Any) -> str:
     """'768' from 768, 768.0 or '768' (a table cell); '?' for a blank."""
     try:
@@ -187,6 +215,8 @@ class WorkloadKind(ABC):
     and shapes): with the core's, a setting compared across precisions."""
     precision_identity: ClassVar[tuple[str, ...]] = ()
     """Which of them are part of the precision asked for (a model's precision plan and rules)."""
+    kind_timing: ClassVar[KindTiming] = KindTiming(warmup=3, min_iterations=10, steady_cap_s=10.0)
+    """The protocol's per-kind values (a lone kernel's here: the main command's defaults)."""
 
     @abstractmethod
     def from_json(self, doc: Mapping[str, Any]) -> Workload:
@@ -213,7 +243,7 @@ class WorkloadKind(ABC):
 
     iteration_lists: ClassVar[tuple[tuple[str, str], ...]] = ()
     """Reply-field lists with one entry per iteration, as (field, key): the figures take them
-    from the steady segment on (``from_iteration``)."""
+    from the floor on (``from_iteration``; PageIterations)."""
 
     def from_iteration(self, fields: Mapping[str, Any], start: int) -> dict[str, Any]:
         """A page's reply fields with its per-iteration lists from iteration ``start`` on."""
@@ -223,9 +253,10 @@ class WorkloadKind(ABC):
                 out[field] = {**out[field], key: out[field][key][start:]}
         return out
 
-    def speed_figures(self, workload: Workload, fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """The kind's own speed columns from its reply fields of each page load of a run (e.g.
-        time to first token from per-token timestamps). None here."""
+    def speed_figures(self, workload: Workload, pages: Sequence[PageIterations]) -> dict[str, Any]:
+        """The kind's own speed columns from each page load of a run (e.g. time to first token
+        from per-token timestamps), each figure from its own series' steady segment where the
+        kind judges one (series/steps.py), else from ``steady_start`` on. None here."""
         return {}
 
 

@@ -33,6 +33,12 @@ MODEL_PRECISION_IDENTITY = ("precision_plan", "precision_rules")
 DECODE_TOKENS_PER_S = Column("decode_tokens_per_s", float, "Ids generated per second after the first: a decoder's "
                              "(new_tokens - 1) / (t_last - t_first) per generation, a speech model's per clip; "
                              "median.", performance=True)
+DECODE_STEADY_CLASS = Column(
+    "decode_steady_class", str, "Did the decode steps settle: every generation's (a speech model's every clip's) "
+    "steps after the floor end to end, their growth with context divided out (one line over all of them; "
+    "series/steps.py), classed flat, warm-up, slowdown, no steady state or too short (fewer than 10 steps); "
+    "decode_tokens_per_s and the token_ms figures come from the generations of its steady segment. The worst over "
+    "page loads.")
 LOAD_WEIGHTS_MS = Column("load_weights_ms", float, "Load phase: the weights to the device (upload).", performance=True)
 DEVICE_MEMORY = (
     Column("device_weight_bytes", int, "Device memory: the weights as the engine holds them."),

@@ -2,7 +2,7 @@
 // argv[2]: the absolute file URL of web/timing.js. Jobs come one JSON object a line on stdin;
 // each gets one JSON line on stdout ({"error": ...} if it threw), in order, until stdin closes.
 //   {"op": "run", "spec": {...}, "series": "<JS expression of (i, t) => ms>"}
-//     runs timeIterations(spec, once, clock) where the clock starts at 0 and only `once` moves
+//     runs timeIterations(spec, once, {clock}) where the clock starts at 0 and only `once` moves
 //     it: once(i, slot) advances it by series(i, t) (i null for the cold iteration, t the fake
 //     time at the call) and returns that. Reply: the result, every [i, slot] `once` got, and
 //     the fake time at the end.
@@ -27,7 +27,7 @@ async function runJob(job) {
       time += ms;
       return ms;
     };
-    const result = await timing.timeIterations(job.spec, once, clock);
+    const result = await timing.timeIterations(job.spec, once, {clock, batchable: job.batchable ?? true});
     return {...result, calls, endTime: time};
   }
   if (job.op === 'window') {

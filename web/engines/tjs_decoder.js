@@ -36,7 +36,7 @@ export async function run(spec, client) {
         generated = ids;
       }
       return ms;
-    });
+    }, {batchable: false});
 
     at.stage = 'score';
     const {texts, rows} = opts.score;

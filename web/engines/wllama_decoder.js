@@ -41,7 +41,7 @@ export async function run(spec, client) {
 
     stage = 'dispatch';
     const state = {generations: [], firstForwardMs: null, promptTokens: null};
-    const timed = await timeIterations(spec, generator(wllama, opts, state));
+    const timed = await timeIterations(spec, generator(wllama, opts, state), {batchable: false});
 
     stage = 'generate ids';
     const ids = await wllama.createCompletion({

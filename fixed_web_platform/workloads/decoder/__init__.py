@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...models.source import RANDOM_WEIGHTS_FLAG
-from ..base import Column, Workload, WorkloadKind, integer_text, positive_count
+from ..base import Column, KindTiming, PageIterations, Workload, WorkloadKind, integer_text, positive_count
 from ..model_columns import (
+    DECODE_STEADY_CLASS,
     DECODE_TOKENS_PER_S,
     DEVICE_MEMORY,
     LOAD_WEIGHTS_MS,
@@ -35,6 +36,10 @@ from .workload import (
 
 class DecoderKind(WorkloadKind):
     name = DecoderWorkload.kind
+    kind_timing = KindTiming(warmup=0, min_iterations=10, steady_cap_s=60.0)
+    """An iteration is a whole generation: SmolLM2-135M's 32 tokens take 2-7 s (decode steps of
+    50-200 ms); 10 generations give the time to first token a series to classify, and their decode
+    steps 310 more."""
     iteration_lists = ((timing.FIELD, "generations"),)
     columns = (
         *MODEL_COLUMNS,
@@ -46,9 +51,10 @@ class DecoderKind(WorkloadKind):
         Column("prefill_tokens_per_s", float, "Prompt tokens per second of the prefill (prompt_len / TTFT).",
                performance=True),
         DECODE_TOKENS_PER_S,
-        Column("decode_steady_class", str, "Did each generation's decode steps settle, judged after removing "
-               "their growth with context (a straight line fitted per generation): flat, warm-up, slowdown, "
-               "no steady state, too short (fewer than 10 steps); the worst over generations."),
+        DECODE_STEADY_CLASS,
+        Column("ttft_steady_class", str, "Did the time to first token settle over the page's generations (one "
+               "prefill each): flat, warm-up, slowdown, no steady state, too short (fewer than 10 generations); "
+               "ttft_ms comes from its steady segment. The worst over page loads."),
         Column("token_ms_p50", float, "Per-token decode latency, median over every decode step.", performance=True),
         Column("token_ms_p90", float, "Per-token decode latency, 90th percentile.", performance=True),
         Column("token_ms_first", float, "Latency of the first decode step (median over generations).",
@@ -101,9 +107,9 @@ class DecoderKind(WorkloadKind):
     def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
         return timing.reply_fields(payload, max_iterations)
 
-    def speed_figures(self, workload: Workload, fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def speed_figures(self, workload: Workload, pages: Sequence[PageIterations]) -> dict[str, Any]:
         assert isinstance(workload, DecoderWorkload)
-        return timing.speed_figures(workload.prompt_len, fields)
+        return timing.speed_figures(workload.prompt_len, pages)
 
 
 

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import PageDataError
+from ...series.steps import class_text, judge_per_iteration, judge_steps
+from ..base import PageIterations
 from ..page_fields import MAX_STEPS, memory, memory_figures, ms
 
 FIELD = "decoder"
@@ -65,23 +67,29 @@ def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, A
     }}
 
 
-def speed_figures(prompt_len: int, fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Pooled over the run's page loads: TTFT, prefill and decode tokens/s, per-token latency
-    percentiles and its first and last step (how it grows with context); load phases and device
-    memory from the first page."""
-    docs = [f[FIELD] for f in fields if FIELD in f]
+def speed_figures(prompt_len: int, pages: Sequence[PageIterations]) -> dict[str, Any]:
+    """Pooled over the run's page loads: TTFT and prefill tokens/s from each page's steady TTFT
+    series, decode tokens/s and the per-token latency percentiles and first and last step (how it
+    grows with context) from the generations of its steady decode steps (series/steps.py), each
+    figure's class beside it; load phases and device memory from the first page."""
+    docs = [(p, p.fields[FIELD]) for p in pages if FIELD in p.fields]
     if not docs:
         return {}
-    gens = [g for d in docs for g in d["generations"]]
-    ttft = float(np.median([g["ttft_ms"] for g in gens]))
-    steps = [g["token_ms"] for g in gens if g["token_ms"]]
+    ttft_judged = [judge_per_iteration([g["ttft_ms"] for g in d["generations"]], p.start_ms)
+                   if d["generations"] else None for p, d in docs]
+    steps_judged = [judge_steps([g["token_ms"] for g in d["generations"]], p.start_ms) for p, d in docs]
+    ttfts = [g["ttft_ms"] for (_, d), j in zip(docs, ttft_judged) if j is not None for g in d["generations"][j.first:]]
+    steps = [g["token_ms"] for (_, d), j in zip(docs, steps_judged) if j is not None
+             for g in d["generations"][j.first:] if g["token_ms"]]
+    ttft = float(np.median(ttfts)) if ttfts else None
     pooled = [ms for s in steps for ms in s]
     decode = [len(s) / sum(s) * 1000.0 for s in steps if sum(s) > 0]
-    first = docs[0]
+    first = docs[0][1]
     return {
-        "decode_steady_class": decode_steady_class(steps),
+        "ttft_steady_class": class_text(ttft_judged),
+        "decode_steady_class": class_text(steps_judged),
         "ttft_ms": ttft,
-        "prefill_tokens_per_s": prompt_len / ttft * 1000.0 if ttft > 0 else None,
+        "prefill_tokens_per_s": prompt_len / ttft * 1000.0 if ttft else None,
         "decode_tokens_per_s": float(np.median(decode)) if decode else None,
         "token_ms_p50": float(np.percentile(pooled, 50)) if pooled else None,
         "token_ms_p90": float(np.percentile(pooled, 90)) if pooled else None,
@@ -92,21 +100,3 @@ def speed_figures(prompt_len: int, fields: Sequence[Mapping[str, Any]]) -> dict[
         "kv_cache_on_device": "yes" if first["kv_cache_on_device"] else "no",
         **memory_figures(first["memory"]),
     }
-
-
-def decode_steady_class(steps: Sequence[Sequence[float]]) -> str:
-    """Did the decode steps of each generation settle, judged after removing the growth with
-    context they have by design (each step attends over one more token): each generation's steps
-    divided by their least-squares line (times its mean), classified (series/steady.py); the
-    worst over generations. Too few steps: too short."""
-    from ...series.steady import classify, run_class
-
-    verdicts = []
-    for s in steps:
-        y = np.asarray(s, dtype=np.float64)
-        if y.size >= 3 and (y > 0).all():
-            x = np.arange(y.size)
-            line = np.polyval(np.polyfit(x, y, 1), x)
-            y = y / np.maximum(line, 1e-9) * float(y.mean()) if (line > 0).all() else y
-        verdicts.append(classify(y))
-    return run_class(verdicts).value if verdicts else ""

@@ -13,13 +13,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...models.source import RANDOM_WEIGHTS_FLAG
-from ..base import Column, WorkloadKind, integer_text, positive_count
+from ..base import Column, KindTiming, WorkloadKind, integer_text, positive_count
 from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY, MODEL_PRECISION_IDENTITY
 from .workload import DEFAULT_BATCH_SIZE, DEFAULT_SEQ_LEN, EncoderWorkload
 
 
 class EncoderKind(WorkloadKind):
     name = EncoderWorkload.kind
+    kind_timing = KindTiming(warmup=0, min_iterations=10, steady_cap_s=30.0)
+    """A forward pass of MiniLM at 4 x 32 tokens: 30-70 ms on WebAssembly and WebNN, up to about a
+    second on a software WebGPU adapter: 30 s hold 30 or more of the slowest."""
     aliases = ("model",)
     """Plan files before schema 8 called encoders 'model'."""
     columns = (

@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from ..base import Column, WorkloadKind
+from ..base import Column, KindTiming, WorkloadKind
 from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY
 from .graph import OnnxFileError, is_onnx_model
 from .inputs import parse_dims, parse_id_range
@@ -24,6 +24,10 @@ from .workload import OnnxFileWorkload
 
 class OnnxFileKind(WorkloadKind):
     name = OnnxFileWorkload.kind
+    kind_timing = KindTiming(warmup=0, min_iterations=10, steady_cap_s=60.0)
+    """A file's run: from microseconds (one MatMulNBits node, timed in batches) to PP-OCRv5's
+    recognizer's 32-40 ms on WebAssembly and 6-49 s on a software WebGPU adapter: 60 s hold 10
+    of a 6 s pass."""
     columns = (
         *MODEL_COLUMNS,
         Column("onnx_sha256", str, "ONNX files: the first 16 hex digits of the file's SHA-256."),

@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...models.source import RANDOM_WEIGHTS_FLAG
-from ..base import Column, Workload, WorkloadKind, integer_text, positive_count
+from ..base import Column, KindTiming, PageIterations, Workload, WorkloadKind, integer_text, positive_count
 from ..model_columns import (
+    DECODE_STEADY_CLASS,
     DECODE_TOKENS_PER_S,
     DEVICE_MEMORY,
     LOAD_WEIGHTS_MS,
@@ -32,6 +33,9 @@ from .workload import DEFAULT_CLIPS, DEFAULT_MAX_TOKENS, SpeechWorkload
 
 class SpeechKind(WorkloadKind):
     name = SpeechWorkload.kind
+    kind_timing = KindTiming(warmup=0, min_iterations=10, steady_cap_s=60.0)
+    """An iteration is one clip end to end (the clips in turn, every one at least once): Whisper
+    tiny.en's take 0.5-3 s."""
     iteration_lists = ((timing.FIELD, "clips"), (timing.FIELD, "totals"))
     columns = (
         *MODEL_COLUMNS,
@@ -44,6 +48,7 @@ class SpeechKind(WorkloadKind):
                performance=True),
         Column("first_token_ms", float, "The prompt's step to the first id read back (median).", performance=True),
         DECODE_TOKENS_PER_S,
+        DECODE_STEADY_CLASS,
         Column("clip_s", float, "Seconds per clip end to end: PCM in, transcript ids out (median).",
                performance=True),
         Column("real_time_factor", float, "clip_s / the clip's audio seconds (median; below 1 is faster than "
@@ -89,10 +94,10 @@ class SpeechKind(WorkloadKind):
     def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
         return timing.reply_fields(payload, max_iterations)
 
-    def speed_figures(self, workload: Workload, fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def speed_figures(self, workload: Workload, pages: Sequence[PageIterations]) -> dict[str, Any]:
         assert isinstance(workload, SpeechWorkload)
         durations = [len(read_wav(c.path)) / 16000.0 for c in workload.clips]
-        return timing.speed_figures(durations, fields)
+        return timing.speed_figures(durations, pages)
 
 
 

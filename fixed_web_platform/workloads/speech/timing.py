@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import PageDataError
+from ...series.steps import class_text, judge_steps
+from ..base import PageIterations
 from ..page_fields import MAX_STEPS, memory, memory_figures, ms
 
 FIELD = "speech"
@@ -50,19 +52,22 @@ def reply_fields(payload: Mapping[str, Any], max_iterations: int) -> dict[str, A
                     "memory": parts}}
 
 
-def speed_figures(durations_s: Sequence[float], fields: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Pooled over the run's page loads (medians over timed clips): front end, encoder, decode
-    tokens/s (the steps after the first id), seconds per clip end to end and the real-time
-    factor (those seconds / the clip's audio seconds); load phase and device memory from the
-    first page."""
-    docs = [f[FIELD] for f in fields if FIELD in f]
+def speed_figures(durations_s: Sequence[float], pages: Sequence[PageIterations]) -> dict[str, Any]:
+    """Pooled over the run's page loads (medians over timed clips, from each page's steady
+    segment on): front end, encoder, first token, seconds per clip end to end and the real-time
+    factor (those seconds / the clip's audio seconds); decode tokens/s (the steps after the first
+    id) from the clips of its steady decode steps (series/steps.py), its class beside it; load
+    phase and device memory from the first page."""
+    docs = [(p, p.fields[FIELD]) for p in pages if FIELD in p.fields]
     if not docs:
         return {}
-    entries = [(e, total) for d in docs for e, total in zip(d["clips"], d["totals"])]
-    if any(e["clip"] >= len(durations_s) for e, _ in entries):
+    if any(e["clip"] >= len(durations_s) for _, d in docs for e in d["clips"]):
         raise PageDataError(f"{FIELD}.clips names a clip the run does not have")
-    rates = [len(e["token_ms"]) / sum(e["token_ms"]) * 1000.0 for e, _ in entries if sum(e["token_ms"]) > 0]
-    first = docs[0]
+    entries = [(e, total) for p, d in docs for e, total in list(zip(d["clips"], d["totals"]))[p.steady_start:]]
+    judged = [judge_steps([e["token_ms"] for e in d["clips"]], p.start_ms) for p, d in docs]
+    decoded = [e for (_, d), j in zip(docs, judged) if j is not None for e in d["clips"][j.first:]]
+    rates = [len(e["token_ms"]) / sum(e["token_ms"]) * 1000.0 for e in decoded if sum(e["token_ms"]) > 0]
+    first = docs[0][1]
 
     def median(values: list[float]) -> float | None:
         return float(np.median(values)) if values else None
@@ -71,6 +76,7 @@ def speed_figures(durations_s: Sequence[float], fields: Sequence[Mapping[str, An
         "frontend_ms": median([e["frontend_ms"] for e, _ in entries if e["frontend_ms"] is not None]),
         "encoder_ms": median([e["encoder_ms"] for e, _ in entries]),
         "first_token_ms": median([e["first_token_ms"] for e, _ in entries]),
+        "decode_steady_class": class_text(judged),
         "decode_tokens_per_s": median(rates),
         "clip_s": median([total / 1000.0 for _, total in entries]),
         "real_time_factor": median([total / 1000.0 / durations_s[e["clip"]] for e, total in entries]),
