@@ -215,6 +215,8 @@ KINDS = {  # kind -> (its own columns, the figure the class sits before)
 }
 TERMINAL_FIGURE = {"encoder": "median ms", "decoder": "TTFT ms", "speech": "RTF", "onnx": "median ms"}
 DECODE_CLASSES = {0: "flat", 1: "slowdown", 2: "no steady state"}  # a decoder row's decode_steady_class by run
+CLASS_COLUMN = {"decoder": "TTFT steady"}
+"""The class column beside each kind's figure: a decoder's TTFT has a series of its own."""
 
 
 def _kind_rows(kind: str, first_id: int) -> list[ResultRow]:
@@ -240,8 +242,8 @@ def _kind_rows(kind: str, first_id: int) -> list[ResultRow]:
                                                              "prompt_len", "new_tokens", "eval_len", "clips",
                                                              "max_tokens", "onnx_sha256", "input_shapes"}}
         row = row.with_fields(**(fields if ok else shared), precision_plan=f"uniform:{bits}")
-        if kind == "decoder" and ok:
-            row = row.with_fields(decode_steady_class=DECODE_CLASSES[i])
+        if kind == "decoder" and ok:  # its figures' own classes: TTFT's as the row's, the decode steps' apart
+            row = row.with_fields(decode_steady_class=DECODE_CLASSES[i], ttft_steady_class=steady)
         rows.append(row)
     return rows
 
@@ -279,13 +281,15 @@ def test_each_kind_table_shows_the_class_beside_its_figure_and_marks_no_steady_s
     rows, summary, _ = kinds
     (table,) = _kind_tables(kind, rows, summary)
     figure = KINDS[kind][1]
+    column = CLASS_COLUMN.get(kind, "steady")
     cols = list(table.columns)
-    assert "steady" in cols, f"{kind}: no steady column in {cols}"
-    assert cols.index("steady") == cols.index(figure) - 1  # beside the figure it qualifies
+    assert column in cols, f"{kind}: no {column} column in {cols}"
+    assert cols.index(column) == cols.index(figure) - 1  # beside the figure it qualifies
     by_bits = {int(str(b).split()[0]): r for b, (_, r) in zip(table.iloc[:, 1], table.iterrows())}
-    assert by_bits[32]["steady"] == "warm-up 0.5\u00a0s (1 of 2 runs)"  # flat + warm-up: the worst shows
-    assert by_bits[4]["steady"] == "no steady state"
-    assert by_bits[8]["steady"] == "" and by_bits[8][figure] == ""  # failed: no figure, no class
+    warm = "warm-up (1 of 2 runs)" if kind == "decoder" else "warm-up 0.5\u00a0s (1 of 2 runs)"
+    assert by_bits[32][column] == warm  # flat + warm-up: the worst shows
+    assert by_bits[4][column] == "no steady state"
+    assert by_bits[8][column] == "" and by_bits[8][figure] == ""  # failed: no figure, no class
     assert by_bits[4][figure].endswith(f"\u00a0{MARK}"), f"{kind}: {by_bits[4][figure]!r} not marked"
     assert by_bits[4][figure][:-2]  # the mark sits on a figure
     assert not by_bits[32][figure].endswith(MARK)
@@ -331,10 +335,11 @@ def test_the_terminal_tables_show_each_runs_class_and_mark_no_steady_state_with_
         (block,) = [b for b in blocks[:-1] if f"| {fields['model']} " in b]
         lines = block.splitlines()
         header = [c.strip() for c in lines[0].strip("| ").split(" | ")]
-        figure = TERMINAL_FIGURE[kind]
-        assert header.index("steady") == header.index(figure) - 1, f"{kind}: {header}"
+        figure, column = TERMINAL_FIGURE[kind], CLASS_COLUMN.get(kind, "steady")
+        assert header.index(column) == header.index(figure) - 1, f"{kind}: {header}"
         cells = [dict(zip(header, (c.strip() for c in line.strip("| ").split(" | ")))) for line in lines[2:]]
-        assert [c["steady"] for c in cells] == ["flat", "warm-up 0.5 s", "no steady state", "-"]
+        warm = "warm-up" if kind == "decoder" else "warm-up 0.5 s"
+        assert [c[column] for c in cells] == ["flat", warm, "no steady state", "-"]
         assert [c[figure].endswith(MARK) for c in cells] == [False, False, True, False], f"{kind}: {cells}"
         if kind == "decoder":
             assert header.index("decode steps") == header.index("decode tok/s") + 1

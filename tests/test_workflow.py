@@ -15,6 +15,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from fixed_web_platform.cli import run as cli
+from fixed_web_platform.workloads.encoder import ENCODER
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
@@ -290,12 +291,19 @@ def test_sweeps_give_compare_enough_page_loads(job: dict[str, Any], model: bool)
 
 
 def test_the_timing_flags_give_the_protocol_asked_for():
-    """Matmuls default to steady mode with the auto floor; --model to counts; flags win."""
+    """Matmuls default to steady mode with the auto floor; --model too, with its kind's warm-up,
+    minimum and cap (KindTiming) resolved per run; flags win."""
     parse = cli.build_parser().parse_args
     _, timing = cli.plan_from_args(parse([]))
     assert timing.steady is True and timing.warmup_min_s is None and timing.steady_cap_s == 10.0
-    _, timing = cli.plan_from_args(parse(["--model", "all-MiniLM-L6-v2"]))
-    assert timing.steady is False and timing.warmup_min_s is None and timing.steady_cap_s == 120.0
+    plan, timing = cli.plan_from_args(parse(["--model", "all-MiniLM-L6-v2", "--platform", "wasm", "--engine", "ort"]))
+    assert timing.steady is True and timing.warmup_min_s is None and timing.steady_cap_s is None
+    run = timing.for_run(plan[0])
+    encoder = ENCODER.kind_timing
+    assert (run.warmup, run.min_iterations, run.steady_cap_s, run.warmup_min_s) == (
+        encoder.warmup, encoder.min_iterations, encoder.steady_cap_s, 8.0)
+    plan, timing = cli.plan_from_args(parse(["--model", "all-MiniLM-L6-v2", "--steady-cap", "20", "--warmup", "2"]))
+    assert (timing.for_run(plan[0]).steady_cap_s, timing.for_run(plan[0]).warmup) == (20.0, 2)
     _, timing = cli.plan_from_args(parse(["--steady", "off", "--warmup-time", "2.5", "--steady-cap", "30"]))
     assert (timing.steady, timing.warmup_min_s, timing.steady_cap_s) == (False, 2.5, 30.0)
     _, timing = cli.plan_from_args(parse(["--warmup-time", "auto"]))

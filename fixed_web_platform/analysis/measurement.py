@@ -70,15 +70,18 @@ class PageSeries:
                 **({"wall_steady": self.wall_verdict.to_json()} if self.verdict is not self.wall_verdict else {})}
 
 
-def judge_series(pages: Sequence[PageReply], least: int = 1) -> tuple[list[PageSeries], str]:
-    """Classify every page load's series and pick the iterations the figures use: the steady
+def judge_series(pages: Sequence[PageReply], least: int = 1, kind: WorkloadKind | None = None
+                 ) -> tuple[list[PageSeries], str]:
+    """Classify every page load's series (as its ``kind`` has the classifier see it) and pick the
+    iterations the figures use: the steady
     segment where there is one, else those after the floor, and at least the last ``least`` of
     the page's (the floor's last ones where fewer came after it); GPU timestamps when every page
     has usable ones (they cover the last iterations: the figures then start no earlier)."""
     gpu_usable = all(p.gpu_ms is not None and all(s > 0 for s in p.gpu_ms) for p in pages)
     out = []
     for p in pages:
-        wall_verdict = classify(p.wall_ms, p.start_ms, p.floor_iterations)
+        wall = kind.judged_wall(p.kind_fields, p.wall_ms) if kind is not None else p.wall_ms
+        wall_verdict = classify(wall, p.start_ms, p.floor_iterations)
         offset = len(p.wall_ms) - len(p.gpu_ms) if p.gpu_ms else 0
         verdict = wall_verdict
         if gpu_usable:
@@ -179,7 +182,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
     tolerance = prepared.tolerance(ran.compute_dtype)
     least = min(timing.min_iterations or 1, LEAST_SAMPLES)
-    series, timing_source = judge_series(pages, least)
+    series, timing_source = judge_series(pages, least, kind)
     wall_samples = [x for s in series for x in s.wall]
     gpu_samples = [x for s in series for x in s.gpu or ()]
     headline = gpu_samples if timing_source is TimingSource.GPU_TIMESTAMP else wall_samples

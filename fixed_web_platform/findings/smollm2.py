@@ -21,7 +21,8 @@ def engines(data: Data) -> list[str]:
     new = " or ".join(sorted({count(n) for n in rows["new_tokens"].dropna()}, key=int))
     fp32 = rows["perplexity_fp32"].dropna()
     lines = [f"## Every engine (prompts of {' and '.join(map(str, prompts))} tokens, {new} new tokens)", "",
-             tally_line(rows), "",
+             tally_line(rows, "decode_steady_class", "decode tokens/s (its decode steps)"), "",
+             tally_line(rows, "ttft_steady_class", "time to first token"), "",
              "Which precision to pick per setting (the report's rule: of the precisions whose next-token top-1 "
              "agreement with PyTorch fp32 is at least 90%, the fastest; of those as fast within noise, the fewest "
              "weight bytes):", "", *pick_lines(data, *data), "",

@@ -2,9 +2,10 @@
 inputs), one row per configuration (browser x engine x platform x bits or format) with time to
 first token, prefill and decode tokens/s, weight memory, and accuracy against PyTorch fp32
 (next-token top-1 agreement, KL, perplexity, leading greedy tokens equal); its plots; and the
-end-of-sweep terminal table of decoder rows. Each row's steady-state class of its generations sits
-before the time to first token (marked where there is none), and the class of its decode steps
-(decode_steady_class) after the decode tokens/s (report/steady.py).
+end-of-sweep terminal table of decoder rows. Each figure's steady-state class sits beside it: the
+class of the time to first token's series (ttft_steady_class) before it, the class of the decode
+steps (decode_steady_class) after the decode tokens/s, each figure marked where its series had no
+steady state (report/steady.py).
 """
 
 from __future__ import annotations
@@ -40,15 +41,19 @@ from .models import (
     table_markdown,
 )
 from .plots import _bits_axis, _facets, _model_series, _numbers, _point_label, _save, _suptitle
-from .steady import COLUMN, COLUMN_NOTE, marked, runs_text, steady_text
+from .steady import COLUMN_NOTE, marked, row_class, runs_text, worst_class
 from .terminal import _fmt, bits_label, class_columns
 
 DECODE_COLUMN = "decode steps"
 """The column of decode_steady_class, beside the decode tokens/s."""
 DECODE_COLUMN_NOTE = (
-    "Decode steps: how each generation's decode steps settled once their growth with context (one more "
-    "token attended per step) is taken out, the worst over generations and over the ok repetitions; "
-    "the classes are the steady column's (too short: fewer than 10 steps).")
+    "Decode steps: how the decode steps of the page's generations settled, end to end, once their growth "
+    "with context (one more token attended per step) is taken out, the worst over the ok repetitions; "
+    "TTFT steady: how the page's times to first token settled (one a generation). The classes are the "
+    "steady column's (too short: fewer than 10 steps, or 10 generations); each figure comes from its "
+    "series' steady segment.")
+TTFT_COLUMN = "TTFT steady"
+"""The column of ttft_steady_class, before the time to first token."""
 SETTING = ("model", "weights", "prompt_len", "new_tokens", "eval_len", "inputs")
 PLOT_TITLES = {
     "decoder_speed_vs_bits": "Decoder speed vs bits",
@@ -69,6 +74,12 @@ NOTES = (
     "leading = greedy tokens equal to fp32's before the first difference. Kernel error: the "
     "logits' relative error against the harness's float64 decoder on the same (dequantized) weights."
 )
+
+
+def _worst(oks: pd.DataFrame, column: str) -> dict[str, str]:
+    """The worst class of ``column`` over a configuration's ok runs, as ``marked`` reads a row."""
+    classes = [row_class(v) for v in oks.get(column, [])]
+    return {column: worst_class(classes) if classes else ""}
 
 
 def decoder_rows(frame: pd.DataFrame) -> pd.Series:
@@ -117,10 +128,11 @@ def decoder_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: boo
             records.append({
                 "browser · engine platform": _setting_name(row, show_sweep),
                 "bits or format": _bits_text(row, ok) + (f" [{row['weight_format']}]" if wllama else ""),
-                COLUMN: steady_text(ok) if ok is not None else "",
-                "TTFT ms": marked(_f(fig.get("ttft_ms"), ",.0f"), fig),
+                TTFT_COLUMN: runs_text(oks.get("ttft_steady_class", [""] * len(oks))) if ok is not None else "",
+                "TTFT ms": marked(_f(fig.get("ttft_ms"), ",.0f"), _worst(oks, "ttft_steady_class"), "ttft_steady_class"),
                 "prefill tok/s": _f(fig.get("prefill_tokens_per_s"), ",.1f"),
-                "decode tok/s": _f(fig.get("decode_tokens_per_s"), ",.2f"),
+                "decode tok/s": marked(_f(fig.get("decode_tokens_per_s"), ",.2f"), _worst(oks, "decode_steady_class"),
+                                       "decode_steady_class"),
                 DECODE_COLUMN: runs_text(oks.get("decode_steady_class", [""] * len(oks))) if ok is not None else "",
                 "ms/token p50 (last)": (f"{_f(fig.get('token_ms_p50'), ',.0f')} "
                                         f"({_f(fig.get('token_ms_last'), ',.0f')})"
@@ -267,7 +279,7 @@ def format_decoder_table(rows: Sequence[ResultRow]) -> str:
         "-" if r["leading_tokens_equal"] is None else f"{r['leading_tokens_equal']}/{r['new_tokens']}",
         _fmt(r.rel_error_vs_dequantized, ".1e"),
     ] for r in rows]
-    header, body = class_columns(header, body, rows, "TTFT ms")
+    header, body = class_columns(header, body, rows, "TTFT ms", column="ttft_steady_class", name=TTFT_COLUMN)
     header, body = class_columns(header, body, rows, "decode tok/s", column="decode_steady_class",
                                  name=DECODE_COLUMN, after=True)
     return "\n".join(markdown_lines(header, body))

@@ -50,7 +50,6 @@ COLUMN_NOTE = (
     f"marked {MARK}; too short); '(1 of 3 runs)' when not all of them had it (see {TITLE}).")
 TERMINAL_LEGEND = (f"{MARK_MEANING}; steady: the run's class (docs/concepts/steady-state.md), "
                    "'-' for a run without figures.")
-BEFORE_SCHEMA_11 = "not judged for steady state (results from before schema 11)"
 
 
 def row_class(value: Any) -> str:
@@ -109,14 +108,14 @@ def steady_text(row: Mapping[str, Any] | pd.Series) -> str:
     return text
 
 
-def no_steady(row: Mapping[str, Any] | pd.Series) -> bool:
-    return row_class(row.get("steady_class")) == SteadyClass.NO_STEADY
+def no_steady(row: Mapping[str, Any] | pd.Series, column: str = "steady_class") -> bool:
+    return row_class(row.get(column)) == SteadyClass.NO_STEADY
 
 
-def marked(text: str, row: Mapping[str, Any] | pd.Series) -> str:
-    """A latency figure's text, with ``MARK`` when its row has no steady state (held to the figure
-    by a no-break space)."""
-    return f"{text}\u00a0{MARK}" if text and no_steady(row) else text
+def marked(text: str, row: Mapping[str, Any] | pd.Series, column: str = "steady_class") -> str:
+    """A latency figure's text, with ``MARK`` when its row has no steady state in the class column
+    of that figure (``column``; held to the figure by a no-break space)."""
+    return f"{text}\u00a0{MARK}" if text and no_steady(row, column) else text
 
 
 def shows_mark(table: pd.DataFrame) -> bool:
@@ -161,9 +160,10 @@ def terminal_class(row: Any, column: str = "steady_class") -> str:
                         "steady_warmup_s": _field(row, "warmup_s") if column == "steady_class" else None})
 
 
-def terminal_marked(text: str, row: Any) -> str:
-    """A result row's figure in the end-of-sweep table, ``marked`` (not a '-' without a figure)."""
-    return text if text == "-" else marked(text, {"steady_class": _field(row, "steady_class")})
+def terminal_marked(text: str, row: Any, column: str = "steady_class") -> str:
+    """A result row's figure in the end-of-sweep table, ``marked`` by its class in ``column`` (not
+    a '-' without a figure)."""
+    return text if text == "-" else marked(text, {column: _field(row, column)}, column)
 
 
 def terminal_legend(rows: Iterable[Any]) -> str:
@@ -182,22 +182,30 @@ def _ok(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["outcome"] == "ok"] if not rows.empty and "outcome" in rows else rows.iloc[0:0]
 
 
-def tally_line(rows: pd.DataFrame) -> str:
-    """The header's line: how many ok runs had each class ('Steady state: 17 flat, 2 warm-up,
-    1 no steady state (...)'); runs without a class are not judged. '' without ok runs."""
+SINCE_SCHEMA = {"steady_class": 11, "ttft_steady_class": 14}
+"""The schema that brought each class column (older folders' rows read blank: not judged)."""
+
+
+def tally_line(rows: pd.DataFrame, column: str = "steady_class", figure: str = "") -> str:
+    """The header's line: how many ok runs had each class of ``column``, the class of the
+    ``figure`` a page shows ('Steady state of decode tokens/s: 17 flat, 2 warm-up, 1 no steady
+    state (...)'); runs without a class are not judged. '' without ok runs."""
     ok = _ok(rows)
     if ok.empty:
         return ""
-    classes = [row_class(v) for v in ok.get("steady_class", pd.Series("", index=ok.index))]
+    classes = [row_class(v) for v in ok.get(column, pd.Series("", index=ok.index))]
     counts = {name: classes.count(name) for name in dict.fromkeys(classes)}
     judged = [f"{counts[c.value]} {c.value}" for c in reversed(WORST_FIRST) if counts.get(c.value)]
     judged += [f"{n} {name}" for name, n in counts.items() if _rank(name) < 0]  # a class this version does not know
     old = counts.get(NOT_JUDGED, 0)
+    since = f"results from before schema {SINCE_SCHEMA.get(column, 11)}"
+    before = f"not judged for steady state ({since})"
+    title = f"Steady state of {figure}" if figure else "Steady state"
     if not judged:
-        return f"{BEFORE_SCHEMA_11[0].upper()}{BEFORE_SCHEMA_11[1:]}."
-    text = "Steady state: " + ", ".join(judged)
+        return f"{title}: not judged ({since})." if figure else f"{before[0].upper()}{before[1:]}."
+    text = f"{title}: " + ", ".join(judged)
     if counts.get(SteadyClass.NO_STEADY.value):
         text += " (figures of runs without a steady state are every iteration after the floor, marked " + MARK + ")"
     if old:
-        text += f"; {old} run{'s' if old != 1 else ''} {BEFORE_SCHEMA_11}"
+        text += f"; {old} run{'s' if old != 1 else ''} {before}"
     return text + "."

@@ -34,15 +34,13 @@ def class_columns(header: list[str], body: list[list[str]], rows: Sequence[Resul
                   column: str = "steady_class", name: str = COLUMN, after: bool = False
                   ) -> tuple[list[str], list[list[str]]]:
     """The table with the rows' class of ``column`` in a column ``name`` before the column
-    ``figure`` (after it with ``after``), that figure marked for steady_class; unchanged when no
-    row has a class (a sweep without an ok run, rows from before the steady-state protocol)."""
+    ``figure`` (after it with ``after``), that figure marked by it; unchanged when no row has a
+    class (a sweep without an ok run, rows from before the steady-state protocol)."""
     if not terminal_judged(rows, column):
         return header, body
     at = header.index(figure)
     where = at + 1 if after else at
-    mark = column == "steady_class"
-    body = [[*(cells[:at]), terminal_marked(cells[at], r) if mark else cells[at], *cells[at + 1:]]
-            for cells, r in zip(body, rows)]
+    body = [[*(cells[:at]), terminal_marked(cells[at], r, column), *cells[at + 1:]] for cells, r in zip(body, rows)]
     return ([*header[:where], name, *header[where:]],
             [[*cells[:where], terminal_class(r, column), *cells[where:]] for cells, r in zip(body, rows)])
 

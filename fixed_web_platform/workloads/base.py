@@ -253,6 +253,12 @@ class WorkloadKind(ABC):
                 out[field] = {**out[field], key: out[field][key][start:]}
         return out
 
+    def judged_wall(self, fields: Mapping[str, Any], wall_ms: Sequence[float]) -> Sequence[float]:
+        """A page's wall-clock series as the steady-state classifier should see it: as measured
+        here; a kind whose iterations are not alike by design (a speech page takes its clips in
+        turn) evens them out. The figures always come from the measured series."""
+        return wall_ms
+
     def speed_figures(self, workload: Workload, pages: Sequence[PageIterations]) -> dict[str, Any]:
         """The kind's own speed columns from each page load of a run (e.g. time to first token
         from per-token timestamps), each figure from its own series' steady segment where the

@@ -94,6 +94,11 @@ class SpeechKind(WorkloadKind):
     def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
         return timing.reply_fields(payload, max_iterations)
 
+    def judged_wall(self, fields: Mapping[str, Any], wall_ms: Sequence[float]) -> Sequence[float]:
+        """Each clip end to end over the median of that clip's (times the page's median): the clips
+        differ in length, and a page takes them in turn."""
+        return timing.per_clip_level(fields, wall_ms)
+
     def speed_figures(self, workload: Workload, pages: Sequence[PageIterations]) -> dict[str, Any]:
         assert isinstance(workload, SpeechWorkload)
         durations = [len(read_wav(c.path)) / 16000.0 for c in workload.clips]

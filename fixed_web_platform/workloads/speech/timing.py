@@ -83,3 +83,15 @@ def speed_figures(durations_s: Sequence[float], pages: Sequence[PageIterations])
         "load_weights_ms": first["upload_ms"],
         **memory_figures(first["memory"]),
     }
+
+
+def per_clip_level(fields: Mapping[str, Any], wall_ms: Sequence[float]) -> list[float]:
+    """``wall_ms`` with each iteration divided by the median of its clip's iterations and times
+    the median of all: one level where the speed is one, whichever clip an iteration took."""
+    clips = [e["clip"] for e in fields.get(FIELD, {}).get("clips", [])]
+    if len(clips) != len(wall_ms) or not wall_ms:
+        return list(wall_ms)
+    wall = np.asarray(wall_ms, dtype=np.float64)
+    level = {c: float(np.median(wall[[i for i, k in enumerate(clips) if k == c]])) for c in set(clips)}
+    overall = float(np.median(wall))
+    return [w / level[c] * overall if level[c] > 0 else w for w, c in zip(wall_ms, clips)]
