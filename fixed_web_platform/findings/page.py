@@ -182,9 +182,13 @@ def protocol(timing: Mapping[str, Any]) -> str:
     """How each page measured (environment.json's ``timing``)."""
     if not timing:
         return "protocol not recorded"
-    mode = (f"steady mode (at most {timing.get('steady_cap_s', 0):g} s a page)" if timing.get("steady")
+    def given(name: str, unit: str = "") -> str:
+        value = timing.get(name)
+        return "the workload kind's" if value is None else f"{value:g}{unit}"
+
+    mode = (f"steady mode (at most {given('steady_cap_s', ' s')} a page)" if timing.get("steady")
             else "counts protocol")
-    return (f"{mode}: {timing.get('warmup')} warm-up(s), at least {timing.get('min_iterations')} timed iterations, "
+    return (f"{mode}: {given('warmup')} warm-up(s), at least {given('min_iterations')} timed iterations, "
             f"{timing.get('repeat')} page load(s) a run, {timing.get('timeout_s', 0):g} s limit")
 
 

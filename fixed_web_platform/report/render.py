@@ -618,9 +618,13 @@ def _timing(env: dict[str, Any]) -> str:
     if not t:
         return ""
     floor = f" (and >= {t['warmup_min_s']:g} s)" if t.get("warmup_min_s") else ""
-    return (f"; timing: {t.get('warmup')} warm-ups{floor}, >= {t.get('min_iterations')} timed iterations and "
-            f">= {t.get('min_time_s'):g} s per page (at most {t.get('max_iterations')}), {t.get('repeat')} page "
-            f"load(s) per run, {t.get('timeout_s'):g} s timeout")
+    kinds = "the workload kind's"
+    mode = (f"steady mode, at most {kinds if t.get('steady_cap_s') is None else format(t['steady_cap_s'], 'g')} s "
+            "per page; " if t.get("steady") else "counts protocol; ")
+    return (f"; timing: {mode}{kinds if t.get('warmup') is None else t['warmup']} warm-ups{floor}, >= "
+            f"{kinds if t.get('min_iterations') is None else t['min_iterations']} timed iterations and "
+            f">= {t.get('min_time_s'):g} s per page, {t.get('repeat')} page load(s) per run, "
+            f"{t.get('timeout_s'):g} s timeout")
 
 
 def _made_by(env: dict[str, Any]) -> str:
