@@ -13,7 +13,7 @@ from typing import Any
 from .precision.quantizers import DEFAULT_QUANTIZER
 from .vocabulary import (DEFAULT_GRANULARITY, HELD_FORMAT, BrowserName, EngineName, Platform, PrecisionMode, block_for,
                          parse_bits)
-from .workloads import Workload, kind_named, workload_from_json
+from .workloads import KINDS, MATMUL, Workload, kind_named, workload_from_json
 
 MAX_ITERATIONS_LIMIT = 2048
 """WebGPU query sets hold at most 4096 timestamps: two per iteration of the ring (timing.js)."""
@@ -145,8 +145,6 @@ wins."""
 def per_kind(field: str) -> str:
     """'encoder 30, decoder 60, ...': one KindTiming field of every kind that runs models (help
     texts and docs)."""
-    from .workloads import KINDS, MATMUL
-
     return ", ".join(f"{k.name} {getattr(k.kind_timing, field):g}" for k in KINDS if k is not MATMUL)
 
 
