@@ -143,7 +143,7 @@ wins."""
 
 
 def per_kind(field: str) -> str:
-    """'encoder 30, decoder 60, ...': one KindTiming field of every kind that runs models (help
+    """'encoder 60, decoder 120, ...': one KindTiming field of every kind that runs models (help
     texts and docs)."""
     return ", ".join(f"{k.name} {getattr(k.kind_timing, field):g}" for k in KINDS if k is not MATMUL)
 

@@ -348,3 +348,17 @@ def test_the_terminal_tables_show_each_runs_class_and_mark_no_steady_state_with_
     assert MARK not in calm and TERMINAL_LEGEND not in calm
     unjudged = terminal_tables([dataclasses.replace(r, steady_class="") for r in written if r.kind == "onnx"])
     assert "steady" not in unjudged.splitlines()[0]  # rows without a class: no column
+
+
+def test_the_header_tallies_each_figure_judged_on_its_own_series(kinds):
+    """Decoder rows: their TTFT's class and the decode steps' class (speech rows' too) each get a
+    tally of their own beside the rows' class; no tally for a kind the folder does not have."""
+    from fixed_web_platform.report.render import figure_tallies
+
+    rows, _, _ = kinds
+    ttft, decode = figure_tallies(rows)
+    assert ttft == "Steady state of the decoders' time to first token: 1 flat, 1 warm-up, 1 no steady state " \
+                   f"(figures of runs without a steady state are every iteration after the floor, marked {MARK})."
+    assert decode.startswith("Steady state of decode tokens/s: 1 flat, 1 slowdown, 1 no steady state")
+    assert decode.endswith("; 3 runs not judged for steady state (results from before schema 14).")  # speech's
+    assert figure_tallies(rows[rows["kind"] == "encoder"]) == []

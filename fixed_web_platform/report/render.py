@@ -612,6 +612,20 @@ def _engines(env: dict[str, Any]) -> str:
     return f"; engine builds: {'; '.join(builds)}" if builds else ""
 
 
+FIGURE_CLASSES = (("ttft_steady_class", ("decoder",), "the decoders' time to first token"),
+                  ("decode_steady_class", ("decoder", "speech"), "decode tokens/s"))
+"""Figures judged on a series of their own (series/steps.py): their class column, the kinds whose
+rows have it, and the figure's name in the report's tallies."""
+
+
+def figure_tallies(rows: pd.DataFrame) -> list[str]:
+    """The header's tallies of the figures judged apart, over the rows of the kinds that have them."""
+    if rows.empty or "kind" not in rows:
+        return []
+    return [tally_line(rows[rows["kind"].isin(kinds)], column, figure) for column, kinds, figure in FIGURE_CLASSES
+            if rows["kind"].isin(kinds).any()]
+
+
 def _timing(env: dict[str, Any]) -> str:
     """'; timing: 3 warm-ups, >= 10 iterations and >= 1 s per page, ...' from environment.json."""
     t = env.get("timing") if isinstance(env.get("timing"), dict) else {}
@@ -814,7 +828,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     glances = {kind: part.glance for kind, part in SECTIONS.items()}
     how_to_read = [*glance_notes(summary, glances), NOTES, MEMORY_NOTES, memory_note]
 
-    steady_tally = tally_line(rows)
+    steady_tally = " ".join(filter(None, [tally_line(rows), *figure_tallies(rows)]))
     steady_md, steady_html, steady_plots = steady_section(rows, sweeps.samples, out_dir / "plots", show_sweep)
     all_plots += steady_plots
     summary_notes = [MARK_NOTE] if any_marked(summary) else []

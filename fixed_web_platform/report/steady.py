@@ -182,7 +182,7 @@ def _ok(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["outcome"] == "ok"] if not rows.empty and "outcome" in rows else rows.iloc[0:0]
 
 
-SINCE_SCHEMA = {"steady_class": 11, "ttft_steady_class": 14}
+SINCE_SCHEMA = {"steady_class": 11, "ttft_steady_class": 14, "decode_steady_class": 14}
 """The schema that brought each class column (older folders' rows read blank: not judged)."""
 
 
