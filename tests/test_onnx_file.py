@@ -15,7 +15,7 @@ from fixed_web_platform.cli import main as cli
 from fixed_web_platform.engines.registry import planned_refusal
 from fixed_web_platform.plan import build_plan
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
-from fixed_web_platform.workloads import model_workloads
+from fixed_web_platform.workloads import ONNX_FILE, model_workloads
 from fixed_web_platform.workloads.onnx_file import OnnxFileError, OnnxFileWorkload, graph, inputs, reference
 from fixed_web_platform.workloads.onnx_file import variants as v
 from fixed_web_platform.workloads.onnx_file.prepared import prepare, top1_agreement
@@ -336,3 +336,11 @@ def test_bad_input_is_one_line_and_exit_2(tiny: Path, tmp_path: Path, no_browser
         assert cli.main(argv) == 2, name
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and message in err, (name, err)
+
+
+def test_the_placement_figures_come_from_the_first_page_load() -> None:
+    from fixed_web_platform.workloads.base import PageIterations
+
+    pages = [PageIterations({"nodes_placed": 3, "fallback_nodes": ["Gather"]}, (0.0,), 0),
+             PageIterations({"nodes_placed": 9, "fallback_nodes": []}, (0.0,), 0)]
+    assert ONNX_FILE.speed_figures(None, pages) == {"nodes_placed": 3, "nodes_fallback": 1}

@@ -11,10 +11,10 @@ prepared in Python and its figures; workload.py: the workload.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base import Column, KindTiming, WorkloadKind
+from ..base import Column, KindTiming, PageIterations, WorkloadKind
 from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY
 from .graph import OnnxFileError, is_onnx_model
 from .inputs import parse_dims, parse_id_range
@@ -103,11 +103,11 @@ class OnnxFileKind(WorkloadKind):
             raise PageDataError(f"{len(fallback)} fallback nodes of {placed} placed")
         return {"nodes_placed": placed, "fallback_nodes": fallback}
 
-    def speed_figures(self, workload: Any, fields: Any) -> dict[str, Any]:
+    def speed_figures(self, workload: Any, pages: Sequence[PageIterations]) -> dict[str, Any]:
         """Placement counts of the first page load (each load makes the same session)."""
-        if not fields:
+        if not pages:
             return {}
-        first = fields[0]
+        first = pages[0].fields
         return {"nodes_placed": first.get("nodes_placed"), "nodes_fallback": len(first.get("fallback_nodes", ()))}
 
 
