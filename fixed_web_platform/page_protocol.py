@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PageDataError
-from .run_spec import LEAST_SAMPLES, RECORD_CAP, TimingConfig
+from .run_spec import RECORD_CAP, TimingConfig
 from .vocabulary import COMPUTE_DTYPES, PROTOCOL_VERSION
 from .workloads import TensorSpec, WorkloadKind
 from .workloads.base import TENSOR_DTYPES
@@ -76,7 +76,7 @@ class JobSpec:
                     "max_iterations": t.max_iterations, "min_time_ms": t.min_time_s * 1000.0,
                     "budget_ms": t.page_budget_ms, "steady": t.steady, "steady_cap_ms": t.steady_cap_s * 1000.0,
                     "steady_tolerance": t.steady_tolerance, "batch_ms": t.batch_ms, "record_cap": RECORD_CAP,
-                    "least_samples": LEAST_SAMPLES, "sample_min_ms": t.sample_min_ms}
+                    "least_samples": t.cap_waits, "sample_min_ms": t.sample_min_ms}
         return doc
 
 

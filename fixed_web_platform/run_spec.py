@@ -20,8 +20,8 @@ MAX_ITERATIONS_LIMIT = 2048
 RECORD_CAP = 20_000
 """The most samples a page records (a 0.5 ms kernel runs 20,000 in 10 s)."""
 LEAST_SAMPLES = 3
-"""A page's steady cap does not stop it before this many samples after its floor (only its time
-budget does), and a row's figure is never one sample (analysis/measurement.py)."""
+"""A row's figure is never fewer samples than this where a page had them (not one sample:
+analysis/measurement.py)."""
 SAMPLE_MIN_MS = 1.0
 """Work faster than this is timed in batches (TimingConfig.sample_min_ms): a single run of a few
 microseconds is below what performance.now() resolves."""
@@ -72,7 +72,9 @@ class TimingConfig:
     off: the counts protocol (min_iterations and min_time_s after the floor)."""
     steady_cap_s: float | None = 10.0
     """Steady mode: a page stops here, steady or not (seconds from its first warm iteration;
-    None: the kind's), once it has LEAST_SAMPLES after its floor."""
+    None: the kind's), once it has cap_waits samples after its floor."""
+    cap_waits: int | None = LEAST_SAMPLES
+    """Samples after the floor the steady cap waits for (None: the kind's, KindTiming)."""
     steady_tolerance: float = 0.05
     """Steady mode: the window's halves' medians agree within this (relative)."""
     batch_ms: float = 0.0
@@ -100,6 +102,8 @@ class TimingConfig:
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout_s}")
         if self.steady_cap_s is not None and not (0 < self.steady_cap_s < float("inf")):
             raise ValueError(f"steady cap must be a positive number of seconds, got {self.steady_cap_s}")
+        if self.cap_waits is not None and self.cap_waits < 1:
+            raise ValueError(f"the cap must wait for at least 1 sample, got {self.cap_waits}")
         if not (0 < self.steady_tolerance < 1):
             raise ValueError(f"steady tolerance must be between 0 and 1, got {self.steady_tolerance}")
         if not (0 <= self.sample_min_ms < 1000):
@@ -124,20 +128,21 @@ class TimingConfig:
             self, warmup=kind.warmup if self.warmup is None else self.warmup, min_iterations=least,
             max_iterations=max(self.max_iterations, least),
             steady_cap_s=kind.steady_cap_s if self.steady_cap_s is None else self.steady_cap_s,
+            cap_waits=kind.cap_waits if self.cap_waits is None else self.cap_waits,
             warmup_min_s=floor, batch_ms=max(self.batch_ms, batch))
 
     @property
     def resolved(self) -> bool:
         """Nothing left to a run's kind or engine (for_run has been applied)."""
-        return None not in (self.warmup, self.min_iterations, self.steady_cap_s, self.warmup_min_s)
+        return None not in (self.warmup, self.min_iterations, self.steady_cap_s, self.cap_waits, self.warmup_min_s)
 
 
 DEFAULT_TIMING = TimingConfig(steady=True, warmup_min_s=None)
 """The main command's protocol for kernels: steady mode after the auto floor."""
 MODEL_TIMING = TimingConfig(warmup=None, min_iterations=None, min_time_s=1.0, max_iterations=200, timeout_s=600.0,
-                            warmup_min_s=None, steady=True, steady_cap_s=None)
+                            warmup_min_s=None, steady=True, steady_cap_s=None, cap_waits=None)
 """The product's protocol for whole models (``--model``): steady mode like the kernels', its warm-up
-count, minimum and cap each the workload kind's (KindTiming: a kind's iterations take tens of
+count, minimum, cap and what the cap waits for each the workload kind's (KindTiming: a kind's iterations take tens of
 milliseconds to seconds), and a longer time limit. Any timing flag given on the command line
 wins."""
 

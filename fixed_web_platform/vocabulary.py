@@ -59,7 +59,8 @@ v3: every iteration after the cold one is in the reply (``wall_ms``, ``start_ms`
     floor's length (``floor_iterations``) and ``stop_reason``; ``gpu_ms`` covers the last ones;
     the spec carries the steady-state rule's fields (web/timing.js).
 v4: work faster than the spec's ``sample_min_ms`` is timed in batches (the reply's
-    ``iterations_per_sample``); the steady cap waits for ``least_samples`` after the floor."""
+    ``iterations_per_sample``); the steady cap waits for ``least_samples`` after the floor
+    (TimingConfig.cap_waits)."""
 
 
 class Platform(enum.StrEnum):

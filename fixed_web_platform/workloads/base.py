@@ -179,7 +179,11 @@ class KindTiming:
     """Iterations after the floor before a page may stop steady: the classifier's need
     (series/steady.py MIN_SERIES) for a series it can judge."""
     steady_cap_s: float
-    """Seconds a page iterates at most, steady or not (after its floor)."""
+    """Seconds a page iterates at most, steady or not (after its floor)..."""
+    cap_waits: int = 3
+    """...but not before this many iterations after its floor (only the page's time budget stops
+    it sooner): where a figure needs the classifier's minimum whatever an iteration costs (a
+    decoder's time to first token, one a generation), the minimum."""
 
 
 @dataclass(frozen=True)

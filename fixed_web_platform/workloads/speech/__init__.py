@@ -33,7 +33,7 @@ from .workload import DEFAULT_CLIPS, DEFAULT_MAX_TOKENS, SpeechWorkload
 
 class SpeechKind(WorkloadKind):
     name = SpeechWorkload.kind
-    kind_timing = KindTiming(warmup=0, min_iterations=10, steady_cap_s=60.0)
+    kind_timing = KindTiming(warmup=0, min_iterations=10, steady_cap_s=60.0, cap_waits=10)
     """An iteration is one clip end to end, the clips in turn: Whisper tiny.en's take 24 s each
     on the harness's WebGPU kernels on SwiftShader (Chrome; 2026-12-02). The cap never stops a
     page before every clip is timed once and 10 in all (web/transcription.js), so 60 s only
