@@ -15,6 +15,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from fixed_web_platform.cli import run as cli
+from fixed_web_platform.workloads.decoder import DECODER
 from fixed_web_platform.workloads.encoder import ENCODER
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -300,8 +301,10 @@ def test_the_timing_flags_give_the_protocol_asked_for():
     assert timing.steady is True and timing.warmup_min_s is None and timing.steady_cap_s is None
     run = timing.for_run(plan[0])
     encoder = ENCODER.kind_timing
-    assert (run.warmup, run.min_iterations, run.steady_cap_s, run.warmup_min_s) == (
-        encoder.warmup, encoder.min_iterations, encoder.steady_cap_s, 8.0)
+    assert (run.warmup, run.min_iterations, run.steady_cap_s, run.cap_waits, run.warmup_min_s) == (
+        encoder.warmup, encoder.min_iterations, encoder.steady_cap_s, encoder.cap_waits, 8.0)
+    plan, timing = cli.plan_from_args(parse(["--model", "smollm2-135m", "--platform", "wasm", "--engine", "ort"]))
+    assert timing.for_run(plan[0]).cap_waits == DECODER.kind_timing.cap_waits == 10
     plan, timing = cli.plan_from_args(parse(["--model", "all-MiniLM-L6-v2", "--steady-cap", "20", "--warmup", "2"]))
     assert (timing.for_run(plan[0]).steady_cap_s, timing.for_run(plan[0]).warmup) == (20.0, 2)
     _, timing = cli.plan_from_args(parse(["--steady", "off", "--warmup-time", "2.5", "--steady-cap", "30"]))

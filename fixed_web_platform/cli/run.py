@@ -394,7 +394,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         warmup=given(args.warmup, defaults.warmup), min_iterations=min_iterations,
         warmup_min_s=defaults.warmup_min_s if args.warmup_min_s in (None, "auto") else args.warmup_min_s,
         steady=defaults.steady if args.steady is None else args.steady == "on",
-        steady_cap_s=given(args.steady_cap_s, defaults.steady_cap_s),
+        steady_cap_s=given(args.steady_cap_s, defaults.steady_cap_s), cap_waits=defaults.cap_waits,
         min_time_s=given(args.min_time, defaults.min_time_s),
         max_iterations=args.max_iterations or max(defaults.max_iterations, least),
         repeat=args.repeat, timeout_s=given(args.timeout, defaults.timeout_s),
