@@ -22,9 +22,10 @@ RECORD_CAP = 20_000
 LEAST_SAMPLES = 3
 """A row's figure is never fewer samples than this where a page had them (not one sample:
 analysis/measurement.py)."""
-SAMPLE_MIN_MS = 1.0
-"""Work faster than this is timed in batches (TimingConfig.sample_min_ms): a single run of a few
-microseconds is below what performance.now() resolves."""
+SAMPLE_MIN_MS = 2.0
+"""Work faster than half of this is timed in batches spanning it (TimingConfig.sample_min_ms): a
+single run of a few microseconds is below what performance.now() resolves; 2 ms keeps an 8 s floor
+within a third of RECORD_CAP."""
 
 WARMUP_FLOORS_S: dict[tuple[str, str, str], float] = {
     ("ort", "wasm", "chrome"): 8.0,
@@ -80,8 +81,8 @@ class TimingConfig:
     batch_ms: float = 0.0
     """The stop rule judges batches of iterations at least this long (CLOCK_BATCH_MS, per run)."""
     sample_min_ms: float = SAMPLE_MIN_MS
-    """An iteration faster than this is timed in batches: each sample the mean of as many
-    iterations as its first sample took to span this long (0: one iteration a sample)."""
+    """Work faster than half of this is timed in batches: a sample that spans less grows the
+    batch to span this long (web/timing.js; 0: one iteration a sample)."""
 
     def __post_init__(self) -> None:
         if self.warmup is not None and self.warmup < 0:

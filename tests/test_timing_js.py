@@ -289,18 +289,21 @@ def test_record_cap(timing: Timing, warmup: int, steady: bool, floor: int) -> No
 # --- 6b. work too fast for the clock, and slow work at the cap ---------------------------------
 
 def test_microsecond_work_is_timed_in_batches(timing: Timing) -> None:
-    """1/32 ms a run: each sample is the mean of the 32 runs the first sample took to span
-    sample_min_ms (1 ms), timed around the batch; a runner that records per iteration is not
-    batched."""
+    """1/32 ms a run: the first sample (one run) spans less than half of sample_min_ms (1 ms), so
+    every later one is the mean of the 32 runs that span it, timed around the batch; a runner that
+    records per iteration is not batched."""
     r = timing.run("(i) => i === null ? 5 : 1 / 32", sample_min_ms=1)
     assert r["iterationsPerSample"] == 32
     assert all(w == pytest.approx(1 / 32) for w in r["wallMs"])
-    assert len(r["calls"]) == 1 + 32 * len(r["wallMs"])
+    assert len(r["calls"]) == 1 + 1 + 32 * (len(r["wallMs"]) - 1)
     assert r["stopReason"] == "steady"
     single = timing.run("(i) => i === null ? 5 : 1 / 32", sample_min_ms=1, batchable=False)
     assert single["iterationsPerSample"] == 1 and len(single["calls"]) == 1 + len(single["wallMs"])
     slow = timing.run("(i) => i === null ? 5 : 2", sample_min_ms=1)
     assert slow["iterationsPerSample"] == 1
+    # a slow start (0.25 ms runs for the first 8) does not fix the batch small: it grows again
+    warming = timing.run("(i) => i === null ? 5 : i < 8 ? 0.25 : 1 / 64", sample_min_ms=1)
+    assert warming["iterationsPerSample"] >= 32 and min(warming["wallMs"]) == pytest.approx(1 / 64)
 
 
 def test_the_cap_waits_for_the_least_samples(timing: Timing) -> None:

@@ -2,9 +2,10 @@
 // kept apart; then every sample is recorded (its wall-clock milliseconds and its start offset
 // from the first warm one) until the page stops, and Python decides which of them are steady.
 // A sample is one iteration, or, for work faster than `sample_min_ms` (microseconds a run, below
-// what the clock resolves), the mean of a batch of iterations: as many as the first sample took
-// to span sample_min_ms, timed by one clock read around the batch (`iterationsPerSample`; only
-// where `batchable`: runners that record something per iteration are not). The floor, `warmup`
+// what the clock resolves), the mean of a batch of iterations timed by one clock read around
+// them: a sample that spans less than half of sample_min_ms grows the batch to span it (so a
+// slow first iteration does not fix it small; `iterationsPerSample`, the largest; only where
+// `batchable`: runners that record something per iteration are not). The floor, `warmup`
 // samples and `warmup_min_ms` of them, always runs and never counts as steady; it ends by a third
 // of the page's budget and of its record cap whatever it asked, so that samples after it fit, and
 // a window after it that covers half the elapsed time (the steady stop) can.
@@ -59,18 +60,15 @@ export async function timeIterations(spec, once, {clock = performance, batchable
     if (stopReason) break;
     const begin = now();
     startMs.push(begin - t0);
-    if (n === 0 && batchable && spec.sample_min_ms > 0) {  // the first sample sets the batch
-      let ms = await once(n, n % ring);
-      while (now() - begin < spec.sample_min_ms && perSample < spec.record_cap) {
-        await once(n, n % ring);
-        perSample++;
-      }
-      wallMs.push(perSample > 1 ? (now() - begin) / perSample : ms);
-    } else if (perSample > 1) {
+    if (perSample > 1) {
       for (let k = 0; k < perSample; k++) await once(n, n % ring);
       wallMs.push((now() - begin) / perSample);
     } else {
       wallMs.push(await once(n, n % ring));
+    }
+    const spanned = now() - begin;
+    if (batchable && spec.sample_min_ms > 0 && spanned < spec.sample_min_ms / 2) {
+      perSample = Math.min(spec.record_cap, Math.ceil(perSample * spec.sample_min_ms / Math.max(spanned, 1e-3)));
     }
   }
   return {coldMs, wallMs, startMs, floorIterations: floor ?? wallMs.length, stopReason,
