@@ -182,13 +182,14 @@ def protocol(timing: Mapping[str, Any]) -> str:
     """How each page measured (environment.json's ``timing``)."""
     if not timing:
         return "protocol not recorded"
-    def given(name: str, unit: str = "") -> str:
-        value = timing.get(name)
-        return "the workload kind's" if value is None else f"{value:g}{unit}"
-
-    mode = (f"steady mode (at most {given('steady_cap_s', ' s')} a page)" if timing.get("steady")
+    if timing.get("steady") and timing.get("steady_cap_s") is None:  # MODEL_TIMING: the kind's KindTiming
+        return (f"steady mode with the workload kind's warm-up, minimum and cap, {timing.get('repeat')} page "
+                f"load(s) a run, {timing.get('timeout_s', 0):g} s limit")
+    mode = (f"steady mode (at most {timing.get('steady_cap_s', 0):g} s a page)" if timing.get("steady")
             else "counts protocol")
-    return (f"{mode}: {given('warmup')} warm-up(s), at least {given('min_iterations')} timed iterations, "
+    kinds = "the workload kind's"
+    return (f"{mode}: {kinds if timing.get('warmup') is None else timing['warmup']} warm-up(s), at least "
+            f"{kinds if timing.get('min_iterations') is None else timing['min_iterations']} timed iterations, "
             f"{timing.get('repeat')} page load(s) a run, {timing.get('timeout_s', 0):g} s limit")
 
 
