@@ -71,7 +71,9 @@ def spread_line(rows: pd.DataFrame) -> str:
     wide = ok[ratio > SPREAD]
     named = "; ".join(f"{label(r)} on {where(r)}, prompt {int(r['prompt_len'])}: {number(r['latency_ms_p10'])}-"
                       f"{number(r['latency_ms_p90'])} ms" for _, r in wide.iterrows())
-    return (f"Each configuration is one page load timing {' or '.join(sorted({count(n) for n in ok['n_samples']}))} "
+    timed = sorted({int(n) for n in pd.to_numeric(ok["n_samples"]).dropna()})
+    span = f"{timed[0]} to {timed[-1]}" if len(timed) > 2 else " or ".join(map(str, timed))
+    return (f"Each configuration is one page load timing {span} "
             f"whole generations after its warm-up. Runs whose generations spread by more than {SPREAD}x (p10-p90 of "
             f"a whole generation), whose medians a second page load could move: " + (named or "none") + ".")
 
