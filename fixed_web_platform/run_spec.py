@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from .precision.quantizers import DEFAULT_QUANTIZER
@@ -146,6 +147,31 @@ MODEL_TIMING = TimingConfig(warmup=None, min_iterations=None, min_time_s=1.0, ma
 count, minimum, cap and what the cap waits for each the workload kind's (KindTiming: a kind's iterations take tens of
 milliseconds to seconds), and a longer time limit. Any timing flag given on the command line
 wins."""
+
+
+def protocol_words(recorded: Mapping[str, Any]) -> str:
+    """How a sweep's pages measured, in words, from its TimingConfig as environment.json records it
+    (the report's machine line and a findings page's stamp say it alike)."""
+    if not recorded:
+        return "protocol not recorded"
+    t = dict(recorded)
+    kinds = "the workload kind's"
+
+    def value(key: str) -> str:
+        return kinds if t.get(key) is None else format(t[key], "g")
+
+    floor = (f" (and at least {t['warmup_min_s']:g} s)" if t.get("warmup_min_s")
+             else " (and at least the engine's measured floor)" if "warmup_min_s" in t and t["warmup_min_s"] is None else "")
+    if t.get("steady") and all(t.get(k) is None for k in ("warmup", "min_iterations", "steady_cap_s")):
+        head = f"steady mode with the workload kind's warm-up, minimum and cap{floor}"
+    elif t.get("steady"):
+        head = (f"steady mode (at most {value('steady_cap_s')} s a page): {value('warmup')} warm-up(s){floor}, "
+                f"at least {value('min_iterations')} timed iterations")
+    else:
+        least_time = f" and {t['min_time_s']:g} s" if t.get("min_time_s") else ""
+        head = (f"counts protocol: {value('warmup')} warm-up(s){floor}, at least {value('min_iterations')} "
+                f"timed iterations{least_time}")
+    return f"{head}, {t.get('repeat')} page load(s) a run, {t.get('timeout_s', 0):g} s limit"
 
 
 def per_kind(field: str) -> str:

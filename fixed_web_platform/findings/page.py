@@ -21,6 +21,7 @@ from ..report.markdown import markdown_lines
 from ..report.render import summary_table
 from ..report.sections import SECTIONS
 from ..results import reader
+from ..run_spec import protocol_words
 
 DATA_DIR = PROJECT_ROOT / "results" / "findings"
 """Result folders the pages are made from (committed, trimmed)."""
@@ -111,7 +112,7 @@ def stamp(data: Data) -> list[str]:
         n = len(results.rows)
         parts = [f"{n} row{'s' if n != 1 else ''}, {written(results.rows)}, {machine.get('cpu_model', '?')} "
                  f"x{machine.get('cpu_count', '?')} ({machine.get('os', '?')})", browsers, engines,
-                 protocol(env.get("timing") or {}), commits(env) + dirty, f"`{command}`"]
+                 protocol_words(env.get("timing") or {}), commits(env) + dirty, f"`{command}`"]
         lines.append(f"- `{name}`: " + "; ".join(filter(None, parts)))
     return lines
 
@@ -176,21 +177,6 @@ def _project_path(path: str, root: str) -> str:
     if path.endswith("/run_real_webgpu_webnn.py"):
         return "run_real_webgpu_webnn.py"
     return f"path/to/{path.rsplit('/', 1)[-1]}"
-
-
-def protocol(timing: Mapping[str, Any]) -> str:
-    """How each page measured (environment.json's ``timing``)."""
-    if not timing:
-        return "protocol not recorded"
-    if timing.get("steady") and timing.get("steady_cap_s") is None:  # MODEL_TIMING: the kind's KindTiming
-        return (f"steady mode with the workload kind's warm-up, minimum and cap, {timing.get('repeat')} page "
-                f"load(s) a run, {timing.get('timeout_s', 0):g} s limit")
-    mode = (f"steady mode (at most {timing.get('steady_cap_s', 0):g} s a page)" if timing.get("steady")
-            else "counts protocol")
-    kinds = "the workload kind's"
-    return (f"{mode}: {kinds if timing.get('warmup') is None else timing['warmup']} warm-up(s), at least "
-            f"{kinds if timing.get('min_iterations') is None else timing['min_iterations']} timed iterations, "
-            f"{timing.get('repeat')} page load(s) a run, {timing.get('timeout_s', 0):g} s limit")
 
 
 def number(value: Any, digits: int = 3) -> str:

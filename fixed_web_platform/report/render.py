@@ -32,6 +32,7 @@ from ..results.reader import (
     page_samples,
 )
 from ..results.rows import LayerRow, identity_columns, setting_columns
+from ..run_spec import protocol_words
 from ..series.stats import median_interval, summarize
 from ..workloads import DEFAULT_KIND, kind_columns, kind_named
 from .activations import activation_section
@@ -627,18 +628,9 @@ def figure_tallies(rows: pd.DataFrame) -> list[str]:
 
 
 def _timing(env: dict[str, Any]) -> str:
-    """'; timing: 3 warm-ups, >= 10 iterations and >= 1 s per page, ...' from environment.json."""
+    """'; timing: steady mode ...' from environment.json (run_spec.protocol_words)."""
     t = env.get("timing") if isinstance(env.get("timing"), dict) else {}
-    if not t:
-        return ""
-    floor = f" (and >= {t['warmup_min_s']:g} s)" if t.get("warmup_min_s") else ""
-    kinds = "the workload kind's"
-    mode = (f"steady mode, at most {kinds if t.get('steady_cap_s') is None else format(t['steady_cap_s'], 'g')} s "
-            "per page; " if t.get("steady") else "counts protocol; ")
-    return (f"; timing: {mode}{kinds if t.get('warmup') is None else t['warmup']} warm-ups{floor}, >= "
-            f"{kinds if t.get('min_iterations') is None else t['min_iterations']} timed iterations and "
-            f">= {t.get('min_time_s'):g} s per page, {t.get('repeat')} page load(s) per run, "
-            f"{t.get('timeout_s'):g} s timeout")
+    return f"; timing: {protocol_words(t)}" if t else ""
 
 
 def _made_by(env: dict[str, Any]) -> str:

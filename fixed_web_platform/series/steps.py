@@ -11,7 +11,7 @@ speed moves: a slow first generation is a warm-up, a drift across generations is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +52,12 @@ def judge_steps(steps: Sequence[Sequence[float]], start_ms: Sequence[float]) -> 
     verdict = classify(times, starts)
     owner = np.repeat(np.arange(len(steps)), counts)  # the iteration of each step
     return Judged(verdict, int(owner[verdict.steady_start]) if verdict.settled else 0)
+
+
+def steps_per_s(iterations: Iterable[Sequence[float]]) -> list[float]:
+    """Each iteration's rate: its steps over their summed milliseconds, a second (tokens/s of a
+    generation or of a clip's decoding); iterations without measured time left out."""
+    return [len(s) / sum(s) * 1000.0 for s in iterations if sum(s) > 0]
 
 
 def class_text(judged: Sequence[Judged | None]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import PageDataError
-from ...series.steps import class_text, judge_per_iteration, judge_steps
+from ...series.steps import class_text, judge_per_iteration, judge_steps, steps_per_s
 from ..base import PageIterations
 from ..page_fields import MAX_STEPS, memory, memory_figures, ms
 
@@ -83,7 +83,7 @@ def speed_figures(prompt_len: int, pages: Sequence[PageIterations]) -> dict[str,
              for g in d["generations"][j.first:] if g["token_ms"]]
     ttft = float(np.median(ttfts)) if ttfts else None
     pooled = [ms for s in steps for ms in s]
-    decode = [len(s) / sum(s) * 1000.0 for s in steps if sum(s) > 0]
+    decode = steps_per_s(steps)
     first = docs[0][1]
     return {
         "ttft_steady_class": class_text(ttft_judged),

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import PageDataError
-from ...series.steps import class_text, judge_steps
+from ...series.steps import class_text, judge_steps, steps_per_s
 from ..base import PageIterations
 from ..page_fields import MAX_STEPS, memory, memory_figures, ms
 
@@ -66,7 +66,7 @@ def speed_figures(durations_s: Sequence[float], pages: Sequence[PageIterations])
     entries = [(e, total) for p, d in docs for e, total in list(zip(d["clips"], d["totals"]))[p.steady_start:]]
     judged = [judge_steps([e["token_ms"] for e in d["clips"]], p.start_ms) for p, d in docs]
     decoded = [e for (_, d), j in zip(docs, judged) if j is not None for e in d["clips"][j.first:]]
-    rates = [len(e["token_ms"]) / sum(e["token_ms"]) * 1000.0 for e in decoded if sum(e["token_ms"]) > 0]
+    rates = steps_per_s(e["token_ms"] for e in decoded)
     first = docs[0][1]
 
     def median(values: list[float]) -> float | None:
