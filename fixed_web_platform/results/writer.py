@@ -343,7 +343,8 @@ def provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
     """What made a sweep: the process's exact command line with the settings the environment gave
     (``environment``: the variables named by SETTING_ENV_PREFIXES), its working folder, the
     project's version, and from a git checkout its commit and whether tracked files differed
-    from it (``dirty``; None outside a checkout, where ``commit`` is '')."""
+    from it (``dirty``; None outside a checkout, where ``commit`` is ''), result data under
+    results/ aside: committed findings folders are data, not the code that ran."""
     top, _, head = _git(root, "rev-parse", "--show-toplevel", "HEAD").partition("\n")
     commit = head if top == str(root) else ""
     return {
@@ -352,7 +353,8 @@ def provenance(root: Path = PROJECT_ROOT) -> dict[str, Any]:
         "cwd": os.getcwd(),
         "version": _version("fixed-web-platform"),
         "commit": commit,
-        "dirty": bool(_git(root, "status", "--porcelain", "--untracked-files=no")) if commit else None,
+        "dirty": bool(_git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"))
+        if commit else None,
     }
 
 
