@@ -7,8 +7,8 @@ The lowest layer of the sweep's data: engines, rows and the page protocol read t
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .precision.quantizers import DEFAULT_QUANTIZER
@@ -152,16 +152,16 @@ wins."""
 def protocol_words(recorded: Mapping[str, Any]) -> str:
     """How a sweep's pages measured, in words, from its TimingConfig as environment.json records it
     (the report's machine line and a findings page's stamp say it alike)."""
-    if not recorded:
+    t = recorded
+    if not t:
         return "protocol not recorded"
-    t = dict(recorded)
-    kinds = "the workload kind's"
 
     def value(key: str) -> str:
-        return kinds if t.get(key) is None else format(t[key], "g")
+        return "the workload kind's" if t.get(key) is None else format(t[key], "g")
 
-    floor = (f" (and at least {t['warmup_min_s']:g} s)" if t.get("warmup_min_s")
-             else " (and at least the engine's measured floor)" if "warmup_min_s" in t and t["warmup_min_s"] is None else "")
+    floor = t.get("warmup_min_s", 0)  # None: the floor measured per engine (WARMUP_FLOORS_S)
+    floor = " (and at least the engine's measured floor)" if floor is None else (
+        f" (and at least {floor:g} s)" if floor else "")
     if t.get("steady") and all(t.get(k) is None for k in ("warmup", "min_iterations", "steady_cap_s")):
         head = f"steady mode with the workload kind's warm-up, minimum and cap{floor}"
     elif t.get("steady"):
