@@ -87,6 +87,77 @@ def probe_spec(webnn_devices: list[str]) -> JobSpec:
 
 
 @dataclass(frozen=True)
+class MeterReply:
+    """What web/meter.js counted in the page and its workers around the engine's own calls
+    (docs/concepts/memory.md): measured, not reported by the engine."""
+
+    gpu_devices: int = 0
+    gpu_peak_bytes: int = 0
+    """The most bytes of WebGPU buffers live at once (created, not yet destroyed or collected)."""
+    gpu_phase_peak_bytes: tuple[int, int, int] = (0, 0, 0)
+    """The same in each phase: load (before the first iteration), warm-up (the cold iteration and the
+    floor), measured."""
+    gpu_peak_buffers: int = 0
+    gpu_largest_bytes: int = 0
+    """The largest single WebGPU buffer."""
+    gpu_collected_bytes: int = 0
+    """Bytes of buffers the engine dropped without destroying, which the garbage collector took."""
+    wasm_memories: int = 0
+    wasm_peak_bytes: int = 0
+    """The most bytes of WebAssembly memory at once (every memory an engine created or a module
+    exported; a memory never shrinks)."""
+    webnn_constant_bytes: int = 0
+    """Bytes handed to WebNN as constants (MLGraphBuilder.constant, MLContext.createConstantTensor)."""
+    webnn_tensor_peak_bytes: int = 0
+    """The most bytes of MLTensors live at once (MLContext.createTensor)."""
+    workers: int = 0
+    """Workers that answered with their own figures (added in)."""
+
+
+PHASES = ("load", "warmup", "measured")
+MAX_BYTES = 1 << 50
+"""More than a petabyte is not a measurement."""
+
+
+def _meter(value: Any) -> MeterReply | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise PageDataError("meter is not an object")
+
+    def part(name: str) -> dict[str, Any]:
+        doc = value.get(name)
+        if not isinstance(doc, dict):
+            raise PageDataError(f"meter.{name} is not an object")
+        return doc
+
+    def count(doc: dict[str, Any], key: str, name: str) -> int:
+        raw = doc.get(key)
+        if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= MAX_BYTES:
+            raise PageDataError(f"meter.{name}.{key} is not a count of bytes or objects: {raw!r:.30}")
+        return raw
+
+    gpu, wasm, webnn = part("gpu"), part("wasm"), part("webnn")
+    phases = gpu.get("phase_peak_bytes")
+    if not isinstance(phases, dict):
+        raise PageDataError("meter.gpu.phase_peak_bytes is not an object")
+    workers = value.get("workers", 0)
+    return MeterReply(
+        gpu_devices=count(gpu, "devices", "gpu"),
+        gpu_peak_bytes=count(gpu, "peak_bytes", "gpu"),
+        gpu_phase_peak_bytes=tuple(count(phases, p, "gpu.phase_peak_bytes") for p in PHASES),
+        gpu_peak_buffers=count(gpu, "peak_buffers", "gpu"),
+        gpu_largest_bytes=count(gpu, "largest_bytes", "gpu"),
+        gpu_collected_bytes=count(gpu, "collected_bytes", "gpu"),
+        wasm_memories=count(wasm, "memories", "wasm"),
+        wasm_peak_bytes=count(wasm, "peak_bytes", "wasm"),
+        webnn_constant_bytes=count(webnn, "constant_bytes", "webnn"),
+        webnn_tensor_peak_bytes=count(webnn, "tensor_peak_bytes", "webnn"),
+        workers=count({"workers": workers}, "workers", "meter"),
+    )
+
+
+@dataclass(frozen=True)
 class PageReply:
     """One page's reply, checked. Engine-specific fields are optional here; the engine that
     built the job says which it needs (engines/*.py ``interpret``)."""
@@ -132,6 +203,8 @@ class PageReply:
     js_heap_bytes: int | None = None
     js_heap_source: str = ""
     """Where js_heap_bytes came from, or why there is none."""
+    meter: MeterReply | None = None
+    """Memory counted around the engine's calls (web/meter.js); None from a page without it."""
     probe: dict[str, Any] = field(default_factory=dict)
     layers: tuple[LayerReply, ...] = ()
     """Whole models: what the page says about each linear layer, in forward order."""
@@ -243,7 +316,7 @@ def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: Workload
     probe = payload.get("probe") if isinstance(payload.get("probe"), dict) else {}
     if status != "ok":
         return PageReply(status=status, reason=_text(payload.get("reason")) or "(no message)",
-                          stage=_text(payload.get("stage"))[:40], probe=probe)
+                          stage=_text(payload.get("stage"))[:40], probe=probe, meter=_meter(payload.get("meter")))
     compute_dtype = payload.get("compute_dtype")
     if compute_dtype not in COMPUTE_DTYPES:
         raise PageDataError(f"unknown compute_dtype {compute_dtype!r:.40}")
@@ -289,6 +362,7 @@ def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: Workload
         gpu_buffer_bytes=None if gpu_buffer is None else int(_number(gpu_buffer, "gpu_buffer_bytes")),
         js_heap_bytes=heap_bytes,
         js_heap_source=heap_source,
+        meter=_meter(payload.get("meter")),
         probe=probe,
         layers=_layers(payload.get("layers")),
         kind_fields=kind.reply_fields(payload, max_samples) if kind is not None else {},

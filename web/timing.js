@@ -1,3 +1,5 @@
+import {markPhase} from './meter.js';
+
 // The timing protocol shared by the runners (docs/concepts/steady-state.md). One cold iteration
 // kept apart; then every sample is recorded (its wall-clock milliseconds and its start offset
 // from the first warm one) until the page stops, and Python decides which of them are steady.
@@ -26,6 +28,7 @@
 export async function timeIterations(spec, once, {clock = performance, batchable = true} = {}) {
   const now = () => clock.now();
   const budgetStart = now();  // the budget covers the cold iteration and the floor too
+  markPhase('warmup');
   const coldMs = await once(null, null);
   const ring = spec.max_iterations;
   const wallMs = [];
@@ -41,7 +44,10 @@ export async function timeIterations(spec, once, {clock = performance, batchable
   for (;;) {
     const n = wallMs.length;
     const elapsed = now() - t0;
-    if (floor === null && n >= Math.min(spec.warmup, floorCap) && (elapsed >= floorMs || n >= floorCap)) floor = n;
+    if (floor === null && n >= Math.min(spec.warmup, floorCap) && (elapsed >= floorMs || n >= floorCap)) {
+      floor = n;
+      markPhase('measured');
+    }
     if (floor !== null) {
       const after = n - floor;
       const afterMs = after > 0 ? elapsed - startMs[floor] : 0;

@@ -160,6 +160,31 @@ STOPPED = {"cap": "stopped at the steady cap", "budget": "stopped at the page's 
 """A stop reason, as the short note says it."""
 
 
+def meter_fields(pages: Sequence[PageReply]) -> dict[str, Any]:
+    """The row's measured memory (web/meter.js): each figure the largest over the run's page loads,
+    blank where no page had the resource (no WebGPU device, no wasm memory, no WebNN graph)."""
+    meters = [p.meter for p in pages if p.meter is not None]
+
+    def most(figure: Any, present: Any) -> int | None:
+        values = [figure(m) for m in meters if present(m)]
+        return max(values) if values else None
+
+    def gpu(m: Any) -> bool:
+        return m.gpu_devices > 0
+
+    def webnn(m: Any) -> bool:
+        return m.webnn_constant_bytes > 0 or m.webnn_tensor_peak_bytes > 0
+
+    return {
+        "gpu_peak_bytes": most(lambda m: m.gpu_peak_bytes, gpu),
+        "gpu_measured_peak_bytes": most(lambda m: m.gpu_phase_peak_bytes[2], gpu),
+        "gpu_largest_buffer_bytes": most(lambda m: m.gpu_largest_bytes, gpu),
+        "wasm_peak_bytes": most(lambda m: m.wasm_peak_bytes, lambda m: m.wasm_memories > 0),
+        "webnn_constant_bytes": most(lambda m: m.webnn_constant_bytes, webnn),
+        "webnn_tensor_peak_bytes": most(lambda m: m.webnn_tensor_peak_bytes, webnn),
+    }
+
+
 def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[PageReply],
                  executed: Sequence[Executed], outputs: Sequence[bytes | None], timing: TimingConfig,
                  memory: MemoryFigures | None = None) -> tuple[ResultRow, dict[str, Any]]:
@@ -243,6 +268,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         js_heap_bytes=max(heaps) if heaps else None,
         js_heap_source=next((p.js_heap_source for p in pages if p.js_heap_bytes is not None),
                             first.js_heap_source),
+        **meter_fields(pages),
         rel_error_vs_float=vs_float["rel_error"],
         max_abs_error_vs_float=vs_float["max_abs_error"],
         snr_db=vs_float["snr_db"],

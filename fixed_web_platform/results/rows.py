@@ -198,6 +198,24 @@ class ResultRow:
     isolated), else performance.memory; blank with the reason in js_heap_source."""
     js_heap_source: str = ""
     """Which API gave js_heap_bytes, or why there is none."""
+    gpu_peak_bytes: int | None = None
+    """Measured (web/meter.js, every engine alike): the most bytes of WebGPU buffers live at once in
+    the page and its workers, from creation to destroy or collection; the largest over page loads.
+    Blank where the page made no WebGPU device."""
+    gpu_measured_peak_bytes: int | None = None
+    """Measured: gpu_peak_bytes within the timed iterations after the floor (what a model holds
+    while it runs, without load-time staging)."""
+    gpu_largest_buffer_bytes: int | None = None
+    """Measured: the largest single WebGPU buffer the run created (against the adapter's
+    maxBufferSize and maxStorageBufferBindingSize)."""
+    wasm_peak_bytes: int | None = None
+    """Measured: the most bytes of WebAssembly memory at once, over every memory the page's engines
+    created or exported (a memory never shrinks); blank where no memory was made."""
+    webnn_constant_bytes: int | None = None
+    """Measured: bytes handed to WebNN as graph constants (what the engine gave the browser; the
+    backend may repack them). Blank where no WebNN graph was built."""
+    webnn_tensor_peak_bytes: int | None = None
+    """Measured: the most bytes of MLTensors live at once (MLContext.createTensor)."""
     proc_rss_baseline_bytes: int | None = None
     """The browser's whole process tree (renderer, GPU, utility processes) at rest before the
     page's work: RSS summed over the tree (psutil)."""
