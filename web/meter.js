@@ -42,8 +42,29 @@ export function installMeter(scope, channelName) {
     return channel;
   };
   let workers = 0;  // workers this scope started with the meter
+  const heard = new Map();  // worker id -> its latest figures
+  function listen() {
+    if (inWorker || !channelOf() || channel.onmessage) return;
+    channel.onmessage = (event) => {
+      if (event.data?.kind === 'figures' && typeof event.data.id === 'string') heard.set(event.data.id, event.data.figures);
+    };
+  }
+
+  // A worker sends its figures whenever a peak rises (at most every 100 ms) and when asked: an
+  // engine may end its worker before the page asks.
+  const id = Math.random().toString(36).slice(2);
+  let pending = false;
+  function push() {
+    if (!inWorker || pending || !channelOf()) return;
+    pending = true;
+    setTimeout(() => {
+      pending = false;
+      channelOf().postMessage({kind: 'figures', id, figures: figures()});
+    }, 100);
+  }
 
   function bump() {
+    push();
     if (gpu.live > gpu.peak) gpu.peak = gpu.live;
     if (gpu.live > gpu.phasePeak[phase]) gpu.phasePeak[phase] = gpu.live;
     if (gpu.liveBuffers > gpu.peakBuffers) gpu.peakBuffers = gpu.liveBuffers;
@@ -148,7 +169,10 @@ export function installMeter(scope, channelName) {
         // a detached or inaccessible buffer: nothing to read now
       }
     }
-    if (total > wasmPeak) wasmPeak = total;
+    if (total > wasmPeak) {
+      wasmPeak = total;
+      push();
+    }
     return total;
   }
 
@@ -235,6 +259,7 @@ export function installMeter(scope, channelName) {
     scope.URL.createObjectURL = function (object) {
       if (channelName && object instanceof scope.Blob && /javascript/.test(object.type)) {
         workers += 1;
+        listen();
         return createObjectURL.call(this, new scope.Blob([source, object], {type: object.type}));
       }
       return createObjectURL.call(this, object);
@@ -262,13 +287,14 @@ export function installMeter(scope, channelName) {
     },
     figures,
     channelOf,
+    heard,
     get workers() { return workers; },
   };
   if (inWorker && channelOf()) {
     // in a worker: answer the page's requests for figures, and follow its phases
     channel.onmessage = (event) => {
       if (event.data?.kind === 'phase') meter.phase(event.data.phase);
-      if (event.data?.kind === 'ask') channel.postMessage({kind: 'figures', figures: figures()});
+      if (event.data?.kind === 'ask') channel.postMessage({kind: 'figures', id, figures: figures()});
     };
   }
   scope.__precisionMeter = meter;
@@ -283,22 +309,16 @@ export function markPhase(name) {
   meter.phase(name);
 }
 
-// The page's figures plus its workers' (each answers on the channel), the workers' peaks added:
-// a worker's buffers and memories are its own.
-export async function meterFigures(waitMs = 200) {
+// The page's figures plus its workers' (the latest each sent, after asking the live ones once), the
+// workers' peaks added: a worker's buffers and memories are its own (summed peaks may not have
+// coincided: an upper bound where a page and its workers both hold memory).
+export async function meterFigures(waitMs = 150) {
   const own = meter.figures();
   own.workers = 0;
   if (!meter.workers || !meter.channelOf()) return own;
-  const answers = [];
-  const listener = (event) => {
-    if (event.data?.kind === 'figures') answers.push(event.data.figures);
-  };
-  const listen = new BroadcastChannel(CHANNEL);
-  listen.onmessage = listener;
   meter.channelOf().postMessage({kind: 'ask'});
   await new Promise((resolve) => setTimeout(resolve, waitMs));
-  listen.close();
-  for (const other of answers) {
+  for (const other of meter.heard.values()) {
     own.gpu.devices += other.gpu.devices;
     for (const key of ['live_bytes', 'peak_bytes', 'peak_buffers', 'buffers_created', 'collected_bytes']) {
       own.gpu[key] += other.gpu[key];
@@ -310,6 +330,6 @@ export async function meterFigures(waitMs = 200) {
     own.webnn.constant_bytes += other.webnn.constant_bytes;
     own.webnn.tensor_peak_bytes += other.webnn.tensor_peak_bytes;
   }
-  own.workers = answers.length;
+  own.workers = meter.heard.size;
   return own;
 }
