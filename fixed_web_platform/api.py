@@ -72,6 +72,7 @@ async def run_real_test(
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
+    buffer_cache: str | Sequence[str] = (),
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
     browser_args: Sequence[str] = (),
@@ -88,7 +89,8 @@ async def run_real_test(
     ``model_options``: options only the model's workload kind takes, by the CLI's names
     (``{"batch_size": 8}`` for an encoder, as the ``batch_size`` argument does).
     ``browser_args`` / ``browser_prefs``: the CLI's --browser-arg NAME=ARG and --browser-pref
-    NAME=KEY=VALUE values. ``weight_quant``: the CLI's --weight-quant (one quantizer or several)."""
+    NAME=KEY=VALUE values. ``weight_quant``: the CLI's --weight-quant (one quantizer or several);
+    ``buffer_cache``: the CLI's --buffer-cache (ONNX Runtime's WebGPU storage-buffer cache modes)."""
     options = SweepOptions(remote=remote, serve_host=serve_host, parallel=parallel,
                            browser_args=parse_browser_args(browser_args),
                            browser_prefs=parse_browser_prefs(browser_prefs))
@@ -119,6 +121,7 @@ async def run_real_test(
         act_bits=_as_list(act_bits),
         observer=observer,
         weight_quant=weight_quant,
+        buffer_cache=_as_list(buffer_cache),
     )
     if timing is None:
         timing = MODEL_TIMING if model is not None else DEFAULT_TIMING

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .engines.registry import engine_for, engines_for_platform, kinds_run_by, planned_refusal
+from .engines.ort import check_buffer_cache
 from .engines.webnn.forms import QDQ_FORM, check_form
 from .formats import transformersjs_folder
 from .precision.observers import OBSERVERS
@@ -72,6 +73,7 @@ def build_plan(
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     granularity: str | Sequence[str] = DEFAULT_GRANULARITY,
     graph_form: str | Sequence[str] = "",
+    buffer_cache: Sequence[str] = (),
     weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
     dtypes: Sequence[str] = (),
 ) -> list[RunSpec]:
@@ -86,7 +88,8 @@ def build_plan(
     or several of precision/quantizers.QUANTIZERS) multiplies the blockwise 8/4/2-bit runs of
     engines whose bits name the format (per-channel weights and wllama's GGUF types round by their
     own rule: one run each, whatever the quantizers); an engine that cannot hold a quantizer's bytes
-    refuses its runs. ``dtypes`` (--dtype) keeps, of the weight formats of engines that name theirs
+    refuses its runs. ``buffer_cache`` (ONNX Runtime's WebGPU storage-buffer cache modes; none: its
+    default) multiplies the runs of engines that take one (ORT and transformers.js on WebGPU). ``dtypes`` (--dtype) keeps, of the weight formats of engines that name theirs
     by dtype (transformers.js), those it names."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, got {repetitions}")
@@ -110,6 +113,9 @@ def build_plan(
                              f"not one of {', '.join(OBSERVERS)}")
     granularities = list(dict.fromkeys([granularity] if isinstance(granularity, str) else granularity))
     forms = tuple(dict.fromkeys([graph_form] if isinstance(graph_form, str) else graph_form))
+    caches = tuple(dict.fromkeys(buffer_cache))
+    for mode in caches:
+        check_buffer_cache(mode)
     quantizers = list(dict.fromkeys([weight_quant] if isinstance(weight_quant, str) else weight_quant))
     if not quantizers:
         raise ValueError("no weight quantizer given")
@@ -131,6 +137,9 @@ def build_plan(
                 workload.validate(b, block_for(g, block_size))
     pairs = [(e, p) for e in dict.fromkeys(engines) for p in dict.fromkeys(platforms)
              if engine_for(e, p) is not None]
+    if caches and not any(engine_for(e, p).buffer_caches(caches) != ("",) for e, p in pairs):
+        raise ValueError(f"--buffer-cache {caches[0]} sets ONNX Runtime's WebGPU buffer cache: add --engine ort or "
+                         "transformersjs and --platform webgpu")
     for platform in dict.fromkeys(platforms):
         if not any(p == platform for _, p in pairs):
             runs_it = ", ".join(str(e) for e in engines_for_platform(platform)) or "none"
@@ -153,7 +162,8 @@ def build_plan(
                             formats = runner.weight_formats(workload, b, acts)
                             if dtypes and runner.dtype_names:
                                 formats = tuple(f for f in formats if f in dtypes)
-                            for fmt, form in itertools.product(formats, runner.graph_forms(forms, acts)):
+                            for fmt, form, cache in itertools.product(formats, runner.graph_forms(forms, acts),
+                                                                      runner.buffer_caches(caches)):
                                 coded = fmt in ("", HELD_FORMAT)  # the quantizer makes its codes
                                 if not coded and wq != quants[0]:
                                     continue  # a named format (wllama's GGUF types) rounds by its own rule: once
@@ -162,7 +172,7 @@ def build_plan(
                                     workload=workload, bits=b, block_size=block_size, repetition=rep,
                                     precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
                                     act_bits=acts, observer=obs, weight_format=fmt, granularity=group,
-                                    graph_form=form,
+                                    graph_form=form, buffer_cache=cache,
                                     weight_quant=wq if group == DEFAULT_GRANULARITY and coded else DEFAULT_QUANTIZER,
                                 )
                                 runs.append(dataclasses.replace(run, refused=planned_refusal(run)))

@@ -223,6 +223,9 @@ class RunSpec:
     """The weight quantizer that makes the 8/4/2-bit codes (precision/quantizers.py: --weight-quant).
     The default where the bits or an engine's named format decide (32/16 bits, per-channel
     weights, wllama's GGUF types but HELD_FORMAT); plans from before the axis read as it."""
+    buffer_cache: str = ""
+    """ONNX Runtime's WebGPU storage-buffer cache mode (engines/ort: BUFFER_CACHES; ORT and
+    transformers.js on WebGPU, their default named), '' for engines without the choice."""
     graph_form: str = ""
     """The graph form asked for, for engines that build one computation several ways (the
     harness's WebNN graphs: engines/webnn/forms.py); '' for the engine's default."""

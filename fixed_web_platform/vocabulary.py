@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import os
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -40,7 +40,12 @@ v13: ONNX files' ``onnx_inventory`` and ``precision_promise`` (what a file's nod
 v14: the steady-state protocol for whole models too (their kind's cap and minimum): decoders'
     ``ttft_steady_class`` beside ``decode_steady_class`` (now judged across generations), speech's
     ``decode_steady_class``; ``iterations_per_sample`` (work too fast for the clock, timed in
-    batches). Older folders read blank."""
+    batches). Older folders read blank.
+v15: memory measured around every engine's calls (web/meter.js): ``gpu_peak_bytes``,
+    ``gpu_measured_peak_bytes``, ``gpu_largest_buffer_bytes``, ``wasm_peak_bytes``,
+    ``webnn_constant_bytes``, ``webnn_tensor_peak_bytes``; ``buffer_cache`` (ONNX Runtime's WebGPU
+    storage-buffer cache mode, a setting). Older folders read blank, and ORT's and
+    transformers.js's WebGPU rows as ORT's default cache, bucket."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""
@@ -51,7 +56,7 @@ COMPUTE_DTYPES = ("f32", "f16", "i8dot")
 """What a kernel's arithmetic ran in: float32, float16, or int8 dot products accumulated in i32
 and rescaled in f32 (the int8-activation kernels)."""
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 """Version of the page protocol (job spec the page fetches, reply it posts).
 v2: the spec names its output tensors (``outputs``: name, dtype, shape); a matmul's m, k, n are
     its runner's options.
@@ -60,7 +65,9 @@ v3: every iteration after the cold one is in the reply (``wall_ms``, ``start_ms`
     the spec carries the steady-state rule's fields (web/timing.js).
 v4: work faster than the spec's ``sample_min_ms`` is timed in batches (the reply's
     ``iterations_per_sample``); the steady cap waits for ``least_samples`` after the floor
-    (TimingConfig.cap_waits)."""
+    (TimingConfig.cap_waits).
+v5: every reply carries ``meter`` (web/meter.js: WebGPU buffers, WebAssembly memory and WebNN
+    constants and tensors counted around the engine's calls, the page's and its workers')."""
 
 
 class Platform(enum.StrEnum):

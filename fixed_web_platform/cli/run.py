@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from .. import sweep, workloads
 from ..browsers.products import parse_browser_args, parse_browser_prefs
 from ..engines.registry import ENGINES
+from ..engines.ort import BUFFER_CACHES, DEFAULT_BUFFER_CACHE
 from ..engines.webnn.forms import GRAPH_FORMS
 from ..errors import OneLineArgumentParser, UsageError
 from ..formats import transformersjs_folder
@@ -155,6 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "form the browser fuses into int8 kernels; gemm for per-channel weight-only; "
                         "else transpose for matmuls, pretransposed_gemm for models). gemm beside "
                         "gemm_qdq is the unfused control")
+    p.add_argument("--buffer-cache", nargs="+", choices=list(BUFFER_CACHES), default=[],
+                   help="ONNX Runtime Web's WebGPU storage-buffer cache mode(s), one run each, for ORT and "
+                        f"transformers.js on WebGPU (default: ORT's own, {DEFAULT_BUFFER_CACHE}, named in "
+                        "the row): how freed GPU buffers are kept for reuse, which moves the memory a model "
+                        "holds (gpu_peak_bytes)")
     p.add_argument("--repetitions", type=positive_arg, default=1,
                    help="runs of each configuration (each a fresh page)")
     p.add_argument("--warmup", type=non_negative_arg, default=None,
@@ -379,6 +385,7 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         observer=args.observer,
         granularity=args.granularity,
         graph_form=["" if f == "default" else f for f in args.graph_form],
+        buffer_cache=args.buffer_cache,
         weight_quant=args.weight_quant,
         dtypes=() if any(w.kind == ONNX_FILE.name for w in workloads) else tuple(args.dtype or ()) or folder_dtypes(
             workloads),

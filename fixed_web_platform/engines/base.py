@@ -124,6 +124,12 @@ class Engine(ABC):
         builds with ``act_bits`` activations, one run each; ('',) for an engine of one form."""
         return ("",)
 
+    def buffer_caches(self, asked: tuple[str, ...]) -> tuple[str, ...]:
+        """Of the WebGPU buffer cache modes asked for (``RunSpec.buffer_cache``; none asked: the
+        engine's default, named), those this engine runs, one run each; ('',) for an engine without
+        the choice."""
+        return ("",)
+
     def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
         """The named weight formats this engine runs at ``bits`` (with ``act_bits`` activations)
         for ``workload``, one run each (``RunSpec.weight_format``); ('',) where the bits alone

@@ -65,6 +65,9 @@ LAYER_INTEGER_COLUMNS = ("run_id", "k", "n", "bits_requested", "bits_executed", 
 LAYER_FLOAT_COLUMNS = ("gpu_ms", "weight_error")
 SAMPLE_LISTS = ("wall_ms", "gpu_ms")
 FORMS_BEFORE_THE_COLUMN = ("transpose", "pretransposed_gemm")
+CACHE_BEFORE_THE_COLUMN = "bucket"
+"""What ORT (and transformers.js on it) ran on WebGPU before buffer_cache was a column: ORT's
+default (engines/ort: DEFAULT_BUFFER_CACHE)."""
 """The graph forms the harness's WebNN graphs built for matmuls and for whole models before rows
 named one (commit c4f7fda): a history, so not engines/webnn/forms.py's defaults of today."""
 
@@ -164,6 +167,9 @@ def load(directory: str | Path) -> ResultSet:
         webnn = (rows["engine"] == EngineName.HARNESS.value) & (rows["platform"] == "webnn")
         default = np.where(rows["kind"] == "matmul", *FORMS_BEFORE_THE_COLUMN)
         rows["graph_form"] = np.where(webnn, default, "")
+    if "buffer_cache" not in rows:  # folders before the column: ORT (and transformers.js under it) on WebGPU had its default
+        cached = rows["engine"].isin([EngineName.ORT.value, EngineName.TRANSFORMERSJS.value]) & (rows["platform"] == "webgpu")
+        rows["buffer_cache"] = np.where(cached, CACHE_BEFORE_THE_COLUMN, "")
     _rename_variants(rows)
     samples: dict[int, dict[str, Any]] = {}
     samples_path = directory / "samples.jsonl"

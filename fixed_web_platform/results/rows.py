@@ -21,7 +21,7 @@ from ..run_spec import RunSpec
 from ..vocabulary import SCHEMA_VERSION, Outcome
 from ..workloads import KINDS, kind_columns, kind_named
 
-CORE_SETTING = ("browser", "engine", "platform", "precision_mode", "device_type", "kind", "workload")
+CORE_SETTING = ("browser", "engine", "platform", "precision_mode", "device_type", "buffer_cache", "kind", "workload")
 """The core columns that say what ran where (each kind adds what its work is: ``setting_columns``)."""
 CORE_PRECISION = ("bits_requested", "format_requested", "granularity", "weight_quant", "block_size", "act_bits",
                   "observer", "graph_form")
@@ -281,6 +281,9 @@ class ResultRow:
     granularity: str = ""
     """How the 8/4/2-bit weights are grouped: 'block' (block_size values along K share a scale and
     zero point) or 'per-channel' (one symmetric scale per output channel); blank at 32/16 bits."""
+    buffer_cache: str = ""
+    """ONNX Runtime's WebGPU storage-buffer cache mode the run set (ORT and transformers.js on
+    WebGPU: --buffer-cache, else ORT's default, bucket); blank for engines without the choice."""
     graph_form: str = ""
     """The graph form built (the harness's WebNN graphs: engines/webnn/forms.py), or the one asked
     for when no graph was built; blank for engines with one form."""
@@ -372,6 +375,7 @@ class ResultRow:
             format_requested=run.weight_format,
             granularity=run.granularity if run.bits <= 8 else "",
             graph_form=run.graph_form,
+            buffer_cache=run.buffer_cache,
             calibration=run.workload.calibration_label
             if run.act_bits != 32 or QUANTIZERS[run.weight_quant].calibrated else "",
             weight_quant=run.quantized_by,

@@ -129,10 +129,13 @@ function median(values) {
 }
 
 // `opts.ml_context`: an MLContext the sessions share (their MLTensors pass from one to another).
-function providerOption(opts) {
+// The execution provider entry of a session's options; on WebGPU with the storage-buffer cache
+// mode the run names (`opts.buffer_cache`, ORT's storageBufferCacheMode).
+export function providerOption(opts) {
   if (opts.provider === 'webnn') {
     return opts.ml_context ? {name: 'webnn', context: opts.ml_context} : {name: 'webnn', deviceType: opts.device_type};
   }
+  if (opts.provider === 'webgpu' && opts.buffer_cache) return {name: 'webgpu', storageBufferCacheMode: opts.buffer_cache};
   return opts.provider;
 }
 

@@ -8,7 +8,7 @@
 // (globalThis[Symbol.for('onnxruntime')], read once when transformers.js is evaluated).
 import {jsHeap} from '../memory.js';
 import {timingReply} from '../timing.js';
-import {errorText, parsePlacement, placementSummary, mostCommon, EP_PLATFORM, tap} from './ort_common.js';
+import {errorText, parsePlacement, placementSummary, mostCommon, EP_PLATFORM, providerOption, tap} from './ort_common.js';
 
 export const MODEL_ID = 'model';
 const MODEL_PATH = '/models/';
@@ -46,8 +46,10 @@ export async function makePipeline(T, task, opts, sessionOptions = {}) {
   tap.start();
   const t0 = performance.now();
   let pipe, placed;
-  const provider = opts.provider === 'webnn' ? {name: 'webnn', deviceType: opts.device_type} : opts.provider;
-  const [device, providers] = opts.ort ? ['auto', {executionProviders: [provider]}] : [opts.device, {}];
+  // the library passes session options through: a WebGPU run names ORT's buffer cache mode there
+  const provider = providerOption(opts);
+  const named = opts.ort || (opts.provider === 'webgpu' && opts.buffer_cache);
+  const [device, providers] = named ? [opts.ort ? 'auto' : opts.device, {executionProviders: [provider]}] : [opts.device, {}];
   try {
     pipe = await T.pipeline(task, MODEL_ID, {
       device, dtype: opts.dtype,

@@ -40,6 +40,23 @@ FLOAT_ZERO_BITS = (4, 2)
 ``matmul_nbits.cc``; seen in the quantizer sweep, 2026-11-29): refused before any page."""
 
 
+BUFFER_CACHES = ("bucket", "simple", "lazyRelease", "disabled")
+"""ONNX Runtime Web's WebGPU storage-buffer cache modes (its webgpu execution provider's
+``storageBufferCacheMode``; transformers.js passes it through its session options): how freed
+buffers are kept for reuse. ``bucket`` keeps them in size buckets, ``simple`` by exact size,
+``lazyRelease`` frees them after each run, ``disabled`` at once. The first session on a device
+sets it for every later one (each run is its own page, so its own device). ORT's own issue
+tracker measured one model at 5.13 GB of live buffers with ``bucket`` and 3.73 GB with ``simple``."""
+DEFAULT_BUFFER_CACHE = "bucket"
+"""ORT Web's default storage-buffer cache mode (webgpu_buffer_cache config, 1.30)."""
+
+
+def check_buffer_cache(mode: str) -> None:
+    """ValueError naming the modes, for a mode ORT Web does not have."""
+    if mode not in BUFFER_CACHES:
+        raise ValueError(f"buffer cache mode {mode!r} is not one of ONNX Runtime Web's: {', '.join(BUFFER_CACHES)}")
+
+
 class OrtWebEngine(Engine):
     """ONNX Runtime Web on one execution provider (the subclasses below fix which)."""
 
@@ -60,7 +77,8 @@ class OrtWebEngine(Engine):
         """What every ORT page needs to load the bundle and open a session on this provider
         (``graph_optimization``: ORT's graphOptimizationLevel)."""
         return {"provider": self.platform.value, "device_type": run.webnn_device, "threads": ORT_THREADS,
-                "assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE, "graph_optimization": graph_optimization}
+                "assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE, "graph_optimization": graph_optimization,
+                "buffer_cache": run.buffer_cache}
 
 
 QDQ_WEBNN_OPTIMIZATION = "disabled"
@@ -107,6 +125,9 @@ def qdq_refusal(run: RunSpec) -> str:
 
 class OrtWebGpu(OrtWebEngine):
     platform = Platform.WEBGPU
+
+    def buffer_caches(self, asked: tuple[str, ...]) -> tuple[str, ...]:
+        return asked or (DEFAULT_BUFFER_CACHE,)
 
 
 class OrtWebNN(OrtWebEngine):

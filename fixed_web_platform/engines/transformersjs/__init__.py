@@ -32,7 +32,7 @@ from ...vocabulary import EngineName, Outcome, Platform
 from ...workloads import Workload
 from ...workloads.onnx_file.variants import VariantRefused
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from ..ort import ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR
+from ..ort import DEFAULT_BUFFER_CACHE, ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR
 from .folders import DTYPES, WIDTHS, ModelFolder, user_folder
 from .placement import executed
 from .prepared import PreparedTjs
@@ -81,6 +81,7 @@ class TransformersJsEngine(Engine):
         injected = tjs_ort() == "harness"
         return {"provider": self.platform.value, "device": device, "device_type": run.webnn_device,
                 "dtype": run.weight_format, "threads": ORT_THREADS, "assets": TJS_ASSETS_URL,
+                "buffer_cache": run.buffer_cache,
                 "module": TJS_MODULE, "ort": {"assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE} if injected else None}
 
 
@@ -144,6 +145,10 @@ class TjsWasm(TransformersJsEngine):
 
 class TjsWebGpu(TransformersJsEngine):
     platform = Platform.WEBGPU
+
+    def buffer_caches(self, asked: tuple[str, ...]) -> tuple[str, ...]:
+        """ONNX Runtime's modes (engines/ort: BUFFER_CACHES), set through the library's session options."""
+        return asked or (DEFAULT_BUFFER_CACHE,)
 
 
 class TjsWebNN(TransformersJsEngine):
