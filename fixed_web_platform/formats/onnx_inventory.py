@@ -68,6 +68,9 @@ class Inventory:
     """Nodes without weights that say how the file computes (``COUNTED``), with their counts."""
     other_bytes: tuple[tuple[str, int], ...]
     """Bytes of constants no weight node holds (norms, biases, tables), by type."""
+    largest: tuple[str, int] = ("", 0)
+    """The largest single constant (name, bytes): an engine that holds each initializer in one
+    buffer (ONNX Runtime's WebGPU provider) needs a buffer this large."""
 
     def kinds(self) -> Counter[str]:
         """'MatMulNBits/4' -> how many such nodes."""
@@ -102,7 +105,7 @@ class Inventory:
 
     def to_json(self) -> dict[str, Any]:
         return {"nodes": dict(sorted(self.kinds().items())), "counted": dict(self.counted),
-                "weight_bytes": self.bytes_by_precision(),
+                "weight_bytes": self.bytes_by_precision(), "largest": list(self.largest),
                 "matmul_bits": {str(b): n for b, n in sorted(self.matmul_bits().items())}}
 
 
@@ -115,7 +118,8 @@ def combined(inventories: Any) -> Inventory:
         counted.update(dict(inv.counted))
         other.update(dict(inv.other_bytes))
     return Inventory(tuple(n for inv in parts for n in inv.nodes), tuple(sorted(counted.items())),
-                     tuple(sorted(other.items())))
+                     tuple(sorted(other.items())), max((inv.largest for inv in parts), key=lambda nb: nb[1],
+                                                       default=("", 0)))
 
 
 def _type_name(data_type: int) -> str:
@@ -217,7 +221,8 @@ def inventory(model: Any) -> Inventory:
     for name, (kind, size) in constants.items():
         if name not in used:
             other[kind] += size
-    return Inventory(tuple(nodes), tuple(sorted(counted.items())), tuple(sorted(other.items())))
+    largest = max(((name, size) for name, (_, size) in constants.items()), key=lambda nb: nb[1], default=("", 0))
+    return Inventory(tuple(nodes), tuple(sorted(counted.items())), tuple(sorted(other.items())), largest)
 
 
 def read(path: Path) -> Inventory:
