@@ -23,7 +23,7 @@ from .workloads.base import TENSOR_DTYPES
 MAX_REASON_CHARS = 2000
 MAX_SAMPLE_MS = 3_600_000.0
 """A timed sample longer than an hour is not a measurement (a forged or broken reply)."""
-PAGE_STATUSES = ("ok", "unsupported", "failed")
+PAGE_STATUSES = ("ok", "unsupported", "failed", "out-of-memory", "device-lost")
 STOP_REASONS = ("steady", "cap", "counts", "max-iterations", "budget", "record-cap")
 """Why a page stopped iterating (web/timing.js): steady mode's rule held; steady mode's cap; counts
 mode's counts met; counts mode's max_iterations; the page's time budget; the record cap."""

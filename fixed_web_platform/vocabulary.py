@@ -120,12 +120,19 @@ class Outcome(enum.StrEnum):
     ERROR = "error"
     """A bug in the harness itself, not the browser's doing: the traceback is in the sweep's
     `harness.log`."""
+    OUT_OF_MEMORY = "out-of-memory"
+    """The engine failed where the browser could not give it memory: a GPU out-of-memory error, or
+    WebAssembly memory that could not grow (web/meter.js saw it; the engine's message follows in
+    `reason`). An answer about this browser and machine: the run does not fit."""
+    DEVICE_LOST = "device-lost"
+    """The browser lost the GPU device mid-run (GPUDevice.lost, its reason and message in
+    `reason`: a GPU process crash, a driver reset); the next run's page gets a fresh device."""
 
     @property
     def is_failure(self) -> bool:
         """Outcomes that make the sweep exit 1: something broke, as opposed to 'cannot run here'."""
         return self in (Outcome.FAILED, Outcome.TIMEOUT, Outcome.CRASH, Outcome.INVALID,
-                        Outcome.ERROR)
+                        Outcome.ERROR, Outcome.DEVICE_LOST)
 
 
 class PrecisionMode(enum.StrEnum):

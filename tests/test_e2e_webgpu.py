@@ -246,6 +246,37 @@ def test_a_crashed_renderer_is_a_crash_row_not_a_timeout(tmp_path):
     assert elapsed < 60, f"the crash was only noticed after {elapsed:.0f} s"
 
 
+def test_a_lost_gpu_device_is_its_own_outcome_and_the_next_run_is_ok(tmp_path):
+    """Chrome's GPU process killed while a page computes: the page's device is lost (the browser's
+    loss, reason 'unknown', seen by web/meter.js), the row says device-lost with the reason, not a
+    generic failure; the next run's page gets a fresh device and is ok."""
+    require_browser(BrowserName.CHROME)
+    import psutil
+
+    killed: list[int] = []
+
+    async def kill_gpu_process(run, session, job):
+        if run.run_id != 1:
+            return
+        await job.spec_fetched.wait()
+        await asyncio.sleep(1.0)  # the page has its device and iterates
+        for proc in psutil.Process(session.pid).children(recursive=True):
+            try:
+                gpu = "--type=gpu-process" in " ".join(proc.cmdline())
+            except psutil.Error:
+                continue
+            if gpu:
+                proc.kill()
+                killed.append(proc.pid)
+
+    timing = TimingConfig(warmup=2, min_iterations=400, min_time_s=0, max_iterations=400, timeout_s=90)
+    options = SweepOptions(timing=timing, on_run_start=kill_gpu_process, progress=None)
+    rows, _ = _sweep([BrowserName.CHROME], (8, 4, 2), tmp_path, Workload("lost", 32, 256, 256), options)
+    assert killed, "no GPU process was found to kill"
+    assert [r.outcome for r in rows] == [Outcome.OK, Outcome.DEVICE_LOST, Outcome.OK], [r.reason for r in rows]
+    assert "device was lost" in rows[1].reason and rows[1].latency_ms_median is None
+
+
 def test_int8_activations_run_on_the_dp4a_kernel(edge_sweep):
     """W8A8 and W4A8 through dot4I8Packed (both browsers list packed_4x8_integer_dot_product):
     exact integer dot products, so the kernel error is float32 rounding of the rescale; the

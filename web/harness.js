@@ -2,7 +2,7 @@
 // raw measurements back. The page only measures; statistics and accuracy are computed in Python.
 // A runner is web/engines/<spec.runner>.js exporting `run(spec, client)`; 'probe' only reports
 // capabilities (WebNN contexts and their opSupportLimits per device type).
-import {meterFigures} from './meter.js';  // first: the meter is in place before any engine loads
+import {faultStatus, meterFigures} from './meter.js';  // first: the meter is in place before any engine loads
 import {JobClient} from './job_client.js';
 import {probe, probeWebNN} from './probe.js';
 
@@ -37,15 +37,16 @@ async function main() {
       await client.postOutput(result.output);
       delete result.output;
     }
-    await client.postResult({...result, meter: await meterFigures(), protocol_version: PROTOCOL_VERSION,
-      probe: capabilities});
+    const meter = await meterFigures();
+    const fault = result.status === 'ok' ? null : faultStatus(meter, result.reason);
+    await client.postResult({...result, ...fault, meter, protocol_version: PROTOCOL_VERSION, probe: capabilities});
     setStatus(`done: ${result.status}`);
   } catch (e) {
     setStatus(`error: ${e}`);
-    await client.postResult({
-      status: 'failed', reason: `${e && e.name ? e.name + ': ' : ''}${e && e.message ? e.message : e}`,
-      meter: await meterFigures(), protocol_version: PROTOCOL_VERSION, probe: capabilities,
-    });
+    const meter = await meterFigures();
+    const reason = `${e && e.name ? e.name + ': ' : ''}${e && e.message ? e.message : e}`;
+    await client.postResult({status: 'failed', reason, ...faultStatus(meter, reason), meter,
+      protocol_version: PROTOCOL_VERSION, probe: capabilities});
   }
 }
 

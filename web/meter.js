@@ -26,6 +26,10 @@ export function installMeter(scope, channelName) {
   const seenMemories = new WeakSet();
   let wasmPeak = 0;
   const webnn = {constantBytes: 0, tensorLive: 0, tensorPeak: 0};
+  // What went wrong underneath an engine: devices lost (GPUDevice.lost, with the browser's reason),
+  // GPU out-of-memory errors no error scope caught, WebAssembly memory that could not grow.
+  const faults = {deviceLost: [], gpuOutOfMemory: [], wasmOutOfMemory: []};
+  const liveDevices = [];  // WeakRefs of every device handed out
   let phase = 'load';
   const sizes = new WeakMap();  // GPUBuffer -> bytes while counted live
   const deviceBuffers = new WeakMap();  // GPUDevice -> Set of WeakRefs of its live buffers
@@ -104,6 +108,20 @@ export function installMeter(scope, channelName) {
         deviceBuffers.set(device, new Set());
         gpu.devices += 1;
       }
+      if (device && !liveDevices.some((ref) => ref.deref() === device)) {
+        liveDevices.push(new WeakRef(device));
+        device.lost.then((info) => {
+          // 'destroyed' is an engine's own destroy() (its clean-up): only a loss the browser made counts
+          if (info?.reason === 'destroyed') return;
+          faults.deviceLost.push({reason: String(info?.reason ?? ''), message: String(info?.message ?? '').slice(0, 300)});
+        });
+        device.addEventListener('uncapturederror', (event) => {
+          const error = event.error;
+          const oom = (scope.GPUOutOfMemoryError && error instanceof scope.GPUOutOfMemoryError)
+            || error?.constructor?.name === 'GPUOutOfMemoryError';
+          if (oom && faults.gpuOutOfMemory.length < 5) faults.gpuOutOfMemory.push(String(error.message || 'GPUOutOfMemoryError').slice(0, 300));
+        });
+      }
       return device;
     });
     wrap(scope.GPUDevice.prototype, 'createBuffer', (original) => function createBuffer(descriptor) {
@@ -180,15 +198,30 @@ export function installMeter(scope, channelName) {
   if (WA && typeof WA.Memory === 'function') {
     const Memory = WA.Memory;
     // A Proxy keeps `instanceof WebAssembly.Memory` and the real objects engines expect.
+    const refused = (e) => {
+      if (e instanceof RangeError && faults.wasmOutOfMemory.length < 5) faults.wasmOutOfMemory.push(String(e.message).slice(0, 300));
+    };
     WA.Memory = new Proxy(Memory, {
       construct(target, args, newTarget) {
-        const memory = Reflect.construct(target, args, newTarget);
+        let memory;
+        try {
+          memory = Reflect.construct(target, args, newTarget);
+        } catch (e) {
+          refused(e);
+          throw e;
+        }
         addMemory(memory);
         return memory;
       },
     });
     wrap(Memory.prototype, 'grow', (original) => function grow(...args) {
-      const result = original.apply(this, args);
+      let result;
+      try {
+        result = original.apply(this, args);
+      } catch (e) {
+        refused(e);  // Emscripten catches it and its malloc returns null: the engine's error comes later
+        throw e;
+      }
       addMemory(this);
       readWasm();
       return result;
@@ -274,6 +307,8 @@ export function installMeter(scope, channelName) {
         phase_peak_bytes: {...gpu.phasePeak}},
       wasm: {memories: memories.filter((r) => r.deref()).length, peak_bytes: wasmPeak},
       webnn: {constant_bytes: webnn.constantBytes, tensor_peak_bytes: webnn.tensorPeak},
+      faults: {device_lost: faults.deviceLost.slice(0, 5), gpu_out_of_memory: [...faults.gpuOutOfMemory],
+        wasm_out_of_memory: [...faults.wasmOutOfMemory]},
     };
   }
 
@@ -329,7 +364,28 @@ export async function meterFigures(waitMs = 150) {
     own.wasm.peak_bytes += other.wasm.peak_bytes;
     own.webnn.constant_bytes += other.webnn.constant_bytes;
     own.webnn.tensor_peak_bytes += other.webnn.tensor_peak_bytes;
+    for (const key of ['device_lost', 'gpu_out_of_memory', 'wasm_out_of_memory']) {
+      own.faults[key] = [...own.faults[key], ...(other.faults?.[key] ?? [])].slice(0, 5);
+    }
   }
   own.workers = meter.heard.size;
   return own;
+}
+
+// A page whose engine failed, restated as what happened underneath it, where the meter saw it:
+// memory the GPU or WebAssembly could not give ('out-of-memory'), else a device the browser lost
+// ('device-lost'); null when the failure is the engine's own. The engine's message stays in the
+// reason.
+export function faultStatus(figures, reason) {
+  const f = figures.faults;
+  const said = reason ? `; the engine said: ${reason}` : '';
+  if (f.gpu_out_of_memory.length) return {status: 'out-of-memory', reason: `GPU out of memory: ${f.gpu_out_of_memory[0]}${said}`};
+  if (f.wasm_out_of_memory.length) {
+    return {status: 'out-of-memory', reason: `WebAssembly memory could not grow: ${f.wasm_out_of_memory[0]}${said}`};
+  }
+  if (f.device_lost.length) {
+    const lost = f.device_lost[0];
+    return {status: 'device-lost', reason: `the GPU device was lost (${lost.reason || 'no reason'}: ${lost.message})${said}`};
+  }
+  return null;
 }
