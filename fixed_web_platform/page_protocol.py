@@ -199,7 +199,6 @@ class PageReply:
     """GPU timestamps of the last len(gpu_ms) iterations (the ring of max_iterations)."""
     iterations_per_sample: int = 1
     """Iterations each sample of ``wall_ms`` is the mean of (work too fast for the clock)."""
-    gpu_buffer_bytes: int | None = None
     js_heap_bytes: int | None = None
     js_heap_source: str = ""
     """Where js_heap_bytes came from, or why there is none."""
@@ -323,7 +322,6 @@ def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: Workload
     weight_buffer = payload.get("weight_buffer_bytes")
     threads = payload.get("threads")
     gpu = payload.get("gpu_ms")
-    gpu_buffer = payload.get("gpu_buffer_bytes")
     wall = _samples(payload.get("wall_ms"), "wall_ms", max_samples)
     starts = _samples(payload.get("start_ms"), "start_ms", max_samples, exactly=len(wall))
     if any(b < a for a, b in zip(starts, starts[1:])):
@@ -359,7 +357,6 @@ def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: Workload
         stop_reason=stop,
         iterations_per_sample=per_sample,
         gpu_ms=None if gpu is None else _samples(gpu, "gpu_ms", len(wall)),
-        gpu_buffer_bytes=None if gpu_buffer is None else int(_number(gpu_buffer, "gpu_buffer_bytes")),
         js_heap_bytes=heap_bytes,
         js_heap_source=heap_source,
         meter=_meter(payload.get("meter")),

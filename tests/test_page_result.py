@@ -21,6 +21,13 @@ ITERATIONS = 3
 V = {"protocol_version": PROTOCOL_VERSION}
 
 
+METER = {"gpu": {"devices": 1, "live_bytes": 0, "peak_bytes": 4096, "peak_buffers": 3, "largest_bytes": 2048,
+                 "buffers_created": 3, "collected_bytes": 0,
+                 "phase_peak_bytes": {"load": 4096, "warmup": 2048, "measured": 2048}},
+         "wasm": {"memories": 1, "peak_bytes": 65536}, "webnn": {"constant_bytes": 0, "tensor_peak_bytes": 0},
+         "workers": 0}
+
+
 def _ok(**overrides: object) -> dict:
     payload = {
         "protocol_version": PROTOCOL_VERSION,
@@ -37,7 +44,7 @@ def _ok(**overrides: object) -> dict:
         "stop_reason": "steady",
         "iterations_per_sample": 1,
         "gpu_ms": [0.5, 0.25, 0.75],
-        "gpu_buffer_bytes": 4096,
+        "meter": METER,
         "probe": {"webgpu": {"available": True}},
     }
     payload.update(overrides)
@@ -55,7 +62,8 @@ def test_well_formed_ok_payload() -> None:
     assert page.cold_ms == 3.0 and isinstance(page.cold_ms, float)
     assert page.wall_ms == (1.0, 1.5, 2.0)
     assert page.gpu_ms == (0.5, 0.25, 0.75)
-    assert page.gpu_buffer_bytes == 4096
+    assert page.meter is not None and page.meter.gpu_peak_bytes == 4096
+    assert page.meter.gpu_phase_peak_bytes == (4096, 2048, 2048) and page.meter.wasm_peak_bytes == 65536
     assert page.probe == {"webgpu": {"available": True}}
 
 
@@ -93,7 +101,11 @@ def test_ok_payload_without_gpu_timestamps() -> None:
         ({"compile_ms": None}, "compile_ms"),
         ({"cold_ms": -1}, "cold_ms is negative"),
         ({"cold_ms": "3"}, "cold_ms"),
-        ({"gpu_buffer_bytes": False}, "gpu_buffer_bytes"),
+        ({"meter": {**METER, "gpu": {**METER["gpu"], "peak_bytes": False}}}, "meter.gpu.peak_bytes"),
+        ({"meter": {**METER, "gpu": {**METER["gpu"], "peak_bytes": 2 ** 60}}}, "meter.gpu.peak_bytes"),
+        ({"meter": {**METER, "wasm": None}}, "meter.wasm is not an object"),
+        ({"meter": {**METER, "gpu": {**METER["gpu"], "phase_peak_bytes": {"load": 1}}}}, "phase_peak_bytes.warmup"),
+        ({"meter": [1]}, "meter is not an object"),
         ({"compute_dtype": "f64"}, "compute_dtype"),
         ({"compute_dtype": None}, "compute_dtype"),
         ({"weight_operand_dtype": 4}, "weight_operand_dtype"),
@@ -108,10 +120,10 @@ def test_malformed_ok_payload_rejected(overrides: dict, match: str) -> None:
         parse_page_reply(_ok(**overrides), ITERATIONS)
 
 
-def test_webnn_payload_reports_the_weight_operand_type_and_no_gpu_buffers() -> None:
-    page = parse_page_reply(_ok(weight_buffer_bytes=None, weight_operand_dtype="int4",
-                                 gpu_buffer_bytes=None, gpu_ms=None), ITERATIONS)
-    assert page.weight_operand_dtype == "int4" and page.gpu_buffer_bytes is None
+def test_webnn_payload_reports_the_weight_operand_type() -> None:
+    page = parse_page_reply(_ok(weight_buffer_bytes=None, weight_operand_dtype="int4", gpu_ms=None, meter=None),
+                            ITERATIONS)
+    assert page.weight_operand_dtype == "int4" and page.meter is None
 
 
 def test_failed_payload_keeps_its_stage() -> None:

@@ -84,8 +84,7 @@ def _page(prepared, wall, gpu=None):
     return PageReply(status="ok", shader=shader, compute_dtype="f32",
                       weight_buffer_bytes=len(prepared.tensors["w"]),
                       compile_ms=1.0, cold_ms=5.0, wall_ms=tuple(wall), gpu_ms=None if gpu is None else tuple(gpu),
-                      start_ms=tuple(float(sum(wall[:i])) for i in range(len(wall))), stop_reason="counts",
-                      gpu_buffer_bytes=100)
+                      start_ms=tuple(float(sum(wall[:i])) for i in range(len(wall))), stop_reason="counts")
 
 
 def _base(run, prepared):

@@ -264,7 +264,6 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         weight_bytes=prepared.weight_bytes,
         weight_bytes_f32=weight_f32,
         compression=weight_f32 / prepared.weight_bytes,
-        gpu_buffer_bytes=first.gpu_buffer_bytes or None,
         js_heap_bytes=max(heaps) if heaps else None,
         js_heap_source=next((p.js_heap_source for p in pages if p.js_heap_bytes is not None),
                             first.js_heap_source),

@@ -96,6 +96,11 @@ class Sweeps:
 # ---------------------------------------------------------------------------------------- loading
 
 
+METER_LABELS = {"gpu_peak_bytes": "GPU peak", "wasm_peak_bytes": "wasm peak", "webnn_constant_bytes": "WebNN constants"}
+"""The measured memory columns (web/meter.js) the summary keeps, and their headers."""
+METER_COLUMNS = tuple(METER_LABELS)
+
+
 def load_sweeps(directories: Sequence[str | Path]) -> Sweeps:
     """Load every folder (result_files.load: schema check) and concatenate the rows.
 
@@ -285,7 +290,7 @@ def summary_table(rows: pd.DataFrame,
             if "gflops" in group else math.nan
         flops = round(flops) if math.isfinite(flops) else math.nan  # a workload's FLOPs: a whole number
         rec["gflops"] = flops / (median * 1e-3) / 1e9 if median and median > 0 else math.nan
-        for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", "gpu_buffer_bytes",
+        for column in ("wall_ms_median", "weight_bytes", "weight_bytes_f32", *METER_COLUMNS,
                        "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized", "kernel_tolerance",
                        *KIND_FLOAT_COLUMNS, *(c for c in KIND_INTEGER_COLUMNS if c not in CONFIG_KEY)):
             rec[column] = pd.to_numeric(group[column], errors="coerce").median() if column in group else math.nan
@@ -325,7 +330,7 @@ def summary_table(rows: pd.DataFrame,
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",
                "speedup_vs_f32", "latency_vs_harness", "weight_bytes", "weight_bytes_f32",
-               "compression", "gpu_buffer_bytes", *memory, *(f"{c}_spread" for c in memory),
+               "compression", *METER_COLUMNS, *memory, *(f"{c}_spread" for c in memory),
                "memory_warmup_only", "adapter", "page_loads", "rel_error_vs_float", "snr_db", "rel_error_vs_dequantized",
                "fallback", *(["unstable", "instability"] if has_unstable else []),
                *(c.name for c in kind_columns() if c.name not in ("m", "k", "n")),
@@ -463,8 +468,9 @@ def display_summary(summary: pd.DataFrame, *, show_sweep: bool) -> pd.DataFrame:
         out["latency vs harness"] = summary["latency_vs_harness"].map(_fmt(".2f", "x"))
     out["weight bytes"] = summary["weight_bytes"].map(fmt_bytes)
     out["compression"] = summary["compression"].map(_fmt(".2f", "x"))
-    if "gpu_buffer_bytes" in summary and summary["gpu_buffer_bytes"].notna().any():
-        out["GPU buffers"] = summary["gpu_buffer_bytes"].map(fmt_bytes)
+    for column, label in METER_LABELS.items():
+        if column in summary and summary[column].notna().any():
+            out[label] = summary[column].map(fmt_bytes)
     for column, label in (("proc_rss_peak_bytes", "RSS peak"), ("proc_rss_delta_bytes", "RSS delta"),
                           ("js_heap_bytes", "JS heap")):
         if column in summary:
@@ -672,8 +678,10 @@ NOTES = (
 MEMORY_NOTES = (
     "How each memory figure is obtained. Weight memory (exact): the bytes of the weights the "
     "kernel or graph was handed (packed values + scales + zero points), against the float32 "
-    "bytes of the same matrix. GPU buffer bytes (exact): the sizes of the WebGPU buffers the "
-    "harness created for the run. Process memory (measured, noisy): the browser's whole process "
+    "bytes of the same matrix. GPU peak, wasm peak, WebNN constants (measured, exact, every "
+    "engine alike): web/meter.js counts, around the engine's own calls, the WebGPU buffers live at "
+    "once (created until destroyed or collected), the WebAssembly memories' bytes and the bytes "
+    "handed to WebNN as constants; the largest over the run's page loads. Process memory (measured, noisy): the browser's whole process "
     "tree sampled with psutil every 100 ms during the run (RSS, USS, PSS); 'delta' is the peak "
     "over the tree at rest before the page loaded. The first run after a browser starts also "
     "pays for the browser warming up, so it is left out of the process-memory figures when a "

@@ -185,14 +185,12 @@ class ResultRow:
     and attention) / median latency."""
     weight_bytes: int | None = None
     """Bytes handed to the kernel or graph for the weights: packed values + scales + zero points
-    (on the dequant- path the float32 scratch copy counts in gpu_buffer_bytes instead); for
+    (on the dequant- path the float32 scratch copy counts in gpu_peak_bytes instead); for
     WebNN what was handed to the graph builder (the backend may repack it)."""
     weight_bytes_f32: int | None = None
     """The float32 bytes of the same weights."""
     compression: float | None = None
     """weight_bytes_f32 / weight_bytes."""
-    gpu_buffer_bytes: int | None = None
-    """Bytes of every WebGPU buffer the run created."""
     js_heap_bytes: int | None = None
     """The page's JavaScript heap: measureUserAgentSpecificMemory() (the pages are cross-origin
     isolated), else performance.memory; blank with the reason in js_heap_source."""

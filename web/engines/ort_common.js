@@ -260,7 +260,6 @@ export async function timingFacts({half, timed, compileMs, gpuMs, gpuNote}) {
     gpu_note: gpuNote,
     compile_ms: compileMs,
     ...timingReply(timed, gpuMs),
-    gpu_buffer_bytes: null,
     js_heap: await jsHeap(),
   };
 }

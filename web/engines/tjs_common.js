@@ -115,7 +115,6 @@ export async function tjsPage(spec, client, task, body, sessionOptions = {}) {
       gpu_note: note,
       compile_ms: loadMs,
       ...timingReply(timed, null),
-      gpu_buffer_bytes: null,
       js_heap: await jsHeap(),
       layers: [],
       ...own,

@@ -59,7 +59,6 @@ export async function run(spec, client) {
       timestamp_query: false,
       compile_ms: buildMs,
       ...timingReply(timed),
-      gpu_buffer_bytes: null,
       js_heap: heap,
       output,
     };

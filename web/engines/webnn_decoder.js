@@ -70,7 +70,7 @@ export async function run(spec, client) {
     const scratch = (2 + P + 1 + E) * 4 + 2 * C * 4 + E * V * 4 + hiddenBytes;
     return {
       ...await modelReply({
-        form, plans, layers, compileMs: at.buildMs, timed, gpuBytes: kvBytes + scratch,
+        form, plans, layers, compileMs: at.buildMs, timed,
         gpuNote: 'per-token wall clock (each new id read back); WebNN has no GPU timestamps; the prefill, decode ' +
           `and score passes each hold their own copy of the weights; ${graphs.decode.length} graph(s) per pass`}),
       decoder: {upload_ms: at.constantMs, first_forward_ms: firstForwardMs, kv_cache_on_device: true,

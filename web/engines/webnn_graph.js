@@ -337,7 +337,7 @@ function splitRows(builder, L, p, tensors, floatChannels) {
 
 // The reply fields every model page gives: what ran (the graph form, the compute type, what each
 // linear layer held), the timing and the memory.
-export async function modelReply({form, plans, layers, gpuNote, compileMs, timed, gpuBytes}) {
+export async function modelReply({form, plans, layers, gpuNote, compileMs, timed}) {
   return {
     status: 'ok',
     shader: `webnn ${form}`,
@@ -348,7 +348,6 @@ export async function modelReply({form, plans, layers, gpuNote, compileMs, timed
     gpu_note: gpuNote,
     compile_ms: compileMs,
     ...timingReply(timed),
-    gpu_buffer_bytes: gpuBytes,
     js_heap: await jsHeap(),
   };
 }

@@ -83,7 +83,7 @@ export async function run(spec, client) {
     }
     return {
       ...await modelReply({form, plans, layers: layerFacts, gpuNote: 'WebNN has no GPU timestamps', compileMs: buildMs,
-                           timed, gpuBytes: null}),
+                           timed}),
       output: output.buffer,
     };
   } catch (e) {

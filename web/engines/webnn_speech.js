@@ -78,7 +78,7 @@ export async function run(spec, client) {
     const scratch = M * F * 4 + S * d * 4 + 4 + V * 4 + (2 + P + 1) * 4 + 2 * C * 4;
     return {
       ...await modelReply({
-        form, plans, layers, compileMs: at.buildMs, timed, gpuBytes: kv + scratch,
+        form, plans, layers, compileMs: at.buildMs, timed,
         gpuNote: 'per-clip wall clock (each new id read back); WebNN has no GPU timestamps; the encoder, prompt ' +
           'and decode graphs each hold their own copy of the weights they use'}),
       speech: {upload_ms: at.constantMs, memory: {weights, kv_cache: kv, scratch}, clips: records},

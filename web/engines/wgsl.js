@@ -88,7 +88,6 @@ export async function run(spec, client) {
       timestamp_query: hasTimestamps,
       compile_ms: compileMs,
       ...timingReply(timed, gpuMs),
-      gpu_buffer_bytes: all.reduce((sum, b) => sum + b.size, 0),
       js_heap: heap,
       output: outBytes,
     };

@@ -323,7 +323,6 @@ export class StepRunner {
       ...this.kernelFacts(kernelSteps),
       weight_buffer_bytes: weightBytes.reduce((a, b) => a + b, 0),
       compile_ms: this.compileMs,
-      gpu_buffer_bytes: all,
       layers: linearSteps.map((s, l) => ({name: s.name, weight_dtype: this.chosen[s.kernel].weight_dtype,
                                           weight_bytes: weightBytes[l], ...(gpuMs.length ? {gpu_ms: gpuMs[l]} : {})})),
       memory: {weights, kv_cache: kv, scratch: all - weights - kv},
