@@ -322,9 +322,25 @@ def _costs(row: pd.Series, base: pd.Series | None, accuracy: Accuracy) -> str:
                      else f"{speed.text} than float32" if speed.tone else "")
     compression = number(row.get("compression"))
     if int(row["bits_requested"]) != 32 and compression and compression > 1:
-        parts.append(f"{compression:.1f}x less weight memory")
+        parts.append(f"{compression:.1f}x less weight memory{_measured(row, base)}")
     parts.append(f"{accuracy.label} {accuracy.text(row.get(accuracy.column))}")
     return ", ".join(p for p in parts if p)
+
+
+MEASURED_MEMORY = (("gpu_peak_bytes", "GPU peak"), ("wasm_peak_bytes", "wasm peak"),
+                   ("webnn_constant_bytes", "WebNN constants"))
+"""The measured memory a pick names beside the weights' (web/meter.js), the first the row has."""
+
+
+def _measured(row: pd.Series, base: pd.Series | None) -> str:
+    """' (measured: GPU peak 60 MB against float32's 110 MB)', or '' where either run lacks it."""
+    if base is None or base.name == row.name:
+        return ""
+    for column, what in MEASURED_MEMORY:
+        mine, theirs = number(row.get(column)), number(base.get(column))
+        if mine and theirs:
+            return f" (measured: {what} {fmt_bytes(mine)} against float32's {fmt_bytes(theirs)})"
+    return ""
 
 
 def _fewest_bytes(frame: pd.DataFrame) -> pd.Series:

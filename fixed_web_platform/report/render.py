@@ -36,6 +36,7 @@ from ..run_spec import protocol_words
 from ..series.stats import median_interval, summarize
 from ..workloads import DEFAULT_KIND, kind_columns, kind_named
 from .activations import activation_section
+from .memory import memory_section
 from .glance import glance_html, glance_markdown, glance_notes
 from .history import history_section
 from .markdown import fmt_bytes, how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
@@ -98,7 +99,8 @@ class Sweeps:
 
 METER_LABELS = {"gpu_peak_bytes": "GPU peak", "wasm_peak_bytes": "wasm peak", "webnn_constant_bytes": "WebNN constants"}
 """The measured memory columns (web/meter.js) the summary keeps, and their headers."""
-METER_COLUMNS = tuple(METER_LABELS)
+METER_COLUMNS = (*METER_LABELS, "gpu_measured_peak_bytes", "gpu_largest_buffer_bytes", "webnn_tensor_peak_bytes")
+"""Every measured memory column a configuration's summary carries (the median of its runs')."""
 
 
 def load_sweeps(directories: Sequence[str | Path]) -> Sweeps:
@@ -323,7 +325,7 @@ def summary_table(rows: pd.DataFrame,
             rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
         records.append(rec)
     columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
-               "device_type", "kind", "workload", "shape", "m", "k", "n", "granularity", "weight_quant", "block_size",
+               "device_type", "buffer_cache", "kind", "workload", "shape", "m", "k", "n", "granularity", "weight_quant", "block_size",
                "bits_requested",
                "format_requested", "bits_executed", "act_bits", "observer", "graph_form", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source",
                "steady_class", "steady_warmup_s", "steady_class_runs", "latency_ms_median",
@@ -855,6 +857,8 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     md += sensitivity_md
     activations_md, activations_html = activation_section(summary)
     md += activations_md
+    memory_md, memory_html = memory_section(summary)
+    md += memory_md
     history_html: list[str] = []
     for i, judged in enumerate(histories):
         history_md, history_parts, drawn = history_section(judged, out_dir / f"history-plots-{i + 1}")
@@ -896,6 +900,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         *steady_html,
         *sensitivity_html,
         *activations_html,
+        *memory_html,
         *history_html,
         "<h2>Plots</h2>",
     ]
