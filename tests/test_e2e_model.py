@@ -114,6 +114,28 @@ def test_firefox_runs_webgpu_and_says_it_has_no_webnn(minilm_firefox: Swept) -> 
     assert nn.outcome == Outcome.UNSUPPORTED and "WebNN" in nn.reason
 
 
+def test_every_engine_s_memory_is_measured_the_same_way(minilm_chrome: Swept, minilm_firefox: Swept) -> None:
+    """web/meter.js under every engine: a WebGPU row holds at least its weights in live buffers, a
+    wasm row has its WebAssembly memory, a WebNN row the bytes handed to the graph builder, whichever
+    engine built the work (the harness's pages, ONNX Runtime's)."""
+    seen = set()
+    for swept in (minilm_chrome, minilm_firefox):
+        for r in swept.rows:
+            if r.outcome != Outcome.OK:
+                continue
+            where = (r.browser, r.engine, r.platform, r.bits_requested, r.act_bits)
+            seen.add((r.browser, r.engine, r.platform))
+            if r.platform == "webgpu":
+                assert r.gpu_peak_bytes >= r.weight_bytes, where
+                assert r.gpu_largest_buffer_bytes <= r.gpu_peak_bytes and r.gpu_measured_peak_bytes <= r.gpu_peak_bytes
+            elif r.platform == "wasm":
+                assert r.wasm_peak_bytes >= r.weight_bytes, where
+            elif r.platform == "webnn" and r.executed_on == "webnn":
+                assert r.webnn_constant_bytes > 0, where
+    assert {("chrome", "harness", "webgpu"), ("chrome", "ort", "webgpu"), ("chrome", "ort", "wasm"),
+            ("firefox", "harness", "webgpu")} <= seen
+
+
 def test_the_report_of_a_minilm_sweep_reads_at_a_laptops_and_a_phones_width(chrome, tmp_path) -> None:  # noqa: ANN001
     out, mixed_out, _ = chrome
     laptop, _ = report_reads_well([out, mixed_out], tmp_path / "report")

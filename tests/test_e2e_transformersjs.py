@@ -86,6 +86,10 @@ def test_chrome_runs_the_pipeline_on_every_device_and_judges_each_dtype(chrome: 
         assert fp32.cosine_min >= 0.9999  # vs PyTorch fp32
         assert fp32.rel_error_vs_dequantized <= fp32.kernel_tolerance
         assert fp32.engine_version.startswith("transformers.js 4.3.1 ORT 1.31.0-dev")
+        measured = {Platform.WEBGPU: fp32.gpu_peak_bytes, Platform.WASM: fp32.wasm_peak_bytes,
+                    Platform.WEBNN: fp32.webnn_constant_bytes}[platform]  # web/meter.js under the library
+        assert measured >= fp32.weight_bytes, (platform, measured, fp32.weight_bytes)
+    assert chrome[(Platform.WEBGPU, "fp32")].buffer_cache == "bucket"  # ORT's default, named
     q8, q4, fp32 = chrome[(Platform.WASM, "q8")], chrome[(Platform.WASM, "q4")], chrome[(Platform.WASM, "fp32")]
     assert q8.outcome == q4.outcome == Outcome.OK, (q8.reason, q4.reason)
     assert "DynamicQuantizeLinear" in q8.kind_fields["onnx_inventory"] and q8.weight_dtype == "int8"

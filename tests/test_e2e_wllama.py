@@ -65,6 +65,7 @@ def test_llama_cpp_formats_in_chrome_are_right_and_accuracy_falls_with_bits(chro
         assert row.executed_on == "wasm" and row.rel_error_vs_dequantized <= row.kernel_tolerance
         assert row["decode_tokens_per_s"] > 0 and row["ttft_ms"] > 0 and row["device_weight_bytes"] > 0
         assert row.engine_version.startswith("wllama (llama.cpp b")
+        assert row.wasm_peak_bytes >= row.weight_bytes  # measured in wllama's worker (web/meter.js)
     # The fp32 reference IS the shipped file's weights (its Q4_1 dequantized): the shipped file agrees
     # best, Q8_0 of those weights next, Q4_0 (re-quantized onto another grid) least.
     assert shipped["next_token_top1"] >= 0.9 and shipped["leading_tokens_equal"] == 4
