@@ -16,6 +16,7 @@ from .run_spec import RunSpec
 def describe(run: RunSpec) -> str:
     fmt = f" {run.weight_format}" if run.weight_format else ""
     fmt += f" {run.weight_quant}" if run.weight_quant != DEFAULT_QUANTIZER else ""
+    fmt += f" cache:{run.buffer_cache}" if run.buffer_cache else ""
     return f"{run.browser} {run.engine}/{run.platform} {run.bits}-bit{fmt} {run.workload.label}"
 
 

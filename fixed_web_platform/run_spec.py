@@ -252,6 +252,7 @@ class RunSpec:
         group = " per-channel" if self.granularity == "per-channel" and self.bits <= 8 else ""
         group += f" {self.weight_quant}" if self.weight_quant != DEFAULT_QUANTIZER else ""
         form = f" [{self.graph_form}]" if self.graph_form else ""
+        form += f" cache:{self.buffer_cache}" if self.buffer_cache else ""
         return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{fmt}{group}{acts}{form} "
                 f"{self.workload.label} rep{self.repetition}")
 

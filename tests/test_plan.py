@@ -109,3 +109,23 @@ def test_parse_shape_accepts_mxkxn() -> None:
 def test_parse_shape_rejects_bad_text(text: str) -> None:
     with pytest.raises(ValueError, match="shape"):
         parse_shape(text)
+
+
+def test_buffer_cache_modes_multiply_only_the_engines_that_take_one() -> None:
+    """ORT on WebGPU runs once per cache mode asked (its default, named, when none is); its wasm
+    runs and the harness's once, with no mode; a mode on a sweep without such an engine, or a mode
+    ORT does not have, is an error before anything runs."""
+    from fixed_web_platform.vocabulary import EngineName
+
+    shape = [Workload("s", 8, 64, 32)]
+    runs = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WASM], shape, [8],
+                      engines=[EngineName.HARNESS, EngineName.ORT], buffer_cache=["bucket", "simple"])
+    assert sorted((r.engine.value, r.platform.value, r.buffer_cache) for r in runs) == [
+        ("harness", "webgpu", ""), ("ort", "wasm", ""), ("ort", "webgpu", "bucket"), ("ort", "webgpu", "simple")]
+    default = build_plan([BrowserName.CHROME], [Platform.WEBGPU], shape, [8], engines=[EngineName.ORT])
+    assert [r.buffer_cache for r in default] == ["bucket"]
+    with pytest.raises(ValueError, match="--buffer-cache simple sets ONNX Runtime's WebGPU buffer cache"):
+        build_plan([BrowserName.CHROME], [Platform.WEBGPU], shape, [8], buffer_cache=["simple"])
+    with pytest.raises(ValueError, match="not one of ONNX Runtime Web's: bucket, simple"):
+        build_plan([BrowserName.CHROME], [Platform.WEBGPU], shape, [8], engines=[EngineName.ORT],
+                   buffer_cache=["huge"])

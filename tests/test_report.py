@@ -460,3 +460,30 @@ def test_the_first_screen_names_a_fallback_adapter_only_where_one_ran():
                              "(chrome: google/swiftshader/0xc0de)")
     assert report.adapter_caveat(rows[rows["browser"] == "firefox"]) == ""  # a GPU: no warning
     assert report.adapter_caveat(rows.iloc[:2]).startswith("Software adapter: All 2 ok WebGPU runs")
+
+
+def test_the_memory_section_puts_measured_figures_beside_the_held_weights() -> None:
+    """Only configurations with a measured figure; a figure a run did not have is blank, not 0;
+    and a pick names the memory measured against float32's beside the computed saving."""
+    from fixed_web_platform.report.glance import _measured
+    from fixed_web_platform.report.memory import memory_table
+
+    summary = pd.DataFrame([
+        {"kind": "encoder", "workload": "minilm", "shape": "4x32", "browser": "chrome", "engine": "ort",
+         "platform": "webgpu", "buffer_cache": "simple", "bits_requested": 8, "weight_bytes": 2 << 20,
+         "gpu_peak_bytes": 5 << 20, "wasm_peak_bytes": 16 << 20, "webnn_constant_bytes": None},
+        {"kind": "encoder", "workload": "minilm", "shape": "4x32", "browser": "chrome", "engine": "ort",
+         "platform": "webgpu", "buffer_cache": "simple", "bits_requested": 32, "weight_bytes": 8 << 20,
+         "gpu_peak_bytes": 11 << 20, "wasm_peak_bytes": 16 << 20, "webnn_constant_bytes": None},
+        {"kind": "encoder", "workload": "minilm", "shape": "4x32", "browser": "firefox", "engine": "harness",
+         "platform": "webnn", "buffer_cache": "", "bits_requested": 8, "weight_bytes": 2 << 20,
+         "gpu_peak_bytes": None, "wasm_peak_bytes": None, "webnn_constant_bytes": None},
+    ])
+    table = memory_table(summary)
+    assert list(table["precision"]) == ["32-bit", "8-bit"]  # the unmeasured run is left out
+    assert list(table.columns[:5]) == ["kind", "workload", "setting", "precision", "weights held"]
+    assert table.iloc[1]["setting"] == "chrome ort/webgpu simple"
+    assert table.iloc[1]["GPU peak"] == "5.00 MiB" and table.iloc[1]["WebNN constants"] == ""
+    row, base = summary.iloc[0], summary.iloc[1]
+    assert _measured(row, base) == " (measured: GPU peak 5.00 MiB against float32's 11.00 MiB)"
+    assert _measured(row, None) == "" and _measured(summary.iloc[2], base) == ""

@@ -150,3 +150,22 @@ def test_a_calibrated_quantizer_needs_a_calibration_set_and_integer_zeros_reach_
     why = kind_runner(EngineName.HARNESS, Platform.WEBNN, "speech").refusal(engine, unseen)
     assert why == ("the gptq quantizer calibrates on inputs apart from the evaluated ones; new-kind workloads "
                    "have no calibration set yet")
+
+
+def test_rows_carry_the_buffer_cache_and_older_folders_read_as_ort_s_default(tmp_path) -> None:  # noqa: ANN001
+    """A setting, not a precision: ORT's WebGPU rows name the mode they ran (a folder from before the
+    column ran ORT's default, bucket); other engines' rows leave it blank."""
+    assert "buffer_cache" in identity_columns()
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WASM], [SHAPE], [8],
+                      engines=[EngineName.ORT], buffer_cache=["simple"])
+    rows = [ResultRow.without_measurement(r, Outcome.UNSUPPORTED, "x") for r in plan]
+    assert sorted((r.platform, r.buffer_cache) for r in rows) == [("wasm", ""), ("webgpu", "simple")]
+    assert "cache:simple" in next(r.label for r in plan if r.buffer_cache)
+    writer = ResultWriter(tmp_path / "old")
+    for row in rows:
+        writer.add(row)
+    writer.close()
+    table = pd.read_csv(writer.csv_path, dtype=str, keep_default_na=False)
+    table.drop(columns=["buffer_cache"]).to_csv(writer.csv_path, index=False)
+    read = load(writer.directory).rows
+    assert dict(zip(read["platform"], read["buffer_cache"])) == {"webgpu": "bucket", "wasm": ""}

@@ -21,11 +21,12 @@ def bits_label(r: ResultRow) -> str:
     """'8', '8 a8 minmax' for int8 activations calibrated by that observer, '4 Q4_0' for an
     engine's named weight format, '8 per-channel' for per-channel weights, '4 hqq' for weights
     made by a quantizer other than the default, '[gemm_qdq]' for the
-    WebNN graph form built."""
+    WebNN graph form built, 'cache:simple' for ONNX Runtime's WebGPU buffer cache mode."""
     fmt = f" {r.format_requested}" if r.format_requested else ""
     group = " per-channel" if r.granularity == "per-channel" else ""
     group += f" {r.weight_quant}" if r.weight_quant not in ("", DEFAULT_QUANTIZER) else ""
     form = f" [{r.graph_form}]" if r.graph_form else ""
+    form += f" cache:{r.buffer_cache}" if r.buffer_cache else ""
     return (str(r.bits_requested) + fmt + group + (f" a{r.act_bits} {r.observer}" if r.act_bits != 32 else "")
             + form)
 
