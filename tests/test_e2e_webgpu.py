@@ -213,30 +213,36 @@ def test_cli_sweep_writes_results_and_exits_zero(tmp_path):
     assert list((out / "report" / "plots").glob("*.png"))
 
 
+def _kill_chrome_child(process_type: str, killed: list[int], delay_s: float = 0.0):  # noqa: ANN202
+    """A run hook that kills the second run's Chrome child process of ``--type=<process_type>``
+    once its page has fetched its job (and ``delay_s`` more), recording the pids in ``killed``."""
+    import psutil
+
+    async def kill(run, session, job):  # noqa: ANN001, ANN202
+        if run.run_id != 1:
+            return
+        await job.spec_fetched.wait()
+        await asyncio.sleep(delay_s)
+        for proc in psutil.Process(session.pid).children(recursive=True):
+            try:  # an earlier page's renderer may be a zombie not yet reaped: not the one to kill
+                found = f"--type={process_type}" in " ".join(proc.cmdline())
+            except psutil.Error:
+                continue
+            if found:
+                proc.kill()
+                killed.append(proc.pid)
+
+    return kill
+
+
 def test_a_crashed_renderer_is_a_crash_row_not_a_timeout(tmp_path):
     """Only the page's renderer dies (the browser's main process lives): found within seconds."""
     require_browser(BrowserName.CHROME)
     import time
 
-    import psutil
-
     killed: list[int] = []
-
-    async def kill_renderer(run, session, job):
-        if run.run_id != 1:
-            return
-        await job.spec_fetched.wait()
-        for proc in psutil.Process(session.pid).children(recursive=True):
-            try:  # an earlier page's renderer may be a zombie not yet reaped: not the one to kill
-                renderer = "--type=renderer" in " ".join(proc.cmdline())
-            except psutil.Error:
-                continue
-            if renderer:
-                proc.kill()
-                killed.append(proc.pid)
-
     timing = TimingConfig(warmup=2, min_iterations=50, min_time_s=0, max_iterations=50, timeout_s=90)
-    options = SweepOptions(timing=timing, on_run_start=kill_renderer, progress=None)
+    options = SweepOptions(timing=timing, on_run_start=_kill_chrome_child("renderer", killed), progress=None)
     started = time.monotonic()
     rows, _ = _sweep([BrowserName.CHROME], (8, 4, 2), tmp_path, Workload("crash", 32, 256, 256), options)
     elapsed = time.monotonic() - started
@@ -251,26 +257,9 @@ def test_a_lost_gpu_device_is_its_own_outcome_and_the_next_run_is_ok(tmp_path):
     loss, reason 'unknown', seen by web/meter.js), the row says device-lost with the reason, not a
     generic failure; the next run's page gets a fresh device and is ok."""
     require_browser(BrowserName.CHROME)
-    import psutil
-
     killed: list[int] = []
-
-    async def kill_gpu_process(run, session, job):
-        if run.run_id != 1:
-            return
-        await job.spec_fetched.wait()
-        await asyncio.sleep(1.0)  # the page has its device and iterates
-        for proc in psutil.Process(session.pid).children(recursive=True):
-            try:
-                gpu = "--type=gpu-process" in " ".join(proc.cmdline())
-            except psutil.Error:
-                continue
-            if gpu:
-                proc.kill()
-                killed.append(proc.pid)
-
     timing = TimingConfig(warmup=2, min_iterations=400, min_time_s=0, max_iterations=400, timeout_s=90)
-    options = SweepOptions(timing=timing, on_run_start=kill_gpu_process, progress=None)
+    options = SweepOptions(timing=timing, on_run_start=_kill_chrome_child("gpu-process", killed, 1.0), progress=None)
     rows, _ = _sweep([BrowserName.CHROME], (8, 4, 2), tmp_path, Workload("lost", 32, 256, 256), options)
     assert killed, "no GPU process was found to kill"
     assert [r.outcome for r in rows] == [Outcome.OK, Outcome.DEVICE_LOST, Outcome.OK], [r.reason for r in rows]
