@@ -29,7 +29,6 @@ export function installMeter(scope, channelName) {
   // What went wrong underneath an engine: devices lost (GPUDevice.lost, with the browser's reason),
   // GPU out-of-memory errors no error scope caught, WebAssembly memory that could not grow.
   const faults = {deviceLost: [], gpuOutOfMemory: [], wasmOutOfMemory: []};
-  const liveDevices = [];  // WeakRefs of every device handed out
   let phase = 'load';
   const sizes = new WeakMap();  // GPUBuffer -> bytes while counted live
   const deviceBuffers = new WeakMap();  // GPUDevice -> Set of WeakRefs of its live buffers
@@ -74,13 +73,12 @@ export function installMeter(scope, channelName) {
     if (gpu.liveBuffers > gpu.peakBuffers) gpu.peakBuffers = gpu.liveBuffers;
   }
 
-  function release(buffer, how) {
+  function release(buffer) {
     const size = sizes.get(buffer);
     if (size === undefined) return;
     sizes.delete(buffer);
     gpu.live -= size;
     gpu.liveBuffers -= 1;
-    if (how === 'collected') gpu.collected += size;
   }
 
   // A buffer collected without destroy: its bytes (held in the token, the buffer is gone).
@@ -107,9 +105,6 @@ export function installMeter(scope, channelName) {
       if (device && !deviceBuffers.has(device)) {
         deviceBuffers.set(device, new Set());
         gpu.devices += 1;
-      }
-      if (device && !liveDevices.some((ref) => ref.deref() === device)) {
-        liveDevices.push(new WeakRef(device));
         device.lost.then((info) => {
           // 'destroyed' is an engine's own destroy() (its clean-up): only a loss the browser made counts
           if (info?.reason === 'destroyed') return;
@@ -153,7 +148,7 @@ export function installMeter(scope, channelName) {
         token.counted = false;
         if (collected) collected.unregister(token);
       }
-      release(buffer, 'destroyed');
+      release(buffer);
     };
     wrap(scope.GPUBuffer.prototype, 'destroy', (original) => function destroy() {
       forget(this);
