@@ -88,7 +88,10 @@ def test_chrome_runs_the_pipeline_on_every_device_and_judges_each_dtype(chrome: 
         assert fp32.engine_version.startswith("transformers.js 4.3.1 ORT 1.31.0-dev")
         measured = {Platform.WEBGPU: fp32.gpu_peak_bytes, Platform.WASM: fp32.wasm_peak_bytes,
                     Platform.WEBNN: fp32.webnn_constant_bytes}[platform]  # web/meter.js under the library
-        assert measured >= fp32.weight_bytes, (platform, measured, fp32.weight_bytes)
+        # WebNN: every weight is handed to the graph builder; a few small initializers (shape
+        # arithmetic, 7 kB of 4 MB here) ORT computes on its side
+        least = 0.99 * fp32.weight_bytes if platform is Platform.WEBNN else fp32.weight_bytes
+        assert measured >= least, (platform, measured, fp32.weight_bytes)
     assert chrome[(Platform.WEBGPU, "fp32")].buffer_cache == "bucket"  # ORT's default, named
     q8, q4, fp32 = chrome[(Platform.WASM, "q8")], chrome[(Platform.WASM, "q4")], chrome[(Platform.WASM, "fp32")]
     assert q8.outcome == q4.outcome == Outcome.OK, (q8.reason, q4.reason)
