@@ -173,6 +173,7 @@ async def run_real_webnn_test(
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
+    buffer_cache: str | Sequence[str] = (),
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
     browser_args: Sequence[str] = (),
@@ -186,7 +187,7 @@ async def run_real_webnn_test(
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
         serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, weight_quant=weight_quant,
-        calibration=calibration,
+        buffer_cache=buffer_cache, calibration=calibration,
         model_options=model_options, browser_args=browser_args, browser_prefs=browser_prefs)
 
 
@@ -216,6 +217,7 @@ async def run_real_webgpu_test(
     act_bits: int | Sequence[int] = 32,
     observer: str | Sequence[str] = DEFAULT_OBSERVER,
     weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
+    buffer_cache: str | Sequence[str] = (),
     calibration: str | Path | None = None,
     model_options: Mapping[str, Any] | None = None,
     browser_args: Sequence[str] = (),
@@ -229,5 +231,5 @@ async def run_real_webgpu_test(
         seq_len=seq_len, shapes=shapes, webnn_device=webnn_device, block_size=block_size,
         repetitions=repetitions, timing=timing, output_dir=output_dir, progress=progress, remote=remote,
         serve_host=serve_host, parallel=parallel, act_bits=act_bits, observer=observer, weight_quant=weight_quant,
-        calibration=calibration,
+        buffer_cache=buffer_cache, calibration=calibration,
         model_options=model_options, browser_args=browser_args, browser_prefs=browser_prefs)

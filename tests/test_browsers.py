@@ -105,5 +105,5 @@ def test_browser_found_by_name_on_path(tmp_path: Path, empty_path: Path) -> None
 
 @pytest.mark.parametrize("outcome", list(Outcome))
 def test_outcome_is_failure(outcome: Outcome) -> None:
-    failures = {"failed", "timeout", "crash", "invalid", "error"}
+    failures = {"failed", "timeout", "crash", "invalid", "error", "device-lost"}
     assert outcome.is_failure is (outcome.value in failures)

@@ -64,7 +64,7 @@ BASELINE_KEY = ("sweep", *setting_columns())
 only) are the speed-up baselines."""
 CONFIG_KEY = ("sweep", *identity_columns())
 """One configuration: its ok repetitions are aggregated into one summary row."""
-PEER_KEY = ("sweep", *(c for c in setting_columns() if c != "engine"), "bits_requested",
+PEER_KEY = ("sweep", *(c for c in setting_columns() if c not in ("engine", "buffer_cache")), "bits_requested",
             *(c for c in identity_columns() if c not in setting_columns() and c not in
               ("bits_requested", "block_size", "act_bits", "observer")))
 """Rows of different engines under the same key ran the same work: the harness row is the one
