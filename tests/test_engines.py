@@ -47,6 +47,9 @@ class FakeBrowser:
         self.asked.append(device)
         return self.contexts.get(device, {"available": False, "error": "no such device"})
 
+    async def adapter_limits(self) -> dict[str, int]:
+        return {}
+
 
 LIMITS = {
     "dequantizeLinear": {"input": {"dataTypes": ["int8", "uint8", "int4"]},

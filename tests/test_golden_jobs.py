@@ -45,6 +45,9 @@ class Chromium:
     async def webnn_context(self, device: str) -> dict[str, Any]:
         return {"available": True, "limits": CHROMIUM_LIMITS}
 
+    async def adapter_limits(self) -> dict[str, int]:
+        return {"maxBufferSize": 1 << 30, "maxStorageBufferBindingSize": 1 << 30}  # SwiftShader's
+
 
 def _digest(data: bytes | str) -> str:
     raw = data.encode() if isinstance(data, str) else data

@@ -4,6 +4,7 @@ an .npz, the references and figures, the plan, and bad input as one line with ex
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -12,9 +13,12 @@ import pytest
 from onnx_models import tiny_classifier
 
 from fixed_web_platform.cli import main as cli
-from fixed_web_platform.engines.registry import planned_refusal
+from fixed_web_platform.engines.base import EngineJob, Refusal
+from fixed_web_platform.engines.registry import build_job, planned_refusal
 from fixed_web_platform.plan import build_plan
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
+from fixed_web_platform.probes.adapter import adapter_limits
+from fixed_web_platform.run_spec import TimingConfig
+from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
 from fixed_web_platform.workloads import ONNX_FILE, model_workloads
 from fixed_web_platform.workloads.onnx_file import OnnxFileError, OnnxFileWorkload, graph, inputs, reference
 from fixed_web_platform.workloads.onnx_file import variants as v
@@ -344,3 +348,35 @@ def test_the_placement_figures_come_from_the_first_page_load() -> None:
     pages = [PageIterations({"nodes_placed": 3, "fallback_nodes": ["Gather"]}, (0.0,), 0),
              PageIterations({"nodes_placed": 9, "fallback_nodes": []}, (0.0,), 0)]
     assert ONNX_FILE.speed_figures(None, pages) == {"nodes_placed": 3, "nodes_fallback": 1}
+
+
+class _Adapter:
+    """A browser that answers only with its WebGPU adapter's limits."""
+
+    def __init__(self, limits: dict) -> None:
+        self.limits = limits
+
+    async def webnn_context(self, device: str) -> dict:
+        raise AssertionError("an ORT WebGPU job asks for no WebNN context")
+
+    async def adapter_limits(self) -> dict:
+        return adapter_limits({"webgpu": {"available": True, "limits": self.limits}})
+
+
+def test_a_constant_over_the_adapters_max_buffer_size_is_refused_before_its_page(tiny: Path) -> None:
+    (run,) = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [_workload(tiny)], [32], engines=[EngineName.ORT])
+    w1 = 512 * 64 * 4  # the tiny classifier's largest initializer, fp32
+
+    def job(limits: dict) -> object:
+        return asyncio.run(build_job(run, TimingConfig(), _Adapter(limits)))
+
+    refused = job({"maxBufferSize": w1 - 4, "maxStorageBufferBindingSize": 1024})
+    assert isinstance(refused, Refusal) and refused.outcome is Outcome.UNSUPPORTED
+    assert refused.reason == (f"ort on WebGPU: its largest constant, w1 ({w1:,} bytes), exceeds the adapter's "
+                              f"maxBufferSize {w1 - 4:,}: no WebGPU buffer can hold it")
+    # at the limit it loads; a binding limit below the constant is no refusal (ORT binds in segments);
+    # a page's forged limit is not a number
+    for limits in ({"maxBufferSize": w1, "maxStorageBufferBindingSize": 1024}, {"maxBufferSize": "1"},
+                   {"maxBufferSize": float("nan")}, {"maxBufferSize": True}):
+        fits = job(limits)
+        assert isinstance(fits, EngineJob) and fits.largest_constant == ("w1", w1), limits

@@ -36,6 +36,9 @@ class BrowserFacts(Protocol):
     async def webnn_context(self, device: str) -> dict[str, Any]:
         """``{"available": bool, "limits": opSupportLimits() | "error": text}`` for a deviceType."""
 
+    async def adapter_limits(self) -> dict[str, int]:
+        """The WebGPU adapter's limits (maxBufferSize, maxStorageBufferBindingSize, ...); {} without one."""
+
 
 @dataclass(frozen=True)
 class EngineJob:
@@ -56,6 +59,10 @@ class EngineJob:
     browser's answer ('unsupported'), not a failure."""
     details: dict[str, Any] = field(default_factory=dict)
     """Engine facts for samples.jsonl (e.g. the opSupportLimits a choice was made from)."""
+    largest_constant: tuple[str, int] = ("", 0)
+    """The largest constant of the model the page loads (name, bytes), for engines that hold each
+    in one WebGPU buffer (ONNX Runtime's provider: measured, the largest buffer is the largest
+    initializer); ('', 0) where the engine splits or checks its own (the harness's kernels)."""
     graph_form: str = ""
     """The graph form the page builds (the harness's WebNN graphs), for the row; '' for one form."""
     layers_asked: tuple[Any, ...] = ()

@@ -4,6 +4,8 @@ kind) is not in ``RUNS`` is refused when the plan is built, with ``refusal``'s r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..page_protocol import PageReply
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
@@ -143,7 +145,26 @@ async def build_job(run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -
     engine, runner = _pair(run)
     if why or engine is None or runner is None:
         return Refusal(Outcome.UNSUPPORTED, why)
-    return await runner.job(engine, run, timing, browser)
+    job = await runner.job(engine, run, timing, browser)
+    if isinstance(job, EngineJob) and run.platform is Platform.WEBGPU and job.largest_constant[1]:
+        too_large = buffer_limit_refusal(job.largest_constant, await browser.adapter_limits())
+        if too_large:
+            return Refusal(Outcome.UNSUPPORTED, f"{run.engine} on WebGPU: {too_large}")
+    return job
+
+
+def buffer_limit_refusal(constant: tuple[str, int], limits: Mapping[str, int]) -> str:
+    """Why a model whose largest constant is ``constant`` (name, bytes) cannot load on an adapter
+    with ``limits``, or '': no WebGPU buffer may exceed maxBufferSize (the WebGPU spec's
+    createBuffer rule). maxStorageBufferBindingSize is not a refusal: ONNX Runtime binds a larger
+    buffer in segments (measured: a 163,840,000-byte MatMul weight and Gather table ran right on
+    Firefox's 134,217,728-byte binding limit; docs/concepts/memory.md)."""
+    name, size = constant
+    limit = limits.get("maxBufferSize")
+    if limit and size > limit:
+        return (f"its largest constant, {name} ({size:,} bytes), exceeds the adapter's maxBufferSize "
+                f"{limit:,}: no WebGPU buffer can hold it")
+    return ""
 
 
 def read_reply(run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

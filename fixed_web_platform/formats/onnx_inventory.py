@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,13 @@ def combined(inventories: Any) -> Inventory:
     return Inventory(tuple(n for inv in parts for n in inv.nodes), tuple(sorted(counted.items())),
                      tuple(sorted(other.items())), max((inv.largest for inv in parts), key=lambda nb: nb[1],
                                                        default=("", 0)))
+
+
+def largest_constant(docs: Mapping[str, Mapping[str, Any]]) -> tuple[str, int]:
+    """The largest constant over graphs' inventories as ``Inventory.to_json`` gives them, by graph
+    name: ('graph/constant', bytes), ('', 0) for none."""
+    sizes = [(f"{graph}/{doc['largest'][0]}", int(doc["largest"][1])) for graph, doc in docs.items()]
+    return max(sizes, key=lambda nb: nb[1], default=("", 0))
 
 
 def _type_name(data_type: int) -> str:

@@ -43,7 +43,7 @@ from ..page_protocol import (
     parse_page_reply,
     probe_spec,
 )
-from ..probes.adapter import adapter_label
+from ..probes.adapter import adapter_label, adapter_limits
 from ..probes.memory import MemoryFigures, TreeSampler
 from ..probes.quiet import Quiet, wait_until_quiet
 from ..progress import Progress
@@ -126,6 +126,7 @@ class BrowserRunner:
         self.overlap = overlap or Overlap()
         self.session: BrowserSession | None = None
         self._webnn: dict[str, dict[str, Any]] = {}  # per device type, for the current session
+        self._adapter_limits: dict[str, int] | None = None  # the browser's, from its first probe
         self._session_runs = 0  # runs measured in the current session
 
     async def ensure_session(self) -> BrowserSession:
@@ -159,17 +160,25 @@ class BrowserRunner:
     async def webnn_context(self, device: str) -> dict[str, Any]:
         return (await self.webnn_capabilities([device]))[device]
 
-    async def webnn_capabilities(self, devices: Sequence[str]) -> dict[str, Any]:
-        """Ask the page which WebNN contexts exist and what they support (a 'probe' job)."""
+    async def adapter_limits(self) -> dict[str, int]:
+        """The WebGPU adapter's limits (web/probe.js: KEY_LIMITS) from a 'probe' job; {} without an adapter."""
+        if self._adapter_limits is None:
+            await self.webnn_capabilities([], probe=True)
+        return self._adapter_limits or {}
+
+    async def webnn_capabilities(self, devices: Sequence[str], probe: bool = False) -> dict[str, Any]:
+        """Ask the page which WebNN contexts exist and what they support (a 'probe' job; ``probe``:
+        visit it even when every device is known)."""
         session = await self.ensure_session()
         missing = [d for d in devices if d not in self._webnn]
-        if missing:
+        if missing or probe:
             reply = await visit_page(self.server, session, probe_spec(missing), {}, PROBE_TIMEOUT_S)
             if reply.outcome is not Outcome.OK:
                 if reply.outcome in (Outcome.CRASH, Outcome.TIMEOUT):
                     await self.close()
                 raise RuntimeError(f"WebNN capability probe: {reply.outcome}: {reply.reason}")
             payload = reply.payload if isinstance(reply.payload, dict) else {}
+            self._adapter_limits = adapter_limits(payload.get("probe"))
             webnn = payload.get("webnn") if isinstance(payload.get("webnn"), dict) else {}
             contexts = webnn.get("contexts") if isinstance(webnn.get("contexts"), dict) else {}
             for device in missing:

@@ -1,7 +1,8 @@
-"""The one place a WebGPU adapter's label is built from what the page's probe reported."""
+"""The one place a WebGPU adapter's label and limits are read from what the page's probe reported."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 FALLBACK_MARK = " (fallback)"
@@ -19,3 +20,14 @@ def adapter_label(probe: Any, *, mark_fallback: bool = True) -> str:
     label = "/".join(str(adapter[k]) for k in ("vendor", "architecture", "device") if adapter.get(k))
     label = label or "(not disclosed)"
     return f"{label}{FALLBACK_MARK}" if mark_fallback and adapter.get("isFallbackAdapter") else label
+
+
+def adapter_limits(probe: Any) -> dict[str, int]:
+    """The adapter's limits a page probe reports (``webgpu.limits``), each a positive whole number
+    of the page's (anything else left out: data from the page is parsed); {} without an adapter."""
+    gpu = probe.get("webgpu", probe) if isinstance(probe, dict) else None
+    limits = gpu.get("limits") if isinstance(gpu, dict) and gpu.get("available") else None
+    if not isinstance(limits, dict):
+        return {}
+    return {str(k): int(v) for k, v in limits.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 and v == int(v)}

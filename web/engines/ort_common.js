@@ -210,6 +210,8 @@ export async function makeSession(ort, model, opts, dims) {
         const fallbackOpts = opts.fallback_output_location ?
           {...opts, output_location: opts.fallback_output_location} : opts;
         session = await createSession(ort, model, fallbackOpts, dims, {fallback: true, verbose: true});
+      } catch (e2) {  // the strict session's refusal is the cause; the second's may only echo it
+        throw new Error(`${fallback}; with CPU fallback: ${errorText(e2)}`);
       } finally {
         placed = parsePlacement(tap.stop());
       }

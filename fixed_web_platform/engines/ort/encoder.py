@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
+from ...formats import onnx_inventory
 from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...workloads.encoder import EncoderWorkload
@@ -74,6 +75,7 @@ class OrtEncoder(OrtKindRunner):
                      "onnx_opset": onnx_encoder.OPSET,
                      "onnx_inventory": encoder.inventories},
             graph_form=QDQ_FORM if qdq else "",
+            largest_constant=onnx_inventory.largest_constant(encoder.inventories),
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

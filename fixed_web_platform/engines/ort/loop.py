@@ -10,6 +10,7 @@ import asyncio
 from abc import abstractmethod
 from typing import Any
 
+from ...formats import onnx_inventory
 from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
@@ -48,7 +49,8 @@ class OrtLoopRunner(OrtKindRunner):
                          tensors=tensors, prepared=prepared,
                          **held_fields(model.layers, (layer.held for layer in prepared.held.layers)),
                          details={"onnx_layers": summary(model.layers), "onnx_inventory": model.inventories,
-                                  **details})
+                                  **details},
+                         largest_constant=onnx_inventory.largest_constant(model.inventories))
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         return placement.executed(engine, job, page)

@@ -96,6 +96,7 @@ class OrtOnnxFile(KindRunner):
                      "model_bytes": variant.path.stat().st_size, "inputs": prepared.feeds.description,
                      "kernel_spread": prepared.spread, "repairs": variant.repairs,
                      "onnx_inventory": prepared.inventory.to_json()},
+            largest_constant=prepared.inventory.largest,
         )
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:

@@ -117,7 +117,8 @@ class TjsKindRunner(KindRunner):
             prepared=prepared, note=prepared.unloadable, refusal_is_unsupported=not prepared.unloadable,
             weight_format=run.weight_format, weight_dtype=inventory.matmul_precision(),
             details={"tjs_files": {n: p.stat().st_size for n, p in files.items()}, "tjs_folder": folder.made_by,
-                     "onnx_inventory": {n: inv.to_json() for n, inv in prepared.inventories.items()}})
+                     "onnx_inventory": {n: inv.to_json() for n, inv in prepared.inventories.items()}},
+            largest_constant=inventory.largest)
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         half = run.weight_format in HALF_DTYPES and engine.platform is not Platform.WASM
