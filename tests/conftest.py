@@ -34,6 +34,17 @@ def run(coro):  # noqa: ANN001, ANN201 - tiny helper for sync tests
     return asyncio.run(coro)
 
 
+class NoBrowser:
+    """What job-building tests answer an engine that asks the browser (engines/base.BrowserFacts):
+    no WebNN context, an adapter without limits."""
+
+    async def webnn_context(self, device: str) -> dict:
+        return {"available": False, "error": "no browser in this test"}
+
+    async def adapter_limits(self) -> dict[str, int]:
+        return {}
+
+
 @pytest.fixture
 def results_dir(tmp_path: Path) -> Path:
     return tmp_path / "results"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import NoBrowser
 from onnx_models import tiny_classifier
 
 from fixed_web_platform.cli import main as cli
@@ -350,14 +351,11 @@ def test_the_placement_figures_come_from_the_first_page_load() -> None:
     assert ONNX_FILE.speed_figures(None, pages) == {"nodes_placed": 3, "nodes_fallback": 1}
 
 
-class _Adapter:
-    """A browser that answers only with its WebGPU adapter's limits."""
+class _Adapter(NoBrowser):
+    """A browser whose WebGPU adapter has ``limits``, as a page reports them."""
 
     def __init__(self, limits: dict) -> None:
         self.limits = limits
-
-    async def webnn_context(self, device: str) -> dict:
-        raise AssertionError("an ORT WebGPU job asks for no WebNN context")
 
     async def adapter_limits(self) -> dict:
         return adapter_limits({"webgpu": {"available": True, "limits": self.limits}})

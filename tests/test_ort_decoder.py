@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conftest import NoBrowser
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("torch")
@@ -124,7 +125,7 @@ def _job(workload: DecoderWorkload, bits: int, platform: str):  # noqa: ANN202
 
     run = RunSpec(0, BrowserName.CHROME, Platform(platform), workload, bits, 32, 0, PrecisionMode.STANDARD, 0,
                   engine=EngineName.ORT)
-    return asyncio.run(build_job(run, TimingConfig(), None))
+    return asyncio.run(build_job(run, TimingConfig(), NoBrowser()))
 
 
 def test_the_job_fixes_dimensions_on_webnn_only(workload) -> None:  # noqa: ANN001

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conftest import NoBrowser
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("torch")
@@ -107,7 +108,7 @@ def _model_job(bits: int, platform: str):
     run = RunSpec(0, BrowserName.CHROME, Platform(platform), _workload(), bits, 32, 0, PrecisionMode.STANDARD,
                   0, engine=EngineName.ORT)
     engine = engine_for(run.engine, run.platform)
-    return run, engine, asyncio.run(build_job(run, TimingConfig(), None))
+    return run, engine, asyncio.run(build_job(run, TimingConfig(), NoBrowser()))
 
 
 def test_model_job_and_what_ran_per_layer() -> None:
