@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .integer import PAGE as INTEGER_PATH
 from .matmuls import PAGE as MATMULS
+from .memory import PAGE as MEMORY
 from .minilm import PAGE as MINILM
 from .ocr import PAGE as OCR
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
@@ -22,6 +23,6 @@ from .transformersjs import PAGE as TRANSFORMERSJS
 from .whisper import PAGE as WHISPER
 
 PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, INTEGER_PATH, OCR, SENSITIVITY, QUANTIZERS,
-                           TRANSFORMERSJS)
+                           TRANSFORMERSJS, MEMORY)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]
