@@ -22,32 +22,37 @@ export class JobClient {
 
   async spec() { return (await this.#fetchOk('/spec')).json(); }
 
+  // A request that meets a network error (TypeError) goes again, OUTPUT_ATTEMPTS times in all:
+  // after a long wasm session of SmolLM2 (ONNX Runtime's, transformers.js's q4), Chromium failed the
+  // page's next request (a POST the server had read whole, a GET of a tensor) and passed the same
+  // request sent again. Only requests that may be repeated come here (GETs; output pieces by offset).
+  async #fetchAgain(what, path, init, extra = '') {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#fetchOk(path, init, extra);
+      } catch (e) {
+        if (!(e instanceof TypeError) || attempt === OUTPUT_ATTEMPTS) throw e;
+        console.warn(`${what}: ${e.message}; again (${attempt} of ${OUTPUT_ATTEMPTS})`);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
+  }
+
   async tensor(name) {
-    return (await this.#fetchOk(`/tensors/${encodeURIComponent(name)}`)).arrayBuffer();
+    return (await this.#fetchAgain(`tensor ${name}`, `/tensors/${encodeURIComponent(name)}`)).arrayBuffer();
   }
 
   // The output goes in pieces of OUTPUT_PIECE bytes, in order, each naming its offset (the server
-  // appends it there), and a piece that meets a network error goes again: after a long ONNX
-  // Runtime wasm session of SmolLM2, Chromium failed the page's first POST (even one the server had
-  // read whole) and passed the same POST sent again.
+  // appends it there), so a piece sent again lands where it belongs.
   async postOutput(buffer) {
     const bytes = ArrayBuffer.isView(buffer) ? new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
                                              : new Uint8Array(buffer);
     let offset = 0;
     do {
       const piece = bytes.subarray(offset, offset + OUTPUT_PIECE);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await this.#fetchOk('/output', {
-            method: 'POST', body: piece, headers: {'Content-Type': 'application/octet-stream'},
-          }, `&offset=${offset}`);
-          break;
-        } catch (e) {
-          if (!(e instanceof TypeError) || attempt === OUTPUT_ATTEMPTS) throw e;
-          console.warn(`output piece at ${offset}: ${e.message}; again (${attempt} of ${OUTPUT_ATTEMPTS})`);
-          await new Promise((resolve) => setTimeout(resolve, 1000));
-        }
-      }
+      await this.#fetchAgain(`output piece at ${offset}`, '/output', {
+        method: 'POST', body: piece, headers: {'Content-Type': 'application/octet-stream'},
+      }, `&offset=${offset}`);
       offset += piece.byteLength;
     } while (offset < bytes.byteLength);
   }
