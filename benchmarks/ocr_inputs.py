@@ -3,7 +3,9 @@ text rendered with matplotlib's own DejaVu Sans (so no system font is needed), n
 PaddleOCR normalises them, saved as .npz files for ``--inputs``:
 
 - ``ocr_rec.npz``: one text line, x float32 [1, 3, 48, 320], (pixel / 255 - 0.5) / 0.5;
-- ``ocr_det.npz``: a page of two lines, x float32 [1, 3, 128, 320], ImageNet mean and std.
+- ``ocr_det.npz``: a page of two lines, x float32 [1, 3, 128, 320], ImageNet mean and std;
+- ``ocr_rec_calibration.npz``: four other lines, x float32 [4, 3, 48, 320], for ``--calibration``
+  (what int8-qdq and gptq fit to, apart from the line the accuracy is judged on).
 
     .venv/bin/python benchmarks/ocr_inputs.py OUT_DIR
     .venv/bin/python benchmarks/ocr_inputs.py --decode OUT_DIR/ocr_rec.npz   # what PP-OCRv5 rec reads
@@ -20,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 REC_TEXT = "Precision costs 4 bits"
+CALIBRATION_TEXTS = ("Weights in blocks of 32", "The browser ran it on wasm", "Quantize the MatMuls first",
+                     "Latency 12 ms per line")
 DET_LINES = ("Which variant to ship?", "fp16 q4 int8 on WebNN")
 
 
@@ -86,7 +90,9 @@ def main(argv: list[str]) -> int:
     args.target.mkdir(parents=True, exist_ok=True)
     np.savez(args.target / "ocr_rec.npz", x=rec_input())
     np.savez(args.target / "ocr_det.npz", x=det_input())
-    print(f"wrote {args.target / 'ocr_rec.npz'} and {args.target / 'ocr_det.npz'}")
+    np.savez(args.target / "ocr_rec_calibration.npz", x=np.concatenate([rec_input(t) for t in CALIBRATION_TEXTS]))
+    print(f"wrote {args.target / 'ocr_rec.npz'}, {args.target / 'ocr_det.npz'} and "
+          f"{args.target / 'ocr_rec_calibration.npz'}")
     return 0
 
 

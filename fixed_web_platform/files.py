@@ -52,7 +52,7 @@ def used(path: Path) -> Path:
 
 def prune(directory: Path, keep: Path, limit_bytes: int | None = None) -> list[Path]:
     """Delete the least recently used ``.onnx`` files under ``directory`` (each with its ``.json``
-    beside) until the rest fit ``limit_bytes`` (default: ``FWP_CACHE_GB``, else CACHE_LIMIT_GB);
+    and its external data ``.onnx.data`` beside) until the rest fit ``limit_bytes`` (default: ``FWP_CACHE_GB``, else CACHE_LIMIT_GB);
     ``keep`` (the entry just made) stays. The files deleted, oldest first."""
     if limit_bytes is None:
         limit_bytes = int(float(os.environ.get(CACHE_LIMIT_ENV) or CACHE_LIMIT_GB) * 2**30)
@@ -60,7 +60,8 @@ def prune(directory: Path, keep: Path, limit_bytes: int | None = None) -> list[P
     for path in directory.rglob("*.onnx"):
         with contextlib.suppress(OSError):  # gone meanwhile (another process pruning)
             st = path.stat()
-            entries.append((st.st_mtime, st.st_size, path))
+            data = path.with_name(f"{path.name}.data")
+            entries.append((st.st_mtime, st.st_size + (data.stat().st_size if data.is_file() else 0), path))
     total = sum(size for _, size, _ in entries)
     gone = []
     for _, size, path in sorted(entries):
@@ -70,6 +71,7 @@ def prune(directory: Path, keep: Path, limit_bytes: int | None = None) -> list[P
             continue
         path.unlink(missing_ok=True)
         path.with_suffix(".json").unlink(missing_ok=True)
+        path.with_name(f"{path.name}.data").unlink(missing_ok=True)
         total -= size
         gone.append(path)
     return gone

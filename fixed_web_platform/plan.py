@@ -160,8 +160,10 @@ def build_plan(
                             runner = engine_for(engine, platform)
                             assert runner is not None
                             formats = runner.weight_formats(workload, b, acts)
-                            if dtypes and runner.dtype_names:
-                                formats = tuple(f for f in formats if f in dtypes)
+                            if runner.held_on_request and not (chosen or HELD_FORMAT in dtypes):
+                                formats = tuple(f for f in formats if f != HELD_FORMAT) or ("",)
+                            if dtypes and runner.dtype_names:  # the held runs a quantizer asks for stay
+                                formats = tuple(f for f in formats if f in dtypes or f == HELD_FORMAT and chosen)
                             for fmt, form, cache in itertools.product(formats, runner.graph_forms(forms, acts),
                                                                       runner.buffer_caches(caches)):
                                 coded = fmt in ("", HELD_FORMAT)  # the quantizer makes its codes
@@ -192,22 +194,6 @@ def check_engines_fit(engines: Sequence[EngineName], workloads: Sequence[Workloa
             hint = ": name a model with --model" if kinds == ["matmul"] else ""
             raise ValueError(f"--engine {engine} runs {', '.join(runs)} workloads, none of this sweep's "
                              f"({', '.join(kinds)}){hint}")
-
-
-def plan_warnings(runs: Sequence[RunSpec]) -> list[str]:
-    """Legitimate but surprising choices in a plan, one line each: int8-activation runs whose
-    calibration texts are texts the evaluation judges them on (``--calibration`` and ``--inputs``
-    sharing texts: the scales are fit to the very inputs the accuracy figures come from)."""
-    said = []
-    for w in dict.fromkeys(r.workload for r in runs if r.act_bits == 8):
-        calibration, evaluated = getattr(w, "calibration_texts", ()), getattr(w, "texts", ())
-        shared = set(calibration) & set(evaluated)
-        if shared:
-            said.append(f"--calibration {getattr(w, 'calibration_name', '') or '(built in)'} shares {len(shared)} of "
-                        f"its {len(set(calibration))} texts with the evaluation inputs "
-                        f"({getattr(w, 'inputs_name', '') or 'built in'}): the int8 activation scales are fit to "
-                        "the texts their accuracy is judged on")
-    return said
 
 
 PLAN_FILE = "plan.json"

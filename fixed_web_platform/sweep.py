@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .harness.runner import SweepOptions, run_sweep
-from .plan import load_plan, plan_warnings, save_plan
+from .plan import load_plan, save_plan
 from .results.rows import ResultRow
 from .results.writer import ResultWriter, new_results_dir
 from .run_spec import RunSpec, TimingConfig
@@ -59,9 +58,6 @@ def start(plan: Sequence[RunSpec], timing: TimingConfig, *, output_dir: Path | N
     writer = ResultWriter(output_dir or new_results_dir(label))
     save_plan(writer.directory, plan, timing)
     writer.record_timing(dataclasses.asdict(timing))
-    for text in plan_warnings(plan):
-        print(f"warning: {text}", file=sys.stderr, flush=True)
-        writer.record_warning(text)
     return writer
 
 

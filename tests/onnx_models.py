@@ -17,7 +17,9 @@ OPSET = 17
 IR_VERSION = 8
 
 
-def tiny_classifier(path: Path, *, seed: int = 0, with_matmul: bool = True) -> Path:
+def tiny_classifier(path: Path, *, seed: int = 0, with_matmul: bool = True, external_data: bool = False) -> Path:
+    """The graph above, at ``path``; with ``external_data`` its weights in ``<name>.data`` beside it, as
+    ``onnx.save`` writes models over 2 GB (constants under 1 KiB stay in the graph, onnx's default)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -71,5 +73,5 @@ def tiny_classifier(path: Path, *, seed: int = 0, with_matmul: bool = True) -> P
         inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     onnx.checker.check_model(model)
-    onnx.save(model, str(path))
+    onnx.save(model, str(path), save_as_external_data=external_data, location=f"{path.name}.data")
     return path

@@ -82,3 +82,35 @@ def test_the_report_shows_sensitivity_and_the_frontier(swept, tmp_path: Path) ->
     md = (tmp_path / "report" / "report.md").read_text()
     assert "## Layer sensitivity" in md and "accuracy vs weight bytes" in md
     assert list((tmp_path / "report" / "plots").glob("sensitivity-*/sensitivity_chrome_harness_webgpu.png"))
+
+
+def test_an_onnx_files_matmuls_are_probed_and_its_plan_verified_in_the_browser(tmp_path: Path) -> None:
+    """A user's ONNX file on Chrome's ORT wasm: each MatMul alone at 4 bits, measured beside
+    onnxruntime's prediction on the CPU; a plan for a budget one MatMul at 4 bits meets and two do
+    not, written as rules, its mixed file measured beside the uniform ones."""
+    from onnx_models import tiny_classifier
+
+    from fixed_web_platform.workloads.onnx_file import OnnxFileWorkload
+    from fixed_web_platform.workloads.onnx_file import sensitivity as s
+
+    require_browser(BrowserName.CHROME)
+    model = tiny_classifier(tmp_path / "tiny.onnx")
+    w = OnnxFileWorkload.create(str(model), dims={"batch": 2, "seq": 6})
+    each = {p.name: s.predicted(s.probe_workload(w, p, 4, 32), 32, 32, "minmax")[0]["cosine_min"]
+            for p in s.probes(w, "layer")}
+    budget = (max(each.values()) + s.predicted(w, 4, 32, "minmax")[0]["cosine_min"]) / 2
+    out = tmp_path / "out"
+    done = _cli("sensitivity", "--model", str(model), "--dims", "batch=2", "seq=6", "--browser", "chrome",
+                "--platform", "wasm", "--bits", "4", "--accuracy-budget", f"cosine_min>={budget:.6f}",
+                "--no-report", "--output-dir", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = pd.read_csv(out / "sensitivity.csv")
+    assert list(table["probe"]) == ["fc1", "head"] and (table["outcome"] == "ok").all()
+    gap = (table["drop_cosine_min"] - table["predicted_drop_cosine_min"]).abs()  # ORT's wasm kernels = its CPU's
+    assert (gap < 1e-4).all() and (table["drop_cosine_min"] > 0).all(), table
+    (rule, rest) = load_rules(out / "precision_plan.json")
+    assert rule.bits == 4 and rule.match == f"re:{max(each, key=each.__getitem__)}" and rest.bits == 32
+    frontier = pd.read_csv(out / "frontier.csv", keep_default_na=False)
+    plan = frontier[frontier["plan"] == "found plan"].iloc[0]
+    assert plan["budget"] == "meets the budget" and plan["precision_plan"] == "mixed:32x1,4x1"
+    assert set(frontier["plan"]) == {"found plan", "uniform 32-bit", "uniform 4-bit q4", "uniform 4-bit held minmax"}

@@ -33,7 +33,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_partial(tmp_path: Path) -> No
 
 def test_the_onnx_cache_keeps_the_recently_used_within_its_limit(tmp_path: Path) -> None:
     """The least recently used files go first (a hit counts as use), each with its .json; the
-    entry just made stays even when it is the oldest."""
+    entry just made stays even when it is the oldest; an entry's external data counts and goes with it."""
     names = ["a", "b", "c", "d"]
     for i, name in enumerate(names):  # a is the oldest, d the newest
         path = tmp_path / "sub" / f"{name}.onnx" if name == "b" else tmp_path / f"{name}.onnx"
@@ -41,8 +41,10 @@ def test_the_onnx_cache_keeps_the_recently_used_within_its_limit(tmp_path: Path)
         path.write_bytes(b"x" * 1000)
         path.with_suffix(".json").write_text("{}")
         os.utime(path, (1000 + i, 1000 + i))
+    (tmp_path / "d.onnx.data").write_bytes(b"x" * 1000)  # d's external data: counted, and goes with it
     used(tmp_path / "c.onnx")  # a hit: now the most recent
+    assert prune(tmp_path, keep=tmp_path / "a.onnx", limit_bytes=4500) == [tmp_path / "sub" / "b.onnx"]
     gone = prune(tmp_path, keep=tmp_path / "a.onnx", limit_bytes=2500)
-    assert [p.name for p in gone] == ["b.onnx", "d.onnx"]
+    assert [p.name for p in gone] == ["d.onnx"]
     assert sorted(p.name for p in tmp_path.rglob("*.*")) == ["a.json", "a.onnx", "c.json", "c.onnx"]
     assert prune(tmp_path, keep=tmp_path / "c.onnx", limit_bytes=10**6) == []

@@ -17,6 +17,7 @@ from fixed_web_platform.cli import main as cli
 from fixed_web_platform.engines.base import EngineJob, Refusal
 from fixed_web_platform.engines.registry import build_job, planned_refusal
 from fixed_web_platform.plan import build_plan
+from fixed_web_platform.precision.quantizers import QUANTIZERS
 from fixed_web_platform.probes.adapter import adapter_limits
 from fixed_web_platform.run_spec import TimingConfig
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
@@ -49,11 +50,13 @@ def _workload(path: Path, **kw: object) -> OnnxFileWorkload:
     return OnnxFileWorkload.create(str(path), dims=dict(DIMS), **kw)  # type: ignore[arg-type]
 
 
-def _make(w: OnnxFileWorkload, name: str, block: int = 32, observer: str = "minmax") -> v.Variant:
-    feeds = w.feeds()
-    fp32 = reference.run(w.file, feeds.arrays)
+def _make(w: OnnxFileWorkload, name: str, block: int = 32, observer: str = "minmax", bits: int = 0,
+          quantizer: str = "minmax") -> v.Variant:
+    fp32 = reference.run(w.file, w.feeds().arrays)
+    fit = w.calibration_feeds()
     return v.make(w.file, w.sha256, name, block, computed={n: a.shape for n, a in fp32.items()},
-                  calibration=feeds.arrays, calibration_digest=feeds.digest, observer=observer)
+                  calibration=fit.arrays, calibration_digest=fit.digest, observer=observer, bits=bits,
+                  quantizer=quantizer)
 
 
 # ---------------------------------------------------------------------------------------- variants
@@ -102,6 +105,50 @@ def test_int8_qdq_quantizes_conv_and_matmul_weights(tiny: Path, conv_only: Path)
     assert conv.nodes_quantized == 3
 
 
+@pytest.mark.parametrize(("quantizer", "block"), [*((q, 32) for q in QUANTIZERS), ("minmax", 128), ("gptq", 128)])
+def test_the_held_variant_is_each_quantizers_codes_as_matmulnbits(tiny: Path, quantizer: str, block: int,
+                                                                  tmp_path: Path) -> None:
+    """Both MatMuls become MatMulNBits holding the quantizer's values (gptq's fit to the
+    calibration inputs), and the embedding table GatherBlockQuantized (on the quantizer's grid,
+    where its zero points are integers): onnxruntime on the written file computes what the float
+    graph computes with the dequantized values in their place. Block 128: head's K of 64 is
+    padded with zero weights to one block (and the table's rows, 64 wide, are not a block: float)."""
+    import onnx
+    from onnx import numpy_helper
+
+    from fixed_web_platform.precision.held import hold_weights
+
+    w = _workload(tiny, held=True)
+    assert [w.variants(b) for b in (32, 16, 8, 4, 2)] == [("fp32",), ("fp16",), ("q8-nbits", "held"),
+                                                          ("q4", "held"), ("q2", "held")]
+    made = w.variant(v.HELD, 4, block, quantizer=quantizer, tables=True)  # as a WebGPU run makes it
+    if quantizer == "minmax":  # elsewhere the tables stay float32 (ORT Web's wasm has no GatherBlockQuantized)
+        assert "GatherBlockQuantized" not in w.variant(v.HELD, 4, block, quantizer=quantizer).tool
+    assert made.node_dtypes == {"conv": "Conv:float32", "fc1": "MatMulNBits4=fc1_Q4", "head": "MatMulNBits4=head_Q4"}
+    assert made.tool.startswith(f"the harness's {quantizer} quantizer")
+    plain = onnx.load(str(tiny))
+    moments = v._input_moments(plain, ["flat", "joined"], w.calibration_feeds().arrays)
+    for init, x in zip((i for i in plain.graph.initializer if i.name in ("w1", "w2")), ("flat", "joined")):
+        w_t = numpy_helper.to_array(init)
+        k, pad = w_t.shape[0], -w_t.shape[0] % block
+        held = hold_weights(np.pad(w_t.T, ((0, 0), (0, pad))), 4, block, unsigned=True, quantizer=quantizer,
+                            hessian=np.pad(moments[x], ((0, pad), (0, pad))) if QUANTIZERS[quantizer].calibrated
+                            else None)
+        init.CopyFrom(numpy_helper.from_array(held.w_exec[:, :k].T.astype(np.float32), init.name))
+    grid = v.GATHER_GRID.get(quantizer, quantizer)
+    gathered = block == 32 and not QUANTIZERS[grid].float_zero
+    assert ("GatherBlockQuantized" in made.tool) == gathered and made.weight_bytes < w.weight_bytes_f32
+    if gathered:
+        emb = next(i for i in plain.graph.initializer if i.name == "emb")
+        table = hold_weights(numpy_helper.to_array(emb), 4, block, unsigned=True, quantizer=grid)
+        emb.CopyFrom(numpy_helper.from_array(table.w_exec.astype(np.float32), "emb"))
+    onnx.save(plain, str(tmp_path / "dequantized.onnx"))
+    feeds = w.feeds().arrays
+    want, got = reference.run(tmp_path / "dequantized.onnx", feeds), reference.run(made.path, feeds)
+    for name in ("logits", "features"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-5)
+
+
 def test_weight_only_variants_of_a_conv_graph_are_refused_with_the_tools_reason(conv_only: Path) -> None:
     with pytest.raises(v.VariantRefused, match="no MatMul with a constant weight.*--act-bits 8"):
         _make(_workload(conv_only), "q4")
@@ -122,6 +169,29 @@ def test_variants_are_cached_by_content(tiny: Path, private_cache: Path) -> None
     assert again.node_dtypes == first.node_dtypes
     assert _make(w, "q4", block=64).path != first.path
     assert len(list(private_cache.glob("*.onnx"))) == 2
+
+
+def test_a_file_with_external_data_is_hashed_whole_and_variants_too_big_for_one_file_keep_theirs(
+        tmp_path: Path, private_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = tiny_classifier(tmp_path / "ext.onnx", external_data=True)
+    w = _workload(model)
+    fp32 = _make(w, "fp32")
+    assert fp32.path == model and fp32.external == ("ext.onnx.data",)
+    data = tmp_path / "ext.onnx.data"
+    changed = bytearray(data.read_bytes())
+    changed[-1] ^= 1
+    before = graph.sha256(model)
+    data.write_bytes(bytes(changed))
+    assert graph.sha256(model) != before  # the weights are part of the file's identity
+    monkeypatch.setattr(v, "PROTOBUF_LIMIT", 1000)  # as if the q4 variant were over 2 GB
+    q4 = _make(_workload(model), "q4")
+    assert q4.external == (f"{q4.path.name}.data",) and (q4.path.parent / q4.external[0]).is_file()
+    feeds = w.feeds().arrays
+    assert reference.run(q4.path, feeds)["logits"].shape == (2, 32)
+    assert _make(_workload(model), "q4").external == q4.external  # and so read back from the cache
+    data.unlink()
+    with pytest.raises(OnnxFileError, match=r"^ext.onnx keeps its weights in ext.onnx.data, which is not beside it"):
+        _workload(model)
 
 
 def test_a_declared_output_shape_that_contradicts_onnxruntime_is_cleared_and_said(tmp_path: Path) -> None:
@@ -311,6 +381,7 @@ def test_bad_input_is_one_line_and_exit_2(tiny: Path, tmp_path: Path, no_browser
     (tmp_path / "junk.onnx").write_bytes(b"this is not a protobuf")
     (tmp_path / "texts.txt").write_text("hello\n")
     np.savez(tmp_path / "partial.npz", pixels=np.zeros((1, 3, 8, 8), np.float32))
+    np.savez(tmp_path / "full.npz", **_workload(tiny).feeds().arrays)
     import onnx
 
     future = onnx.load(str(tiny))
@@ -332,6 +403,10 @@ def test_bad_input_is_one_line_and_exit_2(tiny: Path, tmp_path: Path, no_browser
         "dtype q3": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--dtype", "q8", "q3"],
                      "--dtype q3: an ONNX file's variants are fp32, fp16, q8-nbits"),
         "dtype alone": (["--dtype", "q8"], "--dtype goes with --model"),
+        "calibration is the inputs": (["--model", str(tiny), "--inputs", str(tmp_path / "full.npz"), "--calibration",
+                                       str(tmp_path / "full.npz")], "full.npz is the --inputs file"),
+        "calibration texts": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--calibration",
+                               str(tmp_path / "texts.txt")], "calibration inputs are an .npz file"),
         "dtype off bits": (["--model", str(tiny), "--dims", "batch=1", "seq=4", "--dtype", "q8", "--bits", "32", "4"],
                            "--dtype q8 runs at 8 bits, which --bits 32 4 leaves out"),
         "dtype of a model": (["--model", "all-MiniLM-L6-v2", "--dtype", "q8"],
@@ -378,3 +453,110 @@ def test_a_constant_over_the_adapters_max_buffer_size_is_refused_before_its_page
                    {"maxBufferSize": float("nan")}, {"maxBufferSize": True}):
         fits = job(limits)
         assert isinstance(fits, EngineJob) and fits.largest_constant == ("w1", w1), limits
+
+
+REFUSED = ("Error: Can't create a session. ERROR_CODE: 1, ERROR_MESSAGE: This session contains graph nodes that "
+           "are assigned to the default CPU EP, but fallback to CPU EP has been explicitly disabled by the user.")
+
+
+@pytest.mark.parametrize("refused", [REFUSED, ""], ids=["refused", "accepted"])
+def test_a_session_refused_without_cpu_fallback_is_a_fallback_row_even_where_the_log_is_silent(
+        tiny: Path, refused: str) -> None:
+    """Planted: Chrome's ORT WebNN provider on a one-node MatMulNBits file refused the strict session;
+    the harness ran it with CPU fallback, and ORT's placement log listed no node. The refusal
+    proves at least one node ran on the CPU: the row, its report table and the first screen say so."""
+    from fixed_web_platform.engines.registry import read_reply
+    from fixed_web_platform.page_protocol import PROTOCOL_VERSION, parse_page_reply
+    from fixed_web_platform.report.glance import what_ran
+    from fixed_web_platform.report.onnx_files import _fallback
+    from fixed_web_platform.workloads.base import PageIterations
+
+    (run,) = build_plan([BrowserName.CHROME], [Platform.WEBNN], [_workload(tiny)], [4], engines=[EngineName.ORT])
+    job = asyncio.run(build_job(run, TimingConfig(), NoBrowser()))
+    assert isinstance(job, EngineJob)
+    layers = [{"name": w["name"], "weight_dtype": f"{w['weight_dtype']}@webnn", "weight_bytes": None, "gpu_ms": None}
+              for w in job.spec.options["ort_layers"]]
+    page = parse_page_reply({"protocol_version": PROTOCOL_VERSION, "status": "ok", "compute_dtype": "f32",
+                             "wall_ms": [1.0], "start_ms": [0.0], "floor_iterations": 0, "stop_reason": "counts",
+                             "iterations_per_sample": 1, "compile_ms": 5.0, "cold_ms": 2.0, "executed_on": "webnn",
+                             "fallback": refused,
+                             "layers": layers, "nodes_placed": 0, "fallback_nodes": []}, kind=ONNX_FILE)
+    executed = read_reply(run, job, page)
+    figures = ONNX_FILE.speed_figures(None, [PageIterations(page.kind_fields, (1.0,), 0)])
+    row = {"bits_requested": 4, "bits_executed": 4, "platform": "webnn", "executed_on": executed.executed_on,
+           **figures}
+    if refused:
+        assert figures == {"nodes_placed": 0, "nodes_fallback": 1}
+        assert "at least 1 node ran off webnn (ORT's placement log listed none)" in executed.note
+        assert _fallback(figures) == "at least 1" and what_ran(row) == "at least 1 node on the CPU"
+    else:  # the strict session was accepted: every node on the provider
+        assert figures == {"nodes_placed": 0, "nodes_fallback": 0} and "ran off" not in executed.note
+        assert _fallback(figures) == "0" and what_ran(row) == ""
+
+
+def test_calibration_is_kept_apart_from_the_evaluated_inputs(tiny: Path, tmp_path: Path) -> None:
+    """What int8-qdq and gptq fit to: the next seed's synthesized inputs, or the --calibration file,
+    refused when it is the --inputs file or shares a sample (every array's row) with them."""
+    w = _workload(tiny)
+    assert w.calibration_label == "synthesized seed 1 (the evaluated inputs: seed 0)"
+    assert inputs.shared_sample(w.calibration_feeds(), w.feeds()) is None
+    evaluated = w.feeds().arrays
+    np.savez(tmp_path / "eval.npz", **evaluated)
+    other = OnnxFileWorkload.create(str(tiny), dims=dict(DIMS), seed=5).feeds().arrays
+    np.savez(tmp_path / "apart.npz", **other)
+    np.savez(tmp_path / "shared.npz", **{n: np.concatenate([other[n][:1], evaluated[n][1:]]) for n in evaluated})
+    apart = OnnxFileWorkload.create(str(tiny), inputs_file=tmp_path / "eval.npz", calibration=tmp_path / "apart.npz")
+    assert apart.calibration_label == str(tmp_path / "apart.npz")
+    assert np.array_equal(apart.calibration_feeds().arrays["ids"], other["ids"])
+    assert OnnxFileWorkload.create(str(tiny), inputs_file=tmp_path / "eval.npz").calibration_label == \
+        f"synthesized seed 1 (the evaluated inputs: {tmp_path / 'eval.npz'})"
+    with pytest.raises(OnnxFileError, match=r"--calibration .*eval.npz is the --inputs file"):
+        OnnxFileWorkload.create(str(tiny), inputs_file=tmp_path / "eval.npz", calibration=tmp_path / "eval.npz")
+    with pytest.raises(OnnxFileError, match=r"shared.npz: sample 1 is also an evaluated input"):
+        OnnxFileWorkload.create(str(tiny), inputs_file=tmp_path / "eval.npz", calibration=tmp_path / "shared.npz")
+
+
+def test_a_quantizer_a_provider_cannot_hold_is_refused_before_any_page(tiny: Path) -> None:
+    """The held variant is planned once per quantizer (ORT's own variants once); float zero points
+    (offset) only on wasm's MatMulNBits, and there not at 8 bits."""
+    w = _workload(tiny, held=True)
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU, Platform.WASM], [w], [8, 4], engines=[EngineName.ORT],
+                      weight_quant=["minmax", "offset", "gptq"])
+    refused = {(str(r.platform), r.bits, r.weight_format, r.quantized_by): r.refused for r in plan}
+    assert sorted(k for k in refused if k[0] == "wasm") == [
+        ("wasm", 4, "held", "gptq"), ("wasm", 4, "held", "minmax"), ("wasm", 4, "held", "offset"), ("wasm", 4, "q4", ""),
+        ("wasm", 8, "held", "gptq"), ("wasm", 8, "held", "minmax"), ("wasm", 8, "held", "offset"),
+        ("wasm", 8, "q8-nbits", "")]
+    assert refused["webgpu", 4, "held", "offset"].startswith(
+        "weights made by the offset quantizer (a float zero point per block) are not held by engine ort on webgpu")
+    assert refused["wasm", 8, "held", "offset"].startswith("ORT's MatMulNBits computes float zero points (the "
+                                                           "offset quantizer's) at 4 and 2 bits only, not 8")
+    assert not any(refused[p, 4, "held", q] for p in ("wasm", "webgpu") for q in ("minmax", "gptq"))
+    assert refused["wasm", 4, "held", "offset"] == ""
+
+
+def test_sensitivity_probes_each_matmul_and_the_plan_search_keeps_the_budget(tiny: Path) -> None:
+    """Each MatMul alone at 4 bits (the held variant with one rule, the rest float32), predicted by
+    onnxruntime on the file; the encoders' plan search over those predictions meets the budget."""
+    from fixed_web_platform.workloads.encoder.plan_search import parse_budget, search
+    from fixed_web_platform.workloads.onnx_file import sensitivity as s
+
+    w = _workload(tiny)
+    probes = s.probes(w, "layer")
+    assert [p.name for p in probes] == ["fc1", "head"]
+    with pytest.raises(ValueError, match="--group block: an ONNX file's MatMuls are probed one by one"):
+        s.probes(w, "block")
+    alone = s.probe_workload(w, probes[1], 4, 32)
+    assert alone.variants(32) == ("held",) and alone.rules_name == "sensitivity: head at 4-bit"
+    made = alone.variant("held", 32, 32, quantizer="gptq")
+    assert made.node_dtypes["head"] == "MatMulNBits4=head_Q4" and made.node_dtypes["fc1"] == "MatMul:float32"
+    assert alone.row_fields(32, 32)["precision_plan"] == "mixed:32x1,4x1"
+    base, _ = s.predicted(w, 32, 32, "minmax")
+    each = {p.name: s.predicted(s.probe_workload(w, p, 4, 32), 32, 32, "minmax")[0]["cosine_min"] for p in probes}
+    both = s.predicted(w, 4, 32, "minmax")[0]["cosine_min"]
+    assert base["cosine_min"] == pytest.approx(1.0) and both < min(each.values()) < 1.0
+    least = max(each, key=each.__getitem__)  # the least sensitive MatMul
+    budget = parse_budget(f"cosine_min>={(each[least] + both) / 2}")  # one MatMul at 4 bits fits, two do not
+    found = search({4: sorted(probes, key=lambda p: -each[p.name])}, budget, s.predictor(w, 32, "minmax"),
+                   baseline_bits=32, block_size=32)
+    assert [(p.name, b) for p, b in found.assignment] == [(least, 4)] and budget.met(found.predicted)

@@ -283,26 +283,19 @@ def test_an_invalid_row_reports_no_performance_figures():
     assert samples["wall_ms"] == [0.001, 0.001]
 
 
-def test_calibrating_on_the_evaluation_texts_is_a_warning_kept_with_the_sweep(
-        tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--calibration and --inputs naming the same texts is legitimate but surprising: one warning
-    line on stderr, kept in environment.json's ``warnings`` and in the report's environment lines."""
-    import fixed_web_platform.sweep as sweep_module
+def test_calibrating_on_the_evaluation_texts_is_refused_in_one_line(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """What int8 activations and gptq are fit to is never what their accuracy is judged on:
+    --calibration sharing a text with --inputs is one line and exit 2, before any browser."""
     from fixed_web_platform.cli import main as cli
-    from fixed_web_platform.report.render import load_sweeps, machine_lines
 
-    async def no_browser(plan, writer, options):  # noqa: ANN001, ANN202
-        return []
-
-    monkeypatch.setattr(sweep_module, "execute", no_browser)
-    texts = tmp_path / "texts.txt"
+    texts, other = tmp_path / "texts.txt", tmp_path / "other.txt"
     texts.write_text("the cat sat on the mat\na quick brown fox\n")
-    out = tmp_path / "out"
-    assert cli.main(["--model", "all-MiniLM-L6-v2", "--calibration", str(texts), "--inputs", str(texts),
-                     "--act-bits", "32", "8", "--bits", "8", "--browser", "chrome", "--platform", "webgpu",
-                     "--output-dir", str(out), "--no-report"]) == 0
-    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
-    assert len(warned) == 1 and "--calibration" in warned[0] and "2 of its 2 texts" in warned[0], warned
-    env = json.loads((out / "environment.json").read_text())
-    assert env["warnings"] == [warned[0].removeprefix("warning: ")]
-    assert any("warnings: --calibration" in line for line in machine_lines(load_sweeps([out])))
+    other.write_text("rain is expected tomorrow\na quick brown fox\n")
+    for calibration in (texts, other):
+        assert cli.main(["--model", "all-MiniLM-L6-v2", "--calibration", str(calibration), "--inputs", str(texts),
+                         "--act-bits", "32", "8", "--bits", "8", "--browser", "chrome", "--platform", "webgpu",
+                         "--output-dir", str(tmp_path / "out"), "--no-report"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        shared = 2 if calibration == texts else 1
+        assert len(err) == 1 and f"shares {shared} of its 2 texts with the evaluated inputs" in err[0], err
+    assert not (tmp_path / "out").exists()

@@ -182,3 +182,17 @@ def test_numbers_are_read_not_trusted() -> None:
     assert sensitivity.number("0.5") == 0.5
     assert sensitivity.number("") is None and sensitivity.number("nan") is None
     assert np.isnan(float("nan"))
+
+
+def test_an_onnx_files_bad_sensitivity_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An ONNX file is judged by its lowest output cosine and top-1, and probed MatMul by MatMul."""
+    from onnx_models import tiny_classifier
+
+    model = str(tiny_classifier(tmp_path / "tiny.onnx"))
+    for extra, needle in ((["--accuracy-budget", "cosine>=0.99"], "an ONNX file is judged by its lowest output cosine"),
+                          (["--group", "block"], "--group block: an ONNX file's MatMuls are probed one by one")):
+        argv = ["sensitivity", "--model", model, "--dims", "batch=2", "seq=6", *extra, "--output-dir", str(tmp_path / "out")]
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], err
+    assert not (tmp_path / "out").exists()

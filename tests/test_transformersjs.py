@@ -186,6 +186,24 @@ def test_a_users_folder_runs_the_files_it_holds_judged_against_its_own_fp32_grap
     assert np.abs(prepared.ref_float - own).max() < 1e-4 < np.abs(prepared.ref_float - seeded).max()
 
 
+def test_a_folders_external_data_chunks_go_with_their_graph(tmp_path: Path) -> None:
+    """transformers.js's names for a big graph's weights (onnx/model.onnx_data, ..._data_1): served
+    with the graph's dtype, counted for its use_external_data_format option; others are not served."""
+    from fixed_web_platform.formats import transformersjs_folder as tf
+
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "config.json").write_text("{}")
+    for name in ("model.onnx", "model.onnx_data", "model.onnx_data_1", "model_q4.onnx", "model_q4.onnx_data_2",
+                 "other.onnx_data"):
+        (tmp_path / "onnx" / name).write_bytes(b"")
+    folder = tf.read(tmp_path, "encoder")
+    assert folder.data_chunks("fp32") == {"model.onnx": 2}
+    assert folder.data_chunks("q4") == {}  # a chunk 2 without 0 and 1 is no chunk series
+    assert [f for f in folder.for_dtype("fp32") if f.startswith("onnx/")] == [
+        "onnx/model.onnx", "onnx/model.onnx_data", "onnx/model.onnx_data_1"]
+    assert "onnx/other.onnx_data" not in folder.files
+
+
 def test_a_users_decoder_folder_generates_its_reference_greedily_on_its_own_graph(tmp_path: Path) -> None:
     """Without weights a decoder's greedy ids and teacher-forced logits come from its fp32 graph
     (a growing cache on onnxruntime's CPU): PyTorch's on the folder's own weights."""
@@ -209,6 +227,10 @@ def test_a_users_decoder_folder_generates_its_reference_greedily_on_its_own_grap
     assert np.array_equal(prepared.base.generated_fp32, own.generated_fp32) and len(set(own.generated_fp32)) > 1
     other = prepare_decoder(seeded, 32, 32, 0).ref_float  # the seeded weights that gave only shapes
     assert np.abs(prepared.ref_float - own.ref_float).max() < 1e-3 < np.abs(prepared.ref_float - other).max()
+    # gptq's held q4 file, fit to the calibration texts joined into one sequence from position 0
+    held, folder = decoder.prepare(users, "held", 0, "gptq")
+    assert held.dtype == "q4" and "MatMulNBits/int4" in held.inventory.text() and folder.made_by.endswith("gptq quantizer")
+    assert np.isfinite(held.ref_dequantized).all() and held.promise() == ""
 
 
 @pytest.mark.parametrize("folder, error", [
@@ -229,3 +251,47 @@ def test_a_folder_transformers_js_would_not_load_is_one_line_before_any_browser(
     assert cli.main(["--model", str(tmp_path), "--browser", "chrome", "--platform", "wasm"]) == 2
     err = capsys.readouterr().err
     assert error in err and err.count("\n") == 1
+
+
+def test_the_held_variant_is_the_harness_quantizers_codes_as_the_folders_q4_file(tiny: EncoderWorkload) -> None:
+    """--weight-quant on transformers.js: one held run per quantizer at 4 bits, its graph the fp32
+    one with the quantizer's codes as MatMulNBits under the name the library loads 4-bit files by
+    (gptq fit to the calibration texts); float zero points only on wasm."""
+    from fixed_web_platform.engines.registry import engine_for
+    from fixed_web_platform.engines.transformersjs import encoder
+
+    runs = build_plan([BrowserName.CHROME], [Platform.WASM, Platform.WEBGPU], [tiny], [4],
+                      engines=[EngineName.TRANSFORMERSJS], weight_quant=["minmax", "offset", "gptq"])
+    assert [r.weight_format for r in runs if r.platform is Platform.WASM and r.quantized_by in ("", "minmax")] == [
+        "q4", "q4f16", "bnb4", "held"]
+    held = {(str(r.platform), r.quantized_by): r for r in runs if r.weight_format == "held"}
+    assert len(held) == 6 and not held["wasm", "offset"].refused and not held["webgpu", "gptq"].refused
+    assert held["webgpu", "offset"].refused.startswith("weights made by the offset quantizer (a float zero point")
+    engine = engine_for(EngineName.TRANSFORMERSJS, Platform.WEBGPU)
+    assert engine.page_options(held["webgpu", "gptq"])["dtype"] == "q4"  # the library loads onnx/model_q4.onnx
+    prepared, folder = encoder.prepare(tiny, "held", 0, "gptq")
+    own, _ = encoder.prepare(tiny, "q4", 0)
+    assert prepared.dtype == "q4" and list(prepared.files) == ["onnx/model_q4.onnx"]
+    assert prepared.files["onnx/model_q4.onnx"] != own.files["onnx/model_q4.onnx"]  # not the library's own q4
+    assert "MatMulNBits/int4" in prepared.inventory.text() and folder.made_by.endswith("harness's gptq quantizer")
+    assert prepared.promise() == ""  # a q4 file holding 4-bit MatMulNBits: what its name promises
+
+
+def test_sensitivity_of_a_folder_without_weights_probes_its_float_graph_as_an_onnx_file(
+        tiny: EncoderWorkload, tmp_path: Path) -> None:
+    """sensitivity --model FOLDER (no weights): onnx/model.onnx probed MatMul by MatMul on ORT, fed
+    the first batch of texts and calibrated on the calibration texts, tokenized by the folder."""
+    from fixed_web_platform.cli.sensitivity import build_parser, plan_probes
+    from fixed_web_platform.models import calibration
+
+    made = folders.made_folder(source.load(source.resolve(tiny.model, True), True, 1), "encoder")
+    users = users_folder(made, tmp_path / "users", ("fp32",))
+    args = build_parser().parse_args(["--model", str(users), "--browser", "chrome", "--platform", "wasm",
+                                      "--bits", "4", "--batch-size", "2", "--seq-len", "8"])
+    plan, _ = plan_probes(args)
+    assert {r.workload.kind for r in plan} == {"onnx"} and {str(r.engine) for r in plan} == {"ort"}
+    assert len(plan) == 1 + 12  # the baseline and the 12 MatMuls of two BERT layers
+    base = plan[0].workload
+    assert base.file == users / "onnx" / "model.onnx" and base.feeds().arrays["input_ids"].shape == (2, 8)
+    fit = base.calibration_feeds().arrays["input_ids"]
+    assert len(fit) == len(calibration.builtin_calibration_texts()) and fit.shape[1] == 8

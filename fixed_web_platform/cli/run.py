@@ -211,8 +211,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(decoders), one per line; a folder of WAV files with an optional "
                         "transcripts.txt (speech); an .npz (ONNX files) (default: the built-in set)")
     p.add_argument("--calibration", type=Path, default=None, metavar="FILE",
-                   help="with --model --act-bits 8: texts the observers see, one per line (default: "
-                        "the built-in calibration set, none of whose texts is evaluated)")
+                   help="with --model: what int8 activations (--act-bits 8) and calibrated quantizers "
+                        "(--weight-quant gptq) are fit to, never evaluated: texts, one per line (default: the "
+                        "built-in calibration set); for an ONNX file an .npz of its inputs (default: inputs "
+                        "synthesized with the next seed). Sharing a text or sample with --inputs is refused")
     for kind in KINDS:  # options only one kind takes (an encoder's --batch-size, --seq-len)
         kind.add_arguments(p)
     p.add_argument("--mixed-precision", action="store_true",
@@ -222,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "fixed_web_platform/models/data/ and workloads/<kind>/data/mixed_precision.json)")
     p.add_argument("--precision-rules", type=Path, default=None, metavar="FILE",
                    help="with --model: JSON or YAML rules [{match: GLOB or re:REGEX, bits: B, "
-                        "block_size: 32}], first match wins, other layers at --bits")
+                        "block_size: 32}], first match wins, other layers at --bits (an ONNX file: its "
+                        "MatMuls by node name, in the held variant)")
     add_launch_options(p)
     p.add_argument("--remote", default=None, metavar="URL",
                    help="create every browser on this Selenium Grid / W3C WebDriver endpoint "

@@ -1,5 +1,8 @@
 """`sensitivity --model M --bits 4 [2] [--baseline-bits 32] [--group layer|kind|block] ...`:
-which linear layers can take fewer bits, measured in the browser and predicted in Python.
+which linear layers can take fewer bits, measured in the browser and predicted in Python. M is a
+built-in encoder (predicted by the numpy float64 forward against PyTorch fp32) or an ONNX file
+(each MatMul probed alone in the held variant, predicted by onnxruntime on the CPU running the same
+file: workloads/onnx_file/sensitivity.py).
 
 The sweep is an ordinary whole-model sweep (same folder, plan.json, rows, --resume): one baseline
 run (every layer at --baseline-bits) and one run per probe and low bits (that layer or group at
@@ -24,11 +27,12 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..models import rules as layer_rules
-from ..models.source import DEFAULT_MODEL
-from ..plan import build_plan, load_plan
+from ..engines.transformersjs.encoder import as_onnx_file
+from ..models.source import DEFAULT_MODEL, ONNX_WEIGHTS
+from ..plan import build_plan, default_engines, load_plan
 from ..report.markdown import markdown_lines, markdown_table
 from ..run_spec import MODEL_TIMING, RunSpec, TimingConfig
-from ..vocabulary import EngineName, PrecisionMode, parse_bits
+from ..vocabulary import HELD_FORMAT, EngineName, PrecisionMode, parse_bits
 from ..workloads.encoder import EncoderWorkload, accuracy, sensitivity
 from ..workloads.encoder.plan_search import (
     Budget,
@@ -36,6 +40,8 @@ from ..workloads.encoder.plan_search import (
     search,
     workload_predictor,
 )
+from ..workloads.onnx_file import OnnxFileWorkload, is_onnx_model
+from ..workloads.onnx_file import sensitivity as onnx_sensitivity
 from .run import build_parser as run_parser
 from .run import execute_sweep, model_workloads, platforms_from
 
@@ -75,24 +81,50 @@ def plan_probes(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
     if args.shape:
         raise ValueError("sensitivity probes a whole model: leave out --shape")
     base = model_workloads(args)[0]
-    if not isinstance(base, EncoderWorkload):  # probes are judged by embedding accuracy
-        raise UsageError(f"sensitivity probes run encoder models; {args.model} is a {base.kind} model")
+    if not isinstance(base, (EncoderWorkload, OnnxFileWorkload)):  # probes are judged by their accuracy
+        raise UsageError(f"sensitivity probes encoder models and ONNX files; {args.model} is a {base.kind} model")
+    if getattr(base, "weights", "") == ONNX_WEIGHTS:  # a transformers.js folder without weights: its float graph
+        base = as_onnx_file(base)
     low = list(dict.fromkeys(args.bits))
     higher = [b for b in low if b >= args.baseline_bits]
     if higher:
         raise ValueError(f"--bits {higher[0]} is not below the baseline {args.baseline_bits}-bit: "
                          "probe lower bits (or raise --baseline-bits)")
-    workloads = [sensitivity.probe_workload(base, None, None, args.block_size)]
+    workloads = [probe_workload(base, None, None, args.block_size)]
     for bits in low:
-        for probe in sensitivity.probes(base.architecture(), base.config(), args.group):
-            workloads.append(sensitivity.probe_workload(base, probe, bits, args.block_size))
+        for probe in probes_of(base, args.group):
+            workloads.append(probe_workload(base, probe, bits, args.block_size))
     plan = build_plan(
         list(dict.fromkeys(args.browser)), platforms_from(args.platform), workloads,
-        [args.baseline_bits], engines=list(dict.fromkeys(args.engine or [EngineName.HARNESS])),
+        [args.baseline_bits], engines=engines_of(args, base),
         repetitions=args.repetitions, block_size=args.block_size,
         precision_mode=PrecisionMode.EXPERIMENTAL if args.experimental_precision else PrecisionMode.STANDARD,
         seed=args.seed, webnn_device=args.webnn_device, weight_quant=[quantizer(args)])
     return plan, sensitivity_timing(args)
+
+
+def probes_of(workload: Any, group: str) -> list[sensitivity.Probe]:
+    """The probes of an encoder (its architecture's layers, grouped) or of an ONNX file (its MatMuls)."""
+    if isinstance(workload, OnnxFileWorkload):
+        return onnx_sensitivity.probes(workload, group)
+    return sensitivity.probes(workload.architecture(), workload.config(), group)
+
+
+def probe_workload(base: Any, probe: sensitivity.Probe | None, bits: int | None, block_size: int) -> Any:
+    if isinstance(base, OnnxFileWorkload):
+        return onnx_sensitivity.probe_workload(base, probe, bits, block_size)
+    return sensitivity.probe_workload(base, probe, bits, block_size)
+
+
+def metric_of(workload: Any) -> str:
+    """The figure probes are ranked by: an encoder's mean cosine, an ONNX file's lowest output cosine."""
+    return onnx_sensitivity.METRIC if isinstance(workload, OnnxFileWorkload) else "cosine_mean"
+
+
+def engines_of(args: argparse.Namespace, workload: Any) -> list[EngineName]:
+    """The engines asked for, else the kind's default (the harness for encoders, ORT for ONNX files)."""
+    return list(dict.fromkeys(args.engine or ([EngineName.HARNESS] if isinstance(workload, EncoderWorkload)
+                                              else default_engines([workload]))))
 
 
 def quantizer(args: argparse.Namespace) -> str:
@@ -138,31 +170,36 @@ def sensitivity_table(directory: Path, grouping: str | None = None) -> list[sens
         for r in pd.read_csv(layers_path, keep_default_na=False).to_dict("records"):
             layer_bits[(int(r["run_id"]), str(r["layer"]))] = str(r["bits_executed"])
     workloads = {r.workload for r in plan}
+    onnx = any(isinstance(w, OnnxFileWorkload) for w in workloads)
     labels: dict[str, tuple[sensitivity.Probe, int]] = {}
     for w in workloads:
-        for group in ([grouping] if grouping else sensitivity.GROUPINGS):
-            for probe in sensitivity.probes(w.architecture(), w.config(), group):
+        for group in ([grouping] if grouping else
+                      onnx_sensitivity.GROUPINGS if isinstance(w, OnnxFileWorkload) else sensitivity.GROUPINGS):
+            for probe in probes_of(w, group):
                 for rule in w.rules:
                     if rule.match == probe.pattern:
                         labels[w.rules_name] = (probe, rule.bits)
+    figures_of = onnx_sensitivity.row_figures if onnx else sensitivity.row_figures
     predicted: dict[Any, dict[str, float | None]] = {}
-    for run in plan:  # the sweep saved both references with each output: read them back first
+    for run in plan:  # an encoder's sweep saved both references with each output: read them back first
         key = (run.workload, run.bits, run.block_size)
         saved = str(by_run.get(run.run_id, {}).get("outputs_file") or "")
-        if key not in predicted and saved and (directory / saved).is_file():
+        if not onnx and key not in predicted and saved and (directory / saved).is_file():
             with np.load(directory / saved) as arrays:
                 predicted[key] = sensitivity.figures(accuracy.compare(
                     arrays["reference_dequantized_f64"], arrays["reference_pytorch_fp32"]))
-    for run in plan:  # probes no engine ran: the numpy forward again
+    for run in plan:  # the rest: the numpy forward, or onnxruntime on the file, again
         key = (run.workload, run.bits, run.block_size)
-        if key not in predicted:
+        if key not in predicted and isinstance(run.workload, OnnxFileWorkload):
+            predicted[key] = onnx_sensitivity.predicted(run.workload, run.bits, run.block_size, run.weight_quant)[0]
+        elif key not in predicted:
             acc, _ = sensitivity.predicted(run.workload, run.bits, run.block_size, run.seed, run.weight_quant)
             predicted[key] = sensitivity.figures(acc)
     baselines: dict[tuple[str, str, str], tuple[dict[str, float | None], dict[str, float | None]]] = {}
     for run in plan:
         if not run.workload.rules:
             row = by_run.get(run.run_id, {})
-            measured = sensitivity.row_figures(row) if row.get("outcome") == "ok" else {}
+            measured = figures_of(row) if row.get("outcome") == "ok" else {}
             baselines[(run.browser, run.engine, run.platform)] = (
                 measured, predicted[(run.workload, run.bits, run.block_size)])
     out = []
@@ -183,7 +220,7 @@ def sensitivity_table(directory: Path, grouping: str | None = None) -> list[sens
             outcome=str(row.get("outcome") or "not run"),
             weight_bytes=float(weight) if ok and weight not in ("", None) else None,
             bits_executed="/".join(ran),
-            measured=sensitivity.row_figures(row) if ok else {},
+            measured=figures_of(row) if ok else {},
             predicted=predicted[(run.workload, run.bits, run.block_size)],
             baseline_measured=base_measured, baseline_predicted=base_predicted))
     return out
@@ -193,17 +230,18 @@ def _fmt(value: float | None, spec: str = ".2e") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def format_ranked(rows: Sequence[sensitivity.SensitivityRow], limit: int | None = None) -> str:
-    head = ["rank", "browser", "engine", "platform", "probe", "bits", "ran at", "outcome", "cosine mean",
+def format_ranked(rows: Sequence[sensitivity.SensitivityRow], limit: int | None = None,
+                  metric: str = "cosine_mean") -> str:
+    head = ["rank", "browser", "engine", "platform", "probe", "bits", "ran at", "outcome", metric.replace("_", " "),
             "drop (browser)", "drop (Python)", "Spearman drop", "top-1 drop"]
     body = []
     for key in dict.fromkeys((r.browser, r.engine, r.platform) for r in rows):
-        ranked = sensitivity.rank([r for r in rows if (r.browser, r.engine, r.platform) == key])
+        ranked = sensitivity.rank([r for r in rows if (r.browser, r.engine, r.platform) == key], metric)
         for i, r in enumerate(ranked[:limit] if limit else ranked, 1):
             body.append([str(i), r.browser, r.engine, r.platform, r.probe, str(r.bits),
                          r.bits_executed or "-", r.outcome,
-                         _fmt(r.measured.get("cosine_mean"), ".5f"), _fmt(r.drop("cosine_mean")),
-                         _fmt(r.drop("cosine_mean", "predicted")), _fmt(r.drop("spearman")),
+                         _fmt(r.measured.get(metric), ".5f"), _fmt(r.drop(metric)),
+                         _fmt(r.drop(metric, "predicted")), _fmt(r.drop("spearman")),
                          _fmt(r.drop("top1_agreement"), ".3f")])
     return "\n".join(markdown_lines(head, body))
 
@@ -227,11 +265,15 @@ def sensitivity_command(argv: Sequence[str]) -> int:
             budget = parse_budget(args.accuracy_budget)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    if budget is not None and is_onnx_model(args.model) and budget.metric not in onnx_sensitivity.BUDGET_METRICS:
+        raise UsageError(f"--accuracy-budget {args.accuracy_budget}: an ONNX file is judged by its lowest output "
+                         "cosine and top-1 (cosine_min>=, top1>=)")
     code, directory = execute_sweep(args, plan_probes)
+    base = _baseline_workload(directory)
     rows = sensitivity_table(directory, None if args.resume else args.group)
     written = write_outputs(directory, rows)
     print()
-    print(format_ranked(rows))
+    print(format_ranked(rows, metric=metric_of(base)))
     print("sensitivity: " + ", ".join(str(p) for p in written))
     if budget is not None:
         code = max(code, plan_and_verify(args, directory, rows, budget))
@@ -242,10 +284,17 @@ def sensitivity_command(argv: Sequence[str]) -> int:
     return code
 
 
-def ranking_from(rows: Sequence[sensitivity.SensitivityRow], probes: Sequence[sensitivity.Probe]
-                 ) -> dict[int, list[sensitivity.Probe]]:
-    """Per low bits, the probes least sensitive first: the first engine's measured drop of cosine
-    mean, the Python prediction where the browser gave none."""
+def _baseline_workload(directory: Path) -> Any:
+    """The probed model, as the folder's plan holds it (its run without rules)."""
+    plan, _ = load_plan(directory)
+    base = next(r.workload for r in plan if not r.workload.rules)
+    return dataclasses.replace(base, rules=(), rules_name="")
+
+
+def ranking_from(rows: Sequence[sensitivity.SensitivityRow], probes: Sequence[sensitivity.Probe],
+                 metric: str = "cosine_mean") -> dict[int, list[sensitivity.Probe]]:
+    """Per low bits, the probes least sensitive first: the first engine's measured drop of
+    ``metric``, the Python prediction where the browser gave none."""
     by_name = {p.name: p for p in probes}
     first = next(((r.browser, r.engine, r.platform) for r in rows), None)
     ranking: dict[int, list[sensitivity.Probe]] = {}
@@ -253,8 +302,8 @@ def ranking_from(rows: Sequence[sensitivity.SensitivityRow], probes: Sequence[se
         mine = [r for r in rows if r.bits == bits and (r.browser, r.engine, r.platform) == first]
 
         def drop(r: sensitivity.SensitivityRow) -> float:
-            d = r.drop("cosine_mean")
-            d = r.drop("cosine_mean", "predicted") if d is None else d
+            d = r.drop(metric)
+            d = r.drop(metric, "predicted") if d is None else d
             return float("inf") if d is None else d
         ranking[bits] = [by_name[r.probe] for r in sorted(mine, key=drop) if r.probe in by_name]
     return ranking
@@ -264,39 +313,41 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
                     rows: Sequence[sensitivity.SensitivityRow], budget: Budget) -> int:
     """Search the plan, write it as rules, and run it in the browser beside the uniform
     precisions and --mixed-precision (the accuracy-vs-bytes frontier); 0, or 1 when a run failed."""
-    plan, _ = load_plan(directory)
-    base = next(r.workload for r in plan if not r.workload.rules)
-    base = dataclasses.replace(base, rules=(), rules_name="")
-    probes = sensitivity.probes(base.architecture(), base.config(), args.group)
-    found = search(ranking_from(rows, probes), budget,
-                   workload_predictor(base, args.baseline_bits, args.seed, quantizer(args)),
+    base = _baseline_workload(directory)
+    onnx = isinstance(base, OnnxFileWorkload)
+    probes = probes_of(base, args.group)
+    predictor = (onnx_sensitivity.predictor(base, args.baseline_bits, quantizer(args)) if onnx
+                 else workload_predictor(base, args.baseline_bits, args.seed, quantizer(args)))
+    found = search(ranking_from(rows, probes, metric_of(base)), budget, predictor,
                    baseline_bits=args.baseline_bits, block_size=args.block_size)
-    layers = [layer.name for layer in base.config().linear_layers()]
+    layers = [layer.name for layer in (base.matmul_layers if onnx else base.config().linear_layers())]
     rules_path = directory / PLAN_RULES_FILE
     rules_path.write_text(json.dumps(found.rules_json(layers), indent=1) + "\n")
     print(f"\nplan for {budget.text}: {len(found.assignment)} of {len(probes)} probes below "
           f"{args.baseline_bits}-bit, predicted {budget.metric} {budget.value(found.predicted):.5f}; "
           f"rules: {rules_path}")
     planned = dataclasses.replace(base, rules=found.rules(layers), rules_name=str(rules_path))
-    mixed = dataclasses.replace(base, rules=layer_rules.mixed_precision_rules(),
-                                rules_name="mixed-precision")
+    mixed = None if onnx else dataclasses.replace(base, rules=layer_rules.mixed_precision_rules(),
+                                                  rules_name="mixed-precision")
+    if onnx:  # the uniform low-bit file of the same quantizer beside onnxruntime's own
+        base = dataclasses.replace(base, held=True)
     low = sorted(set(args.bits), reverse=True)
 
     def verify_plan(a: argparse.Namespace) -> tuple[list[RunSpec], TimingConfig]:
         timing = sensitivity_timing(a)
-        common = {"engines": list(dict.fromkeys(a.engine or [EngineName.HARNESS])), "block_size": a.block_size,
+        common = {"engines": engines_of(a, base), "block_size": a.block_size,
                   "seed": a.seed, "webnn_device": a.webnn_device, "weight_quant": [quantizer(a)], "precision_mode": (
                           PrecisionMode.EXPERIMENTAL if a.experimental_precision else PrecisionMode.STANDARD)}
         browsers, platforms = list(dict.fromkeys(a.browser)), platforms_from(a.platform)
         runs = (build_plan(browsers, platforms, [planned], [a.baseline_bits], **common)
                 + build_plan(browsers, platforms, [base], [a.baseline_bits, *low], **common)
-                + build_plan(browsers, platforms, [mixed], low, **common))
+                + (build_plan(browsers, platforms, [mixed], low, **common) if mixed is not None else []))
         return [dataclasses.replace(r, run_id=i) for i, r in enumerate(runs)], timing
 
     verify_args = argparse.Namespace(**{**vars(args), "output_dir": directory / VERIFY_DIR,
                                         "resume": None, "retry_failed": False})
     code, verify_dir = execute_sweep(verify_args, verify_plan)
-    frontier = frontier_table(verify_dir, budget, found)
+    frontier = frontier_table(verify_dir, budget, found, onnx_sensitivity.row_figures if onnx else None)
     frontier.to_csv(directory / FRONTIER_FILE, index=False)
     print()
     print(markdown_table(frontier))
@@ -310,20 +361,24 @@ def plan_and_verify(args: argparse.Namespace, directory: Path,
     return code
 
 
-def frontier_table(verify_dir: Path, budget: Budget, found: Any) -> pd.DataFrame:
+def frontier_table(verify_dir: Path, budget: Budget, found: Any, figures_of: Any = None) -> pd.DataFrame:
     """Per engine: each plan's weight bytes and accuracy in the browser, and whether the budget
-    holds there (the found plan's row says 'fails the budget in the browser' when it does not)."""
+    holds there (the found plan's row says 'fails the budget in the browser' when it does not).
+    ``figures_of``: a row's accuracy figures (an encoder's columns by default)."""
+    figures_of = figures_of or sensitivity.row_figures
 
 
     rows = pd.read_csv(verify_dir / "results.csv", keep_default_na=False)
     records = []
     for r in rows.to_dict("records"):
         rules = str(r.get("precision_rules") or "")
+        named = str(r.get("format_requested") or "")  # an ONNX file's variant, with its quantizer
+        named += f" {r['weight_quant']}" if named == HELD_FORMAT and r.get("weight_quant") else ""
         label = ("found plan" if rules.endswith(PLAN_RULES_FILE) else
                  f"mixed-precision {r['bits_requested']}" if rules == "mixed-precision" else
-                 f"uniform {r['bits_requested']}-bit")
+                 f"uniform {r['bits_requested']}-bit" + (f" {named}" if named and named != "fp32" else ""))
         ok = r["outcome"] == "ok"
-        value = budget.value({m: sensitivity.number(r.get(m)) for m in sensitivity.METRICS}) if ok else None
+        value = budget.value(figures_of(r)) if ok else None
         verdict = ("" if not ok else "meets the budget" if value is not None and value >= budget.threshold
                    else "misses the budget")
         if label == "found plan" and ok and verdict == "misses the budget":

@@ -121,6 +121,10 @@ class Engine(ABC):
     """Page stages where a refused data type or operator surfaces (the browser's answer)."""
     dtype_names: ClassVar[Mapping[str, int]] = {}
     """Where its weight formats are dtypes a user names (--dtype: transformers.js's): each name's bits."""
+    held_on_request: ClassVar[bool] = False
+    """Its HELD_FORMAT runs (the harness's quantizers' codes in the engine's own file format) are
+    planned only when asked for: --weight-quant naming a quantizer other than the default, or
+    --dtype held (build_plan). Without it (wllama's held GGUF) they are planned at their bits."""
 
     def assets(self) -> dict[str, Path]:
         """URL prefix -> local folder the server must serve for this engine's page runners."""

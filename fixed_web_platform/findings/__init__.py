@@ -15,6 +15,7 @@ from .matmuls import PAGE as MATMULS
 from .memory import PAGE as MEMORY
 from .minilm import PAGE as MINILM
 from .ocr import PAGE as OCR
+from .onnx_quantizers import PAGE as ONNX_QUANTIZERS
 from .page import DATA_CAP_BYTES, DATA_DIR, PAGES_DIR, Page, render
 from .quantizers import PAGE as QUANTIZERS
 from .sensitivity import PAGE as SENSITIVITY
@@ -23,6 +24,6 @@ from .transformersjs import PAGE as TRANSFORMERSJS
 from .whisper import PAGE as WHISPER
 
 PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, INTEGER_PATH, OCR, SENSITIVITY, QUANTIZERS,
-                           TRANSFORMERSJS, MEMORY)
+                           TRANSFORMERSJS, MEMORY, ONNX_QUANTIZERS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]

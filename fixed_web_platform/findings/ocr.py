@@ -73,15 +73,27 @@ def _inputs_by_name(frame: pd.DataFrame) -> pd.DataFrame:
 
 def files(data: Data) -> list[str]:
     every = rows_of(data, *FOLDERS)
-    rows, left_out = _left_out(_inputs_by_name(every.assign(sweep=every["folder"])))  # a folder is a sweep
-    summed = _inputs_by_name(summary(data, *FOLDERS))
-    lines = ["## Every variant on every provider", "", tally_line(every), "", INTRO, "",
-             "What it says:", "", *says(summed), ""]
+    rows, summed, left_out = file_rows(data, FOLDERS)
+    return ["## Every variant on every provider", "", tally_line(every), "", INTRO, "",
+            "What it says:", "", *says(summed), "", *file_tables(rows, summed, left_out)]
+
+
+def file_rows(data: Data, folders: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """An ONNX-file page's rows (a folder is a sweep; configurations never run left out), its
+    summary, and one line per reason a configuration was left out (the inputs named by file)."""
+    every = rows_of(data, *folders)
+    rows, left_out = _left_out(_inputs_by_name(every.assign(sweep=every["folder"])))
+    return rows, _inputs_by_name(summary(data, *folders)), left_out
+
+
+def file_tables(rows: pd.DataFrame, summed: pd.DataFrame, left_out: list[str]) -> list[str]:
+    """The report's table per file and inputs with its picks, and the configurations left out."""
+    lines = []
     for title, table, ship in onnx_tables(rows, summed, show_sweep=False):
         lines += [*table_markdown(title, table),
                   f"Which variant to ship here (the report's rule: of the variants at cosine min >= {COSINE_BAR}, the "
-                  "fastest; of those as fast within noise, the fewest weight bytes):", "",
-                  *[f"- {s}" for s in ship], ""]
+                  "fastest; of those as fast within noise, the fewest weight bytes; the report writes each pick "
+                  "to its `ship/` folder):", "", *[f"- {s}" for s in ship], ""]
     if left_out:
         lines += ["### Left out of the tables: planned, not run (`unsupported` on every repetition)", "", *left_out, ""]
     return lines

@@ -154,20 +154,20 @@ def _attr(node: Any, name: str, default: int) -> int:
     return next((int(a.i) for a in node.attribute if a.name == name), default)
 
 
-def _graphs(graph: Any) -> list[Any]:
+def all_graphs(graph: Any) -> list[Any]:
     """``graph`` and every subgraph its nodes hold (an If's branches, a Loop's body), depth first."""
     out = [graph]
     for node in graph.node:
         for a in node.attribute:
             for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                out.extend(_graphs(sub))
+                out.extend(all_graphs(sub))
     return out
 
 
 def inventory(model: Any) -> Inventory:
     """The inventory of an onnx ModelProto (loaded with or without its external data), subgraphs
     included (names are unique across an ONNX model's scopes, so they are read as one graph)."""
-    graphs = _graphs(model.graph)
+    graphs = all_graphs(model.graph)
     all_nodes = [node for g in graphs for node in g.node]
     constants: dict[str, tuple[str, int]] = {}  # name -> (type, bytes)
     for t in (t for g in graphs for t in g.initializer):

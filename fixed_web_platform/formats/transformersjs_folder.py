@@ -6,8 +6,11 @@ transformers.js loads, from ``<localModelPath>/<model id>/``: ``config.json`` (r
 tokenizer (``tokenizer.json`` with ``tokenizer_config.json``) and what the pipeline reads besides
 (``generation_config.json``, ``preprocessor_config.json``), and ``onnx/<graph><suffix>.onnx``, the
 suffix naming the dtype (``DTYPE_SUFFIX``, from its ``src/utils/dtypes.js``) and the graphs the
-model's kind (``GRAPHS``). A folder with an ``onnx/`` subfolder of ``.onnx`` files is such a
-folder, whether or not it holds weights too.
+model's kind (``GRAPHS``). A graph over 2 GB keeps its weights beside it in external data
+chunks ``onnx/<graph><suffix>.onnx_data``, ``..._data_1``, ... (``data_chunk``), which the library
+loads when told how many (its ``use_external_data_format`` option, a file name -> chunk count).
+A folder with an ``onnx/`` subfolder of ``.onnx`` files is such a folder, whether or not it holds
+weights too.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ class FolderError(ValueError):
 
 def file_name(graph: str, dtype: str) -> str:
     return f"{ONNX_DIR}/{graph}{DTYPE_SUFFIX[dtype]}.onnx"
+
+
+def data_chunk(graph_file: str, index: int) -> str:
+    """The ``index``-th external data chunk of ``graph_file`` as transformers.js names it
+    ('onnx/model.onnx_data', 'onnx/model.onnx_data_1')."""
+    return f"{graph_file}_data{'' if index == 0 else f'_{index}'}"
 
 
 def is_folder(path: str | Path) -> bool:
@@ -72,9 +81,23 @@ class ModelFolder:
         """What every dtype loads beside its graphs (config and tokenizer)."""
         return {n: p for n, p in self.files.items() if not n.startswith(f"{ONNX_DIR}/")}
 
+    def data_chunks(self, dtype: str) -> dict[str, int]:
+        """The dtype's graphs with external data, by file name ('model_q4.onnx') -> how many chunks
+        the folder holds (transformers.js's ``use_external_data_format``)."""
+        counts = {}
+        for graph_file in self.dtype_files(dtype):
+            n = 0
+            while data_chunk(graph_file, n) in self.files:
+                n += 1
+            if n:
+                counts[graph_file.removeprefix(f"{ONNX_DIR}/")] = n
+        return counts
+
     def for_dtype(self, dtype: str) -> dict[str, Path]:
-        """The files a page loading ``dtype`` fetches."""
-        return self.support_files() | {f: self.files[f] for f in self.dtype_files(dtype) if f in self.files}
+        """The files a page loading ``dtype`` fetches (its graphs' external data chunks too)."""
+        chunks = [data_chunk(f"{ONNX_DIR}/{name}", i) for name, n in self.data_chunks(dtype).items() for i in range(n)]
+        return self.support_files() | {f: self.files[f] for f in (*self.dtype_files(dtype), *chunks)
+                                       if f in self.files}
 
 
 def read(path: str | Path, kind: str) -> ModelFolder:
@@ -93,6 +116,8 @@ def read(path: str | Path, kind: str) -> ModelFolder:
     known = {file_name(g, d) for g in graphs for d in DTYPES}
     files |= {f"{ONNX_DIR}/{p.name}": p for p in sorted((folder / ONNX_DIR).glob("*.onnx"))
               if f"{ONNX_DIR}/{p.name}" in known}
+    files |= {f"{ONNX_DIR}/{p.name}": p for p in sorted((folder / ONNX_DIR).glob("*.onnx_data*"))
+              if f"{ONNX_DIR}/{p.name}".partition(".onnx_data")[0] + ".onnx" in known}
     made = ModelFolder(files, graphs, f"the user's folder {folder}")
     for name in (file_name(g, "fp32") for g in graphs):  # the float graphs the harness reads itself
         file = files.get(name)

@@ -105,6 +105,8 @@ class Pick:
     workload: str
     precision: str
     costs: str
+    chosen: Any = None
+    """The summary row picked (None when none was): what the file to ship is made from (ship.py)."""
 
     @property
     def text(self) -> str:
@@ -162,7 +164,8 @@ def setting_name(row: pd.Series, show_sweep: bool) -> str:
 
 
 def what_ran(row: pd.Series) -> str:
-    """'ran as 8-bit', 'ran on wasm': where the row ran other than asked ('' when as asked)."""
+    """'ran as 8-bit', 'ran on wasm', '3 nodes on the CPU': where the row ran other than asked
+    ('' when as asked)."""
     notes = []
     executed = number(row.get("bits_executed"))
     if executed is not None and int(executed) != int(row["bits_requested"]):
@@ -170,6 +173,10 @@ def what_ran(row: pd.Series) -> str:
     ran_on = _text(row.get("executed_on"))
     if ran_on and ran_on != row["platform"]:
         notes.append(f"ran on {ran_on}")
+    off = number(row.get("nodes_fallback"))  # an ONNX file's nodes ORT put on its CPU provider
+    if off:
+        some = f"{int(off)}" if number(row.get("nodes_placed")) else f"at least {int(off)}"
+        notes.append(f"{some} node{'s' if off > 1 else ''} on the CPU")
     return ", ".join(notes)
 
 
@@ -383,7 +390,7 @@ def picks(summary: pd.DataFrame, glance: Glance = DEFAULT_GLANCE) -> list[Pick]:
         if smallest.name != chosen.name and number(smallest.get("weight_bytes")) is not None \
                 and number(smallest["weight_bytes"]) < (number(chosen.get("weight_bytes")) or float("inf")):
             costs += f"; fewest weight bytes within the bar: {label(smallest)}, {_costs(smallest, base, accuracy)}"
-        out.append(Pick(name, workload, label(chosen), costs))
+        out.append(Pick(name, workload, label(chosen), costs, chosen))
     return out
 
 

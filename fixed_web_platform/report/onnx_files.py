@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..results.rows import ResultRow
 from ..values import number
+from ..vocabulary import HELD_FORMAT
 from ..workloads.onnx_file import ONNX_FILE
 from .glance import Accuracy, Glance, picks
 from .markdown import (
@@ -72,7 +73,10 @@ NOTES = (
 
 
 def _variant(row: Any) -> str:
-    return str(row.get("format_requested") or row.get("weight_format") or bits_text(row))
+    """'q4', 'int8-qdq'; the held variant with the quantizer that made it ('held gptq')."""
+    name = str(row.get("format_requested") or row.get("weight_format") or bits_text(row))
+    quantizer = row.get("weight_quant")
+    return f"{name} {quantizer}" if name == HELD_FORMAT and isinstance(quantizer, str) and quantizer else name
 
 
 def bits_text(row: Any) -> str:
@@ -98,7 +102,9 @@ def _fallback(fig: Any) -> str:
     placed, off = number(fig.get("nodes_placed")), number(fig.get("nodes_fallback"))
     if off is None:
         return ""
-    return "0" if off == 0 else f"{int(off)} of {int(placed or 0)}"
+    if off == 0:
+        return "0"
+    return f"{int(off)} of {int(placed)}" if placed else f"at least {int(off)}"  # placed 0: the log was silent
 
 
 def onnx_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: bool
@@ -211,7 +217,8 @@ def format_onnx_table(rows: Sequence[ResultRow]) -> str:
               "cosine min", "top-1", "fallback", "kernel err"]
     body = [[
         r.browser, r.platform, r.executed_on or "-", f"{r['model']} {r['input_shapes']}",
-        r.format_requested or bits_label(r), r.outcome, _fmt(r.latency_ms_median, ".3f"),
+        _variant({"format_requested": r.format_requested or bits_label(r), "weight_quant": r.weight_quant}),
+        r.outcome, _fmt(r.latency_ms_median, ".3f"),
         _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".2f"), _fmt(r["outputs_cosine_min"], ".4f"),
         _fmt(r["top1_vs_fp32"], ".3f"), "-" if r["nodes_fallback"] is None else str(r["nodes_fallback"]),
         _fmt(r.rel_error_vs_dequantized, ".1e"),

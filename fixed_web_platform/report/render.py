@@ -43,6 +43,7 @@ from .markdown import fmt_bytes, how_to_read_html, how_to_read_markdown, html_ta
 from .plots import MEMORY_COLUMNS
 from .run_sequence import steady_section
 from .sections import SECTIONS
+from .ship import ship_files, ship_section
 from .sensitivity import sensitivity_section
 from .steady import (
     MARK_NOTE,
@@ -852,6 +853,8 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     md += ["## Runs without a measurement (not ok)", ""]
     md += [markdown_table(shown_not_ok) if not not_ok.empty else "Every run was ok.", ""]
     md += kind_md
+    ship_md, ship_html = ship_section(ship_files(sweeps.directories, sweeps.names, summary, out_dir))
+    md += ship_md
     md += steady_md
     sensitivity_md, sensitivity_html = sensitivity_section(list(sweeps.directories), out_dir / "plots")
     md += sensitivity_md
@@ -897,6 +900,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         "<h2 id=\"not-ok\">Runs without a measurement (not ok)</h2>",
         html_table(shown_not_ok) if not not_ok.empty else "<p>Every run was ok.</p>",
         *kind_html,
+        *ship_html,
         *steady_html,
         *sensitivity_html,
         *activations_html,

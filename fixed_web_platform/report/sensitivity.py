@@ -22,9 +22,18 @@ def _engines(table: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFra
     return [(tuple(str(v) for v in k), g) for k, g in table.groupby(keys, sort=False)]
 
 
-def sensitivity_plots(table: pd.DataFrame, directory: Path, metric: str = "cosine_mean") -> list[Path]:
-    """One PNG per browser x engine x platform: the drop of ``metric`` per probe (forward order),
-    bars measured in the browser, dots predicted in Python, one colour per low bits."""
+def ranking_metric(table: pd.DataFrame) -> str:
+    """What a sensitivity table ranks by: an encoder's mean cosine, an ONNX file's lowest output
+    cosine (the only one its rows have)."""
+    mean = pd.to_numeric(table.get("cosine_mean", pd.Series(dtype=float)), errors="coerce")
+    return "cosine_mean" if mean.notna().any() or table.empty else "cosine_min"
+
+
+def sensitivity_plots(table: pd.DataFrame, directory: Path, metric: str | None = None) -> list[Path]:
+    """One PNG per browser x engine x platform: the drop of ``metric`` (ranking_metric's by
+    default) per probe (forward order), bars measured in the browser, dots predicted in Python,
+    one colour per low bits."""
+    metric = metric or ranking_metric(table)
     paths = []
     for (browser, engine, platform), group in _engines(table):
         probes = list(dict.fromkeys(group["probe"]))
@@ -41,7 +50,7 @@ def sensitivity_plots(table: pd.DataFrame, directory: Path, metric: str = "cosin
             ax.barh(offset, np.clip(np.nan_to_num(measured, nan=0.0), FLOOR, None), height=height,
                     color=f"C{i}", alpha=0.75, label=f"{b}-bit, measured in the browser")
             ax.plot(np.clip(predicted, FLOOR, None), offset, "k.", markersize=4,
-                    label="predicted in Python (numpy float64)")
+                    label="predicted in Python")
             for yy, m in zip(offset, measured):
                 if np.isnan(m):
                     ax.annotate("not run", (FLOOR, yy), fontsize=6, va="center")
@@ -49,7 +58,7 @@ def sensitivity_plots(table: pd.DataFrame, directory: Path, metric: str = "cosin
         ax.set_yticks(y, probes, fontsize=7)
         ax.invert_yaxis()
         baseline = int(group["baseline_bits"].iloc[0])
-        ax.set_xlabel(f"drop of {metric.replace('_', ' ')} vs PyTorch fp32, against the all-{baseline}-bit run")
+        ax.set_xlabel(f"drop of {metric.replace('_', ' ')} vs fp32, against the all-{baseline}-bit run")
         ax.set_title(f"layer sensitivity: {browser}/{engine}/{platform}", fontsize=10)
         ax.grid(axis="x", alpha=0.3)
         paths.append(_save(fig, directory / f"sensitivity_{browser}_{engine}_{platform}.png"))
@@ -59,8 +68,9 @@ def sensitivity_plots(table: pd.DataFrame, directory: Path, metric: str = "cosin
 def ranked_frames(table: pd.DataFrame, limit: int = 10) -> list[tuple[str, pd.DataFrame]]:
     """(title, table) per browser x engine x platform: its most sensitive probes first."""
     out = []
+    metric = ranking_metric(table)
     for (browser, engine, platform), group in _engines(table):
-        drop = pd.to_numeric(group["drop_cosine_mean"], errors="coerce")
+        drop = pd.to_numeric(group[f"drop_{metric}"], errors="coerce")
         ranked = group.assign(_d=drop).sort_values("_d", ascending=False, na_position="last").head(limit)
 
         def fmt(values: pd.Series, spec: str) -> pd.Series:
@@ -69,9 +79,9 @@ def ranked_frames(table: pd.DataFrame, limit: int = 10) -> list[tuple[str, pd.Da
             "probe": ranked["probe"], "bits": ranked["bits"],
             "ran at": ranked.get("bits_executed", ""),
             "outcome": ranked["outcome"],
-            "cosine mean": fmt(ranked["cosine_mean"], ".5f"),
+            metric.replace("_", " "): fmt(ranked[metric], ".5f"),
             "drop (browser)": fmt(ranked["_d"], ".2e"),
-            "drop (Python)": fmt(ranked["predicted_drop_cosine_mean"], ".2e"),
+            "drop (Python)": fmt(ranked[f"predicted_drop_{metric}"], ".2e"),
             "top-1 drop": fmt(ranked["drop_top1_agreement"], ".3f"),
         })))
     return out

@@ -267,14 +267,6 @@ class ResultWriter:
             builds.append(build)
             self.write_environment()
 
-    def record_warning(self, text: str) -> None:
-        """A legitimate but surprising choice of the sweep's (environment.json's ``warnings``, which
-        the report's environment lines show), each once."""
-        said = self.environment.setdefault("warnings", [])
-        if text not in said:
-            said.append(text)
-            self.write_environment()
-
     def record_timing(self, timing: dict[str, Any]) -> None:
         """The timing protocol every page of the sweep follows (also in plan.json)."""
         self.environment["timing"] = timing

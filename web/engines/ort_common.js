@@ -153,6 +153,7 @@ export async function createSession(ort, model, opts, dims, {fallback, verbose})
     options.enableProfiling = opts.profile !== false;
   }
   if (opts.output_location) options.preferredOutputLocation = opts.output_location;
+  if (opts.externalData && opts.externalData.length) options.externalData = opts.externalData;
   if (!fallback) options.extra = {session: {disable_cpu_ep_fallback: '1'}};
   return ort.InferenceSession.create(model, options);
 }

@@ -1,7 +1,8 @@
 // ONNX Runtime Web, a user's own ONNX file (the onnx workload kind, engines/ort/onnx.py):
 // one session runs the job's precision variant, fed the job's inputs (any dtype the graph takes),
 // every output returned: float outputs as float32, integer and bool outputs as int32, in the
-// job's order. Symbolic dimensions are fixed per job (freeDimensionOverrides: ORT's WebNN
+// job's order. A graph whose weights are in external data files gets them as ORT's externalData
+// (fetched from the job, named as the graph names them). Symbolic dimensions are fixed per job (freeDimensionOverrides: ORT's WebNN
 // provider takes static shapes only). Timing as the other ORT runners (ort_common.js): the
 // session's creation and the cold run apart, warm-ups, then timed session.run calls; on WebGPU
 // the outputs stay on the GPU during timed runs and the run ends at queue completion. Placement:
@@ -58,11 +59,15 @@ export async function run(spec, client) {
     if (refused) return refused;
     const ort = await loadOrt(opts);
     const graph = new Uint8Array(await client.tensor(opts.onnx_model));
+    const externalData = [];  // the files holding the graph's weights, by the names it gives them
+    for (const e of opts.external_data || []) {
+      externalData.push({path: e.path, data: new Uint8Array(await client.tensor(e.key))});
+    }
     const feeds = {};
     for (const meta of opts.inputs) feeds[meta.name] = feedTensor(ort, meta, await client.tensor(meta.key));
 
     stage = 'session';
-    const made = await makeSession(ort, graph, opts, opts.dims);
+    const made = await makeSession(ort, graph, {...opts, externalData}, opts.dims);
     session = made.session;
     const {fallback, placed, compileMs} = made;
 

@@ -51,8 +51,11 @@ export async function makePipeline(T, task, opts, sessionOptions = {}) {
   const named = opts.ort || (opts.provider === 'webgpu' && opts.buffer_cache);
   const [device, providers] = named ? [opts.ort ? 'auto' : opts.device, {executionProviders: [provider]}] : [opts.device, {}];
   try {
+    // a graph with its weights in external data chunks: the library loads as many as the folder holds
+    const external = opts.external_data && Object.keys(opts.external_data).length ?
+      {use_external_data_format: opts.external_data} : {};
     pipe = await T.pipeline(task, MODEL_ID, {
-      device, dtype: opts.dtype,
+      device, dtype: opts.dtype, ...external,
       session_options: {logSeverityLevel: 0, logVerbosityLevel: 0, ...providers, ...sessionOptions}});
   } finally {
     placed = parsePlacement(tap.stop());

@@ -13,19 +13,27 @@ from collections import Counter
 from ...page_protocol import PageDataError, PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome, Platform
-from ...workloads.onnx_file import OnnxFileError, OnnxFileWorkload, reference
+from ...workloads.onnx_file import OnnxFileError, OnnxFileWorkload
 from ...workloads.onnx_file import variants as onnx_variants
 from ...workloads.onnx_file.prepared import PreparedOnnx, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal
-from . import OrtWebEngine
+from ...precision.quantizers import INTEGER_ZERO
+from . import OrtWebEngine, float_zero_refusal
 
+TABLE_PROVIDERS = (Platform.WEBGPU,)
+"""Where the held variant's embedding tables are GatherBlockQuantized: ORT Web 1.30's WebGPU provider
+runs it; its wasm build has no kernel ("Could not find an implementation for GatherBlockQuantized(1)",
+measured on MiniLM) and its WebNN provider would hand it to that wasm build."""
 HALF_VARIANTS = ("fp16", onnx_variants.Q4F16)
 """Variants whose arithmetic is float16 (the kernel tolerance is float16's)."""
 WEIGHT_DTYPES = {"fp32": "float32", "fp16": "float16", onnx_variants.QDQ: "int8", onnx_variants.BNB4: "nf4"}
 
 
-def weight_dtype(variant: onnx_variants.Variant) -> str:
-    """What the variant's quantized weights are held as (a dynamic int8 variant: its nodes' type)."""
+def weight_dtype(variant: onnx_variants.Variant, bits: int) -> str:
+    """What the variant's quantized weights are held as (a dynamic int8 variant: its nodes' type;
+    the held variant: the run's bits)."""
+    if variant.name == onnx_variants.HELD:
+        return f"uint{bits}"
     if variant.name in onnx_variants.DYNAMIC_VARIANTS:
         held = [d.partition("=")[0].partition(":")[2] for d in variant.node_dtypes.values() if "Integer:" in d]
         return held[0] if held else "int8"
@@ -33,11 +41,15 @@ def weight_dtype(variant: onnx_variants.Variant) -> str:
 
 
 class OrtOnnxFile(KindRunner):
+    """The held variant takes the quantizers whose zero points the provider's MatMulNBits holds
+    (INTEGER_ZERO; the registry gives wasm's every quantizer, at the bits it computes float zeros)."""
+
     runner = "ort_file"
     act_bits = (32, 8)
+    weight_quants = INTEGER_ZERO
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
-        why = super().refusal(engine, run)
+        why = super().refusal(engine, run) or float_zero_refusal(run)
         if why:
             return why
         variant = onnx_variants.variant_for(run.bits, run.act_bits, run.weight_format)
@@ -57,12 +69,8 @@ class OrtOnnxFile(KindRunner):
         name = onnx_variants.variant_for(run.bits, run.act_bits, run.weight_format)
 
         def build() -> PreparedOnnx:
-            feeds = workload.feeds()
-            fp32 = reference.cached_run(workload.file, workload.sha256, feeds.arrays, feeds.digest)
-            variant = onnx_variants.make(workload.file, workload.sha256, name, run.block_size,
-                                         computed={n: tuple(v.shape) for n, v in fp32.items()},
-                                         calibration=feeds.arrays, calibration_digest=feeds.digest,
-                                         observer=run.observer or "minmax")
+            variant = workload.variant(name, run.bits, run.block_size, run.observer, run.weight_quant,
+                                       tables=engine.platform in TABLE_PROVIDERS)
             return prepare(workload, variant, run.bits, run.block_size)
 
         try:
@@ -77,10 +85,13 @@ class OrtOnnxFile(KindRunner):
         ort_layers = [{"name": p.layer.name, "node": node_of[p.layer.name],
                        "weight_dtype": variant.node_dtypes.get(p.layer.name, "").partition("=")[0] or p.layer.kind,
                        "bits": p.bits} for p in prepared.layers]
-        tensors = prepared.input_tensors() | {"onnx_model": variant.data}
+        external = {f"external:{i}": location for i, location in enumerate(variant.external)}
+        tensors = prepared.input_tensors() | {"onnx_model": variant.path} | {
+            key: variant.path.parent / location for key, location in external.items()}
         options = {
             **engine.session_options(run),
             "onnx_model": "onnx_model",
+            "external_data": [{"path": location, "key": key} for key, location in external.items()],
             "inputs": prepared.input_options(),
             "dims": prepared.feeds.dims,
             "half": variant.name in HALF_VARIANTS,
@@ -89,7 +100,7 @@ class OrtOnnxFile(KindRunner):
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, options)
         return EngineJob(
             spec=spec, tensors=tensors, prepared=prepared, weight_format=variant.name,
-            weight_dtype=weight_dtype(variant),
+            weight_dtype=weight_dtype(variant, run.bits),
             scale_dtype="float16" if variant.name == onnx_variants.Q4F16 else (
                 "" if variant.name in ("fp32", "fp16") else "float32"),
             details={"onnx_variant": variant.to_json() | {"node_dtypes": len(variant.node_dtypes)},
@@ -125,6 +136,8 @@ class OrtOnnxFile(KindRunner):
         if page.executed_on != engine.platform.value:
             notes.append(f"most nodes ran on {page.executed_on}, not {engine.platform}")
         if page.fallback:
+            if not fallback:
+                notes.append(f"at least 1 node ran off {engine.platform} (ORT's placement log listed none)")
             notes.append(f"{engine.platform} refused a session without CPU fallback: {page.fallback[:300]}")
         prepared = job.prepared
         assert isinstance(prepared, PreparedOnnx)

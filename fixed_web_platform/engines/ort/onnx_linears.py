@@ -30,12 +30,11 @@ from typing import Any
 import numpy as np
 
 from ...formats import onnx_inventory
-from ...precision.held import FLOAT_ZERO
+from ...formats.matmul_nbits import nbits_initializers
 from .onnx_matmul import (
     IR_VERSION,
     MS_DOMAIN,
     dequantized_weight,
-    nbits_zero_points,
     per_channel_int8,
     qdq_linear_nodes,
 )
@@ -61,19 +60,6 @@ class LayerNode:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "op": self.op, "weight_dtype": self.weight_dtype,
                 "weight_bytes": self.weight_bytes, "bits": self.bits}
-
-
-def nbits_initializers(held: Any, k: int, n: int, bits: int, block_size: int) -> tuple[np.ndarray, ...]:
-    """MatMulNBits' B [n, blocks, blob], scales [n * blocks], zero points [n * ceil(blocks * bits / 8)]
-    (or float32 [n * blocks] from a quantizer that keeps a float zero) from the harness's unsigned
-    packed bytes (as onnx_matmul.py does for one node)."""
-    t = held.tensors
-    blocks = k // block_size
-    blob = block_size * bits // 8
-    b = np.frombuffer(t["w"], dtype=np.uint8)[: n * blocks * blob].reshape(n, blocks, blob).copy()
-    sc = np.frombuffer(t["scales"], dtype="<f4")[: n * blocks].copy()
-    zp = nbits_zero_points(t["zero_points"], bits, n, blocks, held.zero_point_dtype == FLOAT_ZERO)
-    return b, sc, zp
 
 
 def require_unsigned(held: Any) -> None:

@@ -14,37 +14,12 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
+from ...formats.matmul_nbits import MS_DOMAIN, nbits_zero_points
+
 IR_VERSION = 10
 OPSET = 21
-MS_DOMAIN = "com.microsoft"
 NODE_NAME = "matmul"
 """The weight-bearing node's name: the page finds it in ORT's node-placement log."""
-
-
-def _unpack_rows(packed: bytes, bits: int, rows: int, per_row: int) -> np.ndarray:
-    """Values packed contiguously (first element in the lowest bits), as a [rows, per_row] array."""
-    flat = np.frombuffer(packed, dtype=np.uint8)
-    per_byte = 8 // bits
-    values = np.stack([(flat >> (bits * i)) & ((1 << bits) - 1) for i in range(per_byte)], axis=1)
-    return values.reshape(-1)[: rows * per_row].reshape(rows, per_row)
-
-
-def _pack_rows(values: np.ndarray, bits: int) -> np.ndarray:
-    """Each row packed to whole bytes (first element in the lowest bits)."""
-    per_byte = 8 // bits
-    rows, count = values.shape
-    padded = np.zeros((rows, -(-count // per_byte) * per_byte), dtype=np.uint8)
-    padded[:, :count] = values
-    grouped = padded.reshape(rows, -1, per_byte).astype(np.uint16)
-    return sum(grouped[:, :, i] << (bits * i) for i in range(per_byte)).astype(np.uint8)
-
-
-def nbits_zero_points(zero_points: bytes, bits: int, n: int, blocks: int, float_zero: bool) -> np.ndarray:
-    """MatMulNBits' zero points from the harness's: float32 ones as they are (one per block; ORT's
-    CPU kernel takes them), or packed ones repacked per row (each row padded to whole bytes)."""
-    if float_zero:
-        return np.frombuffer(zero_points, dtype="<f4")[: n * blocks].copy()
-    return _pack_rows(_unpack_rows(zero_points, bits, n, blocks), bits).reshape(-1)
 
 
 def matmul_model(*, k: int, n: int, bits: int, block_size: int, w: bytes,

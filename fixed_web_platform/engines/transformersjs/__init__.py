@@ -28,12 +28,13 @@ from typing import Any, ClassVar
 from ...page_protocol import PageReply
 from ...paths import ENGINES_DIR
 from ...run_spec import RunSpec, TimingConfig
-from ...vocabulary import EngineName, Outcome, Platform
+from ...precision.quantizers import INTEGER_ZERO, QUANTIZERS
+from ...vocabulary import HELD_FORMAT, EngineName, Outcome, Platform
 from ...workloads import Workload
 from ...workloads.onnx_file.variants import VariantRefused
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from ..ort import DEFAULT_BUFFER_CACHE, ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR
-from .folders import DTYPES, WIDTHS, ModelFolder, user_folder
+from .folders import DTYPES, HELD_BITS, HELD_DTYPE, WIDTHS, ModelFolder, user_folder
 from .placement import executed
 from .prepared import PreparedTjs
 
@@ -65,22 +66,28 @@ class TransformersJsEngine(Engine):
 
     name = EngineName.TRANSFORMERSJS
     refusal_stages = ("load model",)
-    dtype_names = WIDTHS
+    dtype_names = {**WIDTHS, HELD_FORMAT: HELD_BITS}
+    held_on_request = True
 
     def assets(self) -> dict[str, Path]:
         return {TJS_ASSETS_URL: TJS_DIR, ORT_ASSETS_URL: ORT_WEB_DIR}
 
     def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
-        """transformers.js's dtypes at these bits, one run each (--dtype keeps those it names);
-        ('',) where it has none, which the kind runner refuses with the reason."""
-        return tuple(d for d in DTYPES if WIDTHS[d] == bits and act_bits == 32) or ("",)
+        """transformers.js's dtypes at these bits, one run each (--dtype keeps those it names), and
+        at HELD_BITS the held variant (the harness's quantizers' codes, one run per --weight-quant:
+        folders.with_held); ('',) where it has none, which the kind runner refuses with the reason."""
+        if act_bits != 32:
+            return ("",)
+        held = (HELD_FORMAT,) if bits == HELD_BITS else ()
+        return (*(d for d in DTYPES if WIDTHS[d] == bits), *held) or ("",)
 
     def page_options(self, run: RunSpec) -> dict[str, object]:
         """What every transformers.js page needs: the library, the device, the ORT under it."""
         device = f"webnn-{run.webnn_device}" if self.platform is Platform.WEBNN else self.platform.value
         injected = tjs_ort() == "harness"
         return {"provider": self.platform.value, "device": device, "device_type": run.webnn_device,
-                "dtype": run.weight_format, "threads": ORT_THREADS, "assets": TJS_ASSETS_URL,
+                "dtype": HELD_DTYPE if run.weight_format == HELD_FORMAT else run.weight_format,
+                "threads": ORT_THREADS, "assets": TJS_ASSETS_URL,
                 "buffer_cache": run.buffer_cache,
                 "module": TJS_MODULE, "ort": {"assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE} if injected else None}
 
@@ -92,8 +99,11 @@ class TjsKindRunner(KindRunner):
     prepared.judge_files, and the model's folder with its dtype; cached, and run off the event loop:
     an export or a dtype file takes seconds to minutes) and what else its page gets (``page``)."""
 
-    preparer: ClassVar[Callable[[Any, str, int], tuple[PreparedTjs, ModelFolder]]]
+    preparer: ClassVar[Callable[[Any, str, int, str], tuple[PreparedTjs, ModelFolder]]]
     runs_onnx_folders = True
+    weight_quants = INTEGER_ZERO
+    """The held variant's quantizers whose zero points the device's MatMulNBits takes (the registry
+    gives wasm's every one: ORT's CPU kernel takes float zero points at 4 bits)."""
 
     @abstractmethod
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:
@@ -103,14 +113,16 @@ class TjsKindRunner(KindRunner):
                   browser: BrowserFacts) -> EngineJob | Refusal:
         assert isinstance(engine, TransformersJsEngine)
         try:
-            prepared, folder = await asyncio.to_thread(self.preparer, run.workload, run.weight_format, run.seed)
+            prepared, folder = await asyncio.to_thread(self.preparer, run.workload, run.weight_format, run.seed,
+                                                       run.weight_quant)
         except VariantRefused as exc:
             return Refusal(Outcome.UNSUPPORTED, str(exc))
-        files = folder.for_dtype(run.weight_format)
+        files = folder.for_dtype(prepared.dtype)
         keys = {name: f"file{i}" for i, name in enumerate(files)}
         inputs, options = self.page(run, prepared)
         tensors: dict[str, bytes | Path] = {**inputs, **{keys[n]: p for n, p in files.items()}}
-        options = {**engine.page_options(run), **options, "files": keys, "weight_bytes": prepared.weight_bytes}
+        options = {**engine.page_options(run), **options, "files": keys, "weight_bytes": prepared.weight_bytes,
+                   "external_data": folder.data_chunks(prepared.dtype)}
         inventory = prepared.inventory
         return EngineJob(
             spec=self.spec(engine, run, timing, tensors, prepared.outputs, options), tensors=tensors,
@@ -131,9 +143,14 @@ class TjsKindRunner(KindRunner):
         if not run.weight_format:
             return (f"transformers.js has no dtype at {run.bits} bits (its dtypes: "
                     + ", ".join(f"{d} {WIDTHS[d]}" for d in DTYPES) + ")")
+        held = run.weight_format == HELD_FORMAT
+        if held and QUANTIZERS[run.weight_quant].calibrated and run.workload.kind not in ("encoder", "decoder"):
+            return (f"the {run.weight_quant} quantizer calibrates on the graph's inputs, which the harness makes for "
+                    f"transformers.js's encoder and decoder graphs, not its {run.workload.kind} graphs yet")
         user = user_folder(getattr(run.workload, "model", ""), run.workload.kind)
-        if user is not None and user.lacks(run.weight_format):
-            return (f"the folder has no {' or '.join(user.lacks(run.weight_format))} (it holds "
+        needs = "fp32" if held else run.weight_format  # the held files are made from the fp32 graphs
+        if user is not None and user.lacks(needs):
+            return (f"the folder has no {' or '.join(user.lacks(needs))}{' to quantize' if held else ''} (it holds "
                     f"{', '.join(user.dtypes())})")
         if not (TJS_DIR / TJS_MODULE).is_file():
             return f"transformers.js {TJS_VERSION} is not installed in {TJS_DIR} (scripts/setup.sh installs it)"

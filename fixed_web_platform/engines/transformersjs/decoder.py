@@ -25,9 +25,11 @@ from typing import Any
 import numpy as np
 
 from ...page_protocol import PageReply
+from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ...run_spec import RunSpec
 from ...workloads.decoder import DecoderWorkload, accuracy
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
+from ...workloads.onnx_file.inputs import Feeds
 from ..base import Engine, EngineJob, Executed
 from . import TjsKindRunner, exports, folders
 from .prepared import PreparedTjs, RunFile, judge_files, run_graph
@@ -60,15 +62,36 @@ def _logits(base: PreparedDecoder) -> RunFile:
 
 
 @functools.lru_cache(maxsize=4)
-def prepare(workload: DecoderWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
+def prepare(workload: DecoderWorkload, dtype: str, seed: int, quantizer: str = DEFAULT_QUANTIZER
+            ) -> tuple[PreparedTjs, folders.ModelFolder]:
     base, user, weightless = folders.float_preparation(workload, "decoder", prepare_decoder, seed)
     if weightless:
         fp32 = user.graph_files("fp32")
         logits, greedy = _logits(base)(fp32, "optimized"), _greedy(fp32[folders.file_name("model", "fp32")], base)
         base = dataclasses.replace(base, ref_float=logits, ref_dequantized=logits, generated_fp32=greedy,
                                    generated_reference=greedy)
-    folder = user or folders.with_dtype(folders.made_folder(base.held.model, "decoder"), dtype)
+    fit = _calibration_feeds(workload, base) if QUANTIZERS[quantizer].calibrated else None
+    folder, dtype = folders.at_dtype(user or folders.made_folder(base.held.model, "decoder"), dtype, quantizer, fit,
+                                     make=user is None)
     return judge_files(base, dtype, folder.graph_files(dtype), _logits(base), PreparedTjsDecoder), folder
+
+
+def _calibration_feeds(workload: DecoderWorkload, base: PreparedDecoder) -> Feeds:
+    """The graph's inputs on the calibration texts (never the evaluated ones), their tokens joined
+    into one sequence from position 0 (as far as the model's positions reach), an empty cache: what
+    a calibrated quantizer's E[x x^T] is taken over (models/calibration.token_moments joins them
+    the same way for the harness's engines)."""
+    from ...models import calibration, source
+
+    cfg = base.config
+    tok = source.tokenizer(source.resolve(workload.model, True))
+    ids = [i for text in calibration.builtin_calibration_texts()
+           for i in tok(text, add_special_tokens=False)["input_ids"]][: cfg.max_positions]
+    n = len(ids)
+    arrays = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, n), np.int64),
+              "position_ids": np.arange(n, dtype=np.int64)[None]}
+    arrays |= {name: np.zeros((1, cfg.kv_heads, 0, cfg.head_dim), np.float32) for name in exports.past_names(cfg.layers)}
+    return Feeds(arrays, {}, workload.calibration_label)
 
 
 def _greedy(path: Path, base: PreparedDecoder) -> np.ndarray:

@@ -13,7 +13,12 @@ No npm or PyPI package ships such a folder for the models here, so the harness m
 - ``config.json`` and the tokenizer files: transformers' own ``save_pretrained`` of the model's
   configuration and tokenizer.
 
-A user's folder is run as it is: the dtype files it holds, none made.
+A user's folder is run as it is: the dtype files it holds, none made. The held variant
+(``--weight-quant``, ``with_held``) is the one file the harness writes into any folder: each
+graph's fp32 file with its MatMuls in the harness's quantizer's 4-bit codes as MatMulNBits
+(workloads/onnx_file/variants.py's held variant, its embedding tables float32: the ORT build
+transformers.js bundles has no GatherBlockQuantized kernel), under the dtype transformers.js
+loads such files by, q4 (``onnx/model_q4.onnx``), in place of the folder's own.
 
 A folder is a mapping of relative file names to files on disk (``ModelFolder.files``); the page
 fetches each through its job (the files are the job's tensors), so nothing is copied.
@@ -37,6 +42,9 @@ from ...workloads.onnx_file import variants
 
 Q4_BLOCK = 32
 """transformers.js's q4 and q4f16: MatMulNBits, symmetric, blocks of 32."""
+HELD_BITS = 4
+HELD_DTYPE = "q4"
+"""The dtype a folder's held files are loaded by: transformers.js's name for 4-bit MatMulNBits files."""
 WIDTHS = {name: variants.WIDTHS[name] for name in DTYPES}
 """Each dtype by the bits its weights are held at (q4f16: 4, with float16 elsewhere)."""
 CACHE_DIR = PROJECT_ROOT / ".cache" / "transformersjs"
@@ -146,6 +154,37 @@ def made_folder(model: Any, kind: str, tokenizer: Any = None) -> ModelFolder:
     graphs = exports.export_fp32(model, kind)
     files = _support_files(model, kind, tokenizer) | {file_name(g, "fp32"): path for g, path in graphs.items()}
     return ModelFolder(files, tuple(graphs), "the harness (torch.onnx.export of the architecture's passes)")
+
+
+def with_held(folder: ModelFolder, quantizer: str, calibration: Any = None) -> ModelFolder:
+    """``folder`` with each graph's HELD_DTYPE file made from its fp32 graph by the harness's
+    ``quantizer`` at HELD_BITS (``calibration``: inputs.Feeds of the first graph, for a calibrated
+    quantizer), the folder's own such files and their data chunks left out. VariantRefused says
+    why it cannot be (a folder without the fp32 graphs)."""
+    lacking = [file_name(g, "fp32") for g in folder.graphs if file_name(g, "fp32") not in folder.files]
+    if lacking:
+        raise variants.VariantRefused(f"held: the folder has no {lacking[0]} to quantize")
+    made = {name: path for name, path in folder.files.items()
+            if not any(name.startswith(f"{file_name(g, HELD_DTYPE)}_data") for g in folder.graphs)}
+    for i, g in enumerate(folder.graphs):
+        fp32 = folder.files[file_name(g, "fp32")]
+        fit = calibration if i == 0 else None
+        made[file_name(g, HELD_DTYPE)] = variants.make(
+            fp32, _sha256(fp32), variants.HELD, Q4_BLOCK, computed={}, calibration=fit.arrays if fit else None,
+            calibration_digest=fit.digest if fit else "", bits=HELD_BITS, quantizer=quantizer,
+            tables=False).path  # its ORT: "Could not find an implementation for GatherBlockQuantized(1)"
+    return dataclasses.replace(folder, files=made, made_by=f"{folder.made_by}; its {HELD_DTYPE} files by the "
+                                                          f"harness's {quantizer} quantizer")
+
+
+def at_dtype(folder: ModelFolder, dtype: str, quantizer: str, calibration: Any = None, *, make: bool
+             ) -> tuple[ModelFolder, str]:
+    """The folder a run at ``dtype`` loads, and the dtype its files are named by: the held variant
+    (``with_held``) as HELD_DTYPE; another dtype made from the fp32 graphs (``with_dtype``) with
+    ``make`` (the harness's own folders), or the folder's own file (a user's)."""
+    if dtype == variants.HELD:
+        return with_held(folder, quantizer, calibration), HELD_DTYPE
+    return (with_dtype(folder, dtype) if make else folder), dtype
 
 
 def with_dtype(folder: ModelFolder, dtype: str) -> ModelFolder:

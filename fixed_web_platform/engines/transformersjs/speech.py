@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ...precision.quantizers import DEFAULT_QUANTIZER
 from ...run_spec import RunSpec
 from ...workloads.speech import SpeechWorkload
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
@@ -56,11 +57,13 @@ def _first_logits(base: PreparedSpeech) -> RunFile:
 
 
 @functools.lru_cache(maxsize=4)
-def prepare(workload: SpeechWorkload, dtype: str, seed: int) -> tuple[PreparedTjs, folders.ModelFolder]:
+def prepare(workload: SpeechWorkload, dtype: str, seed: int, quantizer: str = DEFAULT_QUANTIZER
+            ) -> tuple[PreparedTjs, folders.ModelFolder]:
     base = dataclasses.replace(prepare_speech(workload, 32, 32, seed), front_end_on_device=True)
     user = folders.user_folder(workload.model, "speech")
-    folder = (folders.pinned(user, base.held.model, "speech") if user is not None else
-              folders.with_dtype(folders.made_folder(base.held.model, "speech", base.tokenizer), dtype))
+    folder, dtype = folders.at_dtype(folders.pinned(user, base.held.model, "speech") if user is not None else
+                                     folders.made_folder(base.held.model, "speech", base.tokenizer), dtype, quantizer,
+                                     make=user is None)
     return judge_files(base, dtype, folder.graph_files(dtype), _first_logits(base), PreparedTjsSpeech), folder
 
 

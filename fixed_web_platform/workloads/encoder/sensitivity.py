@@ -45,6 +45,11 @@ def _regex(*names: str) -> str:
     return "re:" + "|".join(re.escape(n) for n in names)
 
 
+def layer_probe(name: str) -> Probe:
+    """The probe of one layer alone (``--group layer``), by its exact name."""
+    return Probe(name, _regex(name), (name,))
+
+
 def probes(arch: Architecture, cfg: ArchConfig, grouping: str) -> list[Probe]:
     """The probes of a model, in forward order. ``kind`` and ``block`` group the layers by the
     block index in their names and the architecture's layer labels and roles."""
@@ -52,7 +57,7 @@ def probes(arch: Architecture, cfg: ArchConfig, grouping: str) -> list[Probe]:
         raise ValueError(f"--group {grouping!r} is not one of {', '.join(GROUPINGS)}")
     layers = cfg.linear_layers()
     if grouping == "layer":
-        return [Probe(layer.name, _regex(layer.name), (layer.name,)) for layer in layers]
+        return [layer_probe(layer.name) for layer in layers]
     parts = [_BLOCK.match(layer.name) for layer in layers]
     if not all(parts):
         raise ValueError(f"--group {grouping}: the {arch.name} layer names carry no block index")

@@ -92,6 +92,11 @@ class EncoderWorkload:
                              f"(the model's maximum positions)")
         if not random_weights and resolved.folder is not None and not resolved.onnx_only:
             source.load(resolved, False, 0)  # a folder without usable weights fails here, in one line
+        shared = set(calibration_texts) & set(texts if texts is not None else builtin_texts())
+        if shared:  # what a precision is fit to (int8 activations, gptq) is never what it is judged on
+            raise ValueError(f"--calibration {calibration_name or '(given)'} shares {len(shared)} of its "
+                             f"{len(set(calibration_texts))} texts with the evaluated inputs ({inputs_name}): "
+                             "what a precision is fit to must be apart from what its accuracy is judged on")
         return cls(name=resolved.name if resolved.folder is None or model == resolved.name else model,
                    model=model, batch_size=batch_size, seq_len=seq_len, random_weights=random_weights,
                    texts=tuple(texts) if texts is not None else builtin_texts(), inputs_name=inputs_name,

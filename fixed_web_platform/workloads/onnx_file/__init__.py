@@ -14,6 +14,8 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...models.rules import load_rules
+from ...precision.quantizers import DEFAULT_QUANTIZER
 from ..base import Column, KindTiming, PageIterations, WorkloadKind
 from ..model_columns import MODEL_COLUMNS, MODEL_IDENTITY
 from .graph import OnnxFileError, is_onnx_model
@@ -38,7 +40,9 @@ class OnnxFileKind(WorkloadKind):
         Column("nodes_placed", int, "ONNX files: nodes in ONNX Runtime Web's placement log (0: the "
                                     "provider took the whole graph, no node was listed)."),
         Column("nodes_fallback", int, "ONNX files: nodes ONNX Runtime Web placed on another provider than "
-                                      "the one asked (its CPU provider); listed in samples.jsonl."),
+                                      "the one asked (its CPU provider); listed in samples.jsonl. At least 1 "
+                                      "when the provider refused a session without CPU fallback, even where "
+                                      "ORT's placement log lists no node (nodes_placed 0)."),
         Column("outputs_cosine_min", float, "ONNX files: the lowest cosine of a float output with fp32's "
                                             "(onnxruntime CPU, the user's file)."),
         Column("top1_vs_fp32", float, "ONNX files: share of positions of class-score outputs (float, rank 2 "
@@ -63,34 +67,47 @@ class OnnxFileKind(WorkloadKind):
                             help="with --model FILE.onnx: the variants to make, by name, each at its own bits "
                                  "(which --bits must include): fp32 fp16 q8 int8 uint8 (dynamic int8, as "
                                  "transformers.js names them) q8-nbits q4 q4f16 q2 (MatMulNBits) bnb4 (NF4), "
-                                 "int8-qdq (with --act-bits 8); without it --bits picks fp32 fp16 q8-nbits q4 q2. "
+                                 "int8-qdq (with --act-bits 8), held (the harness's --weight-quant quantizers as "
+                                 "MatMulNBits, at 8/4/2 bits; also planned when --weight-quant names a quantizer "
+                                 "other than the default); without it --bits picks fp32 fp16 q8-nbits q4 q2. "
                                  "With --engine transformersjs: its dtypes (fp32 fp16 q8 int8 uint8 q4 q4f16 "
-                                 "bnb4); without it --bits picks those of that width")
+                                 "bnb4, and held: the harness's --weight-quant quantizers as the q4 file); "
+                                 "without it --bits picks those of that width")
 
     def model_workloads(self, model: str, options: Mapping[str, Any]) -> tuple[OnnxFileWorkload]:
         inputs = options.get("inputs")
         if inputs is not None and not str(inputs).endswith(".npz"):
             raise OnnxFileError(f"--inputs {inputs}: an ONNX file's inputs are an .npz file of named arrays")
-        for flag in ("mixed_precision", "precision_rules", "random_weights", "calibration"):
+        for flag in ("mixed_precision", "random_weights"):
             if options.get(flag) not in (None, False):
                 raise OnnxFileError(f"--{flag.replace('_', '-')} is not taken by ONNX files (their precision "
-                                    "is the variant, by --bits)")
+                                    "is the variant, by --bits, or --precision-rules per MatMul)")
+        rules_file = options.get("precision_rules")
+        rules = load_rules(rules_file) if rules_file is not None else ()
         dtypes, bits = tuple(options.get("dtype") or ()), options.get("bits")
         unplanned = [d for d in dtypes if d in WIDTHS and bits and WIDTHS[d] not in bits]
         if unplanned:
             raise OnnxFileError(f"--dtype {unplanned[0]} runs at {WIDTHS[unplanned[0]]} bits, which --bits "
                                 f"{' '.join(map(str, bits))} leaves out")
+        calibration = options.get("calibration")
+        if calibration is not None and not str(calibration).endswith(".npz"):
+            raise OnnxFileError(f"--calibration {calibration}: an ONNX file's calibration inputs are an .npz file "
+                                "of named arrays, as --inputs")
+        quantizers = options.get("weight_quant") or ()
         return (OnnxFileWorkload.create(
             model, dims=parse_dims(options.get("dims")), id_range=parse_id_range(options.get("id_range")),
             inputs_file=inputs, seed=int(options.get("seed") or 0), q4f16=bool(options.get("q4f16")),
-            dtypes=dtypes),)
+            dtypes=dtypes, held=any(q != DEFAULT_QUANTIZER for q in quantizers), calibration=calibration,
+            rules=rules, rules_name=str(rules_file or "")),)
 
     def shape(self, row: Mapping[str, Any]) -> str:
         return str(row.get("input_shapes") or "?")
 
     def reply_fields(self, payload: Mapping[str, Any], max_iterations: int) -> dict[str, Any]:
-        """Where ORT placed the graph's nodes: ``nodes_placed`` (count in its log) and
-        ``fallback_nodes`` (['<op> (<node>)@<provider>', ...], those off the asked provider)."""
+        """Where ORT placed the graph's nodes: ``nodes_placed`` (count in its log),
+        ``fallback_nodes`` (['<op> (<node>)@<provider>', ...], those off the asked provider) and
+        ``nodes_off_at_least``: how many nodes surely ran off it. A provider that refused a session
+        without CPU fallback (the reply's ``fallback``) proves at least one did, whatever the log lists."""
         from ...errors import PageDataError
 
         placed = payload.get("nodes_placed", 0)
@@ -101,14 +118,17 @@ class OnnxFileKind(WorkloadKind):
             raise PageDataError("fallback_nodes is not a list of node texts")
         if len(fallback) > placed:
             raise PageDataError(f"{len(fallback)} fallback nodes of {placed} placed")
-        return {"nodes_placed": placed, "fallback_nodes": fallback}
+        refused = isinstance(payload.get("fallback"), str) and bool(payload["fallback"].strip())
+        return {"nodes_placed": placed, "fallback_nodes": fallback,
+                "nodes_off_at_least": max(len(fallback), int(refused))}
 
     def speed_figures(self, workload: Any, pages: Sequence[PageIterations]) -> dict[str, Any]:
         """Placement counts of the first page load (each load makes the same session)."""
         if not pages:
             return {}
         first = pages[0].fields
-        return {"nodes_placed": first.get("nodes_placed"), "nodes_fallback": len(first.get("fallback_nodes", ()))}
+        return {"nodes_placed": first.get("nodes_placed"),
+                "nodes_fallback": first.get("nodes_off_at_least", len(first.get("fallback_nodes", ())))}
 
 
 ONNX_FILE = OnnxFileKind()

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...architectures.base import LinearLayer
+from ...formats.onnx_inventory import all_graphs
 
 ONNX_SUFFIX = ".onnx"
 WEIGHT_OPS = ("MatMul", "Gemm", "Conv", "ConvTranspose")
@@ -64,11 +65,40 @@ def locate(model: str) -> Path:
     return path.resolve()
 
 
+def external_data(path: Path) -> tuple[str, ...]:
+    """The files beside ``path`` that hold its external data (``onnx.save(...,
+    save_as_external_data=True)``, Optimum's models over 2 GB): each location once, as the file
+    names it. OnnxFileError for a location that leaves the file's folder or is missing."""
+    import onnx
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - load() says what is wrong with the file itself
+        return ()
+    locations: dict[str, None] = {}
+    for graph in all_graphs(model.graph):
+        tensors = list(graph.initializer) + [a.t for n in graph.node for a in n.attribute if a.HasField("t")]
+        for tensor in tensors:
+            if uses_external_data(tensor):
+                locations[ExternalDataInfo(tensor).location] = None
+    folder = path.parent.resolve()
+    for location in locations:
+        target = (folder / location).resolve()
+        if folder not in target.parents:
+            raise OnnxFileError(f"{path.name} names external data {location!r} outside its folder")
+        if not target.is_file():
+            raise OnnxFileError(f"{path.name} keeps its weights in {location}, which is not beside it in {folder}")
+    return tuple(locations)
+
+
 def sha256(path: Path) -> str:
+    """The content hash of the file and of its external data files (external_data), in order."""
     h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    for file in (path, *(path.parent / location for location in external_data(path))):
+        with file.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):  # noqa: B023 - used within the loop
+                h.update(chunk)
     return h.hexdigest()
 
 

@@ -125,36 +125,57 @@ def synthesize(sigs: Sequence[TensorSig], dims: Mapping[str, int], id_range: tup
     return Feeds(arrays, {d: dims[d] for d in sorted(used)}, f"synthesized seed {seed}: " + "; ".join(said))
 
 
-def load_npz(path: Path, sigs: Sequence[TensorSig]) -> Feeds:
-    """The user's arrays, checked against the signatures: every input present, its dtype the
-    graph's, its rank and fixed dimensions the graph's, a symbolic dimension the same size
-    wherever it appears. OnnxFileError names the first problem."""
+def load_npz(path: Path, sigs: Sequence[TensorSig], flag: str = "--inputs") -> Feeds:
+    """The user's arrays (``flag``'s file), checked against the signatures: every input present,
+    its dtype the graph's, its rank and fixed dimensions the graph's, a symbolic dimension the same
+    size wherever it appears. OnnxFileError names the first problem."""
     try:
         with np.load(path, allow_pickle=False) as data:
             given = {name: data[name] for name in data.files}
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise OnnxFileError(f"--inputs {path}: not a readable .npz file ({exc})") from None
+        raise OnnxFileError(f"{flag} {path}: not a readable .npz file ({exc})") from None
     arrays: dict[str, np.ndarray] = {}
     dims: dict[str, int] = {}
     for sig in sigs:
         if sig.name not in given:
-            raise OnnxFileError(f"--inputs {path} has no array {sig.name!r} (the graph's inputs: "
+            raise OnnxFileError(f"{flag} {path} has no array {sig.name!r} (the graph's inputs: "
                                 f"{', '.join(s.name for s in sigs)})")
         a = given[sig.name]
         if a.dtype.name != sig.dtype:
-            raise OnnxFileError(f"--inputs {path}: {sig.name} is {a.dtype.name}, the graph takes {sig.dtype}")
+            raise OnnxFileError(f"{flag} {path}: {sig.name} is {a.dtype.name}, the graph takes {sig.dtype}")
         if sig.dims is not None:
             if a.ndim != len(sig.dims):
-                raise OnnxFileError(f"--inputs {path}: {sig.name} has shape {list(a.shape)}, the graph takes "
+                raise OnnxFileError(f"{flag} {path}: {sig.name} has shape {list(a.shape)}, the graph takes "
                                     f"{sig.text()}")
             for size, d in zip(a.shape, sig.dims):
                 if isinstance(d, int) and d > 0 and size != d:
-                    raise OnnxFileError(f"--inputs {path}: {sig.name} has shape {list(a.shape)}, the graph "
+                    raise OnnxFileError(f"{flag} {path}: {sig.name} has shape {list(a.shape)}, the graph "
                                         f"takes {sig.text()}")
                 if isinstance(d, str) and d:
                     if dims.setdefault(d, int(size)) != size:
-                        raise OnnxFileError(f"--inputs {path}: dimension {d} is {dims[d]} in one input and "
+                        raise OnnxFileError(f"{flag} {path}: dimension {d} is {dims[d]} in one input and "
                                             f"{size} in {sig.name}")
         arrays[sig.name] = np.ascontiguousarray(a)
     said = "; ".join(f"{s.name} {arrays[s.name].dtype.name}{list(arrays[s.name].shape)}" for s in sigs)
     return Feeds(arrays, dims, f"{path}: {said}")
+
+
+CALIBRATION_SEED_OFFSET = 1
+"""Without ``--calibration``, calibration inputs are synthesized like the evaluated ones with the
+seed after theirs: the same distribution, other values."""
+
+
+def samples(feeds: Feeds) -> list[bytes]:
+    """Each sample of ``feeds`` (every input's row i along its first axis, when every input has
+    that many rows; else the whole feed as one sample) as bytes, to compare feeds by."""
+    arrays = [np.ascontiguousarray(feeds.arrays[n]) for n in sorted(feeds.arrays)]
+    rows = {a.shape[0] if a.ndim else -1 for a in arrays}
+    if len(rows) != 1 or -1 in rows:
+        return [b"".join(a.tobytes() for a in arrays)]
+    return [b"".join(a[i].tobytes() for a in arrays) for i in range(rows.pop())]
+
+
+def shared_sample(calibration: Feeds, evaluated: Feeds) -> int | None:
+    """The first calibration sample that is also an evaluated one (every input equal), or None."""
+    seen = set(samples(evaluated))
+    return next((i for i, s in enumerate(samples(calibration)) if s in seen), None)
