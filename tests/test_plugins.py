@@ -48,6 +48,10 @@ class _Pretend:
         self.kind, self.name, self.label = kind, f"pretend-{kind}", kind
         self.calibration_label = ""
         self.rules = ()  # no precision rules: every weight at the run's bits
+        self.model = self.name
+
+    def op_needs(self, passes: tuple[str, ...] | None = None) -> frozenset[str]:
+        return frozenset()  # a graph of nothing: every lowering runs it
 
     def validate(self, bits: int, block_size: int) -> None:
         pass

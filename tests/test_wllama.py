@@ -160,12 +160,9 @@ def test_offset_codes_of_smollm2_written_for_llama_cpp_are_its_shipped_bytes(smo
 
     loaded = source.load(source.resolve("smollm2-135m"))
     shipped = {t.name: t for t in gguf_files._reader(gguf_files.model_file("smollm2-135m", False)).tensors}
-    cfg = loaded.config
-    for layer, name, heads in [("self_attn.q_proj", "attn_q", cfg.heads), ("self_attn.k_proj", "attn_k", cfg.kv_heads),
-                               ("mlp.down_proj", "ffn_down", 0)]:
+    for layer, name in [("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"), ("mlp.down_proj", "ffn_down")]:
         codes = hold_weights(loaded.weights[f"model.layers.0.{layer}.weight"], 4, 32, quantizer="offset").codes
-        blocks = gguf_files.q4_1_blocks(codes)
-        ordered = gguf_files._llama_cpp_rows(blocks, heads) if heads else blocks
+        ordered = loaded.architecture.gguf_rows(loaded.config, f"model.layers.0.{layer}", gguf_files.q4_1_blocks(codes))
         assert np.array_equal(ordered, np.asarray(shipped[f"blk.0.{name}.weight"].data)), name
 
 

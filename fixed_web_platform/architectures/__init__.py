@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .base import ActQuant, ArchConfig, Architecture, LinearLayer
+from .base import ActQuant, ArchConfig, Architecture, DecoderArchitecture, DecoderConfig, LinearLayer
 from .bert import BERT
 from .llama import LLAMA
 from .whisper import WHISPER
@@ -24,4 +24,5 @@ def architecture_for(model_type: str, where: str) -> Architecture:
     raise ValueError(f"{where}: architecture {model_type!r} is not supported (supported: {known})")
 
 
-__all__ = ["ARCHITECTURES", "ActQuant", "ArchConfig", "Architecture", "LinearLayer", "architecture_for"]
+__all__ = ["ARCHITECTURES", "ActQuant", "ArchConfig", "Architecture", "DecoderArchitecture", "DecoderConfig", "LinearLayer",
+           "architecture_for"]

@@ -52,6 +52,42 @@ class ArchConfig(Protocol):
     def parameters(self) -> int: ...
 
 
+class DecoderConfig(ArchConfig, Protocol):
+    """A decoder LLM's configuration, as the decoder kind and its engines read it (an
+    architecture's config adds what only its own graph and reference read)."""
+
+    @property
+    def layers(self) -> int: ...
+
+    @property
+    def hidden(self) -> int: ...
+
+    @property
+    def heads(self) -> int: ...
+
+    @property
+    def kv_heads(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+    @property
+    def q_dim(self) -> int: ...
+
+    @property
+    def kv_dim(self) -> int: ...
+
+    @property
+    def intermediate(self) -> int: ...
+
+    @property
+    def vocab(self) -> int: ...
+
+    @property
+    def tied(self) -> bool:
+        """The head's weights are the embedding table's (checkpoints store them once)."""
+
+
 class Architecture(ABC):
     name: ClassVar[str]
     """The registry key ('bert')."""
@@ -125,3 +161,26 @@ class Architecture(ABC):
     @abstractmethod
     def linear_modules(self, module: Any) -> dict[str, Any]:
         """Layer name -> the torch.nn.Linear of ``module`` (what calibration hooks observe)."""
+
+
+class DecoderArchitecture(Architecture):
+    """A decoder LLM architecture (run by the ``decoder`` kind): what the kind and its engines ask
+    of it beyond an architecture's graph and reference, so none of them reads one architecture's
+    modules directly."""
+
+    kind = "decoder"
+
+    @abstractmethod
+    def config(self, hf_config: Any, where: str) -> DecoderConfig: ...
+
+    @abstractmethod
+    def reference_greedy(self, cfg: Any, weights: Mapping[str, np.ndarray], prompt: np.ndarray, new_tokens: int,
+                         suppress: tuple[int, ...] = ()) -> list[int]:
+        """The float64 decoder's ``new_tokens`` greedy ids after ``prompt`` through its KV cache
+        (ids in ``suppress`` never chosen), as the engines generate."""
+
+    def gguf_rows(self, cfg: Any, layer: str, rows: np.ndarray) -> np.ndarray:
+        """Layer ``layer``'s weight rows (one per output, in any per-row encoding) in the order
+        llama.cpp's converter stores them in a GGUF file (Llama permutes its query and key rows);
+        as given here."""
+        return rows

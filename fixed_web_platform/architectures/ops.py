@@ -10,12 +10,18 @@ and bytes come from there. Loop state has fixed names: ``pos`` (the position the
 reached), ``ids`` (the pass's input ids, the next id after an argmax), ``generated``, ``count``.
 The float64 references (architectures/<name>/reference.py) are written by hand, independent of
 these graphs, so an error here shows as kernel error.
+
+What a graph asks of a lowering is named (``needs``): each op's name, and for each of its
+``choices`` (fields naming a computation) ``Op.field=value``, for each of its ``options`` (fields
+that add a computation when set) ``Op.field``. Each engine's lowering declares the names it
+lowers (``SUPPORTS``), and the plan refuses a run whose graph needs one it lacks, naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 import numpy as np
 
@@ -27,6 +33,8 @@ ATTENTION_SOURCES = ("self", "cache", "cross")
 class Embed:
     """out[r] = table[ids[r]] (+ positions[r % seq], or positions[pos + r] with ``at_pos``)
     (+ type_table[token_types[r]])."""
+
+    options: ClassVar[tuple[str, ...]] = ("positions", "at_pos", "token_types")
 
     ids: str
     table: str
@@ -46,6 +54,9 @@ class Embed:
 class Norm:
     """x += residual (x keeps the sum), then out = norm(x) * weight (+ bias), over the last
     ``width`` values of each row; ``last``: only the last row is written (to out's first row)."""
+
+    choices: ClassVar[tuple[str, ...]] = ("kind",)
+    options: ClassVar[tuple[str, ...]] = ("bias", "residual", "last")
 
     kind: str
     x: str
@@ -67,6 +78,8 @@ class Norm:
 class Linear:
     """out = x @ W^T + b of the plan's layer ``layer`` over ``rows`` rows; ``gelu``: exact-erf GELU
     on the result (the epilogue)."""
+
+    options: ClassVar[tuple[str, ...]] = ("gelu",)
 
     layer: str
     x: str
@@ -106,6 +119,9 @@ class Attention:
     the same rows, which are sequences of ``seq``; ``mask`` a padding mask, '' for none),
     ``cache`` (causal over the cache up to pos + row), ``cross`` (all ``keys`` rows of k and v)."""
 
+    choices: ClassVar[tuple[str, ...]] = ("source",)
+    options: ClassVar[tuple[str, ...]] = ("mask",)
+
     source: str
     q: str
     k: str
@@ -128,6 +144,8 @@ class Attention:
 class GatedAct:
     """gate = act(gate) * x, in place (``count`` values); act is SiLU."""
 
+    choices: ClassVar[tuple[str, ...]] = ("act",)
+
     gate: str
     x: str
     count: int
@@ -138,6 +156,8 @@ class GatedAct:
 class Conv1d:
     """out = gelu(conv1d(x, weight, kernel 3, padding 1, ``stride``) + bias) (+ positions), time-major
     out [frames_out, channels_out]; x is channel-major unless ``time_major_in``."""
+
+    options: ClassVar[tuple[str, ...]] = ("positions", "time_major_in")
 
     x: str
     weight: str
@@ -171,6 +191,8 @@ class Argmax:
     ``suppress_from``/``begin``: Whisper's rule (no id from suppress_from on; ``begin`` ids
     never first)."""
 
+    options: ClassVar[tuple[str, ...]] = ("suppress_from", "begin")
+
     logits: str
     rows: int
     vocab: int
@@ -195,6 +217,17 @@ class LogMel:
 Op = Embed | Norm | Linear | Rope | KvWrite | Attention | GatedAct | Conv1d | Pool | Argmax | LogMel
 
 
+def needs(op: Op) -> list[str]:
+    """What ``op`` asks of a lowering (the module doc): its name, each choice's value, each option set."""
+    name = type(op).__name__
+    defaults = {f.name: f.default for f in fields(op)}
+    optional = [f for f in getattr(op, "options", ()) if getattr(op, f) != defaults[f]]
+    return ([name] + [f"{name}.{f}={getattr(op, f)}" for f in getattr(op, "choices", ())]
+            + [f"{name}.{f}" for f in optional])
+
+
+
+
 @dataclass(frozen=True)
 class Pass:
     """One forward pass of a loop (``forward``; ``prefill``, ``decode``, ``score``; ``frontend``,
@@ -211,6 +244,25 @@ class Pass:
         return [op.layer for op in self.ops if isinstance(op, Linear)]
 
 
+def _writes(op: Op, widths: Mapping[str, int], context: int) -> list[tuple[str, int]]:
+    """The values ``op`` writes (in place ones included) and their elements."""
+    if isinstance(op, Norm):
+        return [(op.x, op.rows * op.width), (op.out, (1 if op.last else op.rows) * op.width)]
+    if isinstance(op, Linear):
+        return [(op.out, op.rows * widths[op.layer])]
+    if isinstance(op, KvWrite):
+        return [(op.cache_k, context * op.width), (op.cache_v, context * op.width)]
+    if isinstance(op, Embed | Attention):
+        return [(op.out, op.rows * op.width)]
+    if isinstance(op, Conv1d):
+        return [(op.out, op.frames_out * op.channels_out)]
+    if isinstance(op, Pool):
+        return [(op.out, op.batch * op.width)]
+    if isinstance(op, LogMel):
+        return [(op.out, op.mels * op.frames)]
+    return []  # Rope and GatedAct write in place what an op before them wrote; Argmax writes loop state
+
+
 @dataclass(frozen=True)
 class Graph:
     """An architecture's passes for one loop, and the constant tensors they read that are not
@@ -218,6 +270,22 @@ class Graph:
 
     passes: Mapping[str, Pass]
     tensors: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def needs(self, passes: tuple[str, ...] | None = None) -> frozenset[str]:
+        """What its passes (``passes``' only, if given) ask of a lowering (``needs`` of every op)."""
+        return frozenset(need for name, p in self.passes.items() if passes is None or name in passes
+                         for op in p.ops for need in needs(op))
+
+    def value_sizes(self, widths: Mapping[str, int], context: int) -> dict[str, int]:
+        """Elements of every value an op writes, the most any pass writes (a linear layer's output
+        width from ``widths``, a KV cache's ``context`` positions): the buffers an engine holds for
+        the graph. Loop state (``ids``, ``pos``, ``generated``, ``count``) is the engine's."""
+        sizes: dict[str, int] = {}
+        for p in self.passes.values():
+            for op in p.ops:
+                for name, count in _writes(op, widths, context):
+                    sizes[name] = max(sizes.get(name, 0), count)
+        return sizes
 
     def check(self, layers: list[str]) -> None:
         """Every linear layer of the plan is in some pass, and no pass names another."""

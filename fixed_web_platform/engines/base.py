@@ -163,6 +163,13 @@ class KindRunner(ABC):
     """It runs a model folder's ONNX files as given (transformers.js), so a folder with no weights
     of its own (``source.ONNX_WEIGHTS``) is its to run; other runners refuse one."""
 
+    supports: ClassVar[frozenset[str] | None] = None
+    """What its lowering of an architecture's op graph runs (architectures/ops.py ``needs``: ops and
+    op parameters), declared by the lowering module; None for a runner that lowers no graph."""
+    lowered_passes: ClassVar[tuple[str, ...] | None] = None
+    """The graph's passes it lowers (None: every one; a page that gets its features another way
+    lowers no ``frontend``)."""
+
     def __init__(self, weight_quants: tuple[str, ...] | None = None) -> None:
         if weight_quants is not None:
             self.weight_quants = weight_quants
@@ -183,7 +190,17 @@ class KindRunner(ABC):
             zero = " (a float zero point per block)" if quantizer.float_zero else ""
             return (f"weights made by the {run.weight_quant} quantizer{zero} are not held by engine {engine.name} "
                     f"on {engine.platform} for {run.workload.kind} workloads yet")
+        if self.supports is not None and self.lowers_graph(run):
+            missing = sorted(run.workload.op_needs(self.lowered_passes) - self.supports)
+            if missing:
+                return (f"engine {engine.name} on {engine.platform} has no lowering of {', '.join(missing)}, which the "
+                        f"{run.workload.architecture().name} graph needs (architectures/ops.py)")
         return ""
+
+    def lowers_graph(self, run: RunSpec) -> bool:
+        """Whether ``run`` is built by lowering the workload's op graph (a runner that also runs a
+        model's own files as given says no for those)."""
+        return True
 
     @abstractmethod
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import ActQuant, Architecture
+from ..base import ActQuant, DecoderArchitecture
 from ..ops import Graph
 from . import graph, reference
 from .config import ATTENTION_LINEARS, FFN_LINEARS, HEAD, LlamaConfig
@@ -29,9 +29,8 @@ CONFIG_ONLY = {
 }
 
 
-class Llama(Architecture):
+class Llama(DecoderArchitecture):
     name = "llama"
-    kind = "decoder"
     model_types = ("llama",)
     packaged: ClassVar[Mapping[str, tuple[str, str]]] = {
         # name -> (Python package, GGUF file inside it): its float weights are the GGUF's dequantized
@@ -110,6 +109,18 @@ class Llama(Architecture):
         if act_quant:
             raise ValueError("int8 activations are not built for decoders")
         return reference.forward(cfg, weights, inputs["input_ids"])[0]
+
+    def reference_greedy(self, cfg: LlamaConfig, weights: Mapping[str, np.ndarray], prompt: np.ndarray,
+                         new_tokens: int, suppress: tuple[int, ...] = ()) -> list[int]:
+        return reference.greedy(cfg, weights, prompt, new_tokens, suppress)
+
+    def gguf_rows(self, cfg: LlamaConfig, layer: str, rows: np.ndarray) -> np.ndarray:
+        """Query and key rows interleaved per head (convert_hf_to_gguf's ``permute`` of each head's
+        two rotary halves, which transformers' GGUF reader undoes)."""
+        heads = {"self_attn.q_proj": cfg.heads, "self_attn.k_proj": cfg.kv_heads}.get(layer.split(".", 3)[-1])
+        if heads is None:
+            return rows
+        return rows.reshape(heads, 2, rows.shape[0] // heads // 2, -1).swapaxes(1, 2).reshape(rows.shape)
 
     def linear_modules(self, module: Any) -> dict[str, Any]:
         modules = dict(module.named_modules())

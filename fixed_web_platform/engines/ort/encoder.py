@@ -24,11 +24,12 @@ from ..base import (
     Executed,
     Refusal,
 )
-from . import QDQ_FORM, OrtKindRunner, OrtWebEngine, onnx_encoder, placement
+from . import QDQ_FORM, OrtKindRunner, OrtWebEngine, onnx_encoder, placement, torch_ops
 
 
 class OrtEncoder(OrtKindRunner):
     runner = "ort_model"
+    supports = torch_ops.SUPPORTS
     act_bits = (32, 8)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,

@@ -15,11 +15,13 @@ from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
-from . import OrtKindRunner, OrtWebEngine, placement
+from . import OrtKindRunner, OrtWebEngine, placement, torch_ops
 from .onnx_linears import held_fields, summary
 
 
 class OrtLoopRunner(OrtKindRunner):
+    supports = torch_ops.SUPPORTS
+
     def refuse(self, workload: Any) -> str:
         """Why this workload cannot be exported here ('' when it can)."""
         return ""

@@ -1,5 +1,5 @@
-"""Decoder LLMs for ONNX Runtime Web: the architecture's ``prefill`` pass (architectures/llama/
-graph.py) run op by op on transformers' LlamaForCausalLM with the run's weights (torch_ops.py)
+"""Decoder LLMs for ONNX Runtime Web: the architecture's ``prefill`` pass (architectures/<name>/
+graph.py) run op by op on the architecture's transformers module with the run's weights (torch_ops.py)
 and exported with its KV cache by ``torch.onnx.export`` (dynamo, opset 18), then rewritten per
 run so every linear layer holds THE SAME values the harness's own kernels get (onnx_linears.py).
 RoPE reads the graph's cos/sin tables (float64, rounded to float32: the tables every engine
@@ -80,7 +80,7 @@ def causal_bias(env: dict[str, Any]) -> None:
 
 
 def _pass_module(model: Any, suppress: int) -> Any:
-    """The architecture's ``prefill`` pass (architectures/llama/graph.py: the last norm keeps the
+    """The architecture's ``prefill`` pass (architectures/<name>/graph.py: the last norm keeps the
     rows ``logit_rows`` names, the argmax never picks ``suppress``) on transformers' module
     (torch_ops.py), with the fixed-length cache described above and RoPE tables for every position."""
     cfg = model.config

@@ -23,6 +23,7 @@ RUNNER = "ort_speech"
 
 class OrtSpeech(OrtLoopRunner):
     runner = RUNNER
+    lowered_passes = ("encoder", "decode")
 
     def build(self, run: RunSpec) -> tuple[PreparedSpeech, onnx_speech.SpeechModel]:
         prepared = prepare_speech(run.workload, run.bits, run.weight_block, run.seed, unsigned=True,

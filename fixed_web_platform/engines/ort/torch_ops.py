@@ -33,6 +33,19 @@ import numpy as np
 
 from ...architectures import ops
 
+SUPPORTS = frozenset({
+    "Embed", "Embed.positions", "Embed.at_pos", "Embed.token_types",
+    "Norm", "Norm.kind=layer", "Norm.kind=rms", "Norm.bias", "Norm.residual", "Norm.last",
+    "Linear", "Linear.gelu",
+    "Rope", "KvWrite",
+    "Attention", "Attention.source=self", "Attention.source=cache", "Attention.source=cross", "Attention.mask",
+    "GatedAct", "GatedAct.act=silu",
+    "Conv1d", "Conv1d.positions", "Conv1d.time_major_in",
+    "Pool",
+    "Argmax", "Argmax.suppress_from", "Argmax.begin",
+})
+"""What ``run_pass`` runs (architectures/ops.py ``needs``; the plan refuses a run whose graph needs
+more): every op but the log-mel front end, whose features ORT's speech page is given."""
 Env = dict[str, Any]
 HEADS = ":heads"
 """A value held as [batch, heads, rows, head_dim] (RoPE's q and k, as transformers holds them):
@@ -141,7 +154,7 @@ def run_pass(net: Any, p: ops.Pass, env: Env, head_dim: int) -> Env:
                 bias = _padding_bias(env[op.mask]) if op.mask else None
                 env[op.out] = _attend(q, heads(op.k), heads(op.v), bias, head_dim)
         elif isinstance(op, ops.GatedAct):
-            env[op.gate] = torch.nn.functional.silu(env[op.gate]) * env[op.x]
+            env[op.gate] = {"silu": torch.nn.functional.silu}[op.act](env[op.gate]) * env[op.x]
         elif isinstance(op, ops.Conv1d):
             x = env[op.x].transpose(1, 2) if op.time_major_in else env[op.x]
             y = torch.nn.functional.gelu(module(op.weight)(x)).transpose(1, 2)

@@ -33,7 +33,7 @@ from ...vocabulary import HELD_FORMAT, EngineName, Outcome, Platform
 from ...workloads import Workload
 from ...workloads.onnx_file.variants import VariantRefused
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from ..ort import DEFAULT_BUFFER_CACHE, ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR
+from ..ort import DEFAULT_BUFFER_CACHE, ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR, torch_ops
 from .folders import DTYPES, HELD_BITS, HELD_DTYPE, WIDTHS, ModelFolder, user_folder
 from .placement import executed
 from .prepared import PreparedTjs
@@ -104,6 +104,12 @@ class TjsKindRunner(KindRunner):
     weight_quants = INTEGER_ZERO
     """The held variant's quantizers whose zero points the device's MatMulNBits takes (the registry
     gives wasm's every one: ORT's CPU kernel takes float zero points at 4 bits)."""
+    supports = torch_ops.SUPPORTS
+
+    def lowers_graph(self, run: RunSpec) -> bool:
+        """A transformers.js folder's own files run as given; the harness's models are exported
+        from their op graph (exports.py)."""
+        return user_folder(run.workload.model, run.workload.kind) is None
 
     @abstractmethod
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:

@@ -69,6 +69,7 @@ def prepare(workload: SpeechWorkload, dtype: str, seed: int, quantizer: str = DE
 
 class TjsSpeech(TjsKindRunner):
     runner = "tjs_speech"
+    lowered_passes = ("encoder", "decode")
     preparer = staticmethod(prepare)
 
     def page(self, run: RunSpec, prepared: PreparedTjs) -> tuple[dict[str, bytes], dict[str, Any]]:

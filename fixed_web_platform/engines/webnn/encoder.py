@@ -37,7 +37,7 @@ from ...workloads.encoder.prepared import PreparedModel, prepare_model
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from .forms import MODEL_FORM, QDQ_FORM
 from .layers import executed, layer_options, plan_model
-from .lower import lowered
+from .lower import SUPPORTS, lowered
 
 RUNNER = "webnn_model"
 """The page module (web/engines/webnn_model.js)."""
@@ -47,6 +47,7 @@ class WebnnEncoder(KindRunner):
     """A whole encoder as one WebNN graph."""
 
     runner = RUNNER
+    supports = SUPPORTS
     weight_quants = tuple(QUANTIZERS)
     act_bits = (32, 8)
 

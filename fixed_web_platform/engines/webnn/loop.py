@@ -16,10 +16,12 @@ from ...run_spec import RunSpec, TimingConfig
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from .forms import MODEL_FORM
 from .layers import executed, plan_model
+from .lower import SUPPORTS
 
 
 class LoopRunner(KindRunner):
     weight_quants = tuple(QUANTIZERS)
+    supports = SUPPORTS
 
     @abstractmethod
     def prepare(self, run: RunSpec, workload: Any, unsigned: bool) -> Any:

@@ -41,6 +41,7 @@ class WebnnSpeech(LoopRunner):
     """Whisper as an encoder graph and prompt / decode-step graphs."""
 
     runner = RUNNER
+    lowered_passes = ("encoder", "prompt", "decode")
 
     def prepare(self, run: RunSpec, workload: Any, unsigned: bool) -> PreparedSpeech:
         prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, unsigned, run.weight_quant)

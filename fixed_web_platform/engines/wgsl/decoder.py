@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...architectures import ops
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from .lower import ZEROS, Lowering
 from .steps import StepListRunner
@@ -42,19 +43,17 @@ class WgslDecoder(StepListRunner):
         return {"prompt_len": prepared.workload.prompt_len, "eval_len": prepared.tokens.eval_ids.shape[1],
                 "context": prepared.context, "eos": eos[0] if eos else -1}
 
-    def loop_options(self, prepared: PreparedDecoder, lowering: Lowering, steps: dict[str, list[dict[str, Any]]],
-                     tensors: dict[str, bytes]) -> dict[str, Any]:
+    def loop_options(self, prepared: PreparedDecoder, graph: ops.Graph, lowering: Lowering,
+                     steps: dict[str, list[dict[str, Any]]], tensors: dict[str, bytes]) -> dict[str, Any]:
         cfg, w = prepared.config, prepared.workload
         texts, eval_len = prepared.tokens.eval_ids.shape
-        rows = max(w.prompt_len, eval_len)
-        activations = {"x": rows * cfg.hidden * 4, "h": rows * cfg.hidden * 4, "y": rows * cfg.hidden * 4,
-                       "q": rows * cfg.q_dim * 4, "k": rows * cfg.kv_dim * 4, "v": rows * cfg.kv_dim * 4,
-                       "ctx": rows * cfg.q_dim * 4, "g": rows * cfg.intermediate * 4,
-                       "u": rows * cfg.intermediate * 4, "logits": eval_len * cfg.vocab * 4, "ids": rows * 4,
-                       "pos": 4, "count": 4, "generated": w.new_tokens * 4,
-                       ZEROS: max(p.layer.n for p in prepared.plan) * 4}
-        kv = {f"cache.{i}.{part}": prepared.context * cfg.kv_dim * 4 for i in range(cfg.layers) for part in ("k", "v")}
-        return {"activations": activations | kv, "kv_cache": sorted(kv), "forwards": steps,
+        widths = {p.layer.name: p.layer.n for p in prepared.plan}
+        values = {name: count * 4 for name, count in graph.value_sizes(widths, prepared.context).items()}
+        kv = sorted({name for p in graph.passes.values() for op in p.ops if isinstance(op, ops.KvWrite)
+                     for name in (op.cache_k, op.cache_v)})
+        loop_state = {"ids": max(w.prompt_len, eval_len) * 4, "pos": 4, "count": 4, "generated": w.new_tokens * 4,
+                      ZEROS: max(widths.values()) * 4}
+        return {"activations": values | loop_state, "kv_cache": kv, "forwards": steps,
                 "prompt": {"tensor": "prompt_ids", "rows": w.prompt_len}, "new_tokens": w.new_tokens,
                 "score": {"tensor": "eval_ids", "texts": texts, "rows": eval_len,
                           "row_bytes": eval_len * cfg.vocab * 4}}

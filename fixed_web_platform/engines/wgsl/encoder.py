@@ -44,7 +44,7 @@ from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import WgslRunner
 from . import kernels as wgsl
 from .linear import bound_layers, held_fields, model_zero, unsupported
-from .lower import INT8_INPUT, Lowering
+from .lower import INT8_INPUT, SUPPORTS, Lowering
 
 RUNNER = "wgsl_model"
 ACT_QUANT_SUFFIX = ".x_quant"
@@ -115,6 +115,7 @@ class WgslEncoder(WgslRunner):
     """The encoder's forward pass as a step list the page executes (web/engines/wgsl_model.js)."""
 
     runner = RUNNER
+    supports = SUPPORTS
     act_bits = (32, 8)
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...architectures import ops
 from ...architectures.whisper.config import N_FFT
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
 from .lower import POWER, ZEROS, Lowering
@@ -44,8 +45,8 @@ class WgslSpeech(StepListRunner):
 
     prepare = staticmethod(prepare_speech)
 
-    def loop_options(self, prepared: PreparedSpeech, lowering: Lowering, steps: dict[str, list[dict[str, Any]]],
-                     tensors: dict[str, bytes]) -> dict[str, Any]:
+    def loop_options(self, prepared: PreparedSpeech, graph: ops.Graph, lowering: Lowering,
+                     steps: dict[str, list[dict[str, Any]]], tensors: dict[str, bytes]) -> dict[str, Any]:
         cfg, w = prepared.config, prepared.workload
         d, rows, prompt_rows = cfg.d_model, cfg.source_positions, len(cfg.prompt)
         activations = {"clip": 8, POWER: cfg.frames * BINS * 4, "features": cfg.mels * cfg.frames * 4,

@@ -18,13 +18,13 @@ from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
 from . import WgslRunner
 from . import kernels as wgsl
 from .linear import executed_steps, held_fields, model_zero, unsupported
-from .lower import Lowering
+from .lower import SUPPORTS, Lowering
 
 
 class StepListRunner(WgslRunner):
     label: ClassVar[str]
     """What the refusal calls the model ('decoder', 'Whisper')."""
-
+    supports = SUPPORTS
     prepare: ClassVar[Callable[..., Any]]
     """The kind's prepare function, (workload, bits, block, seed, weight_quant=) -> its prepared
     workload (``.plan``, ``.held``, ``.config``, ``.tensors()``, ``.outputs``)."""
@@ -34,7 +34,7 @@ class StepListRunner(WgslRunner):
         return {}
 
     @abstractmethod
-    def loop_options(self, prepared: Any, lowering: Lowering, steps: dict[str, list[dict[str, Any]]],
+    def loop_options(self, prepared: Any, graph: ops.Graph, lowering: Lowering, steps: dict[str, list[dict[str, Any]]],
                      tensors: dict[str, bytes]) -> dict[str, Any]:
         """The loop's own options: its passes under the name its page reads, its activation
         buffers (bytes, without the dequantize scratch), its caches, prompt and limits."""
@@ -58,7 +58,7 @@ class StepListRunner(WgslRunner):
         steps = lowering.passes(graph)
         tensors = (prepared.tensors() | {name: a.astype("<f4").tobytes() for name, a in graph.tensors.items()}
                    | lowering.tensors)
-        options = self.loop_options(prepared, lowering, steps, tensors)
+        options = self.loop_options(prepared, graph, lowering, steps, tensors)
         if lowering.dequantized:
             options["activations"][wgsl.DEQUANTIZED] = lowering.dequantized
         return {"model": prepared.config.to_json() | {"name": prepared.workload.name},

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ...architectures import DecoderArchitecture
 from ...files import replacing
 from ...formats.gguf_reads import shared_reader
 from ...models import source
@@ -130,7 +131,8 @@ def write_held(source: Path, target: Path, held: HeldModel) -> Path:
     reader = _reader(source)
     arch_name = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     arch = next(a for a, name in gguf.MODEL_ARCH_NAMES.items() if name == arch_name)
-    cfg = held.model.config
+    cfg, architecture = held.model.config, held.model.architecture
+    assert isinstance(architecture, DecoderArchitecture)
     names = gguf.get_tensor_name_map(arch, cfg.layers)
     by_name: dict[str, np.ndarray] = {}
     for layer in held.layers:
@@ -141,18 +143,10 @@ def write_held(source: Path, target: Path, held: HeldModel) -> Path:
         gguf_name = names.get_name(layer.name)
         if gguf_name is None:
             raise GgufError(f"layer {layer.name} has no llama.cpp tensor name")
-        blocks = q4_1_blocks(codes)
-        heads = {"attn_q": cfg.heads, "attn_k": cfg.kv_heads}.get(gguf_name.rsplit(".", 1)[-1])
-        by_name[f"{gguf_name}.weight"] = _llama_cpp_rows(blocks, heads) if heads else blocks
+        by_name[f"{gguf_name}.weight"] = architecture.gguf_rows(cfg, layer.name, q4_1_blocks(codes))
     with replacing(target) as partial:
         _write_fields(reader, FILE_TYPES[HELD_TYPE], partial, lambda writer: _held_tensors(reader, writer, by_name))
     return target
-
-
-def _llama_cpp_rows(rows: np.ndarray, heads: int) -> np.ndarray:
-    """Query/key rows in llama.cpp's order: its converter interleaves each head's two rotary halves
-    (convert_hf_to_gguf's ``permute``), which transformers' GGUF reader undoes."""
-    return rows.reshape(heads, 2, rows.shape[0] // heads // 2, -1).swapaxes(1, 2).reshape(rows.shape)
 
 
 def _held_tensors(reader: Any, writer: Any, by_name: dict[str, np.ndarray]) -> None:

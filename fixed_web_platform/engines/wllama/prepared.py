@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from ...architectures.llama import reference
+from ...architectures import DecoderArchitecture
 from ...models import source
 from ...workloads.base import TensorSpec
 from ...workloads.decoder import accuracy
-from ...workloads.decoder.prepared import fp32_references
+from ...workloads.decoder.prepared import fp32_references, reference_logits
 from ...workloads.decoder.tokens import TokenPlan
 from ...workloads.decoder.workload import DecoderWorkload
 from . import gguf_files
@@ -139,7 +139,8 @@ def prepare_gguf(workload: DecoderWorkload, weight_format: str, gguf: Path, ship
     ref_logits, generated_fp32 = fp32_references(loaded, workload)
     fp32_logp = accuracy.log_softmax(ref_logits)
     held = loaded if shipped else source.load(source.resolve(str(gguf), False))
-    ref_deq = np.stack([reference.forward(held.config, held.weights, row)[0] for row in tokens.eval_ids])
+    assert isinstance(held.architecture, DecoderArchitecture)
+    ref_deq = reference_logits(held.architecture, held.config, held.weights, tokens.eval_ids)
     stored, as_f32 = gguf_files.weight_bytes(gguf)
     return PreparedGguf(workload, weight_format, gguf, tokens, fp32_logp,
                         accuracy.next_token_logprob(ref_logits, tokens.eval_ids)[:, :-1],

@@ -3,8 +3,9 @@ its logits are judged against.
 
 - ``ref_float``: PyTorch fp32 (transformers) logits of every evaluation row, teacher-forced,
   with the model's float weights (for a GGUF model, its tensors dequantized): what precision costs.
-- ``ref_dequantized``: the harness's float64 numpy decoder (architectures/llama/reference.py)
-  with the weights this run holds: is the engine right.
+- ``ref_dequantized``: the harness's float64 numpy decoder (the architecture's
+  ``reference_forward``: architectures/<name>/reference.py) with the weights this run holds: is
+  the engine right.
 
 The page returns ``logits`` float32 [texts, eval_len, vocab] (the evaluation rows, each one
 forward pass from position 0) and ``generated_ids`` int32 [new_tokens] (the last timed
@@ -20,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ...architectures.llama import reference
-from ...architectures.llama.config import LlamaConfig
+from ...architectures import DecoderArchitecture, DecoderConfig
 from ...models import calibration, rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
@@ -55,10 +55,8 @@ class PreparedDecoder(HeldModelFacts):
     """The float64 decoder's greedy ids with the held weights."""
 
     @property
-    def config(self) -> LlamaConfig:
-        config = self.held.model.config
-        assert isinstance(config, LlamaConfig)
-        return config
+    def config(self) -> DecoderConfig:
+        return self.workload.config()
 
     @property
     def context(self) -> int:
@@ -143,6 +141,12 @@ def pytorch_greedy(model: source.LoadedModel, prompt: np.ndarray, new_tokens: in
     return out[0, len(prompt):].numpy().astype(np.int32)
 
 
+def reference_logits(arch: DecoderArchitecture, cfg: DecoderConfig, weights: Mapping[str, np.ndarray],
+                     eval_ids: np.ndarray) -> np.ndarray:
+    """The float64 decoder's logits [texts, eval_len, vocab] of each evaluation row from position 0."""
+    return np.stack([arch.reference_forward(cfg, weights, {"input_ids": row}) for row in eval_ids])
+
+
 @functools.lru_cache(maxsize=2)
 def fp32_references(model: source.LoadedModel, workload: DecoderWorkload) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch fp32's teacher-forced logits of the evaluation rows and its greedy continuation of
@@ -175,8 +179,8 @@ def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed:
     tokens = workload.tokens()
     ref_float, generated_fp32 = fp32_references(loaded, workload)
     weights = held.exec_weights()
-    cfg = loaded.config
-    ref_deq = np.stack([reference.forward(cfg, weights, row)[0] for row in tokens.eval_ids])
-    generated = np.array(reference.greedy(cfg, weights, tokens.prompt, workload.new_tokens, tokens.eos), np.int32)
+    arch, cfg = workload.architecture(), workload.config()
+    ref_deq = reference_logits(arch, cfg, weights, tokens.eval_ids)
+    generated = np.array(arch.reference_greedy(cfg, weights, tokens.prompt, workload.new_tokens, tokens.eos), np.int32)
     return PreparedDecoder(workload, bits, block_size, held, plan, tokens, ref_float, ref_deq,
                            generated_fp32, generated)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
-from ...architectures import Architecture
-from ...architectures.llama.config import LlamaConfig
+from ...architectures import DecoderArchitecture, DecoderConfig
 from ...models import rules as layer_rules
 from ...models import source
 from ...models.calibration import CALIBRATION_NAME
@@ -115,11 +114,18 @@ class DecoderWorkload:
     def weights(self) -> str:
         return source.weights_name(self.model, self.random_weights)
 
-    def config(self) -> LlamaConfig:
+    def config(self) -> DecoderConfig:
         return _architecture(self.model, self.random_weights)[1]
 
-    def architecture(self) -> Architecture:
+    def architecture(self) -> DecoderArchitecture:
         return _architecture(self.model, self.random_weights)[0]
+
+    def op_needs(self, passes: tuple[str, ...] | None = None) -> frozenset[str]:
+        """What the architecture's graph at this workload's lengths asks of a lowering (``passes``
+        only, if given: architectures/ops.py)."""
+        context = max(self.prompt_len + self.new_tokens, self.eval_len)
+        return self.architecture().graph(self.config(), prompt_len=self.prompt_len, eval_len=self.eval_len,
+                                         context=context).needs(passes)
 
     @property
     def flops(self) -> int:
@@ -159,8 +165,8 @@ class DecoderWorkload:
 
 
 @functools.lru_cache(maxsize=8)
-def _architecture(model: str, random_weights: bool) -> tuple[Architecture, LlamaConfig]:
+def _architecture(model: str, random_weights: bool) -> tuple[DecoderArchitecture, DecoderConfig]:
     arch, cfg = source.architecture(source.resolve(model, random_weights))
-    if not isinstance(cfg, LlamaConfig):
-        raise ValueError(f"model {model}: the {arch.name} configuration is not a decoder's")
-    return arch, cfg
+    if not isinstance(arch, DecoderArchitecture):
+        raise ValueError(f"model {model}: the {arch.name} architecture is not a decoder")
+    return arch, cast(DecoderConfig, cfg)

@@ -141,6 +141,11 @@ class EncoderWorkload:
     def architecture(self) -> Architecture:
         return _architecture(self.model, self.random_weights)[0]
 
+    def op_needs(self, passes: tuple[str, ...] | None = None) -> frozenset[str]:
+        """What the architecture's graph at this batch and length asks of a lowering (``passes``
+        only, if given: architectures/ops.py)."""
+        return self.architecture().graph(self.config(), batch=self.batch_size, seq=self.seq_len).needs(passes)
+
     @property
     def flops(self) -> int:
         """Multiply-adds x2 of one forward pass: the linear layers and attention's two matmuls."""

@@ -88,6 +88,11 @@ class SpeechWorkload:
     def architecture(self) -> Architecture:
         return _architecture(self.model, self.random_weights)[0]
 
+    def op_needs(self, passes: tuple[str, ...] | None = None) -> frozenset[str]:
+        """What the architecture's graph asks of a lowering (``passes`` only, if given:
+        architectures/ops.py)."""
+        return self.architecture().graph(self.config()).needs(passes)
+
     @property
     def flops(self) -> int:
         return 0  # decoding length is data-dependent: no GFLOP/s for speech rows
