@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from .base import ActQuant, ArchConfig, Architecture, DecoderArchitecture, DecoderConfig, LinearLayer
 from .bert import BERT
+from .gemma3 import GEMMA3
 from .llama import LLAMA
 from .whisper import WHISPER
 
 ARCHITECTURES: tuple[Architecture, ...] = (
     BERT,
     LLAMA,
+    GEMMA3,
     WHISPER,
 )
 

@@ -31,10 +31,10 @@ ATTENTION_SOURCES = ("self", "cache", "cross")
 
 @dataclass(frozen=True)
 class Embed:
-    """out[r] = table[ids[r]] (+ positions[r % seq], or positions[pos + r] with ``at_pos``)
+    """out[r] = table[ids[r]] * scale (+ positions[r % seq], or positions[pos + r] with ``at_pos``)
     (+ type_table[token_types[r]])."""
 
-    options: ClassVar[tuple[str, ...]] = ("positions", "at_pos", "token_types")
+    options: ClassVar[tuple[str, ...]] = ("positions", "at_pos", "token_types", "scale")
 
     ids: str
     table: str
@@ -48,15 +48,18 @@ class Embed:
     token_types: str = ""
     type_table: str = ""
     type_vocab: int = 0
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)
 class Norm:
-    """x += residual (x keeps the sum), then out = norm(x) * weight (+ bias), over the last
-    ``width`` values of each row; ``last``: only the last row is written (to out's first row)."""
+    """x += residual (x keeps the sum), then out = norm(x) * (weight + offset) (+ bias), over each
+    ``width`` values of x's ``rows`` rows (a value of several heads is normed per head: rows x
+    heads rows of the head's width); ``last``: only the last row is written (to out's first row).
+    ``out`` may be ``x`` (normed in place)."""
 
     choices: ClassVar[tuple[str, ...]] = ("kind",)
-    options: ClassVar[tuple[str, ...]] = ("bias", "residual", "last")
+    options: ClassVar[tuple[str, ...]] = ("bias", "residual", "last", "offset")
 
     kind: str
     x: str
@@ -68,6 +71,7 @@ class Norm:
     bias: str = ""
     residual: str = ""
     last: bool = False
+    offset: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in NORM_KINDS:
@@ -117,10 +121,11 @@ class KvWrite:
 class Attention:
     """out = softmax(q k^T / sqrt(head_dim) + mask) v per head. ``source``: ``self`` (k and v of
     the same rows, which are sequences of ``seq``; ``mask`` a padding mask, '' for none),
-    ``cache`` (causal over the cache up to pos + row), ``cross`` (all ``keys`` rows of k and v)."""
+    ``cache`` (causal over the cache up to pos + row; with a ``window``, only its last ``window``
+    positions), ``cross`` (all ``keys`` rows of k and v)."""
 
     choices: ClassVar[tuple[str, ...]] = ("source",)
-    options: ClassVar[tuple[str, ...]] = ("mask",)
+    options: ClassVar[tuple[str, ...]] = ("mask", "window")
 
     source: str
     q: str
@@ -134,6 +139,7 @@ class Attention:
     mask: str = ""
     seq: int = 0
     keys: int = 0
+    window: int = 0
 
     def __post_init__(self) -> None:
         if self.source not in ATTENTION_SOURCES:
@@ -142,7 +148,8 @@ class Attention:
 
 @dataclass(frozen=True)
 class GatedAct:
-    """gate = act(gate) * x, in place (``count`` values); act is SiLU."""
+    """gate = act(gate) * x, in place (``count`` values); act is ``silu`` or ``gelu_tanh`` (GELU's
+    tanh approximation)."""
 
     choices: ClassVar[tuple[str, ...]] = ("act",)
 

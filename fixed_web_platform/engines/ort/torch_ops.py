@@ -34,12 +34,13 @@ import numpy as np
 from ...architectures import ops
 
 SUPPORTS = frozenset({
-    "Embed", "Embed.positions", "Embed.at_pos", "Embed.token_types",
-    "Norm", "Norm.kind=layer", "Norm.kind=rms", "Norm.bias", "Norm.residual", "Norm.last",
+    "Embed", "Embed.positions", "Embed.at_pos", "Embed.token_types", "Embed.scale",
+    "Norm", "Norm.kind=layer", "Norm.kind=rms", "Norm.bias", "Norm.residual", "Norm.last", "Norm.offset",
     "Linear", "Linear.gelu",
     "Rope", "KvWrite",
     "Attention", "Attention.source=self", "Attention.source=cache", "Attention.source=cross", "Attention.mask",
-    "GatedAct", "GatedAct.act=silu",
+    "Attention.window",
+    "GatedAct", "GatedAct.act=silu", "GatedAct.act=gelu_tanh",
     "Conv1d", "Conv1d.positions", "Conv1d.time_major_in",
     "Pool",
     "Argmax", "Argmax.suppress_from", "Argmax.begin",
@@ -91,6 +92,17 @@ def _attend(q: Any, k: Any, v: Any, bias: Any, head_dim: int) -> Any:
     return _rows(torch.matmul(torch.softmax(scores, dim=-1), v))
 
 
+def _windowed(bias: Any, window: int) -> Any:
+    """A cache attention's ``bias`` [b, 1, rows, total] with keys more than ``window`` - 1 slots
+    before their row's own masked out: the cache's slots are consecutive positions (right-aligned
+    or growing, the new rows last), so a slot's distance is a position's."""
+    import torch
+
+    rows, total = bias.shape[-2], bias.shape[-1]
+    near = torch.arange(total)[None, :] > torch.arange(total - rows, total)[:, None] - window
+    return torch.where(near, bias, torch.finfo(torch.float32).min)
+
+
 def _padding_bias(mask: Any) -> Any:
     """[b, keys] of 1/0 -> [b, 1, 1, keys] of 0 / float32's lowest (a padded key's score)."""
     import torch
@@ -106,6 +118,32 @@ def _rotate(x: Any, cos: Any, sin: Any) -> Any:
     return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
 
+def _norm(x: Any, op: ops.Norm, norm: Any) -> Any:
+    """The model's own norm module on x; with an offset, RMS-normed here with (weight + offset)."""
+    import torch
+
+    if not op.offset:
+        return norm(x)
+    if op.kind != "rms":
+        raise ValueError("a norm's offset is lowered for RMS norms only")
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + op.eps) * (norm.weight + op.offset)
+
+
+def _gelu_tanh(x: Any) -> Any:
+    import torch
+
+    return torch.nn.functional.gelu(x, approximate="tanh")
+
+
+def _silu(x: Any) -> Any:
+    import torch
+
+    return torch.nn.functional.silu(x)
+
+
+_GATES: dict[str, Callable[[Any], Any]] = {"silu": _silu, "gelu_tanh": _gelu_tanh}
+
+
 def run_pass(net: Any, p: ops.Pass, env: Env, head_dim: int) -> Env:
     """Run ``p``'s ops on ``env`` (see the module doc for the values an engine adds)."""
     import torch
@@ -118,7 +156,8 @@ def run_pass(net: Any, p: ops.Pass, env: Env, head_dim: int) -> Env:
 
     for op in p.ops:
         if isinstance(op, ops.Embed):
-            x = module(op.table)(env[op.ids])
+            table = module(op.table)  # a scaled embedding's own module scales too: the table's rows
+            x = table(env[op.ids]) if op.scale == 1 else torch.nn.functional.embedding(env[op.ids], table.weight) * op.scale
             if op.type_table:
                 x = x + module(op.type_table)(env[op.token_types])
             if op.at_pos:
@@ -131,7 +170,10 @@ def run_pass(net: Any, p: ops.Pass, env: Env, head_dim: int) -> Env:
             env[op.x] = x
             if op.last:
                 x = x.index_select(1, env["logit_rows"]) if "logit_rows" in env else x[:, -1:, :]
-            env[op.out] = module(op.weight)(x)
+            if op.width != x.shape[-1]:  # per head: [.., heads * width] normed as [.., heads, width]
+                env[op.out] = _norm(x.unflatten(-1, (-1, op.width)), op, module(op.weight)).flatten(-2)
+            else:
+                env[op.out] = _norm(x, op, module(op.weight))
         elif isinstance(op, ops.Linear):
             y = module(op.layer)(env[op.x])
             env[op.out] = torch.nn.functional.gelu(y) if op.gelu else y
@@ -149,12 +191,13 @@ def run_pass(net: Any, p: ops.Pass, env: Env, head_dim: int) -> Env:
         elif isinstance(op, ops.Attention):
             q = heads(op.q)
             if op.source == "cache":
-                env[op.out] = _attend(q, env[op.k], env[op.v], env["attention_bias"], head_dim)
+                bias = _windowed(env["attention_bias"], op.window) if op.window else env["attention_bias"]
+                env[op.out] = _attend(q, env[op.k], env[op.v], bias, head_dim)
             else:
                 bias = _padding_bias(env[op.mask]) if op.mask else None
                 env[op.out] = _attend(q, heads(op.k), heads(op.v), bias, head_dim)
         elif isinstance(op, ops.GatedAct):
-            env[op.gate] = {"silu": torch.nn.functional.silu}[op.act](env[op.gate]) * env[op.x]
+            env[op.gate] = _GATES[op.act](env[op.gate]) * env[op.x]
         elif isinstance(op, ops.Conv1d):
             x = env[op.x].transpose(1, 2) if op.time_major_in else env[op.x]
             y = torch.nn.functional.gelu(module(op.weight)(x)).transpose(1, 2)

@@ -11,7 +11,7 @@ requires transformers < 4.58 and does not install beside the pinned transformers
   ``attention_mask`` [1, total_sequence_length], ``position_ids`` int64 and per layer
   ``past_key_values.N.key`` / ``.value`` float32 [1, kv_heads, past_sequence_length, head_dim]
   -> ``logits`` [1, sequence_length, vocab] (every row: the graph has no ``num_logits_to_keep``)
-  and ``present.N.key`` / ``.value``, the past with the new rows appended. Llama's ``score`` pass
+  and ``present.N.key`` / ``.value``, the past with the new rows appended. The architecture's ``score`` pass
   (every row's logits) over the cache: the KvWrite op appends, the attention reads the appended
   cache under ``attention_mask`` and causality (onnx_decoder.causal_bias). transformers.js starts
   a generation with a past of length 0.
@@ -77,7 +77,7 @@ def present_names(layers: int) -> list[str]:
 
 
 def _decoder(model: Any) -> bytes:
-    """Llama's ``score`` pass over a growing cache (the module doc)."""
+    """The architecture's ``score`` pass over a growing cache (the module doc)."""
     import torch
 
     cfg = model.config

