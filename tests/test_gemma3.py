@@ -126,3 +126,28 @@ def test_the_window_is_asked_only_past_it_and_refused_by_name_where_no_lowering_
     assert by[EngineName.ORT, 4] == by[EngineName.ORT, 12] == ""
     assert "Attention.window" not in by[EngineName.HARNESS, 4]
     assert "Attention.window" in by[EngineName.HARNESS, 12] and "Norm.offset" in by[EngineName.HARNESS, 12]
+
+
+@pytest.mark.budget(90, why="Gemma 3 270M's GGUF joined and read through transformers (about 30 s here)")
+def test_the_real_gemma3_270m_is_read_offline_and_its_float64_decoder_is_pytorchs() -> None:
+    """gemma3-270m from its chunk packages: the configuration read from the GGUF (sliding layers,
+    two RoPE bases), its tokenizer's beginning-of-sequence id first in the prompt and every row
+    (and left out of the text llama.cpp tokenizes again), and the float64 decoder on the real
+    weights (norm weights as transformers stores them) against PyTorch's logits."""
+    from fixed_web_platform.models import source
+    from fixed_web_platform.workloads import DecoderWorkload
+
+    workload = DecoderWorkload.create("gemma3-270m", prompt_len=8, new_tokens=2, eval_len=12)
+    cfg, tokens = workload.config(), workload.tokens()
+    assert (cfg.layers, cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.vocab) == (18, 640, 4, 1, 256, 262144)
+    assert [i for i, s in enumerate(cfg.sliding) if not s] == [5, 11, 17]
+    assert (cfg.sliding_window, cfg.rope_local, cfg.rope_global) == (512, 10_000.0, 1_000_000.0)
+    bos = tokens.tokenizer.bos_token_id
+    assert tokens.lead == (bos,) and tokens.prompt[0] == bos and (tokens.eval_ids[:, 0] == bos).all()
+    assert tokens.text(tokens.prompt) == tokens.decode(tokens.prompt[1:])
+    loaded = source.load(source.resolve("gemma3-270m", False))
+    ids = tokens.eval_ids[0]
+    ours = GEMMA3.reference_forward(cfg, loaded.weights, {"input_ids": ids})
+    theirs = _pytorch(cfg, loaded.weights, ids)
+    assert np.abs(ours - theirs).max() <= 1e-3 * np.abs(theirs).max()
+    assert (ours.argmax(-1) == theirs.argmax(-1)).all()

@@ -267,12 +267,15 @@ export async function timingFacts({half, timed, compileMs, gpuMs, gpuNote}) {
   };
 }
 
-// The reply of a runner that stopped at `stage`: a session ORT would not make is the provider's
-// refusal (unsupported), anything later a failure.
+// The reply of a runner that stopped at `stage`: ORT's own allocator out of memory (a C++
+// std::bad_alloc: the WebAssembly memory ORT grows from inside, which the meter cannot see) is
+// out-of-memory; otherwise a session ORT would not make is the provider's refusal (unsupported),
+// anything later a failure.
 export function ortFailure(stage, e) {
   tap.stop();
-  return {status: stage === 'session' ? 'unsupported' : 'failed', stage,
-          reason: `ONNX Runtime Web ${stage}: ${errorText(e)}`};
+  const text = errorText(e);
+  const status = /std::bad_alloc/.test(text) ? 'out-of-memory' : stage === 'session' ? 'unsupported' : 'failed';
+  return {status, stage, reason: `ONNX Runtime Web ${stage}: ${text}`};
 }
 
 // A whole-model session's runs as the timing protocol takes them: `run(feeds)` counts the call

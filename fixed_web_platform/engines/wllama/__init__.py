@@ -54,7 +54,7 @@ class WllamaEngine(Engine):
             return ("",)
         formats = BITS_FORMATS.get(bits, ())
         shipped = gguf_files.shipped_format(workload.model, workload.random_weights)
-        if shipped and gguf_files.FORMATS.get(shipped) == bits:
+        if shipped and gguf_files.format_bits(shipped) == bits:
             formats = (*formats, SHIPPED)
         return formats or ("",)
 

@@ -3,8 +3,9 @@ from the local server, generates greedily from the prompt (end of sequence ignor
 engine generates the same count), then scores each evaluation row position by position.
 
 Prompts go to llama.cpp as text (wllama 3.8.1's completion rejects token-id prompts): the
-decoded ids of the model's tokenizer, which llama.cpp tokenizes again from the same GGUF
-vocabulary. The page returns how many tokens llama.cpp made of every prompt, and a count that
+decoded ids of the model's tokenizer without the special ids it puts first (Gemma's
+beginning-of-sequence id, which llama.cpp adds itself), tokenized again by llama.cpp from the
+same GGUF vocabulary. The page returns how many tokens llama.cpp made of every prompt, and a count that
 differs from the harness's makes the row invalid (the texts would not be the same tokens).
 """
 
@@ -113,7 +114,7 @@ class WllamaDecoder(KindRunner):
         prepared = await asyncio.to_thread(prepare_gguf, workload, fmt, path, as_shipped)
         tokens = prepared.tokens
         texts, length = tokens.eval_ids.shape
-        decode = tokens.decode
+        decode = tokens.text
         options: dict[str, Any] = {
             "assets": WLLAMA_ASSETS_URL,
             "model_url": GGUF_URL + path.name,
@@ -148,7 +149,7 @@ class WllamaDecoder(KindRunner):
             note = ("llama.cpp found no WebGPU device it could use and ran on its CPU backend "
                     f"({page.fallback or 'no reason logged'})")
         fmt = getattr(prepared, "weight_format", "")
-        bits = gguf_files.FORMATS.get(fmt)
+        bits = gguf_files.format_bits(fmt)
         problem = ""
         tokens = page.kind_fields.get("decoder", {}).get("engine_tokens")
         if not isinstance(tokens, dict):

@@ -45,8 +45,16 @@ HELD = HELD_FORMAT
 HELD_TYPE, HELD_BITS, HELD_BLOCK = "Q4_1", 4, 32
 """What ``held`` files are written as: the one llama.cpp type that holds any affine grid (a scale
 and an offset per block), at its bits and block."""
-FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7}
+SHIPPED_ONLY = {"Q4_K_M": 4}
+"""llama.cpp formats run as a model's package ships them (gemma3-270m's Q4_K_M), never written
+here (k-quants take llama.cpp's own search) -> the bits they stand for."""
+FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q4_K_M": 15}
 """``general.file_type`` (llama.cpp's LlamaFileType) of each format."""
+
+
+def format_bits(fmt: str) -> int | None:
+    """The bits a llama.cpp format stands for in a sweep's --bits (None: not one run here)."""
+    return FORMATS.get(fmt) or SHIPPED_ONLY.get(fmt)
 
 
 class GgufError(ValueError):
@@ -184,7 +192,7 @@ def model_file(model: str, random_weights: bool) -> Path | None:
 @functools.lru_cache(maxsize=8)
 def shipped_format(model: str, random_weights: bool) -> str:
     """The llama.cpp format the model's own GGUF file is stored in ('Q4_1'), '' for a model that
-    is not a GGUF file or whose file type is not one of ``FORMATS``."""
+    is not a GGUF file or whose file type is not one of ``FILE_TYPES``."""
     import gguf
 
     path = model_file(model, random_weights)

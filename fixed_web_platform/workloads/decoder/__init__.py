@@ -1,5 +1,5 @@
 """The ``decoder`` workload kind: a decoder LLM (an architecture whose ``kind`` is 'decoder',
-Llama today) generating greedily, timed per token, and scored teacher-forced against PyTorch fp32.
+Llama and Gemma 3) generating greedily, timed per token, and scored teacher-forced against PyTorch fp32.
 
 workload.py: the workload (model, prompt length, new tokens, evaluation texts, precision rules);
 tokens.py: the token ids of the prompt and the evaluation rows; prepared.py: a run prepared in
