@@ -72,9 +72,9 @@ def test_greedy_equals_transformers_generate_with_end_of_sequence_suppressed(tin
 
     cfg, weights = tiny
     prompt = [3, 5, 7, 11]
-    plain = reference.greedy(cfg, weights, prompt, 8)
+    plain = LLAMA.reference_greedy(cfg, weights, prompt, 8)
     eos = plain[0]  # suppress the first choice: the continuation must change
-    ours = reference.greedy(cfg, weights, prompt, 8, suppress=[eos])
+    ours = LLAMA.reference_greedy(cfg, weights, prompt, 8, suppress=(eos,))
     assert eos not in ours and ours != plain
     net = LLAMA.torch_module(cfg, weights)
     with torch.no_grad():

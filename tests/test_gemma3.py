@@ -71,7 +71,7 @@ def test_greedy_equals_transformers_generate(tiny) -> None:  # noqa: ANN001
 
     cfg, weights = tiny
     prompt = [3, 5, 7]
-    ours = reference.greedy(cfg, weights, prompt, 6)
+    ours = GEMMA3.reference_greedy(cfg, weights, prompt, 6)
     with torch.no_grad():
         out = GEMMA3.torch_module(cfg, weights).generate(torch.tensor([prompt]), max_new_tokens=6, min_new_tokens=6,
                                                          do_sample=False, eos_token_id=None, pad_token_id=0)

@@ -166,18 +166,45 @@ class Architecture(ABC):
 class DecoderArchitecture(Architecture):
     """A decoder LLM architecture (run by the ``decoder`` kind): what the kind and its engines ask
     of it beyond an architecture's graph and reference, so none of them reads one architecture's
-    modules directly."""
+    modules directly. Tensor names are Hugging Face's causal LMs' (``embedding``, ``head``); a tied
+    head is a layer of its own for precision purposes (its own copy of the embeddings)."""
 
     kind = "decoder"
+    embedding: ClassVar[str] = "model.embed_tokens.weight"
+    head: ClassVar[str] = "lm_head"
 
     @abstractmethod
     def config(self, hf_config: Any, where: str) -> DecoderConfig: ...
 
     @abstractmethod
+    def reference_step(self, cfg: Any, weights: Mapping[str, np.ndarray], ids: Any, cache: Any = None) -> Any:
+        """The float64 decoder (architectures/<name>/reference.py): the logits [len(ids), vocab] of
+        ``ids`` after ``cache``'s positions, and the cache grown by them (kv_cache.KVCache)."""
+
+    def reference_forward(self, cfg: Any, weights: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray],
+                          act_quant: ActQuant | None = None) -> np.ndarray:
+        """Logits [tokens, vocab] in float64 of one sequence (inputs: input_ids [tokens])."""
+        if act_quant:
+            raise ValueError("int8 activations are not built for decoders")
+        return self.reference_step(cfg, weights, inputs["input_ids"])[0]
+
     def reference_greedy(self, cfg: Any, weights: Mapping[str, np.ndarray], prompt: np.ndarray, new_tokens: int,
                          suppress: tuple[int, ...] = ()) -> list[int]:
         """The float64 decoder's ``new_tokens`` greedy ids after ``prompt`` through its KV cache
         (ids in ``suppress`` never chosen), as the engines generate."""
+        from .kv_cache import greedy
+
+        return greedy(lambda ids, cache: self.reference_step(cfg, weights, ids, cache), prompt, new_tokens, suppress)
+
+    def complete_weights(self, cfg: Any, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A tied head's weights are the embeddings' (checkpoints store them once)."""
+        if cfg.tied and f"{self.head}.weight" not in weights and self.embedding in weights:
+            return weights | {f"{self.head}.weight": weights[self.embedding]}
+        return weights
+
+    def linear_modules(self, module: Any) -> dict[str, Any]:
+        suffixes = tuple(s for kind, names in self.layer_kinds.items() if kind != "head" for s in names)
+        return {name: m for name, m in module.named_modules() if name == self.head or name.endswith(suffixes)}
 
     def gguf_rows(self, cfg: Any, layer: str, rows: np.ndarray) -> np.ndarray:
         """Layer ``layer``'s weight rows (one per output, in any per-row encoding) in the order

@@ -8,23 +8,11 @@ either shows as kernel error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..kv_cache import KVCache
 from .config import HEAD, Gemma3Config
-
-
-@dataclass
-class KVCache:
-    """Per layer, the normalised, rotated keys and the values so far: [kv_heads, t, head_dim]."""
-
-    keys: list[np.ndarray] = field(default_factory=list)
-    values: list[np.ndarray] = field(default_factory=list)
-
-    @property
-    def length(self) -> int:
-        return self.keys[0].shape[1] if self.keys else 0
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
@@ -105,17 +93,3 @@ def forward(cfg: Gemma3Config, weights: Mapping[str, np.ndarray], ids: Sequence[
     h = rms_norm(x, weights["model.norm.weight"], cfg.eps)
     return _linear(weights, HEAD, h), grown
 
-
-def greedy(cfg: Gemma3Config, weights: Mapping[str, np.ndarray], prompt: Sequence[int], new_tokens: int,
-           suppress: Sequence[int] = ()) -> list[int]:
-    """``new_tokens`` greedy continuations of ``prompt`` (ids in ``suppress`` never chosen),
-    through the KV cache as the engines run it."""
-    logits, cache = forward(cfg, weights, prompt)
-    out: list[int] = []
-    for _ in range(new_tokens):
-        last = logits[-1].copy()
-        last[list(suppress)] = -np.inf
-        out.append(int(np.argmax(last)))
-        if len(out) < new_tokens:
-            logits, cache = forward(cfg, weights, [out[-1]], cache)
-    return out

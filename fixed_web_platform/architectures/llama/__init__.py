@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import ActQuant, DecoderArchitecture
+from ..base import DecoderArchitecture
+from ..kv_cache import KVCache
 from ..ops import Graph
 from . import graph, reference
 from .config import ATTENTION_LINEARS, FFN_LINEARS, HEAD, LlamaConfig
@@ -94,25 +95,12 @@ class Llama(DecoderArchitecture):
                 out[name] = (rng.standard_normal((layer.n, layer.k)) * init_range).astype(np.float32)
         return out
 
-    def complete_weights(self, cfg: LlamaConfig, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """A tied head's weights are the embeddings' (checkpoints store them once)."""
-        if cfg.tied and f"{HEAD}.weight" not in weights and "model.embed_tokens.weight" in weights:
-            return weights | {f"{HEAD}.weight": weights["model.embed_tokens.weight"]}
-        return weights
-
     def torch_module(self, cfg: LlamaConfig, weights: Mapping[str, np.ndarray]) -> Any:
         return llama_module(cfg, weights)
 
-    def reference_forward(self, cfg: LlamaConfig, weights: Mapping[str, np.ndarray],
-                          inputs: Mapping[str, np.ndarray], act_quant: ActQuant | None = None) -> np.ndarray:
-        """Logits [tokens, vocab] in float64 of one sequence (inputs: input_ids [tokens])."""
-        if act_quant:
-            raise ValueError("int8 activations are not built for decoders")
-        return reference.forward(cfg, weights, inputs["input_ids"])[0]
-
-    def reference_greedy(self, cfg: LlamaConfig, weights: Mapping[str, np.ndarray], prompt: np.ndarray,
-                         new_tokens: int, suppress: tuple[int, ...] = ()) -> list[int]:
-        return reference.greedy(cfg, weights, prompt, new_tokens, suppress)
+    def reference_step(self, cfg: LlamaConfig, weights: Mapping[str, np.ndarray], ids: Any,
+                       cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
+        return reference.forward(cfg, weights, ids, cache)
 
     def gguf_rows(self, cfg: LlamaConfig, layer: str, rows: np.ndarray) -> np.ndarray:
         """Query and key rows interleaved per head (convert_hf_to_gguf's ``permute`` of each head's
@@ -121,11 +109,6 @@ class Llama(DecoderArchitecture):
         if heads is None:
             return rows
         return rows.reshape(heads, 2, rows.shape[0] // heads // 2, -1).swapaxes(1, 2).reshape(rows.shape)
-
-    def linear_modules(self, module: Any) -> dict[str, Any]:
-        modules = dict(module.named_modules())
-        return {name: modules[name] for name in modules
-                if name == HEAD or name.endswith(tuple(ATTENTION_LINEARS + FFN_LINEARS))}
 
 
 LLAMA = Llama()

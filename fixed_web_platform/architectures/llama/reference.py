@@ -10,23 +10,11 @@ the cache of what came before, and returns their logits and the cache grown by t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..kv_cache import KVCache
 from .config import HEAD, LlamaConfig
-
-
-@dataclass
-class KVCache:
-    """Per layer, the rotated keys and the values of every position so far: [kv_heads, t, head_dim]."""
-
-    keys: list[np.ndarray] = field(default_factory=list)
-    values: list[np.ndarray] = field(default_factory=list)
-
-    @property
-    def length(self) -> int:
-        return self.keys[0].shape[1] if self.keys else 0
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
@@ -94,17 +82,3 @@ def forward(cfg: LlamaConfig, weights: Mapping[str, np.ndarray], ids: Sequence[i
     h = rms_norm(x, weights["model.norm.weight"], cfg.eps)
     return _linear(weights, HEAD, h), grown
 
-
-def greedy(cfg: LlamaConfig, weights: Mapping[str, np.ndarray], prompt: Sequence[int], new_tokens: int,
-           suppress: Sequence[int] = ()) -> list[int]:
-    """``new_tokens`` greedy continuations of ``prompt`` (ids in ``suppress``, e.g. end of sequence,
-    never chosen), through the KV cache as the engines run it."""
-    logits, cache = forward(cfg, weights, prompt)
-    out: list[int] = []
-    for _ in range(new_tokens):
-        last = logits[-1].copy()
-        last[list(suppress)] = -np.inf
-        out.append(int(np.argmax(last)))
-        if len(out) < new_tokens:
-            logits, cache = forward(cfg, weights, [out[-1]], cache)
-    return out

@@ -33,20 +33,11 @@ import numpy as np
 
 from ...architectures import ops
 
-SUPPORTS = frozenset({
-    "Embed", "Embed.positions", "Embed.at_pos", "Embed.token_types", "Embed.scale",
-    "Norm", "Norm.kind=layer", "Norm.kind=rms", "Norm.bias", "Norm.residual", "Norm.last", "Norm.offset",
-    "Linear", "Linear.gelu",
-    "Rope", "KvWrite",
-    "Attention", "Attention.source=self", "Attention.source=cache", "Attention.source=cross", "Attention.mask",
-    "Attention.window",
-    "GatedAct", "GatedAct.act=silu", "GatedAct.act=gelu_tanh",
-    "Conv1d", "Conv1d.positions", "Conv1d.time_major_in",
-    "Pool",
-    "Argmax", "Argmax.suppress_from", "Argmax.begin",
-})
+SUPPORTS = (ops.BASE_NEEDS - {"LogMel"}) | {"Embed.scale", "Norm.offset", "Attention.window", "GatedAct.act=gelu_tanh"}
 """What ``run_pass`` runs (architectures/ops.py ``needs``; the plan refuses a run whose graph needs
-more): every op but the log-mel front end, whose features ORT's speech page is given."""
+more): every op but the log-mel front end, whose features ORT's speech page is given, and Gemma
+3's (a scaled embedding, offset and per-head norms, a sliding window, GELU-tanh gating)."""
+
 Env = dict[str, Any]
 HEADS = ":heads"
 """A value held as [batch, heads, rows, head_dim] (RoPE's q and k, as transformers holds them):

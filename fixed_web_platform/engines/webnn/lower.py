@@ -29,19 +29,10 @@ from typing import Any
 
 from ...architectures import ops
 
-SUPPORTS = frozenset({
-    "Embed", "Embed.positions", "Embed.at_pos", "Embed.token_types",
-    "Norm", "Norm.kind=layer", "Norm.kind=rms", "Norm.bias", "Norm.residual", "Norm.last",
-    "Linear", "Linear.gelu",
-    "Rope", "KvWrite",
-    "Attention", "Attention.source=self", "Attention.source=cache", "Attention.source=cross", "Attention.mask",
-    "GatedAct", "GatedAct.act=silu",
-    "Conv1d", "Conv1d.positions", "Conv1d.time_major_in",
-    "Pool",
-    "Argmax", "Argmax.suppress_from", "Argmax.begin",
-})
+SUPPORTS = ops.BASE_NEEDS - {"LogMel"}
 """What the WebNN pages build (architectures/ops.py ``needs``; the plan refuses a run whose graph
 needs more): every op but the log-mel front end, whose features the speech page is given."""
+
 CACHE_MODES = ("", "pad", "write")
 CACHE = "cache."
 """Cache values are named ``cache.<slot>`` (architectures/ops.py); the graph's inputs and outputs

@@ -24,20 +24,10 @@ from ...models.rules import LayerPrecision
 from . import kernels as wgsl
 from .linear import BIAS_BINDING, OPS_SHADERS, dequantize_program, prologue, variants
 
-SUPPORTS = frozenset({
-    "Embed", "Embed.positions", "Embed.at_pos", "Embed.token_types",
-    "Norm", "Norm.kind=layer", "Norm.kind=rms", "Norm.bias", "Norm.residual", "Norm.last",
-    "Linear", "Linear.gelu",
-    "Rope", "KvWrite",
-    "Attention", "Attention.source=self", "Attention.source=cache", "Attention.source=cross", "Attention.mask",
-    "GatedAct", "GatedAct.act=silu",
-    "Conv1d", "Conv1d.positions", "Conv1d.time_major_in",
-    "Pool",
-    "Argmax", "Argmax.suppress_from", "Argmax.begin",
-    "LogMel",
-})
+SUPPORTS = ops.BASE_NEEDS
 """What this lowering turns into kernel steps (architectures/ops.py ``needs``; the plan refuses a
 run whose graph needs more)."""
+
 WORKGROUP = 64
 """Workgroup size of the model kernels (one invocation per row or value) and of {WORKGROUP} reductions."""
 ZEROS = "zeros"
