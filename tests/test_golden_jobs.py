@@ -1,7 +1,7 @@
 """The jobs the harness's own engines build for the three model kinds, held as golden files.
 
 Each case builds one job, with no browser, for a tiny random-weight model of an architecture
-(BERT, Llama, Whisper) on the harness's WGSL steps or WebNN graphs. The job's page part is
+(BERT, Llama, Gemma 3 with its sliding window in play, Whisper) on the harness's WGSL steps or WebNN graphs. The job's page part is
 compared with tests/fixtures/golden_jobs/<case>.json: the runner, the bindings, the outputs, the
 engine's options (the step lists, the graph descriptions) and a digest of every tensor's bytes.
 A change to how a forward pass is written down (the op graph and its lowerings) must leave these
@@ -23,6 +23,7 @@ import pytest
 from golden import check_golden
 from speech_models import tiny_whisper
 from test_decoder import tiny_hf_config
+from test_gemma3 import tiny_gemma_config
 from test_transformersjs import tiny_bert
 from test_webnn_precision import CHROMIUM_LIMITS
 
@@ -94,21 +95,27 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     llama = root / "tiny-llama"
     tiny_hf_config(vocab_size=30522, hidden_size=32, intermediate_size=64,
                    max_position_embeddings=64).save_pretrained(llama)
+    gemma = root / "tiny-gemma3"
+    tiny_gemma_config(vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, layer_types=["sliding_attention", "full_attention"]).save_pretrained(gemma)
     return {
         "root": str(root),
         "encoder": EncoderWorkload.create(str(bert), batch_size=2, seq_len=8, random_weights=True),
         "decoder": DecoderWorkload.create(str(llama), prompt_len=6, new_tokens=3, eval_len=8, random_weights=True),
+        "gemma3": DecoderWorkload.create(str(gemma), prompt_len=6, new_tokens=3, eval_len=8, random_weights=True),
         "speech": SpeechWorkload.from_options(str(tiny_whisper(root / "tiny-whisper")), clips=1, max_tokens=4),
     }
 
 
-CASES = {  # case -> (kind, platform, bits, act_bits, precision mode)
+CASES = {  # case -> (model: the ``models`` fixture's key, platform, bits, act_bits, precision mode)
     "encoder-webgpu-w4": ("encoder", Platform.WEBGPU, 4, 32, PrecisionMode.STANDARD),
     "encoder-webgpu-w8a8": ("encoder", Platform.WEBGPU, 8, 8, PrecisionMode.STANDARD),
     "encoder-webnn-w4": ("encoder", Platform.WEBNN, 4, 32, PrecisionMode.EXPERIMENTAL),
     "encoder-webnn-w8a8": ("encoder", Platform.WEBNN, 8, 8, PrecisionMode.STANDARD),
     "decoder-webgpu-w4": ("decoder", Platform.WEBGPU, 4, 32, PrecisionMode.STANDARD),
     "decoder-webnn-w4": ("decoder", Platform.WEBNN, 4, 32, PrecisionMode.EXPERIMENTAL),
+    "gemma3-webgpu-w4": ("gemma3", Platform.WEBGPU, 4, 32, PrecisionMode.STANDARD),
+    "gemma3-webnn-w8": ("gemma3", Platform.WEBNN, 8, 32, PrecisionMode.STANDARD),
     "speech-webgpu-w4": ("speech", Platform.WEBGPU, 4, 32, PrecisionMode.STANDARD),
     "speech-webnn-w4": ("speech", Platform.WEBNN, 4, 32, PrecisionMode.EXPERIMENTAL),
 }
@@ -116,8 +123,8 @@ CASES = {  # case -> (kind, platform, bits, act_bits, precision mode)
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_job_is_the_golden_one(case: str, models: dict[str, Any]) -> None:
-    kind, platform, bits, act_bits, mode = CASES[case]
-    plan = build_plan([BrowserName.CHROME], [platform], [models[kind]], [bits], engines=[EngineName.HARNESS],
+    model, platform, bits, act_bits, mode = CASES[case]
+    plan = build_plan([BrowserName.CHROME], [platform], [models[model]], [bits], engines=[EngineName.HARNESS],
                       act_bits=[act_bits], precision_mode=mode)
     (run,) = [r for r in plan if r.act_bits == act_bits]
     job = asyncio.run(build_job(run, TimingConfig(), Chromium()))
@@ -147,3 +154,22 @@ def test_a_graph_that_skips_or_invents_a_linear_layer_is_refused() -> None:
         ops.Graph({"forward": skipped}).check(names)
     with pytest.raises(ValueError, match="unknown .*attention.self.key"):
         graph.check([n for n in names if not n.endswith("attention.self.key")])
+
+
+def test_a_tensor_past_the_adapters_binding_limit_is_refused_before_the_page(models: dict[str, Any]) -> None:
+    """The harness's kernels bind each tensor whole (engines/registry.py buffer_limit_refusal): a
+    model whose embedding table passes maxStorageBufferBindingSize (Gemma 3 270M's float32 table is
+    671,088,640 bytes; Firefox's limit is 134,217,728) is refused before any page loads, naming the
+    tensor and the limit; under the limit the same job is built."""
+    from fixed_web_platform.engines.base import Refusal
+
+    class Narrow(Chromium):
+        async def adapter_limits(self) -> dict[str, int]:
+            return {"maxBufferSize": 1 << 30, "maxStorageBufferBindingSize": 1 << 20}
+
+    (run,) = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [models["gemma3"]], [4], engines=[EngineName.HARNESS])
+    refused = asyncio.run(build_job(run, TimingConfig(), Narrow()))
+    assert isinstance(refused, Refusal), refused
+    assert "model.embed_tokens.weight (3,906,816 bytes)" in refused.reason, refused.reason
+    assert "maxStorageBufferBindingSize 1,048,576" in refused.reason, refused.reason
+    assert isinstance(asyncio.run(build_job(run, TimingConfig(), Chromium())), EngineJob)

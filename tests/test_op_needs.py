@@ -19,10 +19,6 @@ from fixed_web_platform.workloads import DecoderWorkload
 SHAPES = {"encoder": dict(batch=1, seq=4), "decoder": dict(prompt_len=2, eval_len=3, context=8), "speech": {}}
 
 
-LOWERED_ONLY_BY = {"gemma3": {EngineName.ORT, EngineName.TRANSFORMERSJS}}
-"""Architectures whose new ops not every engine lowers yet (the others' runs are refused in the plan)."""
-
-
 def _graph(arch):  # noqa: ANN001, ANN202
     hf = tiny_gemma_config(sliding_window=16) if arch.name == "gemma3" else arch.default_hf_config(arch.config_only[0])
     return arch.graph(arch.config(hf, "test"), **SHAPES[arch.kind])
@@ -34,8 +30,7 @@ def test_each_lowering_declares_every_need_of_the_graphs_it_runs_today(key) -> N
     """A declaration that forgot an op a built-in architecture uses would refuse its runs."""
     runner = RUNS[key]
     for arch in (a for a in ARCHITECTURES if a.kind == key[2]):
-        missing = _graph(arch).needs(runner.lowered_passes) - runner.supports
-        assert bool(missing) == (key[0] not in LOWERED_ONLY_BY.get(arch.name, set(EngineName))), (arch.name, missing)
+        assert not _graph(arch).needs(runner.lowered_passes) - runner.supports, arch.name
 
 
 def test_a_need_names_the_op_its_choices_and_only_the_options_set() -> None:

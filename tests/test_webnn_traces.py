@@ -50,8 +50,8 @@ def trace(job: EngineJob, folder: Path) -> dict[str, Any]:
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (scripts/setup.sh installs it)")
 @pytest.mark.parametrize("case", WEBNN)
 def test_webnn_graphs_are_the_golden_ones(case: str, models: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
-    kind, platform, bits, act_bits, mode = CASES[case]
-    plan = build_plan([BrowserName.CHROME], [platform], [models[kind]], [bits], engines=[EngineName.HARNESS],
+    model, platform, bits, act_bits, mode = CASES[case]
+    plan = build_plan([BrowserName.CHROME], [platform], [models[model]], [bits], engines=[EngineName.HARNESS],
                       act_bits=[act_bits], precision_mode=mode)
     (run,) = [r for r in plan if r.act_bits == act_bits]
     job = asyncio.run(build_job(run, ONCE, Chromium()))

@@ -236,6 +236,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         notes.append(f"kernel tolerance {tolerance:.3g} ({prepared.tolerance_basis})")
     heaps = [p.js_heap_bytes for p in pages if p.js_heap_bytes is not None]
     weight_f32 = prepared.weight_bytes_f32
+    precision_figures = getattr(prepared, "precision_figures", None)
     row = base.with_fields(
         outcome=outcome,
         reason="; ".join(notes),
@@ -279,6 +280,7 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         threads=first.threads,
         engine_version=first.engine_version,
         **prepared.figures(parsed[0], stats.median),
+        **(precision_figures(outs[0], ran.compute_dtype) if precision_figures else {}),
         **steady_fields(series),
         **kind.speed_figures(run.workload, [s.iterations(kind) for s in series]),
     )

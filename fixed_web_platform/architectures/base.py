@@ -20,6 +20,11 @@ import numpy as np
 
 ActQuant = dict[str, tuple]
 """Layer name -> (scale, zero point) of its int8 input; layers not named keep float inputs."""
+DECODER_ATTENTION_LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
+DECODER_FFN_LINEARS = ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+DECODER_HEAD = "lm_head"
+"""A Hugging Face causal LM's linear layers by role (each layer's name after ``model.layers.<i>.``)."""
+
 OUTPUT_QUANT = ":output"
 """An ActQuant key ``<layer>:output`` -> (scale, zero point, output channels kept in float)
 quantizes that layer's x @ W^T (before its bias) to int8 too: the WebNN form whose output goes
@@ -171,7 +176,20 @@ class DecoderArchitecture(Architecture):
 
     kind = "decoder"
     embedding: ClassVar[str] = "model.embed_tokens.weight"
-    head: ClassVar[str] = "lm_head"
+    head: ClassVar[str] = DECODER_HEAD
+    layer_kinds: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "attention": DECODER_ATTENTION_LINEARS, "ffn": DECODER_FFN_LINEARS, "head": (DECODER_HEAD,)}
+    layer_labels: ClassVar[Mapping[str, str]] = {
+        "self_attn.q_proj": "query projections (q_proj)",
+        "self_attn.k_proj": "key projections (k_proj)",
+        "self_attn.v_proj": "value projections (v_proj)",
+        "self_attn.o_proj": "attention outputs (o_proj)",
+        "mlp.gate_proj": "FFN gates (gate_proj)",
+        "mlp.up_proj": "FFN up (up_proj)",
+        "mlp.down_proj": "FFN down (down_proj)",
+        "lm_head": "LM head (lm_head)",
+    }
+    role_labels: ClassVar[Mapping[str, str]] = {"attention": "attention", "ffn": "FFN", "head": "LM head"}
 
     @abstractmethod
     def config(self, hf_config: Any, where: str) -> DecoderConfig: ...

@@ -224,20 +224,21 @@ class LogMel:
 Op = Embed | Norm | Linear | Rope | KvWrite | Attention | GatedAct | Conv1d | Pool | Argmax | LogMel
 
 BASE_NEEDS = frozenset({
-    "Embed", "Embed.positions", "Embed.at_pos", "Embed.token_types",
-    "Norm", "Norm.kind=layer", "Norm.kind=rms", "Norm.bias", "Norm.residual", "Norm.last",
+    "Embed", "Embed.positions", "Embed.at_pos", "Embed.token_types", "Embed.scale",
+    "Norm", "Norm.kind=layer", "Norm.kind=rms", "Norm.bias", "Norm.residual", "Norm.last", "Norm.offset",
     "Linear", "Linear.gelu",
     "Rope", "KvWrite",
     "Attention", "Attention.source=self", "Attention.source=cache", "Attention.source=cross", "Attention.mask",
-    "GatedAct", "GatedAct.act=silu",
+    "Attention.window",
+    "GatedAct", "GatedAct.act=silu", "GatedAct.act=gelu_tanh",
     "Conv1d", "Conv1d.positions", "Conv1d.time_major_in",
     "Pool",
     "Argmax", "Argmax.suppress_from", "Argmax.begin",
     "LogMel",
 })
-"""Every op and op parameter BERT's, Llama's and Whisper's graphs ask: what each engine's lowering
-ran when lowerings first declared theirs (``SUPPORTS``: this, less what one lacks, plus what one
-adds)."""
+"""Every op and op parameter the built-in architectures' graphs (BERT, Llama, Gemma 3, Whisper) ask,
+which every engine's lowering runs but where its ``SUPPORTS`` says otherwise (this, less what one
+lacks, plus what one adds)."""
 
 
 def needs(op: Op) -> list[str]:

@@ -62,7 +62,8 @@ class EngineJob:
     largest_constant: tuple[str, int] = ("", 0)
     """The largest constant of the model the page loads (name, bytes), for engines that hold each
     in one WebGPU buffer (ONNX Runtime's provider: measured, the largest buffer is the largest
-    initializer); ('', 0) where the engine splits or checks its own (the harness's kernels)."""
+    initializer; the harness's step-list kernels, which bind it whole too: ``binds_whole``), checked
+    against the adapter's limits before the page; ('', 0) where the page checks its own."""
     graph_form: str = ""
     """The graph form the page builds (the harness's WebNN graphs), for the row; '' for one form."""
     layers_asked: tuple[Any, ...] = ()
@@ -166,6 +167,9 @@ class KindRunner(ABC):
     supports: ClassVar[frozenset[str] | None] = None
     """What its lowering of an architecture's op graph runs (architectures/ops.py ``needs``: ops and
     op parameters), declared by the lowering module; None for a runner that lowers no graph."""
+    binds_whole: ClassVar[bool] = False
+    """Its kernels bind each constant whole, so none may pass maxStorageBufferBindingSize
+    (registry.buffer_limit_refusal)."""
     lowered_passes: ClassVar[tuple[str, ...] | None] = None
     """The graph's passes it lowers (None: every one; a page that gets its features another way
     lowers no ``frontend``)."""

@@ -147,23 +147,26 @@ async def build_job(run: RunSpec, timing: TimingConfig, browser: BrowserFacts) -
         return Refusal(Outcome.UNSUPPORTED, why)
     job = await runner.job(engine, run, timing, browser)
     if isinstance(job, EngineJob) and run.platform is Platform.WEBGPU and job.largest_constant[1]:
-        too_large = buffer_limit_refusal(job.largest_constant, await browser.adapter_limits())
+        too_large = buffer_limit_refusal(job.largest_constant, await browser.adapter_limits(), runner.binds_whole)
         if too_large:
             return Refusal(Outcome.UNSUPPORTED, f"{run.engine} on WebGPU: {too_large}")
     return job
 
 
-def buffer_limit_refusal(constant: tuple[str, int], limits: Mapping[str, int]) -> str:
+def buffer_limit_refusal(constant: tuple[str, int], limits: Mapping[str, int], binds_whole: bool = False) -> str:
     """Why a model whose largest constant is ``constant`` (name, bytes) cannot load on an adapter
     with ``limits``, or '': no WebGPU buffer may exceed maxBufferSize (the WebGPU spec's
-    createBuffer rule). maxStorageBufferBindingSize is not a refusal: ONNX Runtime binds a larger
+    createBuffer rule), and an engine that ``binds_whole`` buffers (the harness's kernels) none
+    past maxStorageBufferBindingSize. For ONNX Runtime that is not a refusal: it binds a larger
     buffer in segments (measured: a 163,840,000-byte MatMul weight and Gather table ran right on
     Firefox's 134,217,728-byte binding limit; docs/concepts/memory.md)."""
     name, size = constant
-    limit = limits.get("maxBufferSize")
-    if limit and size > limit:
-        return (f"its largest constant, {name} ({size:,} bytes), exceeds the adapter's maxBufferSize "
-                f"{limit:,}: no WebGPU buffer can hold it")
+    for limit_name in ("maxBufferSize", *(("maxStorageBufferBindingSize",) if binds_whole else ())):
+        limit = limits.get(limit_name)
+        if limit and size > limit:
+            return (f"its largest constant, {name} ({size:,} bytes), exceeds the adapter's {limit_name} {limit:,}"
+                    + (": no WebGPU buffer can hold it" if limit_name == "maxBufferSize" else
+                       ": the harness's kernels bind each tensor whole"))
     return ""
 
 

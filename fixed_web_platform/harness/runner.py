@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import prepared_caches
 from ..analysis.measurement import measured_row
 from ..browsers import (
     BrowserSession,
@@ -411,6 +412,7 @@ async def run_sweep(
     rows: list[ResultRow] = []
     total = len(plan)
     queue = collections.deque(plan)
+    done: list[RunSpec] = []
     overlap = Overlap()
     browsers = list(dict.fromkeys(r.browser for r in plan))
     resolved = dict(zip(browsers, await asyncio.gather(
@@ -421,6 +423,9 @@ async def run_sweep(
         try:
             while queue:
                 run = queue.popleft()
+                if prepared_caches.configuration(run) != prepared_caches.configuration(done[-1] if done else run):
+                    prepared_caches.release()  # one configuration's preparation held at a time
+                done.append(run)
                 if options.progress:
                     options.progress.started(run, len(rows) + 1, total)
                 found = resolved[run.browser]

@@ -141,7 +141,9 @@ class Prepared(Protocol):
 
     def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
         """The kind's own measured figures of the row (its declared columns), from the page's
-        outputs (checked, by name)."""
+        outputs (checked, by name). A kind may also have ``precision_figures(judged,
+        compute_dtype)``: figures that depend on the arithmetic that ran (a decoder's float16
+        overflow)."""
 
     def output_arrays(self, outputs: Mapping[str, np.ndarray]) -> SavedOutputs:
         """What outputs/<run_id> holds ({} or []: nothing saved)."""

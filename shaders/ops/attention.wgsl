@@ -6,7 +6,7 @@
 //   0 self:  the SEQ rows of the query's own sequence (rows are sequences of SEQ), a key whose
 //            aux (the padding mask) is 0 masked with -1e30;
 //   1 cache: the KV cache's positions 0 .. aux[0] + row (causal; aux[0] the position the cache
-//            had reached before this pass);
+//            had reached before this pass), with a WINDOW only the last WINDOW of them;
 //   2 cross: all KEYS rows (the encoder's keys and values).
 // HEAD_DIM is filled in by Python (a multiple of 4).
 override ROWS: u32;
@@ -15,6 +15,7 @@ override KV_HEADS: u32;
 override SOURCE: u32;
 override SEQ: u32 = 1u;
 override KEYS: u32 = 0u;
+override WINDOW: u32 = 0u;
 const HEAD_DIM: u32 = {HEAD_DIM}u;
 const D4: u32 = HEAD_DIM / 4u;
 const MASKED: f32 = -1e30;
@@ -32,6 +33,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     count = SEQ;
   } else if (SOURCE == 1u) {
     count = aux[0] + r + 1u;
+    if (WINDOW > 0u && count > WINDOW) {
+      key0 = count - WINDOW;
+      count = WINDOW;
+    }
   }
   let scale = 1.0 / sqrt(f32(HEAD_DIM));
   var qi: array<vec4<f32>, D4>;

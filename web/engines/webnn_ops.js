@@ -12,6 +12,20 @@ export const MASKED = -1e30;  // an additive attention mask's value for a positi
 // [rows, n * d] -> [n, rows, d]
 const splitHeads = (b, x, rows, n, d) => b.transpose(b.reshape(x, [rows, n, d]), {permutation: [1, 0, 2]});
 
+// A sliding window's additive mask (Gemma's local layers): a row at position p sees keys
+// p - window < key <= p. Writing one row: the row of a [C, C] table at the `position` input;
+// from position 0: a [rows, rows] constant. Built once per graph and window.
+function windowMask(b, op, env) {
+  const name = `attention.window.${op.window}`;
+  if (env[name]) return env[name];
+  const at = Boolean(env.position), n = at ? op.keys : op.rows;
+  const table = new Float32Array(n * n).fill(MASKED);
+  for (let p = 0; p < n; p++) table.fill(0, p * n + Math.max(0, p - op.window + 1), p * n + p + 1);
+  const t = b.constant({dataType: 'float32', shape: [n, n]}, table);
+  env[name] = at ? b.gather(t, env.position, {axis: 0}) : t;
+  return env[name];
+}
+
 const OPS = {
   Input(b, op, env, h) { env[op.value] = h.input(op.name, op.dtype, op.shape); },
 
@@ -26,16 +40,15 @@ const OPS = {
 
   // Where a pass over a KV cache is: from position 0 (a causal mask, the RoPE tables' first rows)
   // or one row at the `position` input (its `mask` over the cache [1, C] and one-hot `slot`
-  // [1, C, 1] are inputs too).
+  // [1, C, 1] are inputs too). Each RoPE table (`ropes`: Gemma has one per base) by its name.
   Positions(b, op, env, h) {
     const at = op.cache === 'write';
     if (at) env.position = h.input('position', 'int32', [1]);
-    if (op.rope) {
-      const {cos, sin, half} = op.rope;
-      for (const [name, table] of [['rope.cos', cos], ['rope.sin', sin]]) {
+    for (const {cos, sin, half} of op.ropes) {
+      for (const table of [cos, sin]) {
         const t = h.param(table, [op.context, half]);
-        env[name] = b.reshape(at ? b.gather(t, env.position, {axis: 0}) : b.slice(t, [0, 0], [op.rows, half]),
-                              [op.rows, 1, half]);
+        env[table] = b.reshape(at ? b.gather(t, env.position, {axis: 0}) : b.slice(t, [0, 0], [op.rows, half]),
+                               [op.rows, 1, half]);
       }
     }
     if (at) {
@@ -59,23 +72,33 @@ const OPS = {
     }
     const type = op.token_types ? h.param(op.type_table, [op.type_vocab, op.width]) : null;
     let e = b.gather(word, env[op.ids], {axis: 0});
+    if (op.scale !== 1) e = b.mul(e, h.scalar(op.scale));
     if (position) e = b.add(e, position);
     if (type) e = b.add(e, b.gather(type, env[op.token_types], {axis: 0}));
     env[op.out] = b.reshape(e, [op.rows, op.width]);
   },
 
+  // Over rows of `width` values: a value of several heads ([rows, heads * D], Gemma's query and key
+  // norms) is normed as [rows * heads, D] and keeps its shape.
   Norm(b, op, env, h) {
     let x = op.residual ? b.add(env[op.x], env[op.residual]) : env[op.x];
     if (op.residual) env[op.x] = x;
+    const shape = x.shape;
+    const perHead = shape[shape.length - 1] !== op.width;
+    if (perHead) x = b.reshape(x, [op.rows, op.width]);
     if (op.last) x = b.slice(x, [op.rows - 1, 0], [1, op.width]);
+    const weight = () => {  // Gemma's norms scale by (1 + weight)
+      const w = h.param(op.weight, [op.width]);
+      return op.offset ? b.add(w, h.scalar(op.offset)) : w;
+    };
+    let y;
     if (op.kind === 'layer') {
-      env[op.out] = b.layerNormalization(x, {
-        scale: h.param(op.weight, [op.width]), bias: h.param(op.bias, [op.width]), axes: [1], epsilon: op.eps,
-      });
+      y = b.layerNormalization(x, {scale: weight(), bias: h.param(op.bias, [op.width]), axes: [1], epsilon: op.eps});
     } else {  // rms: x / sqrt(mean(x^2) + eps) * weight
       const meanSquare = b.reduceMean(b.mul(x, x), {axes: [1], keepDimensions: true});
-      env[op.out] = b.mul(b.div(x, b.sqrt(b.add(meanSquare, h.scalar(op.eps)))), h.param(op.weight, [op.width]));
+      y = b.mul(b.div(x, b.sqrt(b.add(meanSquare, h.scalar(op.eps)))), weight());
     }
+    env[op.out] = perHead ? b.reshape(y, shape) : y;
   },
 
   Linear(b, op, env, h) {
@@ -86,7 +109,7 @@ const OPS = {
   // q and k [rows, n * D] rotated pairwise (i, i + D/2) per head: [rows, n, D].
   Rope(b, op, env) {
     const half = op.head_dim / 2;
-    const cos = env['rope.cos'], sin = env['rope.sin'];
+    const cos = env[op.cos], sin = env[op.sin];
     const rotate = (x, n) => {
       const x3 = b.reshape(x, [op.rows, n, op.head_dim]);
       const x1 = b.slice(x3, [0, 0, 0], [op.rows, n, half]);
@@ -151,7 +174,8 @@ const OPS = {
       b.reshape(b.transpose(b.reshape(env[op.q], [rows, KVH, G, D]), {permutation: [1, 2, 0, 3]}), [KVH, G * rows, D]);
     let scores = b.mul(b.matmul(q, b.transpose(k, {permutation: [0, 2, 1]})), h.scalar(1 / Math.sqrt(D)));
     if (op.source === 'cache') {
-      scores = b.add(G === 1 ? scores : b.reshape(scores, [KVH, G, rows, keys]), env['attention.mask']);
+      const mask = op.window ? windowMask(b, op, env) : env['attention.mask'];
+      scores = b.add(G === 1 ? scores : b.reshape(scores, [KVH, G, rows, keys]), mask);
     }
     const probs = b.reshape(b.softmax(b.reshape(scores, [KVH * G * rows, keys]), 1), [KVH, G * rows, keys]);
     const ctx = b.matmul(probs, v);
@@ -159,10 +183,19 @@ const OPS = {
       b.reshape(b.transpose(b.reshape(ctx, [KVH, G, rows, D]), {permutation: [2, 0, 1, 3]}), [rows, op.width]);
   },
 
-  GatedAct(b, op, env) {
-    if (op.act !== 'silu') throw new Error(`no WebNN lowering of a ${op.act} gate here yet`);
+  GatedAct(b, op, env, h) {
     const gate = env[op.gate];
-    env[op.gate] = b.mul(b.mul(gate, b.sigmoid(gate)), env[op.x]);
+    let act;
+    if (op.act === 'silu') {
+      act = b.mul(gate, b.sigmoid(gate));
+    } else if (op.act === 'gelu_tanh') {  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+      const inner = b.mul(b.add(gate, b.mul(b.mul(b.mul(gate, gate), gate), h.scalar(0.044715))),
+                          h.scalar(Math.sqrt(2 / Math.PI)));
+      act = b.mul(b.mul(gate, h.scalar(0.5)), b.add(b.tanh(inner), h.scalar(1)));
+    } else {
+      throw new Error(`no WebNN lowering of a ${op.act} gate`);
+    }
+    env[op.gate] = b.mul(act, env[op.x]);
   },
 
   // x [1, channels_in, 1, frames_in] (NCHW) -> gelu(conv2d(kernel 1 x 3, padding 1, stride) + bias);

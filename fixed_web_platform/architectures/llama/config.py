@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..base import DECODER_ATTENTION_LINEARS as ATTENTION_LINEARS
+from ..base import DECODER_FFN_LINEARS as FFN_LINEARS
+from ..base import DECODER_HEAD as HEAD
 from ..base import LinearLayer
 
-ATTENTION_LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
-FFN_LINEARS = ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
-HEAD = "lm_head"
 SUPPORTED_ACTIVATIONS = ("silu",)
 SUPPORTED_ROPE = ("default",)
 

@@ -36,6 +36,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from ...prepared_caches import per_configuration
 from . import onnx_export
 from .onnx_linears import RewrittenGraph, require_unsigned, rewrite_graph
 from .torch_ops import caches, pass_module, present
@@ -148,7 +149,7 @@ def suppressed(prepared: Any) -> int:
     return int(eos[0]) if eos else -1
 
 
-@functools.lru_cache(maxsize=2)
+@per_configuration(maxsize=2)
 def decoder_model(prepared: Any) -> DecoderModel:
     """The run's ONNX decoder for a workloads.decoder.prepared.PreparedDecoder (prepared unsigned)."""
     return rewrite(export_fp32(prepared.held.model, suppressed(prepared)), prepared.held)

@@ -33,10 +33,9 @@ import numpy as np
 
 from ...architectures import ops
 
-SUPPORTS = (ops.BASE_NEEDS - {"LogMel"}) | {"Embed.scale", "Norm.offset", "Attention.window", "GatedAct.act=gelu_tanh"}
+SUPPORTS = ops.BASE_NEEDS - {"LogMel"}
 """What ``run_pass`` runs (architectures/ops.py ``needs``; the plan refuses a run whose graph needs
-more): every op but the log-mel front end, whose features ORT's speech page is given, and Gemma
-3's (a scaled embedding, offset and per-head norms, a sliding window, GELU-tanh gating)."""
+more): every op but the log-mel front end, whose features ORT's speech page is given."""
 
 Env = dict[str, Any]
 HEADS = ":heads"

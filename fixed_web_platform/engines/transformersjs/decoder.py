@@ -17,7 +17,6 @@ dtype, loaded by its ``text-generation`` pipeline.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...page_protocol import PageReply
+from ...prepared_caches import per_configuration
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ...run_spec import RunSpec
 from ...workloads.decoder import DecoderWorkload, accuracy
@@ -61,7 +61,7 @@ def _logits(base: PreparedDecoder) -> RunFile:
     return run
 
 
-@functools.lru_cache(maxsize=4)
+@per_configuration(maxsize=4)
 def prepare(workload: DecoderWorkload, dtype: str, seed: int, quantizer: str = DEFAULT_QUANTIZER
             ) -> tuple[PreparedTjs, folders.ModelFolder]:
     base, user, weightless = folders.float_preparation(workload, "decoder", prepare_decoder, seed)

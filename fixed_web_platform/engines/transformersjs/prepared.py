@@ -93,6 +93,10 @@ class PreparedTjs:
             return f"{self.unloadable}: the browser's outputs cannot be judged"
         return "" if np.isfinite(judged).all() else "the outputs hold NaN or infinity"
 
+    def precision_figures(self, judged: np.ndarray, compute_dtype: str) -> dict[str, Any]:
+        base = getattr(self.base, "precision_figures", None)
+        return base(judged, compute_dtype) if base else {}
+
     def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
         return self.base.figures(outputs, median_ms) | {
             "onnx_inventory": self.inventory.text(),

@@ -9,8 +9,9 @@ The engine's own ops, added here:
 - ``AttentionConstants``: the additive padding mask and 1 / sqrt(head size) of masked
   self-attention (an encoder), built before the pass's first linear layer;
 - ``Positions``: a pass over a KV cache reads where it is: from position 0 (a causal mask
-  constant, the first rows of the RoPE tables) or, writing one row, at the ``position`` input
-  (with the row's ``mask`` over the cache and its one-hot ``slot``, inputs too);
+  constant, the first rows of each RoPE table) or, writing one row, at the ``position`` input
+  (with the row's ``mask`` over the cache and its one-hot ``slot``, inputs too); a sliding
+  window's mask is the page's, from the same position;
 - ``Input`` and ``Output``: the graph's inputs and outputs by name, and the value each is;
 - ``Add``: a residual add where a pass is split into graphs (the next graph's norm would have
   done it).
@@ -96,9 +97,9 @@ def loop_pass(p: ops.Pass, layers: Sequence[str], *, cache: str, context: int = 
         body.append(doc)
     head: list[dict[str, Any]] = []
     if any(isinstance(op, ops.KvWrite) or isinstance(op, ops.Embed) and op.at_pos for op in p.ops):
-        rope = next((d for d in body if d["op"] == "Rope"), None)
+        ropes = {(d["cos"], d["sin"]): d["head_dim"] // 2 for d in body if d["op"] == "Rope"}
         head.append({"op": "Positions", "cache": cache, "rows": rows, "context": context,
-                     "rope": rope and {"cos": rope["cos"], "sin": rope["sin"], "half": rope["head_dim"] // 2}})
+                     "ropes": [{"cos": cos, "sin": sin, "half": half} for (cos, sin), half in ropes.items()]})
     named = dict(outputs or {})
     if any(isinstance(op, ops.Argmax) for op in p.ops):
         named["id"] = "next_id"

@@ -7,7 +7,8 @@ their layer (``linear``: its index in the plan, ``name``, ``bits``, ``weights``)
 ``prologue`` (the dequantize step of the GEMM path, linear.py). Where the kernels fuse, the
 lowering fuses: an embedding with the layer norm after it (``embed_ln``), RoPE with the cache
 write after it (``rope_kv``), a norm's residual add and last-row selection (``add_ln``,
-``layer_norm``, ``rmsnorm``), GELU in the linear epilogue. Int8 activations (the encoder's W8A8 /
+``layer_norm``, ``rmsnorm``), GELU in the linear epilogue. A norm written over its own input
+(Gemma's) is ``rmsnorm_inplace``: WebGPU binds no buffer twice where one binding writes it. Int8 activations (the encoder's W8A8 /
 W4A8): a ``quantize_act`` step writes a layer's input into ``xq`` unless ``xq`` already holds that
 input at that scale and zero point (Q, K and V share theirs).
 """
@@ -37,6 +38,8 @@ ONES = "ones"
 """An int32 mask of ones: self-attention without a padding mask."""
 INT8_INPUT = "xq"
 """The activation buffer int8 inputs are quantized into (the largest input's int8 words)."""
+GATED_ACTS = ("silu", "gelu_tanh")
+"""The gated_act kernel's activations, by its ACT constant."""
 POWER = "power"
 """The log-mel front end's power spectrum (frames x bins)."""
 KERNELS: dict[str, str] = {
@@ -46,10 +49,11 @@ KERNELS: dict[str, str] = {
     "add_ln": "y x! gamma beta",
     "layer_norm": "y x! gamma beta h!",
     "rmsnorm": "y x! w h!",
+    "rmsnorm_inplace": "x! w",
     "attention": "q:vec4<f32> k:vec4<f32> v:vec4<f32> aux:u32 ctx:vec4<f32>!",
     "rope_kv": "q! k v cos_t sin_t pos:u32 kcache! vcache!",
     "kv_store": "k v pos:u32 kcache! vcache!",
-    "silu_mul": "g! u",
+    "gated_act": "g! u",
     "conv_gelu": "x w bias pos out!",
     "pool": "x mask:i32 out!",
     "quantize_act": "x:vec4<f32> xq:u32! x_quant::ActQuant",
@@ -212,6 +216,8 @@ class Lowering:
         return [*before, step]
 
     def embed_ln(self, op: ops.Embed, norm: ops.Norm) -> dict[str, Any]:
+        if op.scale != 1.0 or norm.offset:
+            raise ValueError("the fused embedding and layer norm neither scale the embedding nor offset the norm")
         return {"op": "embed_ln", "program": self.program("embed_ln"),
                 "bindings": [op.ids, op.token_types, op.table, op.positions, op.type_table, norm.weight, norm.bias,
                              op.out],
@@ -220,7 +226,9 @@ class Lowering:
                 "workgroups": _dispatch(op.rows)}
 
     def embed(self, op: ops.Embed) -> list[dict[str, Any]]:
-        constants = {"ROWS": op.rows, "HIDDEN": op.width, "VOCAB": op.vocab}
+        constants: dict[str, Any] = {"ROWS": op.rows, "HIDDEN": op.width, "VOCAB": op.vocab}
+        if op.scale != 1.0:
+            constants["SCALE"] = op.scale
         if op.at_pos:
             return [{"op": "embed", "program": self.program("embed_pos"),
                      "bindings": [op.ids, op.table, op.positions, "pos", op.out], "constants": constants,
@@ -232,12 +240,21 @@ class Lowering:
 
     def norm(self, op: ops.Norm) -> list[dict[str, Any]]:
         rows_out = 1 if op.last else op.rows
+        offset = {"OFFSET": op.offset} if op.offset else {}
+        if op.kind == "rms" and op.x == op.out:
+            if op.residual or op.last:
+                raise ValueError("an RMS norm in place adds no residual and keeps every row")
+            return [{"op": "rmsnorm", "program": self.program("rmsnorm_inplace"), "bindings": [op.x, op.weight],
+                     "constants": {"ROWS": op.rows, "HIDDEN": op.width, "EPS": op.eps} | offset,
+                     "workgroups": _dispatch(op.rows)}]
         if op.kind == "rms":
             return [{"op": "rmsnorm", "program": self.program("rmsnorm"),
                      "bindings": [op.residual or ZEROS, op.x, op.weight, op.out],
                      "constants": {"ROWS_OUT": rows_out, "ROW0": op.rows - rows_out, "HIDDEN": op.width,
-                                   "EPS": op.eps, "ADD": int(bool(op.residual))},
+                                   "EPS": op.eps, "ADD": int(bool(op.residual))} | offset,
                      "workgroups": _dispatch(rows_out)}]
+        if op.offset:
+            raise ValueError("no layer norm kernel scales by (weight + offset)")
         if op.x == op.out and op.residual and not op.last:  # post-norm, in place
             return [{"op": "add_ln", "program": self.program("add_ln"),
                      "bindings": [op.residual, op.x, op.weight, op.bias],
@@ -265,7 +282,7 @@ class Lowering:
         ``ones`` for none) or the position (cache; bound but unread for cross)."""
         self.head_dims.add(op.width // op.heads)
         constants = {"ROWS": op.rows, "HEADS": op.heads, "KV_HEADS": op.kv_heads,
-                     "SOURCE": ops.ATTENTION_SOURCES.index(op.source)}
+                     "SOURCE": ops.ATTENTION_SOURCES.index(op.source)} | ({"WINDOW": op.window} if op.window else {})
         aux = "pos"
         if op.source == "self":
             aux, constants["SEQ"] = op.mask or ONES, op.seq
@@ -277,10 +294,9 @@ class Lowering:
                  "constants": constants, "workgroups": _dispatch(op.rows * op.heads)}]
 
     def gated_act(self, op: ops.GatedAct) -> list[dict[str, Any]]:
-        if op.act != "silu":
-            raise ValueError(f"no WGSL kernel for a {op.act}-gated activation")
-        return [{"op": "silu_mul", "program": self.program("silu_mul"), "bindings": [op.gate, op.x],
-                 "constants": {"COUNT": op.count}, "workgroups": _dispatch(op.count)}]
+        act = GATED_ACTS.index(op.act)
+        return [{"op": "gated_act", "program": self.program("gated_act"), "bindings": [op.gate, op.x],
+                 "constants": {"COUNT": op.count} | ({"ACT": act} if act else {}), "workgroups": _dispatch(op.count)}]
 
     def conv1d(self, op: ops.Conv1d) -> list[dict[str, Any]]:
         return [{"op": "conv", "program": self.program("conv_gelu"),

@@ -25,6 +25,7 @@ class StepListRunner(WgslRunner):
     label: ClassVar[str]
     """What the refusal calls the model ('decoder', 'Whisper')."""
     supports = SUPPORTS
+    binds_whole = True
     prepare: ClassVar[Callable[..., Any]]
     """The kind's prepare function, (workload, bits, block, seed, weight_quant=) -> its prepared
     workload (``.plan``, ``.held``, ``.config``, ``.tensors()``, ``.outputs``)."""
@@ -47,7 +48,8 @@ class StepListRunner(WgslRunner):
             return Refusal(Outcome.UNSUPPORTED, f"the harness's WGSL {self.label} cannot run this model: {why}")
         options, tensors = self.build(prepared)
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, options)
-        return EngineJob(spec=spec, tensors=tensors, prepared=prepared,
+        largest = max(tensors, key=lambda name: len(tensors[name]))
+        return EngineJob(spec=spec, tensors=tensors, prepared=prepared, largest_constant=(largest, len(tensors[largest])),
                          **held_fields([layer.held for layer in prepared.held.layers]))
 
     def build(self, prepared: Any) -> tuple[dict[str, Any], dict[str, bytes]]:

@@ -18,7 +18,6 @@ Outputs the page returns: ``top1`` int32 [texts, eval_len], ``ref_logprob`` floa
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 
 from ...architectures import DecoderArchitecture
 from ...models import source
+from ...prepared_caches import per_configuration
 from ...workloads.base import TensorSpec
 from ...workloads.decoder import accuracy
 from ...workloads.decoder.prepared import fp32_references, reference_logits
@@ -130,13 +130,13 @@ class PreparedGguf:
                 "generated_text": np.array(self.tokens.decode(outputs[GENERATED]))}
 
 
-@functools.lru_cache(maxsize=4)
+@per_configuration(maxsize=4)
 def prepare_gguf(workload: DecoderWorkload, weight_format: str, gguf: Path, shipped: bool = False) -> PreparedGguf:
     """References for one GGUF file (cached per file: both platforms of a format share it).
     ``shipped``: ``gguf`` is a byte copy of the model's own file, whose weights are already loaded."""
     loaded = source.load(source.resolve(workload.model, False))
     tokens = workload.tokens()
-    ref_logits, generated_fp32 = fp32_references(loaded, workload)
+    ref_logits, generated_fp32, _ = fp32_references(loaded, workload)
     fp32_logp = accuracy.log_softmax(ref_logits)
     held = loaded if shipped else source.load(source.resolve(str(gguf), False))
     assert isinstance(held.architecture, DecoderArchitecture)

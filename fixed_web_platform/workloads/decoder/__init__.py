@@ -74,6 +74,11 @@ class DecoderKind(WorkloadKind):
         Column("perplexity_fp32", float, "The same under PyTorch fp32."),
         Column("leading_tokens_equal", int, "Leading greedy tokens equal to PyTorch fp32's."),
         Column("generated_text", str, "The engine's greedy continuation of the prompt."),
+        Column("fp32_activation_peak", float, "The largest |activation| of PyTorch fp32 over the evaluation rows "
+                                              "(any module's output or linear layer's input)."),
+        Column("fp16_overflow", str, "Where the engine computed in float16: did activations overflow ('none', "
+                                     "or the non-finite logits and the fp32 peak past 65,504, and where); blank "
+                                     "for float32 arithmetic."),
     )
     identity = (*MODEL_IDENTITY, "prompt_len", "new_tokens", "eval_len")
     precision_identity = MODEL_PRECISION_IDENTITY

@@ -24,11 +24,15 @@ import numpy as np
 from ...architectures import DecoderArchitecture, DecoderConfig
 from ...models import calibration, rules, source
 from ...models.quantized import HeldModel, hold_model
+from ...prepared_caches import per_configuration
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..base import HeldModelFacts, TensorSpec
 from . import accuracy
 from .tokens import TokenPlan
 from .workload import DecoderWorkload
+
+FLOAT16_MAX = 65504.0
+"""float16's largest finite value: an activation beyond it overflows to infinity."""
 
 KERNEL_TOLERANCE_F32 = 1e-3
 KERNEL_TOLERANCE_F16 = 3e-2
@@ -37,6 +41,29 @@ the engine is wrong (f32 or f16 arithmetic through every layer)."""
 
 LOGITS = "logits"
 GENERATED = "generated_ids"
+
+
+@dataclass(frozen=True)
+class ActivationPeak:
+    """The largest |value| PyTorch fp32 computes over the evaluation rows, and where: any module's
+    output (a decoder layer's is the residual stream) or a linear layer's input (what a float16
+    matmul converts)."""
+
+    value: float
+    where: str
+
+    def overflow(self, judged: np.ndarray, compute_dtype: str) -> str:
+        """Did a float16 engine's activations overflow: '' when it did not compute in float16;
+        otherwise 'none' or what shows it (non-finite outputs, the fp32 peak past 65,504)."""
+        if compute_dtype != "f16":
+            return ""
+        signs = []
+        nonfinite = int(np.size(judged) - np.count_nonzero(np.isfinite(judged)))
+        if nonfinite:
+            signs.append(f"{nonfinite} non-finite logits")
+        if self.value > FLOAT16_MAX:
+            signs.append(f"fp32 reaches {self.value:.3g} at {self.where}, past float16's {FLOAT16_MAX:,.0f}")
+        return "; ".join(signs) or f"none (fp32 peak {self.value:.3g} at {self.where})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +80,7 @@ class PreparedDecoder(HeldModelFacts):
     """PyTorch fp32's greedy ids after the prompt (end of sequence suppressed)."""
     generated_reference: np.ndarray
     """The float64 decoder's greedy ids with the held weights."""
+    peak: ActivationPeak
 
     @property
     def config(self) -> DecoderConfig:
@@ -91,6 +119,9 @@ class PreparedDecoder(HeldModelFacts):
     def kernel_problem(self, judged: np.ndarray) -> str:
         return ""
 
+    def precision_figures(self, judged: np.ndarray, compute_dtype: str) -> dict[str, Any]:
+        return {"fp32_activation_peak": self.peak.value, "fp16_overflow": self.peak.overflow(judged, compute_dtype)}
+
     def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
         """Accuracy vs PyTorch fp32: teacher-forced and greedy (speed comes from the page's timestamps)."""
         acc = accuracy.compare(self.judged(outputs), self.ref_float, self.tokens.eval_ids)
@@ -119,14 +150,34 @@ def _kl(ref_logits: np.ndarray, logits: np.ndarray) -> np.ndarray:
     return (np.exp(ref) * (ref - logp)).sum(axis=-1)
 
 
-def pytorch_logits(model: source.LoadedModel, eval_ids: np.ndarray) -> np.ndarray:
-    """PyTorch fp32 logits [texts, eval_len, vocab] (float64), each row from position 0."""
+def pytorch_logits(model: source.LoadedModel, eval_ids: np.ndarray) -> tuple[np.ndarray, ActivationPeak]:
+    """PyTorch fp32 logits [texts, eval_len, vocab] (float64), each row from position 0, and the
+    largest activation of that forward (forward hooks on every module)."""
     import torch
 
     net = model.module()
-    with torch.no_grad():
-        out = net(input_ids=torch.from_numpy(eval_ids.astype(np.int64))).logits
-    return out.double().numpy()
+    peaks: dict[str, float] = {}
+
+    def record(where: str, value: Any) -> None:
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+            peaks[where] = max(peaks.get(where, 0.0), float(value.detach().abs().max()))
+
+    def hook(name: str) -> Any:
+        def seen(module: Any, args: tuple[Any, ...], out: Any) -> None:
+            record(f"{name} output", out[0] if isinstance(out, tuple) else out)
+            if isinstance(module, torch.nn.Linear) and args:
+                record(f"{name} input", args[0])
+        return seen
+
+    handles = [m.register_forward_hook(hook(name)) for name, m in net.named_modules() if name]
+    try:
+        with torch.no_grad():
+            out = net(input_ids=torch.from_numpy(eval_ids.astype(np.int64))).logits
+    finally:
+        for handle in handles:
+            handle.remove()
+    where = max(peaks, key=peaks.__getitem__)
+    return out.double().numpy(), ActivationPeak(peaks[where], where)
 
 
 def pytorch_greedy(model: source.LoadedModel, prompt: np.ndarray, new_tokens: int, eos: tuple[int, ...]) -> np.ndarray:
@@ -148,12 +199,14 @@ def reference_logits(arch: DecoderArchitecture, cfg: DecoderConfig, weights: Map
 
 
 @functools.lru_cache(maxsize=2)
-def fp32_references(model: source.LoadedModel, workload: DecoderWorkload) -> tuple[np.ndarray, np.ndarray]:
-    """PyTorch fp32's teacher-forced logits of the evaluation rows and its greedy continuation of
-    the prompt (cached: every engine and precision of a workload is judged against the same)."""
+def fp32_references(model: source.LoadedModel, workload: DecoderWorkload
+                    ) -> tuple[np.ndarray, np.ndarray, ActivationPeak]:
+    """PyTorch fp32's teacher-forced logits of the evaluation rows, its greedy continuation of
+    the prompt and its largest activation (cached: every engine and precision of a workload is
+    judged against the same)."""
     tokens = workload.tokens()
-    return (pytorch_logits(model, tokens.eval_ids),
-            pytorch_greedy(model, tokens.prompt, workload.new_tokens, tokens.eos))
+    logits, peak = pytorch_logits(model, tokens.eval_ids)
+    return logits, pytorch_greedy(model, tokens.prompt, workload.new_tokens, tokens.eos), peak
 
 
 def held_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
@@ -168,7 +221,7 @@ def held_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: in
     return hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
 
 
-@functools.lru_cache(maxsize=4)
+@per_configuration(maxsize=4)
 def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int,
                     unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER) -> PreparedDecoder:
     """Everything a decoder run needs in Python (cached: engines of one configuration share it).
@@ -177,10 +230,10 @@ def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed:
     held = held_decoder(workload, bits, block_size, seed, unsigned, weight_quant)
     loaded, plan = held.model, tuple(layer.precision for layer in held.layers)
     tokens = workload.tokens()
-    ref_float, generated_fp32 = fp32_references(loaded, workload)
+    ref_float, generated_fp32, peak = fp32_references(loaded, workload)
     weights = held.exec_weights()
     arch, cfg = workload.architecture(), workload.config()
     ref_deq = reference_logits(arch, cfg, weights, tokens.eval_ids)
     generated = np.array(arch.reference_greedy(cfg, weights, tokens.prompt, workload.new_tokens, tokens.eos), np.int32)
     return PreparedDecoder(workload, bits, block_size, held, plan, tokens, ref_float, ref_deq,
-                           generated_fp32, generated)
+                           generated_fp32, generated, peak)
