@@ -190,6 +190,26 @@ def test_webnn_decoder_splits_quantized_passes_into_graphs_under_the_budget() ->
     assert segments(decode, rules.assign(linears, float_head, 8, 32))[-1][0] < split[-1][0]
 
 
+def test_a_quantized_layer_past_one_graphs_budget_is_refused_before_the_page() -> None:
+    """Gemma 3 270M's tied head at 8 bits (262,144 x 640) crashed Chromium's tab building its graph;
+    the WebNN decoder refuses it by name (float32, or a float head, runs)."""
+    from types import SimpleNamespace
+
+    from test_gemma3 import tiny_gemma_config
+
+    from fixed_web_platform.architectures.gemma3 import GEMMA3
+    from fixed_web_platform.engines.webnn.decoder import WebnnDecoder
+
+    gemma = GEMMA3.config(tiny_gemma_config(vocab_size=262144, hidden_size=640), "gemma3-270m shapes")
+    linears = gemma.linear_layers()
+    too_large = WebnnDecoder().too_large
+    why = too_large(SimpleNamespace(plan=tuple(rules.assign(linears, (), 8, 32))))
+    assert why.startswith("lm_head's 8-bit weights (167,772,160 elements) pass the 48,000,000"), why
+    float_head = (rules.PrecisionRule(match="lm_head", bits=32, block_size=32),)
+    assert too_large(SimpleNamespace(plan=tuple(rules.assign(linears, float_head, 8, 32)))) == ""
+    assert too_large(SimpleNamespace(plan=tuple(rules.assign(linears, (), 32, 32)))) == ""
+
+
 def test_a_split_pass_hands_the_stream_on_and_runs_every_layer_once() -> None:
     """The WebNN lowering of a pass cut into graphs (engines/webnn/lower.py): each graph but the
     first takes the residual stream as its ``hidden`` input, each but the last ends with the cut

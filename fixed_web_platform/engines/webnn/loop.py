@@ -13,6 +13,7 @@ from typing import Any
 from ...page_protocol import PageReply
 from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
+from ...vocabulary import Outcome
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from .forms import MODEL_FORM
 from .layers import executed, plan_model
@@ -33,12 +34,20 @@ class LoopRunner(KindRunner):
         """The loop's own options (``passes``: each pass lowered, one op list per graph; its
         shapes and limits) and the job's tensors; ``layers``: the linear layers in the job's order."""
 
+    def too_large(self, prepared: Any) -> str:
+        """Why the page could not build the prepared model's graphs, known before it loads ('' if
+        it can)."""
+        return ""
+
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
         plan = await plan_model(run, browser, MODEL_FORM)
         if isinstance(plan, Refusal):
             return plan
         prepared = self.prepare(run, plan.workload, plan.layers.unsigned)
+        why = self.too_large(prepared)
+        if why:
+            return Refusal(Outcome.UNSUPPORTED, why)
         options, tensors = self.build(prepared, [p.layer.name for p in prepared.plan])
         options = plan.graph_options(run, prepared.plan, prepared.held.layers) | options
         return EngineJob(spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
