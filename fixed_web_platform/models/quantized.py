@@ -11,13 +11,13 @@ Page tensor names: Hugging Face's for float tensors (``embeddings.word_embedding
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..precision.held import HeldWeights, hold_weights
+from ..prepared_caches import per_configuration
 from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..vocabulary import PER_CHANNEL_BLOCK
 from .rules import LayerPrecision
@@ -78,7 +78,7 @@ LayerMoments = Callable[[tuple[str, ...]], dict[str, np.ndarray]]
 """Layer names -> E[x x^T] of each one's input over a calibration set (models/calibration.py)."""
 
 
-@functools.lru_cache(maxsize=4)
+@per_configuration(maxsize=4)
 def hold_model(model: LoadedModel, plan: tuple[LayerPrecision, ...], unsigned: bool = False,
                quantizer: str = DEFAULT_QUANTIZER, moments_of: LayerMoments | None = None) -> HeldModel:
     """Every linear layer held at its planned bits; ``quantizer`` makes the blockwise 8/4/2-bit
