@@ -412,7 +412,7 @@ async def run_sweep(
     rows: list[ResultRow] = []
     total = len(plan)
     queue = collections.deque(plan)
-    done: list[RunSpec] = []
+    held: list[tuple[Any, ...]] = []  # the configuration whose preparation the caches hold
     overlap = Overlap()
     browsers = list(dict.fromkeys(r.browser for r in plan))
     resolved = dict(zip(browsers, await asyncio.gather(
@@ -423,9 +423,9 @@ async def run_sweep(
         try:
             while queue:
                 run = queue.popleft()
-                if prepared_caches.configuration(run) != prepared_caches.configuration(done[-1] if done else run):
+                if held and held != [prepared_caches.configuration(run)]:
                     prepared_caches.release()  # one configuration's preparation held at a time
-                done.append(run)
+                held[:] = [prepared_caches.configuration(run)]
                 if options.progress:
                     options.progress.started(run, len(rows) + 1, total)
                 found = resolved[run.browser]
