@@ -210,6 +210,30 @@ def test_a_quantized_layer_past_one_graphs_budget_is_refused_before_the_page() -
     assert too_large(SimpleNamespace(plan=tuple(rules.assign(linears, (), 32, 32)))) == ""
 
 
+def test_onnx_runtimes_webnn_graph_past_the_int8_budget_is_refused_in_standard_mode(tiny_folder: Path) -> None:
+    """ORT's WebNN graph of a whole model's 8-bit MatMulNBits layers crashed Chromium's tab on
+    SmolLM2-135M and Gemma 3 270M: refused before the page by the harness's WebNN budget, unless
+    experimental mode asks to try; float32, 4 bits (MatMulNBits4 runs on the CPU) and wasm run."""
+    from types import SimpleNamespace
+
+    from fixed_web_platform.engines.ort.decoder import OrtDecoder
+    from fixed_web_platform.vocabulary import Platform, PrecisionMode
+    from fixed_web_platform.workloads import DecoderWorkload
+
+    tiny = DecoderWorkload.create(str(tiny_folder), random_weights=True, prompt_len=4, new_tokens=2, eval_len=16)
+    with pytest.MonkeyPatch.context() as patch:  # the tiny 8-bit layers hold about 1M elements
+        patch.setattr("fixed_web_platform.engines.ort.decoder.QUANTIZED_PER_GRAPH", 500_000)
+
+        def refusal(bits: int, platform: Platform = Platform.WEBNN,
+                    mode: PrecisionMode = PrecisionMode.STANDARD) -> str:
+            return OrtDecoder().refuse(SimpleNamespace(workload=tiny, platform=platform, precision_mode=mode,
+                                                       bits=bits, weight_block=32))
+
+        assert "int8 weight elements (its 8-bit MatMulNBits layers), past the 500,000" in refusal(8)
+        assert refusal(8, mode=PrecisionMode.EXPERIMENTAL) == refusal(8, Platform.WASM) == ""
+        assert refusal(32) == refusal(4) == ""
+
+
 def test_a_split_pass_hands_the_stream_on_and_runs_every_layer_once() -> None:
     """The WebNN lowering of a pass cut into graphs (engines/webnn/lower.py): each graph but the
     first takes the residual stream as its ``hidden`` input, each but the last ends with the cut

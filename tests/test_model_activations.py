@@ -12,7 +12,7 @@ import struct
 import numpy as np
 import pytest
 
-from fixed_web_platform.architectures.bert import reference
+from fixed_web_platform.architectures import int8
 from fixed_web_platform.cli import main as cli
 from fixed_web_platform.engines.registry import build_job
 from fixed_web_platform.models import calibration, rules
@@ -58,7 +58,7 @@ def test_calibration_sees_real_tokens_only(minilm) -> None:  # noqa: ANN001
     """Padding and the last batch's filler are never observed: MinMax ranges do not move when the
     sequences get longer (more padding) or the batch leaves filler rows."""
     names = _names(small())
-    base = calibration.calibrate(minilm, SHORT, 2, 16, "minmax", names)
+    base = calibration.calibrate(minilm, calibration.EncoderBatches(SHORT, 2, 16), "minmax", names)
 
     def same(params: dict) -> bool:
         # PyTorch's float32 GEMMs round differently at other shapes on some CPUs (AVX-512: a scale
@@ -68,15 +68,16 @@ def test_calibration_sees_real_tokens_only(minilm) -> None:  # noqa: ANN001
             p.zero_point == base[n].zero_point and p.scale == pytest.approx(base[n].scale, rel=1e-6)
             for n, p in params.items())
 
-    assert same(calibration.calibrate(minilm, SHORT, 2, 32, "minmax", names))
-    assert same(calibration.calibrate(minilm, SHORT, 4, 16, "minmax", names))  # 6 texts: 2 filler rows
+    assert same(calibration.calibrate(minilm, calibration.EncoderBatches(SHORT, 2, 32), "minmax", names))
+    # 6 texts: 2 filler rows
+    assert same(calibration.calibrate(minilm, calibration.EncoderBatches(SHORT, 4, 16), "minmax", names))
     # ...while another observer or other texts do move them
-    assert not same(calibration.calibrate(minilm, SHORT, 2, 16, "percentile", names))
-    assert not same(calibration.calibrate(minilm, SHORT[:3], 2, 16, "minmax", names))
+    assert not same(calibration.calibrate(minilm, calibration.EncoderBatches(SHORT, 2, 16), "percentile", names))
+    assert not same(calibration.calibrate(minilm, calibration.EncoderBatches(SHORT[:3], 2, 16), "minmax", names))
 
 
 def test_qparams_are_int8_with_float32_scales(minilm) -> None:  # noqa: ANN001
-    params = calibration.calibrate(minilm, SHORT, 3, 16, "mse", _names(small()))
+    params = calibration.calibrate(minilm, calibration.EncoderBatches(SHORT, 3, 16), "mse", _names(small()))
     assert len(params) == 36
     for p in params.values():
         assert -128 <= p.zero_point <= 127 and p.scale > 0
@@ -98,9 +99,9 @@ def test_only_8_and_4_bit_layers_get_int8_inputs() -> None:
 
 def test_reference_rounds_half_to_even_and_clamps() -> None:
     x = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 1000.0, -1000.0, 0.26])
-    got = reference.fake_quantize_int8(x, 1.0, 0)
+    got = int8.fake_quantize_int8(x, 1.0, 0)
     assert got.tolist() == [0.0, 2.0, 2.0, -0.0, -2.0, 127.0, -128.0, 0.0]
-    assert reference.fake_quantize_int8(np.array([0.0]), 0.5, -10).tolist() == [0.0]
+    assert int8.fake_quantize_int8(np.array([0.0]), 0.5, -10).tolist() == [0.0]
 
 
 def test_tolerance_passes_float32_rounding_and_fails_planted_faults() -> None:

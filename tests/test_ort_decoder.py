@@ -160,7 +160,8 @@ def test_gptq_calibrates_on_the_builtin_set_and_the_onnx_rewrite_holds_its_bytes
     assert {layer.held.quantizer for layer in prepared.held.layers} == {"gptq"}
     assert workload.calibration_label == calibration.CALIBRATION_NAME
     names = tuple(layer.name for layer in prepared.held.layers)
-    moments = calibration.token_moments(prepared.held.model, calibration.builtin_calibration_texts(), names)
+    moments = calibration.input_moments(prepared.held.model,
+                                        calibration.DecoderRows(calibration.builtin_calibration_texts()), names)
     assert all(m.shape == (p.layer.k, p.layer.k) for m, p in zip(moments.values(), prepared.plan))
     changed = [a.held.tensors["w"] != b.held.tensors["w"] for a, b in zip(prepared.held.layers, minmax.held.layers)]
     assert all(changed)  # the error feedback moved codes in every layer

@@ -195,24 +195,25 @@ class DecoderArchitecture(Architecture):
     def config(self, hf_config: Any, where: str) -> DecoderConfig: ...
 
     @abstractmethod
-    def reference_step(self, cfg: Any, weights: Mapping[str, np.ndarray], ids: Any, cache: Any = None) -> Any:
+    def reference_step(self, cfg: Any, weights: Mapping[str, np.ndarray], ids: Any, cache: Any = None,
+                       act_quant: ActQuant | None = None) -> Any:
         """The float64 decoder (architectures/<name>/reference.py): the logits [len(ids), vocab] of
-        ``ids`` after ``cache``'s positions, and the cache grown by them (kv_cache.KVCache)."""
+        ``ids`` after ``cache``'s positions, and the cache grown by them (kv_cache.KVCache); int8
+        activations where ``act_quant`` names layers (architectures/int8.py)."""
 
     def reference_forward(self, cfg: Any, weights: Mapping[str, np.ndarray], inputs: Mapping[str, np.ndarray],
                           act_quant: ActQuant | None = None) -> np.ndarray:
         """Logits [tokens, vocab] in float64 of one sequence (inputs: input_ids [tokens])."""
-        if act_quant:
-            raise ValueError("int8 activations are not built for decoders")
-        return self.reference_step(cfg, weights, inputs["input_ids"])[0]
+        return self.reference_step(cfg, weights, inputs["input_ids"], None, act_quant)[0]
 
     def reference_greedy(self, cfg: Any, weights: Mapping[str, np.ndarray], prompt: np.ndarray, new_tokens: int,
-                         suppress: tuple[int, ...] = ()) -> list[int]:
+                         suppress: tuple[int, ...] = (), act_quant: ActQuant | None = None) -> list[int]:
         """The float64 decoder's ``new_tokens`` greedy ids after ``prompt`` through its KV cache
         (ids in ``suppress`` never chosen), as the engines generate."""
         from .kv_cache import greedy
 
-        return greedy(lambda ids, cache: self.reference_step(cfg, weights, ids, cache), prompt, new_tokens, suppress)
+        return greedy(lambda ids, cache: self.reference_step(cfg, weights, ids, cache, act_quant), prompt, new_tokens,
+                      suppress)
 
     def complete_weights(self, cfg: Any, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """A tied head's weights are the embeddings' (checkpoints store them once)."""

@@ -1,12 +1,13 @@
 """Static int8 activations of a whole model (W8A8 / W4A8): the input of each linear layer gets one
 calibrated scale and zero point, per tensor, from an observer that watched it over calibration texts.
 
-- Calibration runs the float model (transformers' BertModel with the original fp32 weights, as
-  PyTorch's static quantization calibrates) over the calibration texts, with a forward pre-hook on
-  every linear layer that shows the observer the layer's input at the real tokens only (padding
-  positions never reach an output: attention masks them as keys and pooling skips them).
+- Calibration runs the float model (the transformers module with the original fp32 weights, as
+  PyTorch's static quantization calibrates) over the calibration inputs, with a forward pre-hook on
+  every linear layer that shows the observer the layer's input at the positions that count: an
+  encoder's real tokens (``EncoderBatches``: padding never reaches an output), a decoder's rows of
+  joined tokens from a first position on (``DecoderRows``).
 - The texts are the built-in calibration set (data/calibration_sentences.txt: none of them is in
-  the evaluation set) or the user's ``--calibration FILE``; batches of the run's shape.
+  the evaluation set) or the user's ``--calibration FILE``.
 - Scale and zero point come from ``Observer.qparams`` (``quant.qparams_from_range``, the rule the
   weights use), signed int8, and the scale is rounded to float32 once here: the page, the WGSL
   kernel and the float64 reference all use that float32 value.
@@ -63,28 +64,108 @@ def quantized_inputs(plan: tuple[LayerPrecision, ...]) -> tuple[str, ...]:
     return tuple(p.layer.name for p in plan if p.bits in ACT8_WEIGHT_BITS)
 
 
+@dataclass(frozen=True)
+class EncoderBatches:
+    """An encoder's calibration inputs: the texts as batches of the run's shape; the real tokens
+    count (padding never reaches an output: attention masks it as keys and pooling skips it)."""
+
+    texts: tuple[str, ...]
+    batch_size: int
+    seq_len: int
+
+    def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray], before: Any = None) -> None:
+        import torch
+
+        batches = tokenize(tokenizer(model.resolved), self.texts, self.batch_size, self.seq_len)
+        for p in range(batches.passes):
+            mask = batches.attention_mask[p].astype(bool)
+            texts_here = np.arange(p * self.batch_size, (p + 1) * self.batch_size) < batches.count
+            counted.append(mask & texts_here[:, None])  # the last batch's filler is not seen twice
+            if before:
+                before()
+            net(input_ids=torch.from_numpy(batches.input_ids[p].astype(np.int64)),
+                attention_mask=torch.from_numpy(batches.attention_mask[p].astype(np.int64)),
+                token_type_ids=torch.from_numpy(batches.token_type_ids[p].astype(np.int64)))
+
+
+CALIBRATION_ROW = 64
+"""A decoder's calibration texts go through the float model as rows of this many tokens (their
+tokens joined, every token real: no padding to leave out)."""
+
+
+@dataclass(frozen=True)
+class DecoderRows:
+    """A decoder's calibration inputs: the texts' tokens joined and cut into rows of
+    CALIBRATION_ROW, one call; the positions from ``first`` on count. A prompt's prefill holds its
+    first position, whose activations (the attention sink's) are a decoder's largest; a decode
+    step never does (``first=1``)."""
+
+    texts: tuple[str, ...]
+    first: int = 0
+
+    def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray], before: Any = None) -> None:
+        import torch
+
+        tok = tokenizer(model.resolved)
+        ids = [i for text in self.texts for i in tok(text, add_special_tokens=False)["input_ids"]]
+        rows = np.array(ids[: len(ids) // CALIBRATION_ROW * CALIBRATION_ROW], dtype=np.int64)
+        if not len(rows):
+            raise ValueError(f"the calibration texts have {len(ids)} tokens, fewer than one row of {CALIBRATION_ROW}")
+        rows = rows.reshape(-1, CALIBRATION_ROW)
+        counted.append(np.broadcast_to(np.arange(CALIBRATION_ROW) >= self.first, rows.shape))
+        if before:
+            before()
+        net(input_ids=torch.from_numpy(rows))
+
+
+CalibrationInputs = EncoderBatches | DecoderRows
+"""What calibration runs the float model on (PyTorch, the original weights): ``run`` calls the
+module on each input in turn, appending to ``counted`` first the [rows, positions] mask of the
+positions whose activations count."""
+
+
+def _run(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, ...], hooks: Any,
+         before: Any = None) -> None:
+    """``inputs`` through the float model with ``hooks(modules, counted)``'s handles (forward
+    hooks on the named layers' modules), removed after; ValueError for a layer it lacks."""
+    import torch
+
+    net = model.module()
+    modules = model.architecture.linear_modules(net)
+    missing = [name for name in layers if name not in modules]
+    if missing:
+        raise ValueError(f"layer {missing[0]} is not a module of the model")
+    counted: list[np.ndarray] = []
+    handles = hooks(modules, counted)
+    try:
+        with torch.no_grad():
+            inputs.run(model, net, counted, before)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 @functools.lru_cache(maxsize=8)
-def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int, observer: str,
+def calibrate(model: LoadedModel, inputs: CalibrationInputs, observer: str,
               layers: tuple[str, ...]) -> dict[str, ActivationQuant]:
-    """Scale and zero point of each named layer's input, from ``observer`` over ``texts``."""
-    net, modules, batches = _calibration_setup(model, texts, batch_size, seq_len, layers)
+    """Scale and zero point of each named layer's input, from ``observer`` over ``inputs``."""
     observers = {name: make_observer(observer) for name in layers}
     shares = {}  # layer -> the layer whose input it receives (Q, K and V: one tensor, one observer)
-    real_tokens: list[np.ndarray] = []  # the current batch's [B, S] mask of real tokens
-    seen: list[tuple[object, str]] = []  # the current batch's inputs (kept alive: identity is safe)
+    seen: list[tuple[object, str]] = []  # the current call's inputs (kept alive: identity is safe)
 
-    def watch(name: str):
-        def hook(_module, args):
-            first = next((owner for tensor, owner in seen if tensor is args[0]), None)
-            if first is not None:
-                shares[name] = first
-                return
-            seen.append((args[0], name))
-            observers[name].observe(args[0].detach().double().numpy()[real_tokens[-1]])
-        return hook
+    def hooks(modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
+        def watch(name: str):
+            def hook(_module, args):
+                first = next((owner for tensor, owner in seen if tensor is args[0]), None)
+                if first is not None:
+                    shares[name] = first
+                    return
+                seen.append((args[0], name))
+                observers[name].observe(args[0].detach().double().numpy()[counted[-1]])
+            return hook
+        return [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
 
-    handles = [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
-    _forward_all(net, batches, batch_size, real_tokens, handles, seen.clear)
+    _run(model, inputs, layers, hooks, seen.clear)
     out = {}
     for name, obs in observers.items():
         if name not in shares:
@@ -94,15 +175,17 @@ def calibrate(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_l
 
 
 @functools.lru_cache(maxsize=2)
-def input_moments(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,
-                  layers: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """E[x x^T] (float64 [K, K]) of each named layer's input over the calibration texts, at the
-    real tokens only: what a calibrated weight quantizer (gptq) spreads its rounding errors by."""
-    net, modules, batches = _calibration_setup(model, texts, batch_size, seq_len, layers)
-    real_tokens: list[np.ndarray] = []
-    moments = MomentSums(modules, layers, lambda x: x[real_tokens[-1]])
-    _forward_all(net, batches, batch_size, real_tokens, moments.handles)
-    return moments.means()
+def input_moments(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """E[x x^T] (float64 [K, K]) of each named layer's input over ``inputs``' counted positions:
+    what a calibrated weight quantizer (gptq) spreads its rounding errors by."""
+    moments: list[MomentSums] = []
+
+    def hooks(modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
+        moments.append(MomentSums(modules, layers, lambda x: x[counted[-1]]))
+        return moments[0].handles
+
+    _run(model, inputs, layers, hooks)
+    return moments[0].means()
 
 
 class MomentSums:
@@ -141,66 +224,6 @@ class MomentSums:
         return {name: self.sums[name] / n for name, n in self.counts.items()}
 
 
-CALIBRATION_ROW = 64
-"""A decoder's calibration texts go through the float model as rows of this many tokens (their
-tokens joined, every token real: no padding to leave out)."""
-
-
-@functools.lru_cache(maxsize=2)
-def token_moments(model: LoadedModel, texts: tuple[str, ...], layers: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """E[x x^T] of each named layer's input for a decoder: the calibration texts' tokens joined and
-    cut into rows of CALIBRATION_ROW, through the float model (PyTorch, the original weights)."""
-    import torch
-
-    net = model.module()
-    modules = model.architecture.linear_modules(net)
-    tok = tokenizer(model.resolved)
-    ids = [i for text in texts for i in tok(text, add_special_tokens=False)["input_ids"]]
-    rows = np.array(ids[: len(ids) // CALIBRATION_ROW * CALIBRATION_ROW], dtype=np.int64).reshape(-1, CALIBRATION_ROW)
-    if not len(rows):
-        raise ValueError(f"the calibration texts have {len(ids)} tokens, fewer than one row of {CALIBRATION_ROW}")
-    moments = MomentSums(modules, layers)
-    try:
-        with torch.no_grad():
-            net(input_ids=torch.from_numpy(rows))
-    finally:
-        moments.close()
-    return moments.means()
-
-
-def _calibration_setup(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,
-                       layers: tuple[str, ...]):  # noqa: ANN202 - (torch module, its linear modules, Batches)
-    """The float model, its linear modules by name (ValueError for a name it lacks) and the
-    calibration texts as batches of the run's shape."""
-    net = model.module()
-    modules = model.architecture.linear_modules(net)
-    missing = [name for name in layers if name not in modules]
-    if missing:
-        raise ValueError(f"layer {missing[0]} is not a module of the model")
-    return net, modules, tokenize(tokenizer(model.resolved), texts, batch_size, seq_len)
-
-
-def _forward_all(net, batches, batch_size: int, real_tokens: list[np.ndarray], handles: list, before=None) -> None:
-    """Every calibration batch through the float model with the hooks ``handles``, then remove
-    them; ``real_tokens`` gets each batch's [B, S] mask of real tokens before it runs."""
-    import torch
-
-    try:
-        with torch.no_grad():
-            for p in range(batches.passes):
-                mask = batches.attention_mask[p].astype(bool)
-                texts_here = np.arange(p * batch_size, (p + 1) * batch_size) < batches.count
-                real_tokens.append(mask & texts_here[:, None])  # the last batch's filler is not seen twice
-                if before:
-                    before()
-                net(input_ids=torch.from_numpy(batches.input_ids[p].astype(np.int64)),
-                    attention_mask=torch.from_numpy(batches.attention_mask[p].astype(np.int64)),
-                    token_type_ids=torch.from_numpy(batches.token_type_ids[p].astype(np.int64)))
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
 @dataclass(frozen=True)
 class OutputQuant:
     """x @ W^T of one linear layer through int8 (WebNN's fused form), per tensor, except its
@@ -221,23 +244,20 @@ class OutputQuant:
         return self.scale, self.zero_point, self.float_channels
 
 
-def _output_batches(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int,
-                    layers: tuple[str, ...], see) -> None:
-    """Every calibration batch through the float model; ``see(name, y)`` gets each named layer's
-    x @ W^T (output minus bias) at the real tokens, [tokens, N] float64."""
-    net, modules, batches = _calibration_setup(model, texts, batch_size, seq_len, layers)
-    real_tokens: list[np.ndarray] = []
+def _outputs(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, ...], see) -> None:
+    """``inputs`` through the float model; ``see(name, y)`` gets each named layer's x @ W^T
+    (output minus bias) at the counted positions, [positions, N] float64."""
+    def hooks(modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
+        def watch(name: str):
+            def hook(module, _args, output):
+                y = output.detach().double().numpy()
+                if getattr(module, "bias", None) is not None:
+                    y = y - module.bias.detach().double().numpy()
+                see(name, y[counted[-1]])
+            return hook
+        return [modules[name].register_forward_hook(watch(name)) for name in layers]
 
-    def watch(name: str):
-        def hook(module, _args, output):
-            y = output.detach().double().numpy()
-            if getattr(module, "bias", None) is not None:
-                y = y - module.bias.detach().double().numpy()
-            see(name, y[real_tokens[-1]])
-        return hook
-
-    handles = [modules[name].register_forward_hook(watch(name)) for name in layers]
-    _forward_all(net, batches, batch_size, real_tokens, handles)
+    _run(model, inputs, layers, hooks)
 
 
 def _sqnr_db(rms: float, scale: float) -> float:
@@ -245,9 +265,9 @@ def _sqnr_db(rms: float, scale: float) -> float:
 
 
 @functools.lru_cache(maxsize=8)
-def calibrate_outputs(model: LoadedModel, texts: tuple[str, ...], batch_size: int, seq_len: int, observer: str,
+def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: str,
                       layers: tuple[str, ...]) -> dict[str, OutputQuant | None]:
-    """Int8 parameters of each named layer's x @ W^T over ``texts`` at the real tokens, or None
+    """Int8 parameters of each named layer's x @ W^T over ``inputs``' counted positions, or None
     where int8 cannot hold it. Two passes: per-channel ranges pick the fewest outlier channels
     (0, 1, 2, 4, ... up to MAX_FLOAT_CHANNELS, largest |value| first) that leave the rest at
     OUT_INT8_MIN_SQNR_DB or better (its range from min/max, its noise step / sqrt(12)); then
@@ -262,7 +282,7 @@ def calibrate_outputs(model: LoadedModel, texts: tuple[str, ...], batch_size: in
         st[2] = sq if st[2] is None else st[2] + sq
         st[3] += y.shape[0]
 
-    _output_batches(model, texts, batch_size, seq_len, layers, gather)
+    _outputs(model, inputs, layers, gather)
     chosen: dict[str, tuple[int, ...] | None] = {}
     for name, (lo, hi, sq, rows) in stats.items():
         order = np.argsort(-np.maximum(np.abs(lo), np.abs(hi)), kind="stable")
@@ -285,7 +305,7 @@ def calibrate_outputs(model: LoadedModel, texts: tuple[str, ...], batch_size: in
             observers[name].observe(rest)
             squares[name] += (float(np.sum(rest ** 2)), rest.size)
 
-    _output_batches(model, texts, batch_size, seq_len, tuple(observers), observe)
+    _outputs(model, inputs, tuple(observers), observe)
     out: dict[str, OutputQuant | None] = {name: None for name in layers}
     for name, obs in observers.items():
         scale, zero_point = obs.qparams(8)

@@ -267,6 +267,9 @@ export async function timingFacts({half, timed, compileMs, gpuMs, gpuNote}) {
   };
 }
 
+// ORT's own allocator out of memory: a C++ std::bad_alloc in the error's text.
+export function outOfMemory(text) { return /std::bad_alloc/.test(text); }
+
 // The reply of a runner that stopped at `stage`: ORT's own allocator out of memory (a C++
 // std::bad_alloc: the WebAssembly memory ORT grows from inside, which the meter cannot see) is
 // out-of-memory; otherwise a session ORT would not make is the provider's refusal (unsupported),
@@ -274,7 +277,7 @@ export async function timingFacts({half, timed, compileMs, gpuMs, gpuNote}) {
 export function ortFailure(stage, e) {
   tap.stop();
   const text = errorText(e);
-  const status = /std::bad_alloc/.test(text) ? 'out-of-memory' : stage === 'session' ? 'unsupported' : 'failed';
+  const status = outOfMemory(text) ? 'out-of-memory' : stage === 'session' ? 'unsupported' : 'failed';
   return {status, stage, reason: `ONNX Runtime Web ${stage}: ${text}`};
 }
 

@@ -8,7 +8,8 @@
 // (globalThis[Symbol.for('onnxruntime')], read once when transformers.js is evaluated).
 import {jsHeap} from '../memory.js';
 import {timingReply} from '../timing.js';
-import {errorText, parsePlacement, placementSummary, mostCommon, EP_PLATFORM, providerOption, tap} from './ort_common.js';
+import {errorText, parsePlacement, placementSummary, mostCommon, EP_PLATFORM, outOfMemory, providerOption,
+        tap} from './ort_common.js';
 
 export const MODEL_ID = 'model';
 const MODEL_PATH = '/models/';
@@ -86,12 +87,14 @@ function libraryFacts(T, opts, placed) {
   };
 }
 
-// A page that stopped at `stage`, with the library's own error text. Python says whether a
-// model it would not load is its refusal (unsupported: files onnxruntime's CPU runs) or a failure.
+// A page that stopped at `stage`, with the library's own error text: ORT's allocator out of memory
+// is out-of-memory; else Python says whether a model it would not load is its refusal
+// (unsupported: files onnxruntime's CPU runs) or a failure.
 function tjsFailure(stage, e) {
   tap.stop();
-  return {status: 'failed', stage,
-          reason: `transformers.js ${stage}: ${errorText(e)}`};
+  const text = errorText(e);
+  return {status: outOfMemory(text) ? 'out-of-memory' : 'failed', stage,
+          reason: `transformers.js ${stage}: ${text}`};
 }
 
 // int32 ids from the job as the int64 tensor the library's models take, [rows, seq].

@@ -28,7 +28,8 @@ export async function run(spec, client) {
   const at = {stage: 'tensor fetch', constantMs: 0, buildMs: 0};
   try {
     const passes = {prefill: P, decode: 1, score: E};
-    const graphs = await passGraphs(context, tensors, {linears, plans, form, act: null}, nn.passes, Object.keys(passes), at);
+    const linearOptions = {linears, plans, form, act: nn.webnn_act};  // int8 inputs where a layer has `act`
+    const graphs = await passGraphs(context, tensors, linearOptions, nn.passes, Object.keys(passes), at);
     at.stage = 'tensors';
     const slots = cacheSlots(graphs.decode);
     const loop = await loopState(context, slots, [KVH, C, cfg.head_dim], C);

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erf
 
-from ..base import OUTPUT_QUANT, ActQuant
+from .. import int8
+from ..base import ActQuant
 from .config import BertConfig
 
 MASKED = -1e30
@@ -33,11 +34,6 @@ def softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def fake_quantize_int8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    q = np.clip(np.rint(x / scale) + zero_point, -128, 127)
-    return (q - zero_point) * scale
-
-
 def hidden_states(cfg: BertConfig, weights: dict[str, np.ndarray], input_ids: np.ndarray,
                   attention_mask: np.ndarray, token_type_ids: np.ndarray | None = None,
                   act_quant: ActQuant | None = None) -> np.ndarray:
@@ -54,16 +50,7 @@ def hidden_states(cfg: BertConfig, weights: dict[str, np.ndarray], input_ids: np
     h, d = cfg.heads, cfg.head_dim
 
     def linear(name: str, v: np.ndarray) -> np.ndarray:
-        if act_quant and name in act_quant:
-            v = fake_quantize_int8(v, *act_quant[name])
-        y = v @ w[f"{name}.weight"].T
-        if act_quant and name + OUTPUT_QUANT in act_quant:
-            scale, zero_point, *rest = act_quant[name + OUTPUT_QUANT]
-            kept = list(rest[0]) if rest else []  # output channels kept in float
-            quantized = fake_quantize_int8(y, scale, zero_point)
-            quantized[..., kept] = y[..., kept]
-            y = quantized
-        return y + w[f"{name}.bias"]
+        return int8.linear(v, w[f"{name}.weight"], name, act_quant, w[f"{name}.bias"])
 
     for i in range(cfg.layers):
         p = f"encoder.layer.{i}."

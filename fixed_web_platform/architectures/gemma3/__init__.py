@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import DecoderArchitecture
+from ..base import ActQuant, DecoderArchitecture
 from ..kv_cache import KVCache
 from ..ops import Graph
 from . import graph, reference
@@ -72,8 +72,9 @@ class Gemma3(DecoderArchitecture):
         return gemma3_module(cfg, weights)
 
     def reference_step(self, cfg: Gemma3Config, weights: Mapping[str, np.ndarray], ids: Any,
-                       cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
-        return reference.forward(cfg, weights, ids, cache)
+                       cache: KVCache | None = None,
+                       act_quant: ActQuant | None = None) -> tuple[np.ndarray, KVCache]:
+        return reference.forward(cfg, weights, ids, cache, act_quant)
 
 
 GEMMA3 = Gemma3()

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .. import int8
+from ..base import ActQuant
 from ..kv_cache import KVCache
 from .config import HEAD, Gemma3Config
 
@@ -38,10 +40,6 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
-def _linear(w: Mapping[str, np.ndarray], name: str, x: np.ndarray) -> np.ndarray:
-    return x @ np.asarray(w[f"{name}.weight"], dtype=np.float64).T
-
-
 def _mask(start: int, t: int, window: int) -> np.ndarray:
     """Additive mask [t, start + t]: query start + r sees keys up to itself, and with a window only
     the last ``window`` of them (transformers' sliding window: key > query - window)."""
@@ -54,9 +52,10 @@ def _mask(start: int, t: int, window: int) -> np.ndarray:
 
 
 def forward(cfg: Gemma3Config, weights: Mapping[str, np.ndarray], ids: Sequence[int] | np.ndarray,
-            cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
+            cache: KVCache | None = None, act_quant: ActQuant | None = None) -> tuple[np.ndarray, KVCache]:
     """Logits [len(ids), vocab] (float64) of the tokens ``ids`` following ``cache``'s positions,
-    and the cache with them added (a new object; the one given is not changed)."""
+    and the cache with them added (a new object; the one given is not changed); with int8
+    activations where ``act_quant`` names layers (int8.linear)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     past = cache or KVCache()
     start, t = past.length, len(ids)
@@ -65,14 +64,18 @@ def forward(cfg: Gemma3Config, weights: Mapping[str, np.ndarray], ids: Sequence[
     x = np.asarray(weights["model.embed_tokens.weight"])[ids].astype(np.float64) * cfg.embed_scale  # rows first
     group = cfg.heads // cfg.kv_heads
     grown = KVCache()
+
+    def linear(name: str, v: np.ndarray) -> np.ndarray:
+        return int8.linear(v, weights[f"{name}.weight"], name, act_quant, weights.get(f"{name}.bias"))
+
     for i in range(cfg.layers):
         pre = f"model.layers.{i}."
         sliding = cfg.sliding[i]
         cos, sin = (table[start:] for table in tables[sliding])
         h = rms_norm(x, weights[pre + "input_layernorm.weight"], cfg.eps)
-        q = _linear(weights, pre + "self_attn.q_proj", h).reshape(t, cfg.heads, cfg.head_dim).transpose(1, 0, 2)
-        k = _linear(weights, pre + "self_attn.k_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
-        v = _linear(weights, pre + "self_attn.v_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
+        q = linear(pre + "self_attn.q_proj", h).reshape(t, cfg.heads, cfg.head_dim).transpose(1, 0, 2)
+        k = linear(pre + "self_attn.k_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
+        v = linear(pre + "self_attn.v_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
         q = _rotate(rms_norm(q, weights[pre + "self_attn.q_norm.weight"], cfg.eps), cos, sin)
         k = _rotate(rms_norm(k, weights[pre + "self_attn.k_norm.weight"], cfg.eps), cos, sin)
         if past.keys:
@@ -84,12 +87,12 @@ def forward(cfg: Gemma3Config, weights: Mapping[str, np.ndarray], ids: Sequence[
         scores = q @ kk.transpose(0, 2, 1) / np.sqrt(cfg.head_dim) + _mask(start, t, cfg.sliding_window if sliding else 0)
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         ctx = (scores / scores.sum(axis=-1, keepdims=True)) @ vv
-        y = _linear(weights, pre + "self_attn.o_proj", ctx.transpose(1, 0, 2).reshape(t, cfg.q_dim))
+        y = linear(pre + "self_attn.o_proj", ctx.transpose(1, 0, 2).reshape(t, cfg.q_dim))
         x = x + rms_norm(y, weights[pre + "post_attention_layernorm.weight"], cfg.eps)
         h = rms_norm(x, weights[pre + "pre_feedforward_layernorm.weight"], cfg.eps)
-        ffn = gelu_tanh(_linear(weights, pre + "mlp.gate_proj", h)) * _linear(weights, pre + "mlp.up_proj", h)
-        y = _linear(weights, pre + "mlp.down_proj", ffn)
+        ffn = gelu_tanh(linear(pre + "mlp.gate_proj", h)) * linear(pre + "mlp.up_proj", h)
+        y = linear(pre + "mlp.down_proj", ffn)
         x = x + rms_norm(y, weights[pre + "post_feedforward_layernorm.weight"], cfg.eps)
     h = rms_norm(x, weights["model.norm.weight"], cfg.eps)
-    return _linear(weights, HEAD, h), grown
+    return linear(HEAD, h), grown
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import DecoderArchitecture
+from ..base import ActQuant, DecoderArchitecture
 from ..kv_cache import KVCache
 from ..ops import Graph
 from . import graph, reference
@@ -86,8 +86,9 @@ class Llama(DecoderArchitecture):
         return llama_module(cfg, weights)
 
     def reference_step(self, cfg: LlamaConfig, weights: Mapping[str, np.ndarray], ids: Any,
-                       cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
-        return reference.forward(cfg, weights, ids, cache)
+                       cache: KVCache | None = None,
+                       act_quant: ActQuant | None = None) -> tuple[np.ndarray, KVCache]:
+        return reference.forward(cfg, weights, ids, cache, act_quant)
 
     def gguf_rows(self, cfg: LlamaConfig, layer: str, rows: np.ndarray) -> np.ndarray:
         """Query and key rows interleaved per head (convert_hf_to_gguf's ``permute`` of each head's

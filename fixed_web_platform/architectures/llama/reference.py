@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .. import int8
+from ..base import ActQuant
 from ..kv_cache import KVCache
 from .config import HEAD, LlamaConfig
 
@@ -40,16 +42,11 @@ def silu(x: np.ndarray) -> np.ndarray:
     return x / (1.0 + np.exp(-x))
 
 
-def _linear(w: Mapping[str, np.ndarray], name: str, x: np.ndarray) -> np.ndarray:
-    y = x @ np.asarray(w[f"{name}.weight"], dtype=np.float64).T
-    bias = w.get(f"{name}.bias")
-    return y + bias if bias is not None else y
-
-
 def forward(cfg: LlamaConfig, weights: Mapping[str, np.ndarray], ids: Sequence[int] | np.ndarray,
-            cache: KVCache | None = None) -> tuple[np.ndarray, KVCache]:
+            cache: KVCache | None = None, act_quant: ActQuant | None = None) -> tuple[np.ndarray, KVCache]:
     """Logits [len(ids), vocab] (float64) of the tokens ``ids`` following ``cache``'s positions,
-    and the cache with them added (a new object; the one given is not changed)."""
+    and the cache with them added (a new object; the one given is not changed); with int8
+    activations where ``act_quant`` names layers (int8.linear)."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     past = cache or KVCache()
     start, t = past.length, len(ids)
@@ -59,12 +56,16 @@ def forward(cfg: LlamaConfig, weights: Mapping[str, np.ndarray], ids: Sequence[i
     causal = np.triu(np.full((t, start + t), -np.inf), k=start + 1)
     group = cfg.heads // cfg.kv_heads
     grown = KVCache()
+
+    def linear(name: str, v: np.ndarray) -> np.ndarray:
+        return int8.linear(v, weights[f"{name}.weight"], name, act_quant, weights.get(f"{name}.bias"))
+
     for i in range(cfg.layers):
         pre = f"model.layers.{i}."
         h = rms_norm(x, weights[pre + "input_layernorm.weight"], cfg.eps)
-        q = _linear(weights, pre + "self_attn.q_proj", h).reshape(t, cfg.heads, cfg.head_dim).transpose(1, 0, 2)
-        k = _linear(weights, pre + "self_attn.k_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
-        v = _linear(weights, pre + "self_attn.v_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
+        q = linear(pre + "self_attn.q_proj", h).reshape(t, cfg.heads, cfg.head_dim).transpose(1, 0, 2)
+        k = linear(pre + "self_attn.k_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
+        v = linear(pre + "self_attn.v_proj", h).reshape(t, cfg.kv_heads, cfg.head_dim).transpose(1, 0, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if past.keys:
             k = np.concatenate([past.keys[i], k], axis=1)
@@ -75,10 +76,10 @@ def forward(cfg: LlamaConfig, weights: Mapping[str, np.ndarray], ids: Sequence[i
         scores = q @ kk.transpose(0, 2, 1) / np.sqrt(cfg.head_dim) + causal
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         ctx = (scores / scores.sum(axis=-1, keepdims=True)) @ vv
-        x = x + _linear(weights, pre + "self_attn.o_proj", ctx.transpose(1, 0, 2).reshape(t, cfg.q_dim))
+        x = x + linear(pre + "self_attn.o_proj", ctx.transpose(1, 0, 2).reshape(t, cfg.q_dim))
         h = rms_norm(x, weights[pre + "post_attention_layernorm.weight"], cfg.eps)
-        ffn = silu(_linear(weights, pre + "mlp.gate_proj", h)) * _linear(weights, pre + "mlp.up_proj", h)
-        x = x + _linear(weights, pre + "mlp.down_proj", ffn)
+        ffn = silu(linear(pre + "mlp.gate_proj", h)) * linear(pre + "mlp.up_proj", h)
+        x = x + linear(pre + "mlp.down_proj", ffn)
     h = rms_norm(x, weights["model.norm.weight"], cfg.eps)
-    return _linear(weights, HEAD, h), grown
+    return linear(HEAD, h), grown
 

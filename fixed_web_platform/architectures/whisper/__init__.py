@@ -129,9 +129,7 @@ class Whisper(Architecture):
                           inputs: Mapping[str, np.ndarray], act_quant: ActQuant | None = None) -> np.ndarray:
         """The encoder's output [positions, d_model] in float64 of one clip (inputs: input_features
         [mels, frames])."""
-        if act_quant:
-            raise ValueError("int8 activations are not built for Whisper")
-        return reference.encode(cfg, weights, inputs["input_features"])
+        return reference.encode(cfg, weights, inputs["input_features"], act_quant)
 
     def linear_modules(self, module: Any) -> dict[str, Any]:
         names = {lay.name for lay in self.config(module.config, "module").linear_layers()}

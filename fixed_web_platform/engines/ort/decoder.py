@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...models import rules
 from ...run_spec import RunSpec
-from ...vocabulary import Platform
+from ...vocabulary import Platform, PrecisionMode
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
+from ..webnn.decoder import QUANTIZED_PER_GRAPH
 from . import OrtWebEngine, onnx_decoder
 from .loop import OrtLoopRunner
 
@@ -25,12 +27,21 @@ MAX_MODEL_BYTES = 2**31 - 2**26
 class OrtDecoder(OrtLoopRunner):
     runner = RUNNER
 
-    def refuse(self, workload: Any) -> str:
+    def refuse(self, run: RunSpec) -> str:
+        workload = run.workload
         cfg = workload.config()
         fp32_bytes = 4 * (cfg.parameters + (cfg.vocab * cfg.hidden if cfg.tied else 0))
         if fp32_bytes > MAX_MODEL_BYTES:
             return (f"the float32 export of {workload.name} would hold {fp32_bytes / 2**30:.1f} GiB of weights; "
                     "one ONNX file holds under 2 GiB (external data files are not built here)")
+        if run.platform is Platform.WEBNN and run.precision_mode is PrecisionMode.STANDARD:
+            plan = rules.assign(cfg.linear_layers(), workload.rules, run.bits, run.weight_block)
+            int8 = sum(p.layer.k * p.layer.n for p in plan if p.bits == 8)
+            if int8 > QUANTIZED_PER_GRAPH:
+                return (f"ONNX Runtime's WebNN graph would hold {int8:,} int8 weight elements (its 8-bit "
+                        f"MatMulNBits layers), past the {QUANTIZED_PER_GRAPH:,} one WebNN graph may hold: Chromium's "
+                        "LiteRT backend crashed the tab building SmolLM2-135M's and Gemma 3 270M's (2026-12-02/03; "
+                        "engines/webnn/decoder.py); --experimental-precision tries it")
         return ""
 
     def build(self, run: RunSpec) -> tuple[PreparedDecoder, onnx_decoder.DecoderModel]:

@@ -22,8 +22,9 @@ from .onnx_linears import held_fields, summary
 class OrtLoopRunner(OrtKindRunner):
     supports = torch_ops.SUPPORTS
 
-    def refuse(self, workload: Any) -> str:
-        """Why this workload cannot be exported here ('' when it can)."""
+    def refuse(self, run: RunSpec) -> str:
+        """Why this run's workload cannot be exported or run here, known before its page ('' when
+        it can)."""
         return ""
 
     @abstractmethod
@@ -40,7 +41,7 @@ class OrtLoopRunner(OrtKindRunner):
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
         assert isinstance(engine, OrtWebEngine)
-        why = self.refuse(run.workload)
+        why = self.refuse(run)
         if why:
             return Refusal(Outcome.UNSUPPORTED, why)
         prepared, model = await asyncio.to_thread(self.build, run)

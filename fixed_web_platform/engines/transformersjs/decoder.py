@@ -79,7 +79,7 @@ def prepare(workload: DecoderWorkload, dtype: str, seed: int, quantizer: str = D
 def _calibration_feeds(workload: DecoderWorkload, base: PreparedDecoder) -> Feeds:
     """The graph's inputs on the calibration texts (never the evaluated ones), their tokens joined
     into one sequence from position 0 (as far as the model's positions reach), an empty cache: what
-    a calibrated quantizer's E[x x^T] is taken over (models/calibration.token_moments joins them
+    a calibrated quantizer's E[x x^T] is taken over (models/calibration.DecoderRows joins them
     the same way for the harness's engines)."""
     from ...models import calibration, source
 

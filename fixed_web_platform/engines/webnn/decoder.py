@@ -28,6 +28,8 @@ from ...architectures import ops
 from ...models import rules as precision_rules
 from ...run_spec import RunSpec
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
+from .forms import QDQ_FORM
+from .layers import ModelPlan
 from .loop import LoopRunner
 from .lower import loop_pass
 
@@ -68,8 +70,15 @@ class WebnnDecoder(LoopRunner):
 
     runner = RUNNER
 
-    def prepare(self, run: RunSpec, workload: Any, unsigned: bool) -> PreparedDecoder:
-        return prepare_decoder(workload, run.bits, run.weight_block, run.seed, unsigned, weight_quant=run.weight_quant)
+    act_bits = (32, 8)
+
+    def prepare(self, run: RunSpec, plan: ModelPlan) -> PreparedDecoder:
+        return prepare_decoder(plan.workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned,
+                               weight_quant=run.weight_quant, act_bits=run.act_bits, observer=run.observer,
+                               out_int8=plan.form == QDQ_FORM)
+
+    def int8_layers(self, prepared: PreparedDecoder) -> list[dict[str, Any]]:
+        return prepared.linear_int8() if prepared.act_bits == 8 else []
 
     def too_large(self, prepared: PreparedDecoder) -> str:
         big = [lp for lp in prepared.plan if lp.bits <= 8 and lp.layer.k * lp.layer.n > QUANTIZED_PER_GRAPH]

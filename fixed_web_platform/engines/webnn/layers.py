@@ -20,12 +20,21 @@ from typing import Any
 from ...models import rules as precision_rules
 from ...models.quantized import HeldLayer
 from ...page_protocol import PageDataError, PageReply
-from ...precision.webnn_precision import OPERAND_BITS, WeightPlan, choose_weight_plan, holding_zeros, listed
+from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
+from ...precision.webnn_precision import (
+    OPERAND_BITS,
+    ActivationPlan,
+    WeightPlan,
+    choose_activation_plan,
+    choose_weight_plan,
+    holding_zeros,
+    listed,
+)
 from ...run_spec import RunSpec
 from ...vocabulary import Outcome
 from ..base import BrowserFacts, EngineJob, Executed, LayerExecuted, Refusal
 from . import context_limits
-from .forms import choose_form
+from .forms import QDQ_FORM, choose_form
 
 
 def _lists(limits: dict[str, Any], dtype: str) -> bool:
@@ -174,17 +183,31 @@ def read_layers(linears: Sequence[dict[str, Any]], wanted: Sequence[dict[str, An
     return layers, problem
 
 
-def executed(job: EngineJob, page: PageReply, held: Sequence[Any], platform: str,
-             act_dtypes: Sequence[str] | None = None) -> Executed:
-    """What a WebNN model graph ran, from the reply: each layer's type, the bits most layers ran
-    at, the note on layers run at other bits than asked."""
-    linears = job.spec.options.get("linears") or []
-    wanted = job.spec.options.get("webnn_layers") or []
+def executed(job: EngineJob, page: PageReply, held: Sequence[Any], platform: str) -> Executed:
+    """What a WebNN model graph ran, from the reply: each layer's type (and its input's, with int8
+    activations), the bits most layers ran at, the note on layers run at other bits than asked
+    and on which layers took int8 inputs and outputs."""
+    options = job.spec.options
+    linears = options.get("linears") or []
+    wanted = options.get("webnn_layers") or []
+    act_plan = options.get("webnn_act")
+    act_dtypes = [act_plan["dtype"] if act_plan and linear.get("act") else "" for linear in linears]
     asked = job.layer_plan
     layers, problem = read_layers(linears, wanted, page, [h.held.weight_bytes for h in held], act_dtypes)
     f16 = any(p.get("matmul_dtype") == "float16" for p in wanted)
-    note = fallback_note(asked, layers, job.details.get("weight_plans") or {})
-    return Executed(run_bits(asked, layers), "f16" if f16 else "f32", platform, problem, note, tuple(layers))
+    notes = [fallback_note(asked, layers, job.details.get("weight_plans") or {})]
+    int8_inputs = sum(1 for linear in linears if linear.get("act"))
+    if act_plan and int8_inputs < len(linears):
+        notes.append(f"int8 activations in {int8_inputs} of {len(linears)} linear layers (the 8- and 4-bit ones; "
+                     "the others kept float inputs)")
+    if job.graph_form == QDQ_FORM:
+        outs = [linear["out"] for linear in linears if linear.get("out")]
+        split = sum(1 for out in outs if out.get("float_channels"))
+        notes.append(f"int8 outputs (the fused form) in {len(outs)} of {len(linears)} linear layers, {split} of them "
+                     f"with 1-{MAX_FLOAT_CHANNELS} outlier output channels computed in float apart (calibrated "
+                     f"signal-to-noise at least {OUT_INT8_MIN_SQNR_DB:g} dB)")
+    return Executed(run_bits(asked, layers), "f16" if f16 else "f32", platform, problem,
+                    "; ".join(filter(None, notes)), tuple(layers))
 
 
 def run_bits(asked: Sequence[precision_rules.LayerPrecision], layers: Sequence[LayerExecuted]) -> int | None:
@@ -204,18 +227,27 @@ class ModelPlan:
     layers: LayerPlans
     workload: Any
     """The run's workload, with one exact-name rule per layer where layers run at other bits."""
+    act: ActivationPlan | None = None
+    """int8 activations: their data type in this context (None: float activations)."""
 
     def graph_options(self, run: RunSpec, plan: Sequence[precision_rules.LayerPrecision],
                       held: Sequence[Any]) -> dict[str, Any]:
         """The page options every WebNN model graph reads alike: the context's device, the form,
-        the linear layers (``plan``: the prepared plan) and each one's data types."""
+        the linear layers (``plan``: the prepared plan) and each one's data types, and the int8
+        activations' type."""
         return {"device_type": run.webnn_device, "graph_form": self.form,
                 "linears": [{"name": p.layer.name, "k": p.layer.k, "n": p.layer.n, "bits": p.bits} for p in plan],
-                "webnn_layers": [layer_options(lp, h) for lp, h in zip(self.layers.per_layer, held)]}
+                "webnn_layers": [layer_options(lp, h) for lp, h in zip(self.layers.per_layer, held)],
+                "webnn_act": ({"dtype": self.act.dtype, "zero_point_offset": self.act.zero_point_offset}
+                              if self.act else None)}
 
     def job_fields(self, held: Sequence[Any]) -> dict[str, Any]:
-        """The EngineJob fields every WebNN model job fills alike (``held``: the prepared layers)."""
-        return {"note": "; ".join(self.layers.notes()), "refusal_is_unsupported": self.layers.asks_unlisted,
+        """The EngineJob fields every WebNN model job fills alike (``held``: the prepared layers):
+        why the job differs from the literal request (the browser's own error answers a type it
+        does not list; the reason names it)."""
+        notes = self.layers.notes() + ([self.act.note] if self.act and self.act.note else [])
+        return {"note": "; ".join(dict.fromkeys(notes)),
+                "refusal_is_unsupported": self.layers.asks_unlisted or bool(self.act and self.act.asks_unlisted),
                 "details": {"op_support_limits": self.limits, "weight_plans": self.layers.details()},
                 "graph_form": self.form, **self.layers.job_fields(held)}
 
@@ -229,6 +261,9 @@ async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str) -> 
     form, form_problem = choose_form(run, default_form)
     if form_problem:
         return Refusal(Outcome.UNSUPPORTED, form_problem, {"op_support_limits": limits})
+    act = choose_activation_plan(run.precision_mode, limits) if run.act_bits == 8 else None
+    if act is not None and act.unsupported:
+        return Refusal(Outcome.UNSUPPORTED, f"int8 activations: {act.unsupported}", {"op_support_limits": limits})
     workload = run.workload
     asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.weight_block)
     plans = plan_layers(asked, run, limits)
@@ -236,4 +271,4 @@ async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str) -> 
         return plans
     if plans.executed_rules is not None:
         workload = dataclasses.replace(workload, rules=plans.executed_rules)
-    return ModelPlan(limits, form, plans, workload)
+    return ModelPlan(limits, form, plans, workload, act)

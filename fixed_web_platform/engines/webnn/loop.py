@@ -16,7 +16,7 @@ from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from .forms import MODEL_FORM
-from .layers import executed, plan_model
+from .layers import ModelPlan, executed, plan_model
 from .lower import SUPPORTS
 
 
@@ -25,14 +25,19 @@ class LoopRunner(KindRunner):
     supports = SUPPORTS
 
     @abstractmethod
-    def prepare(self, run: RunSpec, workload: Any, unsigned: bool) -> Any:
-        """The kind's prepared workload at the bits each layer executes (``.plan``, ``.held``,
-        ``.outputs``)."""
+    def prepare(self, run: RunSpec, plan: ModelPlan) -> Any:
+        """The kind's prepared workload (``plan.workload``) at the bits each layer executes
+        (``.plan``, ``.held``, ``.outputs``) and in ``plan``'s signedness and form."""
 
     @abstractmethod
     def build(self, prepared: Any, layers: Sequence[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
         """The loop's own options (``passes``: each pass lowered, one op list per graph; its
         shapes and limits) and the job's tensors; ``layers``: the linear layers in the job's order."""
+
+    def int8_layers(self, prepared: Any) -> list[dict[str, Any]]:
+        """Each linear layer's int8 input and output parameters (``act``, ``out``), in the plan's
+        order; none where the kind has no int8 activations."""
+        return []
 
     def too_large(self, prepared: Any) -> str:
         """Why the page could not build the prepared model's graphs, known before it loads ('' if
@@ -44,12 +49,15 @@ class LoopRunner(KindRunner):
         plan = await plan_model(run, browser, MODEL_FORM)
         if isinstance(plan, Refusal):
             return plan
-        prepared = self.prepare(run, plan.workload, plan.layers.unsigned)
+        prepared = self.prepare(run, plan)
         why = self.too_large(prepared)
         if why:
             return Refusal(Outcome.UNSUPPORTED, why)
         options, tensors = self.build(prepared, [p.layer.name for p in prepared.plan])
         options = plan.graph_options(run, prepared.plan, prepared.held.layers) | options
+        int8 = self.int8_layers(prepared)
+        if int8:
+            options["linears"] = [linear | params for linear, params in zip(options["linears"], int8)]
         return EngineJob(spec=self.spec(engine, run, timing, tensors, prepared.outputs, options),
                          tensors=tensors, prepared=prepared, **plan.job_fields(prepared.held.layers))
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from ...run_spec import RunSpec
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
+from .layers import ModelPlan
 from .loop import LoopRunner
 from .lower import loop_pass
 
@@ -43,8 +44,9 @@ class WebnnSpeech(LoopRunner):
     runner = RUNNER
     lowered_passes = ("encoder", "prompt", "decode")
 
-    def prepare(self, run: RunSpec, workload: Any, unsigned: bool) -> PreparedSpeech:
-        prepared = prepare_speech(workload, run.bits, run.weight_block, run.seed, unsigned, run.weight_quant)
+    def prepare(self, run: RunSpec, plan: ModelPlan) -> PreparedSpeech:
+        prepared = prepare_speech(plan.workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned,
+                                  run.weight_quant)
         return dataclasses.replace(prepared, front_end_on_device=False)
 
     def build(self, prepared: PreparedSpeech, layers: Sequence[str]) -> tuple[dict[str, Any], dict[str, bytes]]:

@@ -4,8 +4,10 @@ its logits are judged against.
 - ``ref_float``: PyTorch fp32 (transformers) logits of every evaluation row, teacher-forced,
   with the model's float weights (for a GGUF model, its tensors dequantized): what precision costs.
 - ``ref_dequantized``: the harness's float64 numpy decoder (the architecture's
-  ``reference_forward``: architectures/<name>/reference.py) with the weights this run holds: is
-  the engine right.
+  ``reference_forward``: architectures/<name>/reference.py) with the weights this run holds (and,
+  with int8 activations, each quantized layer's input, and in WebNN's fused form its output,
+  quantized with the scale and zero point calibrated on the calibration texts): is the engine
+  right.
 
 The page returns ``logits`` float32 [texts, eval_len, vocab] (the evaluation rows, each one
 forward pass from position 0) and ``generated_ids`` int32 [new_tokens] (the last timed
@@ -21,12 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from ...architectures import DecoderArchitecture, DecoderConfig
+from ...architectures import ActQuant, DecoderArchitecture, DecoderConfig
+from ...architectures.base import OUTPUT_QUANT
 from ...models import calibration, rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...prepared_caches import per_configuration
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..base import HeldModelFacts, TensorSpec
+from ..int8_activations import Int8Check, int8_check
 from . import accuracy
 from .tokens import TokenPlan
 from .workload import DecoderWorkload
@@ -81,6 +85,14 @@ class PreparedDecoder(HeldModelFacts):
     generated_reference: np.ndarray
     """The float64 decoder's greedy ids with the held weights."""
     peak: ActivationPeak
+    act_bits: int = 32
+    observer: str = ""
+    act_quant: tuple[calibration.ActivationQuant | None, ...] = ()
+    """int8 activations: each plan layer's input scale and zero point (None: float input)."""
+    out_quant: tuple[calibration.OutputQuant | None, ...] = ()
+    """int8 outputs (WebNN's fused form): each plan layer's x @ W^T scale and zero point."""
+    int8: Int8Check | None = None
+    """int8 activations: what they change in the kernel check (workloads/int8_activations.py)."""
 
     @property
     def config(self) -> DecoderConfig:
@@ -108,16 +120,24 @@ class PreparedDecoder(HeldModelFacts):
 
     @property
     def tolerance_basis(self) -> str:
-        return ""
+        return self.int8.basis if self.int8 else ""
 
     def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return outputs[LOGITS]
 
     def tolerance(self, compute_dtype: str) -> float:
-        return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+        base = KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+        return self.int8.tolerance(base) if self.int8 else base
 
     def kernel_problem(self, judged: np.ndarray) -> str:
-        return ""
+        return self.int8.problem(judged, self.ref_dequantized) if self.int8 else ""
+
+    def linear_int8(self) -> list[dict[str, Any]]:
+        """Each plan layer's int8 input and output parameters for the page (``act``, ``out``: None
+        where float), in the plan's order."""
+        n = len(self.plan)
+        return [{"act": a.to_json() if a else None, "out": o.to_json() if o else None}
+                for a, o in zip(self.act_quant or [None] * n, self.out_quant or [None] * n)]
 
     def precision_figures(self, judged: np.ndarray, compute_dtype: str) -> dict[str, Any]:
         return {"fp32_activation_peak": self.peak.value, "fp16_overflow": self.peak.overflow(judged, compute_dtype)}
@@ -193,9 +213,9 @@ def pytorch_greedy(model: source.LoadedModel, prompt: np.ndarray, new_tokens: in
 
 
 def reference_logits(arch: DecoderArchitecture, cfg: DecoderConfig, weights: Mapping[str, np.ndarray],
-                     eval_ids: np.ndarray) -> np.ndarray:
+                     eval_ids: np.ndarray, act_quant: ActQuant | None = None) -> np.ndarray:
     """The float64 decoder's logits [texts, eval_len, vocab] of each evaluation row from position 0."""
-    return np.stack([arch.reference_forward(cfg, weights, {"input_ids": row}) for row in eval_ids])
+    return np.stack([arch.reference_forward(cfg, weights, {"input_ids": row}, act_quant) for row in eval_ids])
 
 
 @functools.lru_cache(maxsize=2)
@@ -217,23 +237,56 @@ def held_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: in
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
-    moments = functools.partial(calibration.token_moments, loaded, calibration.builtin_calibration_texts())
+    moments = functools.partial(calibration.input_moments, loaded,
+                                calibration.DecoderRows(calibration.builtin_calibration_texts()))
     return hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
 
 
 @per_configuration(maxsize=4)
 def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int,
-                    unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER) -> PreparedDecoder:
+                    unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER, act_bits: int = 32,
+                    observer: str = "", out_int8: bool = False) -> PreparedDecoder:
     """Everything a decoder run needs in Python (cached: engines of one configuration share it).
     ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values); ``weight_quant``
-    makes their codes (precision/quantizers.py)."""
+    makes their codes (precision/quantizers.py). ``act_bits`` 8: the inputs of the 8- and 4-bit
+    layers are int8, calibrated by ``observer`` on the calibration texts (every position of their
+    rows: a prefill's and a scoring pass's, which the kernel check judges); ``out_int8`` too: the
+    8-bit layers' x @ W^T as well (WebNN's fused form)."""
     held = held_decoder(workload, bits, block_size, seed, unsigned, weight_quant)
     loaded, plan = held.model, tuple(layer.precision for layer in held.layers)
     tokens = workload.tokens()
     ref_float, generated_fp32, peak = fp32_references(loaded, workload)
     weights = held.exec_weights()
     arch, cfg = workload.architecture(), workload.config()
-    ref_deq = reference_logits(arch, cfg, weights, tokens.eval_ids)
-    generated = np.array(arch.reference_greedy(cfg, weights, tokens.prompt, workload.new_tokens, tokens.eos), np.int32)
+    act_quant, out_quant, by_name = _int8_parameters(loaded, plan, act_bits, observer, out_int8)
+    ref_deq = reference_logits(arch, cfg, weights, tokens.eval_ids, by_name)
+    generated = np.array(arch.reference_greedy(cfg, weights, tokens.prompt, workload.new_tokens, tokens.eos,
+                                               by_name), np.int32)
+    check = None
+    if by_name:
+        check = int8_check(lambda w, act: reference_logits(arch, cfg, w, tokens.eval_ids, act), weights, by_name,
+                           ref_deq)
     return PreparedDecoder(workload, bits, block_size, held, plan, tokens, ref_float, ref_deq,
-                           generated_fp32, generated, peak)
+                           generated_fp32, generated, peak, act_bits, observer if act_bits == 8 else "",
+                           act_quant, out_quant, check)
+
+
+def _int8_parameters(loaded: source.LoadedModel, plan: tuple[rules.LayerPrecision, ...], act_bits: int,
+                     observer: str, out_int8: bool) -> tuple[tuple, tuple, ActQuant | None]:
+    """Each plan layer's int8 input and output parameters (None: float), and the reference's
+    ActQuant of them (None without int8 activations)."""
+    if act_bits != 8:
+        if out_int8:
+            raise ValueError("int8 outputs go with int8 activations")
+        return (), (), None
+    inputs = calibration.DecoderRows(calibration.builtin_calibration_texts())
+    params = calibration.calibrate(loaded, inputs, observer, calibration.quantized_inputs(plan))
+    act_quant = tuple(params.get(p.layer.name) for p in plan)
+    out_quant: tuple[calibration.OutputQuant | None, ...] = ()
+    if out_int8:
+        eight = tuple(p.layer.name for p, a in zip(plan, act_quant) if a and p.bits == 8)
+        outs = calibration.calibrate_outputs(loaded, inputs, observer, eight)
+        out_quant = tuple(outs.get(p.layer.name) for p in plan)
+    by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
+    by_name |= {p.layer.name + OUTPUT_QUANT: o.act_quant() for p, o in zip(plan, out_quant) if o}
+    return act_quant, out_quant, by_name or None

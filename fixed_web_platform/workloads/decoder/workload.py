@@ -102,7 +102,7 @@ class DecoderWorkload:
     @property
     def calibration_label(self) -> str:
         """What a calibrated weight quantizer (gptq) sees: the built-in calibration set, whose
-        sentences are not in the evaluation text (models/calibration.py: token_moments)."""
+        sentences are not in the evaluation text (models/calibration.py: DecoderRows)."""
         return CALIBRATION_NAME
 
     def tokens(self) -> TokenPlan:

@@ -26,9 +26,9 @@ from ...architectures.base import OUTPUT_QUANT
 from ...models import calibration, rules, source
 from ...models.inputs import Batches, tokenize
 from ...models.quantized import HeldModel, hold_model
-from ...precision.quant import error_metrics
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..base import HeldModelFacts, TensorSpec
+from ..int8_activations import Int8Check, int8_check
 from . import accuracy
 from .workload import EncoderConfig, EncoderWorkload
 
@@ -36,21 +36,6 @@ KERNEL_TOLERANCE_F32 = 1e-4
 KERNEL_TOLERANCE_F16 = 2e-2
 """Relative RMS error of the output embeddings vs the float64 reference with the held weights,
 beyond which the engine is wrong (f32 or f16 arithmetic through every layer)."""
-
-INT8_FLIP_PERTURBATION = 1e-6
-"""Relative noise on every weight of the perturbed references: ten times what float32 arithmetic
-does to a correct engine (with float activations its output lands about 4e-7 from the float64
-reference, as does a reference with 1e-7 noise)."""
-INT8_FLIP_SEEDS = 3
-"""With int8 activations, rounding to int8 is discontinuous: float32 rounding flips a few values
-by one step, and each flip moves later layers' values across other steps, so a correct engine can
-land far from the float64 reference (measured on MiniLM: 0.002-0.04 relative RMS; one flip in a
-6-text run already moves it 0.034). The kernel tolerance is the largest error of INT8_FLIP_SEEDS
-references whose weights carry INT8_FLIP_PERTURBATION noise (0.060-0.067 on MiniLM), never below
-the float tolerance. Planted faults land beyond it: a scale 1% off 0.12, clamping at -127 0.29,
-floor for round 0.47, a zero point off by one 0.87; int8 activations not applied at all 0.11,
-which the second check catches at any size: the output must be nearer the int8-activation
-reference than the float-activation one (``ref_float_acts``)."""
 
 INPUT_TENSORS = ("input_ids", "attention_mask", "token_type_ids")
 """int32 [passes, batch, seq] each."""
@@ -87,11 +72,8 @@ class PreparedModel(HeldModelFacts):
     observer: str = ""
     act_quant: tuple[calibration.ActivationQuant | None, ...] = ()
     """int8 activations: each plan layer's input scale and zero point (None: float input)."""
-    flip_floor: float = 0.0
-    """int8 activations: how far perturbed float64 references land from ``ref_dequantized`` (the
-    largest of INT8_FLIP_SEEDS): the kernel tolerance."""
-    ref_float_acts: np.ndarray | None = None
-    """int8 activations: the float64 reference with the same weights and float activations."""
+    int8: Int8Check | None = None
+    """int8 activations: what they change in the kernel check (workloads/int8_activations.py)."""
     out_quant: tuple[calibration.OutputQuant | None, ...] = ()
     """int8 outputs (WebNN's fused form): each plan layer's x @ W^T scale and zero point (None:
     float output)."""
@@ -141,26 +123,15 @@ class PreparedModel(HeldModelFacts):
 
     def tolerance(self, compute_dtype: str) -> float:
         base = KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
-        return max(base, self.flip_floor)
+        return self.int8.tolerance(base) if self.int8 else base
 
     @property
     def tolerance_basis(self) -> str:
-        if not self.flip_floor:
-            return ""
-        return (f"int8 activations: references with {INT8_FLIP_PERTURBATION:g} weight noise move by up "
-                f"to {self.flip_floor:.2g}")
+        return self.int8.basis if self.int8 else ""
 
     def kernel_problem(self, judged: np.ndarray) -> str:
-        """A fault the tolerance alone cannot see in ``out`` (the judged rows): int8 activations
-        not applied (the output nearer the float-activation reference than the int8 one)."""
-        if self.ref_float_acts is None:
-            return ""
-        to_int8 = error_metrics(judged, self.ref_dequantized)["rel_error"]
-        to_float = error_metrics(judged, self.ref_float_acts)["rel_error"]
-        if to_float < to_int8:
-            return (f"the output is nearer the float-activation reference ({to_float:.3g}) than the "
-                    f"int8-activation one ({to_int8:.3g}): int8 activations did not run")
-        return ""
+        """A fault the tolerance alone cannot see in the judged rows (int8_activations.Int8Check)."""
+        return self.int8.problem(judged, self.ref_dequantized) if self.int8 else ""
 
     def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
         """Accuracy vs PyTorch fp32 and throughput: the encoder's columns of the row."""
@@ -215,44 +186,29 @@ def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: i
     loaded = source.load(resolved, workload.random_weights, seed)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
     texts = workload.calibration_texts or calibration.builtin_calibration_texts()  # never scored
-    moments = functools.partial(calibration.input_moments, loaded, texts, workload.batch_size, workload.seq_len)
+    calibration_inputs = calibration.EncoderBatches(texts, workload.batch_size, workload.seq_len)
+    moments = functools.partial(calibration.input_moments, loaded, calibration_inputs)
     held = hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
     batches = tokenize(source.tokenizer(resolved), workload.texts, workload.batch_size, workload.seq_len)
     ids, mask, tt = batches.flat()
     ref_float = pytorch_reference(loaded, ids, mask, tt)
     act_quant: tuple[calibration.ActivationQuant | None, ...] = ()
     if act_bits == 8:
-        params = calibration.calibrate(loaded, texts, workload.batch_size, workload.seq_len, observer,
-                                       calibration.quantized_inputs(plan))
+        params = calibration.calibrate(loaded, calibration_inputs, observer, calibration.quantized_inputs(plan))
         act_quant = tuple(params.get(p.layer.name) for p in plan)
     out_quant: tuple[calibration.OutputQuant | None, ...] = ()
     if out_int8:
         if act_bits != 8:
             raise ValueError("int8 outputs go with int8 activations")
         eight = tuple(p.layer.name for p, a in zip(plan, act_quant) if a and p.bits == 8)
-        outs = calibration.calibrate_outputs(loaded, texts, workload.batch_size, workload.seq_len, observer, eight)
+        outs = calibration.calibrate_outputs(loaded, calibration_inputs, observer, eight)
         out_quant = tuple(outs.get(p.layer.name) for p in plan)
     by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
     by_name |= {p.layer.name + OUTPUT_QUANT: o.act_quant() for p, o in zip(plan, out_quant) if o}
     weights = held.exec_weights()
     ref_deq = embed(loaded, weights, ids, mask, tt, by_name or None)
-    floor, float_acts = 0.0, None
+    check = None
     if by_name:
-        floor = _flip_floor(loaded, weights, (ids, mask, tt), by_name, ref_deq)
-        float_acts = embed(loaded, weights, ids, mask, tt)
+        check = int8_check(lambda w, act: embed(loaded, dict(w), ids, mask, tt, act), weights, by_name, ref_deq)
     return PreparedModel(workload, bits, block_size, held, plan, batches, ref_float, ref_deq,
-                         act_bits, observer if act_bits == 8 else "", act_quant, floor, float_acts, out_quant)
-
-
-def _flip_floor(model: source.LoadedModel, weights: dict[str, np.ndarray],
-                inputs: tuple[np.ndarray, np.ndarray, np.ndarray],
-                act: ActQuant, ref: np.ndarray) -> float:
-    """The largest relative RMS distance from ``ref`` of references whose weights carry
-    INT8_FLIP_PERTURBATION noise, with the same int8 activations."""
-    errors = []
-    for seed in range(1, INT8_FLIP_SEEDS + 1):
-        rng = np.random.default_rng(seed)
-        noisy = {k: np.asarray(v, dtype=np.float64) * (1 + INT8_FLIP_PERTURBATION * rng.standard_normal(v.shape))
-                 for k, v in weights.items()}
-        errors.append(error_metrics(embed(model, noisy, *inputs, act), ref)["rel_error"])
-    return float(max(errors))
+                         act_bits, observer if act_bits == 8 else "", act_quant, check, out_quant)

@@ -1,0 +1,31 @@
+"""Int8 activations in the float64 references: one rule, which every architecture's reference
+applies to each linear layer it is asked to (``ActQuant``): the layer's input, and in WebNN's
+``gemm_qdq`` form its output before the bias (``<layer>:output``), through quantize -> dequantize,
+rounding half to even and clamping to int8 as WebNN's quantizeLinear and the WGSL kernels do."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import OUTPUT_QUANT, ActQuant
+
+
+def fake_quantize_int8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    q = np.clip(np.rint(x / scale) + zero_point, -128, 127)
+    return (q - zero_point) * scale
+
+
+def linear(x: np.ndarray, weight: np.ndarray, name: str, act_quant: ActQuant | None,
+           bias: np.ndarray | None = None) -> np.ndarray:
+    """x @ W^T (+ bias) in float64 with layer ``name``'s int8 input and output where ``act_quant``
+    names them (output channels listed as kept stay float)."""
+    if act_quant and name in act_quant:
+        x = fake_quantize_int8(x, *act_quant[name][:2])
+    y = x @ np.asarray(weight, dtype=np.float64).T
+    if act_quant and name + OUTPUT_QUANT in act_quant:
+        scale, zero_point, *rest = act_quant[name + OUTPUT_QUANT]
+        kept = list(rest[0]) if rest else []
+        quantized = fake_quantize_int8(y, scale, zero_point)
+        quantized[..., kept] = y[..., kept]
+        y = quantized
+    return y + bias if bias is not None else y

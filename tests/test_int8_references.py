@@ -1,0 +1,125 @@
+"""The float64 references with int8 activations (architectures/int8.py) against PyTorch fake
+quantization hooked onto the same layers of the transformers module, in float64: what keeps the kernel error of a decoder's or Whisper's W8A8
+row checkable. Each check can fail: the float-activation reference, or one layer's zero point off
+by one, lands beyond it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fixed_web_platform.architectures.base import OUTPUT_QUANT
+from fixed_web_platform.architectures.gemma3 import GEMMA3
+from fixed_web_platform.architectures.llama import LLAMA
+from fixed_web_platform.architectures.whisper import reference as whisper_reference
+
+IDS = np.array([3, 5, 7, 11, 13, 2, 40, 50, 60, 1])
+
+
+@contextlib.contextmanager
+def _hooked(linears: dict, quant: dict[str, tuple]) -> Iterator[None]:
+    """PyTorch's fake quantization on the named modules' inputs (and ``<name>:output`` outputs,
+    the listed channels kept float) while the block runs."""
+    import torch
+
+    def fq(x, scale: float, zero_point: int, *_):  # noqa: ANN001, ANN202
+        # torch.ao's FakeQuantize formula in float64 (torch.round: half to even). Its fused op,
+        # torch.fake_quantize_per_tensor_affine, multiplies by 1 / scale in float32, which flips
+        # values next to a rounding step: 1.4e-4 on the small Whisper's encoder.
+        return (torch.clamp(torch.round(x / scale) + zero_point, -128, 127) - zero_point) * scale
+
+    def output(y, q):  # noqa: ANN001, ANN202
+        out = fq(y, *q)
+        out[..., list(q[2])] = y[..., list(q[2])]
+        return out
+
+    hooks = []
+    for name, m in linears.items():
+        if name in quant:
+            hooks.append(m.register_forward_pre_hook(lambda _m, a, q=quant[name]: (fq(a[0], *q),)))
+        if name + OUTPUT_QUANT in quant:
+            hooks.append(m.register_forward_hook(lambda _m, _a, y, q=quant[name + OUTPUT_QUANT]: output(y, q)))
+    try:
+        yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def _quant_from_peaks(linears: dict, run: Callable[[], object], head: str) -> dict[str, tuple]:
+    """Every linear layer's input quantized with a scale that clips its largest values (half its
+    range over 127) and a zero point of 3; ``head``'s output too (its range over 127), channel 5
+    kept float."""
+    peaks: dict[str, float] = {}
+    outs: dict[str, float] = {}
+    hooks = [m.register_forward_pre_hook(lambda _m, a, n=name: peaks.__setitem__(n, float(a[0].abs().max())))
+             for name, m in linears.items()]
+    hooks.append(linears[head].register_forward_hook(lambda _m, _a, y: outs.__setitem__(head, float(y.abs().max()))))
+    run()
+    for h in hooks:
+        h.remove()
+    return {name: (peak / 2 / 127, 3) for name, peak in peaks.items()} | {head + OUTPUT_QUANT: (outs[head] / 127, 0, (5,))}
+
+
+def _checks(ours: Callable[[dict | None], np.ndarray], theirs: np.ndarray, quant: dict[str, tuple]) -> None:
+    scale = np.abs(theirs).max()
+    assert np.abs(ours(quant) - theirs).max() <= 1e-6 * scale
+    assert np.abs(ours(None) - theirs).max() > 1e-2 * scale
+    first = next(iter(quant))
+    off = quant | {first: (quant[first][0], quant[first][1] + 1)}
+    assert np.abs(ours(off) - theirs).max() > 1e-4 * scale
+
+
+@pytest.mark.parametrize("arch", [LLAMA, GEMMA3], ids=lambda a: a.name)
+def test_the_float64_decoder_with_int8_activations_is_pytorchs_fake_quantization(arch) -> None:  # noqa: ANN001
+    import torch
+    from test_decoder import tiny_hf_config
+    from test_gemma3 import tiny_gemma_config
+
+    cfg = arch.config(tiny_gemma_config() if arch is GEMMA3 else tiny_hf_config(), "tiny")
+    weights = {k: (v * 8 if v.ndim == 2 else v) for k, v in arch.random_weights(cfg, 7).items()}
+    weights = arch.complete_weights(cfg, weights | {"lm_head.weight": weights["model.embed_tokens.weight"]})
+    module = arch.torch_module(cfg, weights).double()
+    linears = arch.linear_modules(module)
+
+    def forward() -> np.ndarray:
+        with torch.no_grad():
+            return module(torch.tensor(IDS[None])).logits[0].numpy()
+
+    quant = _quant_from_peaks(linears, forward, arch.head)
+    with _hooked(linears, quant):
+        theirs = forward()
+    _checks(lambda q: arch.reference_forward(cfg, weights, {"input_ids": IDS}, q), theirs, quant)
+
+
+def test_the_float64_whisper_with_int8_activations_is_pytorchs_fake_quantization(tmp_path: Path) -> None:
+    """The encoder, and a decoder step over its output (cross-attention's keys and values included)."""
+    import torch
+    from speech_models import tiny_whisper
+
+    from fixed_web_platform.models import source
+
+    loaded = source.load(source.resolve(str(tiny_whisper(tmp_path / "tiny-whisper"))))
+    cfg, weights = loaded.config, loaded.weights
+    module = loaded.module().double()
+    linears = loaded.architecture.linear_modules(module)
+    feats = np.random.default_rng(1).uniform(-1, 1, (cfg.mels, cfg.frames))
+    prompt = torch.tensor([list(cfg.prompt)])
+
+    def forward() -> tuple[np.ndarray, np.ndarray]:
+        with torch.no_grad():
+            encoded = module.model.encoder(torch.from_numpy(feats)[None]).last_hidden_state
+            hidden = module.model.decoder(input_ids=prompt, encoder_hidden_states=encoded).last_hidden_state
+            return encoded[0].numpy(), module.proj_out(hidden)[0].numpy()
+
+    quant = _quant_from_peaks(linears, forward, "proj_out")
+    with _hooked(linears, quant):
+        encoded, logits = forward()
+    _checks(lambda q: whisper_reference.encode(cfg, weights, feats, q),
+            encoded, {k: v for k, v in quant.items() if k.startswith("model.encoder.")})
+    _checks(lambda q: whisper_reference.Decoder(cfg, weights, encoded, q).step(list(cfg.prompt)), logits,
+            {k: v for k, v in quant.items() if not k.startswith("model.encoder.")})
