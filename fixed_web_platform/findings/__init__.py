@@ -10,6 +10,7 @@ figures), registered in ``PAGES``; ``page.py`` holds what every page shares.
 
 from __future__ import annotations
 
+from .gemma3 import PAGE as GEMMA3
 from .integer import PAGE as INTEGER_PATH
 from .matmuls import PAGE as MATMULS
 from .memory import PAGE as MEMORY
@@ -23,7 +24,7 @@ from .smollm2 import PAGE as SMOLLM2
 from .transformersjs import PAGE as TRANSFORMERSJS
 from .whisper import PAGE as WHISPER
 
-PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, WHISPER, INTEGER_PATH, OCR, SENSITIVITY, QUANTIZERS,
+PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, GEMMA3, WHISPER, INTEGER_PATH, OCR, SENSITIVITY, QUANTIZERS,
                            TRANSFORMERSJS, MEMORY, ONNX_QUANTIZERS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]

@@ -21,6 +21,7 @@ from ..paths import PROJECT_ROOT
 from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..report.glance import DEFAULT_GLANCE, picks
 from ..results import reader
+from .gemma3 import PAGE as GEMMA3
 from .matmuls import PAGE as MATMULS
 from .minilm import PAGE as MINILM
 from .ocr import PAGE as OCR
@@ -102,6 +103,7 @@ ANSWERS: tuple[Answer, ...] = (
     Answer("lone matmuls", MATMULS, MATMULS.folders, widths_and_picks("matmul")),
     Answer("an encoder (MiniLM)", MINILM, MINILM.folders, widths_and_picks("encoder")),
     Answer("a decoder LLM (SmolLM2-135M)", SMOLLM2, SMOLLM2.folders, widths_and_picks("decoder")),
+    Answer("a second decoder family (Gemma 3 270M)", GEMMA3, GEMMA3.folders, widths_and_picks("decoder")),
     Answer("speech (Whisper tiny.en)", WHISPER, WHISPER.folders, widths_and_picks("speech")),
     Answer("your own ONNX file (PP-OCRv5)", OCR, OCR.folders, widths_and_picks("onnx")),
     Answer("transformers.js's dtypes (MiniLM)", TRANSFORMERSJS, TJS_MINILM, widths_and_picks("encoder")),
