@@ -29,8 +29,8 @@ def limits(rows: pd.DataFrame) -> list[str]:
                           reason=missed["reason"].fillna("").astype(str))
     shown = shown.drop_duplicates(["label", "where", "outcome", "reason"])
     return ["## Runs that met a limit", "",
-            "Each run that measured nothing, with its outcome and the reason it gives (unsupported: refused "
-            "before the page, naming the limit; the others: met in the browser).", "",
+            "Each run that measured nothing, with its outcome and the reason it gives: a limit the harness names "
+            "before the page, or what the browser or engine said.", "",
             *rows_table(shown, {"label": "precision", "where": "where", "outcome": "outcome", "reason": "reason"}),
             ""]
 
