@@ -4,8 +4,8 @@ calibrated scale and zero point, per tensor, from an observer that watched it ov
 - Calibration runs the float model (the transformers module with the original fp32 weights, as
   PyTorch's static quantization calibrates) over the calibration inputs, with a forward pre-hook on
   every linear layer that shows the observer the layer's input at the positions that count: an
-  encoder's real tokens (``EncoderBatches``: padding never reaches an output), a decoder's rows of
-  joined tokens from a first position on (``DecoderRows``).
+  encoder's real tokens (``EncoderBatches``: padding never reaches an output), every token of a
+  decoder's rows of joined tokens (``DecoderRows``).
 - The texts are the built-in calibration set (data/calibration_sentences.txt: none of them is in
   the evaluation set) or the user's ``--calibration FILE``.
 - Scale and zero point come from ``Observer.qparams`` (``quant.qparams_from_range``, the rule the
@@ -96,12 +96,9 @@ tokens joined, every token real: no padding to leave out)."""
 @dataclass(frozen=True)
 class DecoderRows:
     """A decoder's calibration inputs: the texts' tokens joined and cut into rows of
-    CALIBRATION_ROW, one call; the positions from ``first`` on count. A prompt's prefill holds its
-    first position, whose activations (the attention sink's) are a decoder's largest; a decode
-    step never does (``first=1``)."""
+    CALIBRATION_ROW, one call; every position counts."""
 
     texts: tuple[str, ...]
-    first: int = 0
 
     def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray], before: Any = None) -> None:
         import torch
@@ -112,7 +109,7 @@ class DecoderRows:
         if not len(rows):
             raise ValueError(f"the calibration texts have {len(ids)} tokens, fewer than one row of {CALIBRATION_ROW}")
         rows = rows.reshape(-1, CALIBRATION_ROW)
-        counted.append(np.broadcast_to(np.arange(CALIBRATION_ROW) >= self.first, rows.shape))
+        counted.append(np.ones(rows.shape, dtype=bool))
         if before:
             before()
         net(input_ids=torch.from_numpy(rows))

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...models import rules as precision_rules
+from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
 from ...models.quantized import HeldLayer
 from ...page_protocol import PageDataError, PageReply
-from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
 from ...precision.webnn_precision import (
     OPERAND_BITS,
     ActivationPlan,
