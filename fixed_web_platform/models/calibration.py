@@ -310,3 +310,36 @@ def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: s
         rms = float(np.sqrt(squares[name][0] / max(squares[name][1], 1)))
         out[name] = OutputQuant(s32, int(zero_point.reshape(-1)[0]), chosen[name] or (), _sqnr_db(rms, s32))
     return out
+
+
+def int8_parameters(model: LoadedModel, inputs: CalibrationInputs, plan: tuple[LayerPrecision, ...],
+                    act_bits: int, observer: str, out_int8: bool
+                    ) -> tuple[tuple[ActivationQuant | None, ...], tuple[OutputQuant | None, ...], dict[str, tuple]]:
+    """Each plan layer's int8 input (``act_bits`` 8: the 8- and 4-bit layers') and, ``out_int8``,
+    output (the 8-bit ones') parameters, None where float; and the reference's ActQuant of them
+    (architectures.ActQuant: empty without int8 activations)."""
+    from ..architectures.base import OUTPUT_QUANT
+
+    if act_bits != 8:
+        if out_int8:
+            raise ValueError("int8 outputs go with int8 activations")
+        return (), (), {}
+    params = calibrate(model, inputs, observer, quantized_inputs(plan))
+    act_quant = tuple(params.get(p.layer.name) for p in plan)
+    out_quant: tuple[OutputQuant | None, ...] = ()
+    if out_int8:
+        eight = tuple(p.layer.name for p, a in zip(plan, act_quant) if a and p.bits == 8)
+        outs = calibrate_outputs(model, inputs, observer, eight)
+        out_quant = tuple(outs.get(p.layer.name) for p in plan)
+    by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
+    by_name |= {p.layer.name + OUTPUT_QUANT: o.act_quant() for p, o in zip(plan, out_quant) if o}
+    return act_quant, out_quant, by_name
+
+
+def linear_int8(plan: tuple[LayerPrecision, ...], act_quant: tuple[ActivationQuant | None, ...],
+                out_quant: tuple[OutputQuant | None, ...]) -> list[dict[str, Any]]:
+    """Each plan layer's int8 input and output parameters for the page (``act``, ``out``: None
+    where float), in the plan's order."""
+    n = len(plan)
+    return [{"act": a.to_json() if a else None, "out": o.to_json() if o else None}
+            for a, o in zip(act_quant or [None] * n, out_quant or [None] * n)]

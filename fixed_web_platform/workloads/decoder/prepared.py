@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from ...architectures import ActQuant, DecoderArchitecture, DecoderConfig
-from ...architectures.base import OUTPUT_QUANT
 from ...models import calibration, rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...prepared_caches import per_configuration
@@ -135,9 +134,7 @@ class PreparedDecoder(HeldModelFacts):
     def linear_int8(self) -> list[dict[str, Any]]:
         """Each plan layer's int8 input and output parameters for the page (``act``, ``out``: None
         where float), in the plan's order."""
-        n = len(self.plan)
-        return [{"act": a.to_json() if a else None, "out": o.to_json() if o else None}
-                for a, o in zip(self.act_quant or [None] * n, self.out_quant or [None] * n)]
+        return calibration.linear_int8(self.plan, self.act_quant, self.out_quant)
 
     def precision_figures(self, judged: np.ndarray, compute_dtype: str) -> dict[str, Any]:
         return {"fp32_activation_peak": self.peak.value, "fp16_overflow": self.peak.overflow(judged, compute_dtype)}
@@ -258,10 +255,11 @@ def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed:
     ref_float, generated_fp32, peak = fp32_references(loaded, workload)
     weights = held.exec_weights()
     arch, cfg = workload.architecture(), workload.config()
-    act_quant, out_quant, by_name = _int8_parameters(loaded, plan, act_bits, observer, out_int8)
-    ref_deq = reference_logits(arch, cfg, weights, tokens.eval_ids, by_name)
+    inputs = calibration.DecoderRows(calibration.builtin_calibration_texts())
+    act_quant, out_quant, by_name = calibration.int8_parameters(loaded, inputs, plan, act_bits, observer, out_int8)
+    ref_deq = reference_logits(arch, cfg, weights, tokens.eval_ids, by_name or None)
     generated = np.array(arch.reference_greedy(cfg, weights, tokens.prompt, workload.new_tokens, tokens.eos,
-                                               by_name), np.int32)
+                                               by_name or None), np.int32)
     check = None
     if by_name:
         check = int8_check(lambda w, act: reference_logits(arch, cfg, w, tokens.eval_ids, act), weights, by_name,
@@ -270,23 +268,3 @@ def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed:
                            generated_fp32, generated, peak, act_bits, observer if act_bits == 8 else "",
                            act_quant, out_quant, check)
 
-
-def _int8_parameters(loaded: source.LoadedModel, plan: tuple[rules.LayerPrecision, ...], act_bits: int,
-                     observer: str, out_int8: bool) -> tuple[tuple, tuple, ActQuant | None]:
-    """Each plan layer's int8 input and output parameters (None: float), and the reference's
-    ActQuant of them (None without int8 activations)."""
-    if act_bits != 8:
-        if out_int8:
-            raise ValueError("int8 outputs go with int8 activations")
-        return (), (), None
-    inputs = calibration.DecoderRows(calibration.builtin_calibration_texts())
-    params = calibration.calibrate(loaded, inputs, observer, calibration.quantized_inputs(plan))
-    act_quant = tuple(params.get(p.layer.name) for p in plan)
-    out_quant: tuple[calibration.OutputQuant | None, ...] = ()
-    if out_int8:
-        eight = tuple(p.layer.name for p, a in zip(plan, act_quant) if a and p.bits == 8)
-        outs = calibration.calibrate_outputs(loaded, inputs, observer, eight)
-        out_quant = tuple(outs.get(p.layer.name) for p in plan)
-    by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
-    by_name |= {p.layer.name + OUTPUT_QUANT: o.act_quant() for p, o in zip(plan, out_quant) if o}
-    return act_quant, out_quant, by_name or None

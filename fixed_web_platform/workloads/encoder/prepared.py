@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from ...architectures import ActQuant
-from ...architectures.base import OUTPUT_QUANT
 from ...models import calibration, rules, source
 from ...models.inputs import Batches, tokenize
 from ...models.quantized import HeldModel, hold_model
@@ -110,10 +109,9 @@ class PreparedModel(HeldModelFacts):
                                               "seq": int(b.input_ids.shape[2]), "passes": b.passes},
             "inputs": list(INPUT_TENSORS),
             "linears": [{"name": p.layer.name, "kind": p.layer.kind, "k": p.layer.k, "n": p.layer.n,
-                         "bits": p.bits, "block_size": p.block if p.bits <= 8 else 0,
-                         "act": act.to_json() if act else None, "out": out.to_json() if out else None}
-                        for p, act, out in zip(self.plan, self.act_quant or [None] * len(self.plan),
-                                               self.out_quant or [None] * len(self.plan))],
+                         "bits": p.bits, "block_size": p.block if p.bits <= 8 else 0} | int8
+                        for p, int8 in zip(self.plan, calibration.linear_int8(self.plan, self.act_quant,
+                                                                              self.out_quant))],
             "output_rows": self.output_shape[0],
         }
 
@@ -192,19 +190,8 @@ def prepare_model(workload: EncoderWorkload, bits: int, block_size: int, seed: i
     batches = tokenize(source.tokenizer(resolved), workload.texts, workload.batch_size, workload.seq_len)
     ids, mask, tt = batches.flat()
     ref_float = pytorch_reference(loaded, ids, mask, tt)
-    act_quant: tuple[calibration.ActivationQuant | None, ...] = ()
-    if act_bits == 8:
-        params = calibration.calibrate(loaded, calibration_inputs, observer, calibration.quantized_inputs(plan))
-        act_quant = tuple(params.get(p.layer.name) for p in plan)
-    out_quant: tuple[calibration.OutputQuant | None, ...] = ()
-    if out_int8:
-        if act_bits != 8:
-            raise ValueError("int8 outputs go with int8 activations")
-        eight = tuple(p.layer.name for p, a in zip(plan, act_quant) if a and p.bits == 8)
-        outs = calibration.calibrate_outputs(loaded, calibration_inputs, observer, eight)
-        out_quant = tuple(outs.get(p.layer.name) for p in plan)
-    by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
-    by_name |= {p.layer.name + OUTPUT_QUANT: o.act_quant() for p, o in zip(plan, out_quant) if o}
+    act_quant, out_quant, by_name = calibration.int8_parameters(loaded, calibration_inputs, plan, act_bits, observer,
+                                                               out_int8)
     weights = held.exec_weights()
     ref_deq = embed(loaded, weights, ids, mask, tt, by_name or None)
     check = None
