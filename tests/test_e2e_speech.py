@@ -29,9 +29,10 @@ QUICK = TimingConfig(warmup=0, min_iterations=1, min_time_s=0, max_iterations=2,
 
 
 def _sweep(browser: BrowserName, workload: SpeechWorkload, bits: int, out: Path,
-           platforms: tuple[Platform, ...] = (Platform.WEBGPU,), engines: tuple[EngineName, ...] = (EngineName.HARNESS,)):  # noqa: ANN202
+           platforms: tuple[Platform, ...] = (Platform.WEBGPU,), engines: tuple[EngineName, ...] = (EngineName.HARNESS,),
+           **options):  # noqa: ANN003, ANN202
     require_browser(browser)
-    plan = build_plan([browser], list(platforms), [workload], [bits], engines=list(engines))
+    plan = build_plan([browser], list(platforms), [workload], [bits], engines=list(engines), **options)
     plan = [r for r in plan if not r.refused and not (r.engine == "ort" and r.platform == "webgpu")]
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
     return {(r.engine, r.platform): r for r in rows}
@@ -109,3 +110,20 @@ def test_chrome_runs_four_bit_whisper_on_the_harness_and_ort(chrome) -> None:  #
     (webnn_entry,) = _check_common(out, workload, webnn, front_end=False)
     assert webnn.bits_executed == 8 and "4-bit layers ran as 8-bit" in webnn.reason
     assert webnn.weight_bytes < webnn.weight_bytes_f32 and 1 <= len(webnn_entry["token_ids"]) <= 8
+
+
+def test_chrome_runs_w8a8_whisper_on_webnn_in_the_fused_form(tmp_path) -> None:  # noqa: ANN001
+    """Int8 activations through Whisper's encoder and decoder graphs: per-channel 8-bit weights in
+    gemm_qdq, every 8-bit layer's input and output through int8 (calibrated on the calibration
+    clips), judged against the float64 Whisper with the same int8 activations."""
+    workload = SpeechWorkload.from_options(str(tiny_whisper(tmp_path / "tiny-whisper")), clips=1, max_tokens=8)
+    out = tmp_path / "results"
+    row = _sweep(BrowserName.CHROME, workload, 8, out, (Platform.WEBNN,), act_bits=(8,),
+                 granularity="per-channel")[("harness", "webnn")]
+    _check_common(out, workload, row, front_end=False)
+    assert row.act_bits == 8 and row.graph_form == "gemm_qdq"
+    assert "int8 activations: references with 1e-06 weight noise move by up to" in row.reason
+    linears = len(workload.config().linear_layers())
+    assert f"int8 outputs (the fused form) in {linears} of {linears} linear layers" in row.reason
+    layers = pd.read_csv(out / "layers.csv", keep_default_na=False)
+    assert set(layers[layers.run_id == row.run_id].act_dtype) == {"int8"}

@@ -1,6 +1,6 @@
 """The float64 references with int8 activations (architectures/int8.py) against PyTorch fake
-quantization hooked onto the same layers of the transformers module, in float64: what keeps the kernel error of a decoder's or Whisper's W8A8
-row checkable. Each check can fail: the float-activation reference, or one layer's zero point off
+quantization hooked onto the same layers of the transformers module, in float64: what keeps the
+kernel error of a decoder's or Whisper's W8A8 row checkable. Each check can fail: the float-activation reference, or one layer's zero point off
 by one, lands beyond it."""
 
 from __future__ import annotations
@@ -123,3 +123,17 @@ def test_the_float64_whisper_with_int8_activations_is_pytorchs_fake_quantization
             encoded, {k: v for k, v in quant.items() if k.startswith("model.encoder.")})
     _checks(lambda q: whisper_reference.Decoder(cfg, weights, encoded, q).step(list(cfg.prompt)), logits,
             {k: v for k, v in quant.items() if not k.startswith("model.encoder.")})
+
+
+def test_int8_check_says_int8_did_not_run_only_where_the_references_differ_beyond_flip_noise() -> None:
+    """An output nearer the float-activation reference than the int8 one shows int8 activations
+    did not run, if the two lie further apart than the flip noise; within it nothing can tell."""
+    from fixed_web_platform.workloads.int8_activations import Int8Check
+
+    rng = np.random.default_rng(0)
+    int8_ref = rng.standard_normal(1000)
+    float_ref = int8_ref + 0.1 * rng.standard_normal(1000)  # 0.1 apart (relative RMS)
+    check = Int8Check(floor=0.03, float_acts=float_ref)
+    assert "did not run" in check.problem(float_ref + 1e-3 * rng.standard_normal(1000), int8_ref)
+    assert check.problem(int8_ref + 1e-3 * rng.standard_normal(1000), int8_ref) == ""
+    assert Int8Check(floor=0.2, float_acts=float_ref).problem(float_ref, int8_ref) == ""

@@ -11,7 +11,8 @@ from ..workloads.decoder.prepared import FLOAT16_MAX
 from .decoders import engines, plots
 from .page import Data, Page, label, number, rows_of, rows_table, where
 
-ENGINES = ("gemma3-harness-webgpu", "gemma3-harness-webnn", "gemma3-ort", "gemma3-wllama", "gemma3-tjs")
+ENGINES = ("gemma3-harness-webgpu", "gemma3-harness-webnn", "gemma3-ort", "gemma3-ort-webgpu", "gemma3-wllama",
+           "gemma3-tjs")
 
 
 def body(data: Data) -> list[str]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -115,10 +115,21 @@ class DecoderRows:
         net(input_ids=torch.from_numpy(rows))
 
 
-CalibrationInputs = EncoderBatches | DecoderRows
-"""What calibration runs the float model on (PyTorch, the original weights): ``run`` calls the
-module on each input in turn, appending to ``counted`` first the [rows, positions] mask of the
-positions whose activations count."""
+class CalibrationInputs(Protocol):
+    """What calibration runs the float model on (PyTorch, the original weights): EncoderBatches,
+    DecoderRows, or a kind's own (workloads/speech/calibration.SpeechClips); hashable (the
+    calibrations are cached by it)."""
+
+    def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray | None], before: Any = None) -> None:
+        """Call ``net`` on each input in turn: first append to ``counted`` the [rows, positions]
+        mask of the positions whose activations count (None: every row of every call until the
+        next entry), and call ``before``."""
+
+
+def _counted(x: np.ndarray, counted: list[np.ndarray | None]) -> np.ndarray:
+    """The rows of one call's [..., K] tensor whose positions count (``counted[-1]``), [rows, K]."""
+    mask = counted[-1]
+    return x.reshape(-1, x.shape[-1]) if mask is None else x[mask]
 
 
 def _run(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, ...], hooks: Any,
@@ -158,7 +169,7 @@ def calibrate(model: LoadedModel, inputs: CalibrationInputs, observer: str,
                     shares[name] = first
                     return
                 seen.append((args[0], name))
-                observers[name].observe(args[0].detach().double().numpy()[counted[-1]])
+                observers[name].observe(_counted(args[0].detach().double().numpy(), counted))
             return hook
         return [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
 
@@ -178,7 +189,7 @@ def input_moments(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[s
     moments: list[MomentSums] = []
 
     def hooks(modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
-        moments.append(MomentSums(modules, layers, lambda x: x[counted[-1]]))
+        moments.append(MomentSums(modules, layers, lambda x: _counted(x, counted)))
         return moments[0].handles
 
     _run(model, inputs, layers, hooks)
@@ -250,7 +261,7 @@ def _outputs(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, .
                 y = output.detach().double().numpy()
                 if getattr(module, "bias", None) is not None:
                     y = y - module.bias.detach().double().numpy()
-                see(name, y[counted[-1]])
+                see(name, _counted(y, counted))
             return hook
         return [modules[name].register_forward_hook(watch(name)) for name in layers]
 

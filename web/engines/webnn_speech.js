@@ -32,7 +32,7 @@ export async function run(spec, client) {
   try {
     const features = new Float32Array(tensors.features);
     if (features.length !== nn.clips * M * F) throw new Error(`features hold ${features.length} values, not ${nn.clips} clips`);
-    const graphs = await passGraphs(context, tensors, {linears, plans, form, act: null}, nn.passes,
+    const graphs = await passGraphs(context, tensors, {linears, plans, form, act: nn.webnn_act}, nn.passes,
                                     ['encoder', 'prompt', 'decode'], at);
     const [encoder, prompt, decode] = [graphs.encoder[0], graphs.prompt[0], graphs.decode[0]];
 

@@ -19,7 +19,10 @@ Python's features (the WGSL engine computes its own), so the row's front-end fig
 Each linear layer's data types are chosen as for the encoder and decoder kinds (layers.py):
 standard mode runs 4/2-bit layers as 8-bit and says so; experimental mode asks for int4/int2 and
 the browser's own error is the answer. The bytes are prepared at the bits each layer executes, so
-the float64 Whisper runs the model the graphs hold. The convolutions stay float32.
+the float64 Whisper runs the model the graphs hold. The convolutions stay float32. With int8
+activations (W8A8, ``--act-bits 8``) the 8- and 4-bit layers take int8 inputs calibrated on the
+calibration clips (workloads/speech/calibration.py), and in the fused form (per-channel 8-bit
+weights: gemm_qdq) give int8 outputs too, as the decoder's do.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 from ...run_spec import RunSpec
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
+from .forms import QDQ_FORM
 from .layers import ModelPlan
 from .loop import LoopRunner
 from .lower import loop_pass
@@ -43,11 +47,16 @@ class WebnnSpeech(LoopRunner):
 
     runner = RUNNER
     lowered_passes = ("encoder", "prompt", "decode")
+    act_bits = (32, 8)
 
     def prepare(self, run: RunSpec, plan: ModelPlan) -> PreparedSpeech:
         prepared = prepare_speech(plan.workload, run.bits, run.weight_block, run.seed, plan.layers.unsigned,
-                                  run.weight_quant)
+                                  run.weight_quant, act_bits=run.act_bits, observer=run.observer,
+                                  out_int8=plan.form == QDQ_FORM)
         return dataclasses.replace(prepared, front_end_on_device=False)
+
+    def int8_layers(self, prepared: PreparedSpeech) -> list[dict[str, Any]]:
+        return prepared.linear_int8() if prepared.act_bits == 8 else []
 
     def build(self, prepared: PreparedSpeech, layers: Sequence[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
         workload, cfg = prepared.workload, prepared.config

@@ -101,7 +101,7 @@ class DecoderWorkload:
 
     @property
     def calibration_label(self) -> str:
-        """What a calibrated weight quantizer (gptq) sees: the built-in calibration set, whose
+        """What int8 activations and a calibrated weight quantizer (gptq) see: the built-in calibration set, whose
         sentences are not in the evaluation text (models/calibration.py: DecoderRows)."""
         return CALIBRATION_NAME
 

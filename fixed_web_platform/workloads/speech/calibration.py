@@ -1,4 +1,5 @@
-"""The speech kind's calibration split: what a calibrated weight quantizer (gptq) sees of Whisper.
+"""The speech kind's calibration split: what int8 activations and a calibrated weight quantizer
+(gptq) see of Whisper.
 
 The clips are the built-in calibration sentences (models/data/calibration_sentences.txt, none of
 them in this kind's evaluation set, data/sentences.txt) spoken by espeak-ng as the evaluation
@@ -12,11 +13,13 @@ the decoder's prompt and one row per generated id).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ...architectures.whisper import torch_module
-from ...models.calibration import MomentSums, builtin_calibration_texts
+from ...models.calibration import builtin_calibration_texts, input_moments
 from ...models.source import LoadedModel
 from . import audio
 
@@ -26,18 +29,28 @@ def calibration_clips(count: int | None = None) -> tuple[audio.Clip, ...]:
     return audio.spoken(builtin_calibration_texts())[:count]
 
 
+@dataclass(frozen=True)
+class SpeechClips:
+    """Whisper's calibration inputs (models/calibration.CalibrationInputs): the first ``clips``
+    calibration clips (all: None), each encoded and transcribed by the float model up to
+    ``max_tokens``; every row of every call counts."""
+
+    max_tokens: int
+    clips: int | None = None
+
+    def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray | None], before: Any = None) -> None:
+        cfg = model.config
+        for clip in calibration_clips(self.clips):
+            counted.append(None)
+            if before:
+                before()
+            encoded = torch_module.encode(net, audio.features(audio.read_wav(clip.path), cfg.mels))
+            torch_module.greedy(cfg, net, encoded, self.max_tokens)
+
+
 @functools.lru_cache(maxsize=2)
 def clip_moments(model: LoadedModel, max_tokens: int, layers: tuple[str, ...],
                  clips: int | None = None) -> dict[str, np.ndarray]:
     """E[x x^T] of each named linear layer's input over the calibration clips (the first
     ``clips`` of them, all by default), transcribed by the float model up to ``max_tokens``."""
-    cfg = model.config
-    net = model.module()
-    moments = MomentSums(model.architecture.linear_modules(net), layers)
-    try:
-        for clip in calibration_clips(clips):
-            encoded = torch_module.encode(net, audio.features(audio.read_wav(clip.path), cfg.mels))
-            torch_module.greedy(cfg, net, encoded, max_tokens)
-    finally:
-        moments.close()
-    return moments.means()
+    return input_moments(model, SpeechClips(max_tokens, clips), layers)

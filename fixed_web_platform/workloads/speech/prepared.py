@@ -9,7 +9,9 @@ encoder, cross-attention and decoder, in one vector) and ``token_ids`` int32 [cl
 
 - ``ref_float``: PyTorch fp32's first logits with the model's float weights: what precision costs.
 - ``ref_dequantized``: the harness's float64 numpy Whisper (architectures/whisper/reference.py)
-  with the weights this run holds, on Python's features: is the engine right.
+  with the weights this run holds (and, with int8 activations, each quantized layer's input, and
+  in WebNN's fused form its output, quantized with the scale and zero point calibrated on the
+  calibration clips), on Python's features: is the engine right.
 - PyTorch fp32's transcript of every clip (the WER of the model itself, and what the engine's
   transcripts are compared to).
 """
@@ -23,13 +25,16 @@ from typing import Any
 
 import numpy as np
 
+from ...architectures import ActQuant
 from ...architectures.whisper import reference, torch_module
 from ...architectures.whisper.config import CHUNK_SECONDS, N_FFT, SAMPLE_RATE, WhisperConfig
+from ...models import calibration as models_calibration
 from ...models import rules, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision import quant
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..base import HeldModelFacts, SavedOutputs, TensorSpec
+from ..int8_activations import Int8Check, int8_check
 from . import accuracy, audio, calibration
 from .workload import SpeechWorkload
 
@@ -68,6 +73,14 @@ class PreparedSpeech(HeldModelFacts):
     front_end_on_device: bool = True
     """The page computes the log-mel features (and returns the first clip's); False: the engine
     takes Python's features (``features_tensor``) and there is no front end to time or check."""
+    act_bits: int = 32
+    observer: str = ""
+    act_quant: tuple[models_calibration.ActivationQuant | None, ...] = ()
+    """int8 activations: each plan layer's input scale and zero point (None: float input)."""
+    out_quant: tuple[models_calibration.OutputQuant | None, ...] = ()
+    """int8 outputs (WebNN's fused form): each plan layer's x @ W^T scale and zero point."""
+    int8: Int8Check | None = None
+    """int8 activations: what they change in the kernel check (workloads/int8_activations.py)."""
 
     @property
     def config(self) -> WhisperConfig:
@@ -125,16 +138,23 @@ class PreparedSpeech(HeldModelFacts):
     @property
     def tolerance_basis(self) -> str:
         start = "through the front end," if self.front_end_on_device else "from Python's features through"
-        return f"{ARITHMETIC['f16' if self.bits == 16 else 'f32']} {start} the encoder's 1500 positions and the decoder"
+        basis = f"{ARITHMETIC['f16' if self.bits == 16 else 'f32']} {start} the encoder's 1500 positions and the decoder"
+        return f"{basis}; {self.int8.basis}" if self.int8 else basis
 
     def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return outputs[FIRST_LOGITS]
 
     def tolerance(self, compute_dtype: str) -> float:
-        return KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+        base = KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
+        return self.int8.tolerance(base) if self.int8 else base
 
     def kernel_problem(self, judged: np.ndarray) -> str:
-        return ""
+        return self.int8.problem(judged, self.ref_dequantized) if self.int8 else ""
+
+    def linear_int8(self) -> list[dict[str, Any]]:
+        """Each plan layer's int8 input and output parameters for the page (``act``, ``out``: None
+        where float), in the plan's order."""
+        return models_calibration.linear_int8(self.plan, self.act_quant, self.out_quant)
 
     def transcripts(self, token_ids: np.ndarray) -> list[list[int]]:
         """Each clip's ids up to its first padding (-1); PageDataError-free: ids out of the
@@ -220,10 +240,14 @@ def fp32_references(model: source.LoadedModel, workload: SpeechWorkload) -> tupl
 
 @functools.lru_cache(maxsize=4)
 def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: int,
-                   unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER) -> PreparedSpeech:
+                   unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER, act_bits: int = 32,
+                   observer: str = "", out_int8: bool = False) -> PreparedSpeech:
     """Everything a speech run needs in Python (cached: engines of one configuration share it).
     ``unsigned`` holds 8/4/2-bit layers as unsigned integers (the same values; ONNX's MatMulNBits);
-    ``weight_quant`` makes their codes (precision/quantizers.py)."""
+    ``weight_quant`` makes their codes (precision/quantizers.py). ``act_bits`` 8: the inputs of the
+    8- and 4-bit layers are int8, calibrated by ``observer`` on the calibration clips
+    (calibration.py: the encoder's and the decoder's rows as a transcription sees them);
+    ``out_int8`` too: the 8-bit layers' x @ W^T as well (WebNN's fused form)."""
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
     cfg = loaded.config
@@ -236,7 +260,16 @@ def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: i
     features = audio.features(pcm[0], cfg.mels)
     encoder_fp32, logits_fp32, transcripts = fp32_references(loaded, workload)
     weights = held.exec_weights()
-    encoded = reference.encode(cfg, weights, features)
-    logits = reference.Decoder(cfg, weights, encoded).step(list(cfg.prompt))[-1]
+    act_quant, out_quant, by_name = models_calibration.int8_parameters(
+        loaded, calibration.SpeechClips(workload.max_tokens), plan, act_bits, observer, out_int8)
+
+    def first_logits(w: Mapping[str, np.ndarray], act: ActQuant | None) -> tuple[np.ndarray, np.ndarray]:
+        encoded = reference.encode(cfg, w, features, act)
+        return encoded, reference.Decoder(cfg, w, encoded, act).step(list(cfg.prompt))[-1]
+
+    encoded, logits = first_logits(weights, by_name or None)
+    check = int8_check(lambda w, act: first_logits(w, act)[1], weights, by_name, logits) if by_name else None
     return PreparedSpeech(workload, bits, block_size, held, plan, pcm, features.astype(np.float64), logits_fp32,
-                          logits, encoder_fp32, encoded, transcripts, tokenizer_for(workload))
+                          logits, encoder_fp32, encoded, transcripts, tokenizer_for(workload),
+                          act_bits=act_bits, observer=observer if act_bits == 8 else "", act_quant=act_quant,
+                          out_quant=out_quant, int8=check)

@@ -74,7 +74,7 @@ class SpeechWorkload:
 
     @property
     def calibration_label(self) -> str:
-        """What a calibrated weight quantizer (gptq) sees: the built-in calibration sentences,
+        """What int8 activations and a calibrated weight quantizer (gptq) see: the built-in calibration sentences,
         spoken (calibration.py)."""
         return CALIBRATION_NAME
 
