@@ -180,10 +180,13 @@ def test_tiny_decoder_on_webnn_experimental_int4_and_int2(tiny, tmp_path) -> Non
 def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(tiny, tmp_path) -> None:  # noqa: ANN001
     """Int8 activations on a decoder: per-channel 8-bit weights in gemm_qdq (the form Chromium's
     LiteRT backend fuses into int8 kernels), every layer's input and output through int8, judged
-    against the float64 decoder with the same int8 activations."""
-    swept = sweep(BrowserName.CHROME, [Platform.WEBNN], [tiny], (8,), tmp_path, timing=QUICK,
-                  act_bits=(8,), granularity="per-channel")
-    row = swept.rows[0]
+    against the float64 decoder with the same int8 activations; and ORT's int8 QDQ form of the
+    same parameters on wasm, judged on the same reference."""
+    swept = sweep(BrowserName.CHROME, [Platform.WEBNN, Platform.WASM], [tiny], (8,), tmp_path, timing=QUICK,
+                  act_bits=(8,), granularity="per-channel", engines=(EngineName.HARNESS, EngineName.ORT),
+                  skip=lambda run: run.engine == "ort" and run.platform == "webnn")
+    rows = {(r.engine, r.platform): r for r in swept.rows}
+    row = rows[("harness", "webnn")]
     assert row.outcome == Outcome.OK, row.reason
     assert row.act_bits == 8 and row.graph_form == "gemm_qdq"
     assert row.rel_error_vs_dequantized <= row.kernel_tolerance, row.tolerance_basis
@@ -191,6 +194,11 @@ def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(ti
     layers = pd.read_csv(tmp_path / "layers.csv", keep_default_na=False)
     assert set(layers[layers.run_id == row.run_id].act_dtype) == {"int8"}
     assert 0.5 < row["next_token_top1"] < 1.0  # int8 activations cost some accuracy, and leave most
+    ort = rows[("ort", "wasm")]
+    assert ort.outcome == Outcome.OK, ort.reason
+    assert ort.graph_form == "gemm_qdq" and ort.weight_format == "QDQ8"
+    assert ort.rel_error_vs_dequantized <= ort.kernel_tolerance
+    assert set(layers[layers.run_id == ort.run_id].act_dtype) == {"int8"}
 
 
 def test_outputs_on_disk_recompute_the_accuracy_figures(chrome_tiny, tiny) -> None:  # noqa: ANN001

@@ -17,6 +17,7 @@ from test_decoder import tiny_hf_config  # noqa: E402
 
 from fixed_web_platform.engines.ort import onnx_decoder  # noqa: E402
 from fixed_web_platform.engines.ort.onnx_matmul import IR_VERSION  # noqa: E402
+from fixed_web_platform.vocabulary import PER_CHANNEL_BLOCK  # noqa: E402
 from fixed_web_platform.workloads import DecoderWorkload  # noqa: E402
 from fixed_web_platform.workloads.decoder.prepared import prepare_decoder  # noqa: E402
 
@@ -68,6 +69,27 @@ def test_scored_logits_match_the_dequantized_reference(workload, bits: int) -> N
     assert rel < (3e-3 if bits == 16 else 1e-5), rel
 
 
+def test_int8_qdq_decoder_matches_the_int8_activation_reference(workload) -> None:  # noqa: ANN001
+    """W8A8 in ORT's int8 QDQ form (onnxruntime's CPU kernels, the wasm build's): the scored
+    logits land within the int8 tolerance of the float64 decoder with the same int8 activations,
+    nearer it than the float-activation one, with one row or twelve per pass (the form's reshapes)."""
+    prepared = prepare_decoder(workload, 8, PER_CHANNEL_BLOCK, 0, unsigned=False, act_bits=8, observer="minmax",
+                               out_int8=True)
+    model = onnx_decoder.decoder_model(prepared)
+    assert {layer.weight_dtype for layer in model.layers} == {"QDQ8"}
+    session = _session(model.data)
+    _, length = prepared.tokens.eval_ids.shape
+    out = np.stack([session.run([onnx_decoder.LOGITS],
+                                _feeds(row, 0, np.arange(length), prepared.context) | _zeros(prepared))[0][0]
+                    for row in prepared.tokens.eval_ids])
+    rel = np.linalg.norm(out - prepared.ref_dequantized) / np.linalg.norm(prepared.ref_dequantized)
+    assert rel <= prepared.tolerance("f32"), rel
+    assert prepared.kernel_problem(out) == ""
+    first = prepared.tokens.eval_ids[0, :1]  # one row through the same graph: what the scored row's first was
+    (one,) = session.run([onnx_decoder.LOGITS], _feeds(first, 0, np.arange(1), prepared.context) | _zeros(prepared))
+    np.testing.assert_allclose(one[0, 0], out[0, 0], rtol=1e-4, atol=1e-4)
+
+
 def test_generation_over_the_static_cache_is_the_reference_greedy(workload) -> None:  # noqa: ANN001
     prepared = prepare_decoder(workload, 4, 32, 0, unsigned=True)
     session = _session(onnx_decoder.decoder_model(prepared).data)
@@ -93,7 +115,7 @@ def test_the_suppressed_id_is_never_the_next(workload) -> None:  # noqa: ANN001
     assert int(first[0, 0]) == int(np.argmax(logits[0, -1]))
     banned = int(first[0, 0])
     held = prepared.held
-    model = onnx_decoder.rewrite(onnx_decoder.export_fp32(held.model, banned), held)
+    model = onnx_decoder.rewrite(onnx_decoder.export_fp32(held.model, banned), prepared)
     (again,) = _session(model.data).run([onnx_decoder.NEXT_ID], feeds)
     masked = logits[0, -1].copy()
     masked[banned] = -np.inf
@@ -113,7 +135,7 @@ def test_free_dimensions_are_named_for_the_page(workload) -> None:  # noqa: ANN0
 def test_signed_bytes_are_refused(workload) -> None:  # noqa: ANN001
     prepared = prepare_decoder(workload, 4, 32, 0, unsigned=False)
     with pytest.raises(ValueError, match="unsigned"):
-        onnx_decoder.rewrite(b"", prepared.held)
+        onnx_decoder.rewrite(b"", prepared)
 
 
 def _job(workload: DecoderWorkload, bits: int, platform: str):  # noqa: ANN202
@@ -171,3 +193,19 @@ def test_gptq_calibrates_on_the_builtin_set_and_the_onnx_rewrite_holds_its_bytes
                                 _feeds(row, 0, np.arange(length), prepared.context) | _zeros(prepared))[0][0]
                     for row in prepared.tokens.eval_ids])
     assert np.linalg.norm(out - prepared.ref_dequantized) / np.linalg.norm(prepared.ref_dequantized) < 1e-5
+
+
+def test_matmul_nbits_blocks_ort_does_not_take_are_refused_before_the_page(tmp_path) -> None:  # noqa: ANN001
+    """Per-channel weights are one block of K; ORT's MatMulNBits takes 16-256 only (SmolLM2's
+    K=576 failed in the session), so such a run is refused naming the layer; its QDQ form is not."""
+    from fixed_web_platform.engines.ort.loop import nbits_block_refusal
+    from fixed_web_platform.plan import build_plan
+    from fixed_web_platform.vocabulary import BrowserName, EngineName, Platform
+
+    tiny_hf_config(vocab_size=30522, hidden_size=96, intermediate_size=128).save_pretrained(tmp_path)
+    odd = DecoderWorkload.create(str(tmp_path), prompt_len=4, new_tokens=2, eval_len=8, random_weights=True)
+    runs = build_plan([BrowserName.CHROME], [Platform.WASM], [odd], [8, 4], engines=[EngineName.ORT],
+                      act_bits=(32, 8), granularity=("per-channel", "block"))
+    why = {(r.bits, r.granularity, r.act_bits): nbits_block_refusal(r) for r in runs}
+    assert "model.layers.0.self_attn.q_proj's 96 along K (per channel)" in why[(8, "per-channel", 32)]
+    assert why[(8, "per-channel", 8)] == why[(8, "block", 32)] == why[(4, "block", 32)] == ""

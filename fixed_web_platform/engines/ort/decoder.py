@@ -2,6 +2,10 @@
 with its KV cache (onnx_decoder.py: a fixed-length cache, greedy id in the graph), every linear
 layer rewritten to the harness's bytes for it (MatMulNBits for 8/4/2 bits). WebNN runs one
 session per pass with every dimension fixed; WebGPU and wasm one session with free dimensions.
+
+Int8 activations (``--act-bits 8`` with 8-bit per-channel weights): the linear layers in ORT's
+int8 QDQ form with the calibrated input and output parameters of the harness's WebNN ``gemm_qdq``
+graphs (onnx_linears.qdq_nodes), judged on the same float64 decoder with int8 activations.
 Where each layer's node ran comes from ORT's placement log (placement.py).
 """
 
@@ -26,6 +30,7 @@ MAX_MODEL_BYTES = 2**31 - 2**26
 
 class OrtDecoder(OrtLoopRunner):
     runner = RUNNER
+    act_bits = (32, 8)
 
     def refuse(self, run: RunSpec) -> str:
         workload = run.workload
@@ -45,8 +50,10 @@ class OrtDecoder(OrtLoopRunner):
         return ""
 
     def build(self, run: RunSpec) -> tuple[PreparedDecoder, onnx_decoder.DecoderModel]:
-        prepared = prepare_decoder(run.workload, run.bits, run.weight_block, run.seed, unsigned=True,
-                                   weight_quant=run.weight_quant)
+        qdq = run.act_bits == 8  # the int8 QDQ form: signed per-channel weights, int8 outputs calibrated too
+        prepared = prepare_decoder(run.workload, run.bits, run.weight_block, run.seed, unsigned=not qdq,
+                                   weight_quant=run.weight_quant, act_bits=run.act_bits, observer=run.observer,
+                                   out_int8=qdq)
         return prepared, onnx_decoder.decoder_model(prepared)
 
     def page(self, engine: OrtWebEngine, prepared: PreparedDecoder,

@@ -11,12 +11,34 @@ from abc import abstractmethod
 from typing import Any
 
 from ...formats import onnx_inventory
+from ...models import rules
 from ...page_protocol import PageReply
 from ...run_spec import RunSpec, TimingConfig
 from ...vocabulary import Outcome
 from ..base import BrowserFacts, Engine, EngineJob, Executed, Refusal
-from . import OrtKindRunner, OrtWebEngine, placement, torch_ops
+from . import QDQ_FORM, OrtKindRunner, OrtWebEngine, placement, torch_ops
 from .onnx_linears import held_fields, summary
+
+
+MATMUL_NBITS_BLOCKS = (16, 32, 64, 128, 256)
+"""The blocks along K ORT Web's MatMulNBits takes (1.30: "Only block sizes 16, 32, 64, 128, and 256
+are supported for MatMulNBits op, got: 576", SmolLM2's per-channel weights, 2026-12-03)."""
+
+
+def nbits_block_refusal(run: RunSpec) -> str:
+    """Why a model's MatMulNBits layers cannot hold this run's blocks ('' when they can, or when
+    int8 activations put the layers in the QDQ form, which takes per-channel weights)."""
+    if run.act_bits == 8:
+        return ""
+    plan = rules.assign(run.workload.config().linear_layers(), run.workload.rules, run.bits, run.weight_block)
+    odd = [p for p in plan if p.bits <= 8 and p.block not in MATMUL_NBITS_BLOCKS]
+    if not odd:
+        return ""
+    first = odd[0]
+    return (f"{len(odd)} layer(s) would be MatMulNBits with blocks ORT does not take: {first.layer.name}'s "
+            f"{first.block} along K ({'per channel' if first.per_channel else 'asked'}); ORT Web's MatMulNBits "
+            f"takes {', '.join(map(str, MATMUL_NBITS_BLOCKS))} (per-channel 8-bit weights run on ORT as its int8 QDQ "
+            "form: --act-bits 8)")
 
 
 class OrtLoopRunner(OrtKindRunner):
@@ -41,7 +63,7 @@ class OrtLoopRunner(OrtKindRunner):
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
         assert isinstance(engine, OrtWebEngine)
-        why = self.refuse(run)
+        why = nbits_block_refusal(run) or self.refuse(run)
         if why:
             return Refusal(Outcome.UNSUPPORTED, why)
         prepared, model = await asyncio.to_thread(self.build, run)
@@ -53,7 +75,8 @@ class OrtLoopRunner(OrtKindRunner):
                          **held_fields(model.layers, (layer.held for layer in prepared.held.layers)),
                          details={"onnx_layers": summary(model.layers), "onnx_inventory": model.inventories,
                                   **details},
-                         largest_constant=onnx_inventory.largest_constant(model.inventories))
+                         largest_constant=onnx_inventory.largest_constant(model.inventories),
+                         graph_form=QDQ_FORM if run.act_bits == 8 else "")
 
     def interpret(self, engine: Engine, run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
         return placement.executed(engine, job, page)

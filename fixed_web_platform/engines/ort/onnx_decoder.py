@@ -38,7 +38,7 @@ from typing import Any
 
 from ...prepared_caches import per_configuration
 from . import onnx_export
-from .onnx_linears import RewrittenGraph, require_unsigned, rewrite_graph
+from .onnx_linears import RewrittenGraph, qdq_layers, require_unsigned, rewrite_graph
 from .torch_ops import caches, pass_module, present
 
 OPSET = onnx_export.OPSET
@@ -136,11 +136,14 @@ DecoderModel = RewrittenGraph
 """The run's decoder: its one graph, rewritten (onnx_linears.rewrite_graph)."""
 
 
-def rewrite(fp32: bytes, held: Any) -> DecoderModel:
-    """The float32 export with every linear layer in the form ``held`` (models/quantized.HeldModel,
-    unsigned bytes) holds it."""
-    require_unsigned(held)
-    return rewrite_graph("decoder", fp32, held)
+def rewrite(fp32: bytes, prepared: Any) -> DecoderModel:
+    """The float32 export with every linear layer in the form the run holds it: MatMulNBits from
+    unsigned bytes, or with int8 activations the int8 QDQ form with the calibrated parameters
+    (onnx_linears.py)."""
+    qdq = qdq_layers(prepared)
+    if not qdq:
+        require_unsigned(prepared.held)
+    return rewrite_graph("decoder", fp32, prepared.held, qdq)
 
 
 def suppressed(prepared: Any) -> int:
@@ -151,5 +154,6 @@ def suppressed(prepared: Any) -> int:
 
 @per_configuration(maxsize=2)
 def decoder_model(prepared: Any) -> DecoderModel:
-    """The run's ONNX decoder for a workloads.decoder.prepared.PreparedDecoder (prepared unsigned)."""
-    return rewrite(export_fp32(prepared.held.model, suppressed(prepared)), prepared.held)
+    """The run's ONNX decoder for a workloads.decoder.prepared.PreparedDecoder (prepared unsigned,
+    or signed with int8 activations)."""
+    return rewrite(export_fp32(prepared.held.model, suppressed(prepared)), prepared)

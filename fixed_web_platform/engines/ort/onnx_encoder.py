@@ -25,7 +25,7 @@ from typing import Any
 from ...formats import onnx_inventory
 from ...workloads.encoder.prepared import PreparedModel
 from . import onnx_export
-from .onnx_linears import LayerNode, replace_linears, require_unsigned, summary
+from .onnx_linears import LayerNode, qdq_layers, replace_linears, require_unsigned, summary
 from .torch_ops import MODULE, pass_module
 
 OPSET = onnx_export.OPSET
@@ -111,14 +111,6 @@ def _find_weight_matmuls(graph: Any, layers: list[tuple[str, int, int]]) -> dict
             raise ValueError(f"ONNX graph: {name}'s MatMul weight is {dims}, expected {(k, n)}")
         found[name] = index
     return found
-
-
-def qdq_layers(prepared: Any) -> dict[str, tuple[Any, Any]]:
-    """Layer name -> (input, output) int8 parameters of the layers with int8 activations (an
-    ``act_bits`` 8 preparation): those are written in the int8 QDQ form (onnx_linears.py)."""
-    acts = prepared.act_quant or ()
-    outs = prepared.out_quant or (None,) * len(acts)
-    return {p.layer.name: (a, o) for p, a, o in zip(prepared.plan, acts, outs) if a is not None}
 
 
 def rewrite(fp32: bytes, prepared: Any) -> EncoderModel:

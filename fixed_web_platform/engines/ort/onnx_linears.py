@@ -70,8 +70,8 @@ def require_unsigned(held: Any) -> None:
 
 def qdq_nodes(name: str, a: str, out: str, held_layer: Any, k: int, n: int, act: Any, out_quant: Any,
               seq_len: int) -> tuple[list[Any], list[Any], int]:
-    """Layer ``name``'s int8 QDQ replacement of ``out = a @ W^T`` (a: [batch, seq_len, K]); returns (nodes,
-    initializers, weight bytes). ``act``: calibration.ActivationQuant, ``out_quant``:
+    """Layer ``name``'s int8 QDQ replacement of ``out = a @ W^T`` (a: [batch, seq_len, K], or [1, any, K]
+    for ``seq_len`` 0); returns (nodes, initializers, weight bytes). ``act``: calibration.ActivationQuant, ``out_quant``:
     calibration.OutputQuant (or None: the output stays float)."""
     from onnx import helper, numpy_helper
 
@@ -105,8 +105,10 @@ def qdq_nodes(name: str, a: str, out: str, held_layer: Any, k: int, n: int, act:
                                       act=actq, out=outq)
         nodes += main
         inits += more
-    # back to [batch, sequence, N] (a constant shape: ORT's WebNN provider takes static shapes)
-    inits.append(numpy_helper.from_array(np.array([-1, seq_len, n], dtype=np.int64), f"{p}/out_shape"))
+    # back to [batch, sequence, N] (a constant shape: ORT's WebNN provider takes static shapes);
+    # seq_len 0: a batch of one and a free sequence (a decoder's one graph for every pass)
+    shape = [-1, seq_len, n] if seq_len else [1, -1, n]
+    inits.append(numpy_helper.from_array(np.array(shape, dtype=np.int64), f"{p}/out_shape"))
     nodes.append(helper.make_node("Reshape", [f"{p}/y2d", f"{p}/out_shape"], [out], name=f"{p}/y"))
     return nodes, inits, w8.nbytes + sc.nbytes + n
 
@@ -269,14 +271,23 @@ class RewrittenGraph:
         return {self.name: self.inventory}
 
 
-def rewrite_graph(name: str, data: bytes, held: Any) -> RewrittenGraph:
+def qdq_layers(prepared: Any) -> dict[str, tuple[Any, Any]]:
+    """Layer name -> (input, output) int8 parameters of the layers with int8 activations (an
+    ``act_bits`` 8 preparation: ``act_quant``, ``out_quant``): those are written in the int8 QDQ form."""
+    acts = prepared.act_quant or ()
+    outs = prepared.out_quant or (None,) * len(acts)
+    return {p.layer.name: (a, o) for p, a, o in zip(prepared.plan, acts, outs) if a is not None}
+
+
+def rewrite_graph(name: str, data: bytes, held: Any, qdq: dict[str, tuple[Any, Any]] | None = None) -> RewrittenGraph:
     """An export with each of ``held``'s layers (found by value: ``find_weight_matmuls``) in the
-    form the run holds it, its initializer bytes and its inventory, from the one parse."""
+    form the run holds it (``qdq``: the layers in the int8 QDQ form, their inputs [1, any, K]), its
+    initializer bytes and its inventory, from the one parse."""
     import onnx
     from onnx import helper
 
     proto = onnx.load_from_string(data)
-    layers = replace_linears(proto, find_weight_matmuls(proto.graph, held), held)
+    layers = replace_linears(proto, find_weight_matmuls(proto.graph, held), held, qdq)
     weight_bytes = sum(helper.tensor_dtype_to_np_dtype(t.data_type).itemsize * math.prod(t.dims)
                        for t in proto.graph.initializer)
     return RewrittenGraph(name, proto.SerializeToString(), layers, weight_bytes,
