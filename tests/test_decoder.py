@@ -229,7 +229,8 @@ def test_onnx_runtimes_webnn_graph_past_the_int8_budget_is_refused_in_standard_m
             return OrtDecoder().refuse(SimpleNamespace(workload=tiny, platform=platform, precision_mode=mode,
                                                        bits=bits, weight_block=32))
 
-        assert "int8 weight elements (its 8-bit MatMulNBits layers), past the 500,000" in refusal(8)
+        assert ("int8 weight elements (its 8-bit layers: MatMulNBits, or QDQ with int8 activations), past the "
+                "500,000") in refusal(8)
         assert refusal(8, mode=PrecisionMode.EXPERIMENTAL) == refusal(8, Platform.WASM) == ""
         assert refusal(32) == refusal(4) == ""
 

@@ -115,11 +115,13 @@ def test_chrome_runs_four_bit_whisper_on_the_harness_and_ort(chrome) -> None:  #
 def test_chrome_runs_w8a8_whisper_on_webnn_in_the_fused_form(tmp_path) -> None:  # noqa: ANN001
     """Int8 activations through Whisper's encoder and decoder graphs: per-channel 8-bit weights in
     gemm_qdq, every 8-bit layer's input and output through int8 (calibrated on the calibration
-    clips), judged against the float64 Whisper with the same int8 activations."""
+    clips), judged against the float64 Whisper with the same int8 activations; and ORT's int8 QDQ
+    form on wasm (ORT's WebNN leaves its speech layers to the CPU as the 4-bit test shows)."""
     workload = SpeechWorkload.from_options(str(tiny_whisper(tmp_path / "tiny-whisper")), clips=1, max_tokens=8)
     out = tmp_path / "results"
-    row = _sweep(BrowserName.CHROME, workload, 8, out, (Platform.WEBNN,), act_bits=(8,),
-                 granularity="per-channel")[("harness", "webnn")]
+    rows = _sweep(BrowserName.CHROME, workload, 8, out, (Platform.WEBNN, Platform.WASM),
+                  (EngineName.HARNESS, EngineName.ORT), act_bits=(8,), granularity="per-channel")
+    row = rows[("harness", "webnn")]
     _check_common(out, workload, row, front_end=False)
     assert row.act_bits == 8 and row.graph_form == "gemm_qdq"
     assert "int8 activations: references with 1e-06 weight noise move by up to" in row.reason
@@ -127,3 +129,6 @@ def test_chrome_runs_w8a8_whisper_on_webnn_in_the_fused_form(tmp_path) -> None: 
     assert f"int8 outputs (the fused form) in {linears} of {linears} linear layers" in row.reason
     layers = pd.read_csv(out / "layers.csv", keep_default_na=False)
     assert set(layers[layers.run_id == row.run_id].act_dtype) == {"int8"}
+    ort = rows[("ort", "wasm")]  # ORT's int8 QDQ form of the same parameters, on the same reference
+    _check_common(out, workload, ort, front_end=False)
+    assert ort.graph_form == "gemm_qdq" and ort.weight_format == "QDQ8"

@@ -5,7 +5,8 @@ calibrated scale and zero point, per tensor, from an observer that watched it ov
   PyTorch's static quantization calibrates) over the calibration inputs, with a forward pre-hook on
   every linear layer that shows the observer the layer's input at the positions that count: an
   encoder's real tokens (``EncoderBatches``: padding never reaches an output), every token of a
-  decoder's rows of joined tokens (``DecoderRows``).
+  decoder's rows of joined tokens (``DecoderRows``), every row Whisper's encoder and decoder see
+  transcribing the spoken calibration sentences (workloads/speech/calibration.SpeechClips).
 - The texts are the built-in calibration set (data/calibration_sentences.txt: none of them is in
   the evaluation set) or the user's ``--calibration FILE``.
 - Scale and zero point come from ``Observer.qparams`` (``quant.qparams_from_range``, the rule the

@@ -44,9 +44,9 @@ class OrtDecoder(OrtLoopRunner):
             int8 = sum(p.layer.k * p.layer.n for p in plan if p.bits == 8)
             if int8 > QUANTIZED_PER_GRAPH:
                 return (f"ONNX Runtime's WebNN graph would hold {int8:,} int8 weight elements (its 8-bit "
-                        f"MatMulNBits layers), past the {QUANTIZED_PER_GRAPH:,} one WebNN graph may hold: Chromium's "
-                        "LiteRT backend crashed the tab building SmolLM2-135M's and Gemma 3 270M's (2026-12-02/03; "
-                        "engines/webnn/decoder.py); --experimental-precision tries it")
+                        f"layers: MatMulNBits, or QDQ with int8 activations), past the {QUANTIZED_PER_GRAPH:,} one "
+                        "WebNN graph may hold: Chromium's LiteRT backend crashed the tab building SmolLM2-135M's and "
+                        "Gemma 3 270M's (2026-12-02/03; engines/webnn/decoder.py); --experimental-precision tries it")
         return ""
 
     def build(self, run: RunSpec) -> tuple[PreparedDecoder, onnx_decoder.DecoderModel]:

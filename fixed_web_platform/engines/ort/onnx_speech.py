@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import onnx_export
-from .onnx_linears import LayerNode, require_unsigned, rewrite_graph
+from .onnx_linears import LayerNode, qdq_layers, require_unsigned, rewrite_graph
 from .torch_ops import caches, crosses, pass_module, present
 
 OPSET = onnx_export.OPSET
@@ -122,19 +122,22 @@ class SpeechModel:
 
 @functools.lru_cache(maxsize=2)
 def speech_model(prepared: Any) -> SpeechModel:
-    """The run's two graphs for a workloads.speech.prepared.PreparedSpeech (prepared unsigned):
+    """The run's two graphs for a workloads.speech.prepared.PreparedSpeech (prepared unsigned, or
+    signed with int8 activations: the int8 QDQ form):
     the encoder holds the encoder's layers and the cross-attention keys and values, the decoder
     step every other layer."""
     from ...models.quantized import HeldModel
 
     held = prepared.held
-    require_unsigned(held)
+    qdq = qdq_layers(prepared)
+    if not qdq:
+        require_unsigned(held)
     encoder_fp32, decoder_fp32 = export_fp32(held.model)
     in_encoder = [hl for hl in held.layers if hl.name.startswith("model.encoder.")
                   or hl.name.endswith(("encoder_attn.k_proj", "encoder_attn.v_proj"))]
     in_decoder = [hl for hl in held.layers if hl not in in_encoder]
-    enc = rewrite_graph("encoder", encoder_fp32, HeldModel(held.model, tuple(in_encoder), True))
-    dec = rewrite_graph("decoder", decoder_fp32, HeldModel(held.model, tuple(in_decoder), True))
+    enc = rewrite_graph("encoder", encoder_fp32, HeldModel(held.model, tuple(in_encoder), held.unsigned), qdq)
+    dec = rewrite_graph("decoder", decoder_fp32, HeldModel(held.model, tuple(in_decoder), held.unsigned), qdq)
     by_name = {layer.name: layer for layer in (*enc.layers, *dec.layers)}
     return SpeechModel(enc.data, dec.data, tuple(by_name[hl.name] for hl in held.layers),
                        enc.weight_bytes + dec.weight_bytes, tuple(hl.name for hl in in_encoder),

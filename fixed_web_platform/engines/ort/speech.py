@@ -4,7 +4,9 @@ KV cache, exported per model (onnx_speech.py), every linear layer rewritten to t
 for it (MatMulNBits for 8/4/2 bits). The page feeds Python's log-mel features (ORT has no front
 end: the row's front-end figures are blank). WebNN runs one decoder session per pass shape with
 every dimension fixed; WebGPU and wasm one session with free dimensions. Where each layer's node
-ran comes from ORT's placement log (placement.py).
+ran comes from ORT's placement log (placement.py). Int8 activations (``--act-bits 8`` with 8-bit
+per-channel weights): every linear layer in ORT's int8 QDQ form with the parameters of the
+harness's WebNN ``gemm_qdq`` graphs, judged on the same float64 Whisper.
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ RUNNER = "ort_speech"
 class OrtSpeech(OrtLoopRunner):
     runner = RUNNER
     lowered_passes = ("encoder", "decode")
+    act_bits = (32, 8)
 
     def build(self, run: RunSpec) -> tuple[PreparedSpeech, onnx_speech.SpeechModel]:
-        prepared = prepare_speech(run.workload, run.bits, run.weight_block, run.seed, unsigned=True,
-                                  weight_quant=run.weight_quant)
+        qdq = run.act_bits == 8  # the int8 QDQ form: signed per-channel weights, int8 outputs calibrated too
+        prepared = prepare_speech(run.workload, run.bits, run.weight_block, run.seed, unsigned=not qdq,
+                                  weight_quant=run.weight_quant, act_bits=run.act_bits, observer=run.observer,
+                                  out_int8=qdq)
         prepared = dataclasses.replace(prepared, front_end_on_device=False)
         return prepared, onnx_speech.speech_model(prepared)
 
