@@ -16,7 +16,7 @@ activations alone cost.
 
     .venv/bin/python benchmarks/w8a8_decoder_accuracy.py [--model smollm2-135m] [--alphas 0.5 0.7]
 
-About 2 minutes here (2 cores) for SmolLM2-135M.
+About a minute here (2 cores) for SmolLM2-135M.
 """
 
 from __future__ import annotations

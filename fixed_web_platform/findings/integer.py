@@ -1,8 +1,9 @@
 """Findings: WebNN's integer path and int8 activations. Per-channel 8-bit weights in each WebNN
 graph form (the fused int8 ``gemm_qdq``, its unfused control ``gemm``, weight-only
 ``gemm_scale``) beside ONNX Runtime Web's QDQ models on WebNN and wasm, for the FFN's matmul and
-MiniLM; and int8 activations (W8A8, W4A8) against weight-only, for matmuls and MiniLM, on WebGPU
-and WebNN."""
+MiniLM; int8 activations (W8A8, W4A8) against weight-only, for matmuls and MiniLM, on WebGPU
+and WebNN; and generation with int8 activations (SmolLM2-135M, Whisper tiny.en) on WebNN against
+float32 and weight-only, beside ONNX Runtime Web."""
 
 from __future__ import annotations
 
@@ -14,10 +15,22 @@ from ..report.glance import latency_change
 from ..report.markdown import markdown_lines
 from ..report.steady import MARK, tally_line
 from ..series.steady import SteadyClass
-from .page import Data, Page, number, rows_of, summary, what_ran
+from .page import Data, Page, mib, number, rows_of, shown, summary, what_ran
 
 INTEGER_PATH = ("integer-path-matmul", "integer-path-minilm")
 INT8_ACTIVATIONS = ("int8-activations-matmul", "int8-activations-minilm")
+INT8_GENERATION = ("int8-generation-smollm2", "int8-generation-smollm2-ort", "int8-generation-whisper",
+                   "int8-generation-whisper-ort", "int8-generation-whisper-ort-webnn")
+GENERATION_FIGURES = {
+    "decoder": {"ttft_ms": "time to first token ms", "decode_tokens_per_s": "decode tokens/s",
+                "next_token_top1": "top-1 vs fp32", "kl_mean": "KL"},
+    "speech": {"encoder_ms": "encoder ms", "first_token_ms": "first id ms", "decode_tokens_per_s": "decode ids/s",
+               "wer_vs_fp32": "WER vs fp32", "clips_equal_fp32": "clips = fp32"},
+}
+"""What a generation table shows per kind, beside the weights and the kernel check."""
+GENERATION_KEY = ["workload", "browser", "engine", "platform", "bits_requested", "granularity", "act_bits"]
+"""A configuration of the generation folders: a later folder's run of one replaces an earlier's
+(ORT's int8 rows, measured once its QDQ form was built, replace the first sweep's refusals)."""
 KEY = ["workload", "browser", "engine", "platform", "bits_requested", "granularity", "act_bits", "observer",
        "graph_form"]
 """What tells one configuration of these folders from another."""
@@ -175,4 +188,60 @@ def body(data: Data) -> list[str]:
     return lines
 
 
-PAGE = Page("integer-path", "WebNN's integer path and int8 activations", (*INTEGER_PATH, *INT8_ACTIVATIONS), body)
+def generation(rows: pd.DataFrame) -> list[str]:
+    """One model's runs, one line each: its weights, activations and form, time to the first id,
+    decode speed and that over the float32 run of the same browser, engine and platform, weight
+    MiB, accuracy against PyTorch fp32 and the kernel check; a run that was not ok shows its
+    outcome (the data holds its reason)."""
+    figures = GENERATION_FIGURES[str(rows["kind"].iloc[0])]
+    place = ["browser", "engine", "platform"]
+    floats = rows[(pd.to_numeric(rows["bits_requested"]) == 32) & (rows["outcome"] == "ok")]
+    body = []
+    for _, row in rows.iterrows():
+        base = floats
+        for c in place:
+            base = base[base[c] == row[c]]
+        ok = row["outcome"] == "ok"
+        ratio = (pd.to_numeric(row["decode_tokens_per_s"]) / pd.to_numeric(base["decode_tokens_per_s"]).iloc[0]
+                 if ok and len(base) else None)
+        noted = what_ran(row)
+        cells = [" ".join(str(row[c]) for c in place) + (f" ({', '.join(noted)})" if noted else ""),
+                 _weights(row), _activations(row), _form(row)]
+        cells += [shown(c, row[c]) if ok else str(row["outcome"]) for c in figures]
+        cells += [f"{ratio:.2f}x" if ratio is not None else "-", shown("weight_mib", row["weight_mib"]) if ok else "-",
+                  f"{number(row['rel_error_vs_dequantized'], 2)} / {number(row['kernel_tolerance'], 2)}"
+                  if pd.notna(pd.to_numeric(row["kernel_tolerance"])) else "-"]
+        body.append(cells)
+    header = ["browser, engine, platform", "weights", "activations", "graph form", *figures.values(),
+              "decode over float32", "weight MiB", "kernel err / tol"]
+    return [f"### {rows['workload'].iloc[0]}", "", tally_line(rows, "decode_steady_class", "decode speed"), "",
+            *markdown_lines(header, body), ""]
+
+
+GENERATION_INTRO = (
+    "Decoders and speech on Chromium's WebNN (LiteRT/XNNPACK, CPU): float32, per-channel 8-bit weights with "
+    "float activations, and W8A8 (per-channel 8-bit weights in `gemm_qdq`, each 8-bit layer's input and output "
+    "through int8, scales calibrated on the calibration split), beside ONNX Runtime Web on wasm and WebNN with the "
+    "same held bytes (ORT's W8A8: its int8 QDQ form with the same parameters; a later folder's run of a "
+    "configuration replaces an earlier folder's). Each line is one page load (decode speed: the median step of "
+    "its steady generations or clips); decode over float32 is its speed over the float32 run of the same browser, "
+    "engine and platform. Accuracy is against PyTorch fp32 (decoders: teacher-forced next-token top-1 and mean KL "
+    "over the built-in texts; speech: word error rate of the transcripts against fp32's and the clips transcribed "
+    "exactly as fp32 did); the kernel error is against the float64 reference with the same held bytes and int8 "
+    "activations. A run that was not ok shows its outcome; the data holds its reason.")
+
+
+def generation_body(data: Data) -> list[str]:
+    lines = ["## Generation with int8 activations: decoders and speech", "", GENERATION_INTRO, ""]
+    rows = mib(rows_of(data, *INT8_GENERATION)).drop_duplicates(GENERATION_KEY, keep="last")
+    for _, model in rows.groupby("workload", sort=False):
+        lines += generation(model)
+    return lines
+
+
+def page_body(data: Data) -> list[str]:
+    return body(data) + generation_body(data)
+
+
+PAGE = Page("integer-path", "WebNN's integer path and int8 activations",
+            (*INTEGER_PATH, *INT8_ACTIVATIONS, *INT8_GENERATION), page_body)
