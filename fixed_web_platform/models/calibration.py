@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..precision.observers import make_observer
+from ..precision.observers import MINMAX, make_observer
 from ..vocabulary import ACT8_WEIGHT_BITS
 from .inputs import read_texts, tokenize
 from .rules import LayerPrecision
@@ -280,7 +280,8 @@ def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: s
     where int8 cannot hold it. Two passes: per-channel ranges pick the fewest outlier channels
     (0, 1, 2, 4, ... up to MAX_FLOAT_CHANNELS, largest |value| first) that leave the rest at
     OUT_INT8_MIN_SQNR_DB or better (its range from min/max, its noise step / sqrt(12)); then
-    ``observer`` sees the rest and gives the scale and zero point."""
+    ``observer`` sees the rest and gives the scale and zero point (minmax from the first pass's
+    per-channel ranges: the same range, one pass fewer)."""
     stats = {name: [None, None, None, 0] for name in layers}  # per channel: min, max, sum of squares; rows
 
     def gather(name: str, y: np.ndarray) -> None:
@@ -314,7 +315,14 @@ def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: s
             observers[name].observe(rest)
             squares[name] += (float(np.sum(rest ** 2)), rest.size)
 
-    _outputs(model, inputs, tuple(observers), observe)
+    if observer == MINMAX:  # its range is the other channels' ranges, gathered above: no second pass
+        for name in observers:
+            lo, hi, sq, rows = stats[name]
+            observe(name, np.stack([lo, hi]))
+            rest = np.delete(sq, chosen[name])
+            squares[name] = np.array([float(rest.sum()), rows * rest.size])
+    else:
+        _outputs(model, inputs, tuple(observers), observe)
     out: dict[str, OutputQuant | None] = {name: None for name in layers}
     for name, obs in observers.items():
         scale, zero_point = obs.qparams(8)

@@ -164,8 +164,9 @@ def fake_quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray, bits
     return (q - z) * s
 
 
+MINMAX = "minmax"
 OBSERVERS = {
-    "minmax": MinMax,
+    MINMAX: MinMax,
     "moving-average-minmax": MovingAverageMinMax,
     "percentile": Percentile,
     "mse": MSE,
