@@ -115,6 +115,15 @@ def float_zero_refusal(run: RunSpec) -> str:
             "'Only 2b and 4b quantization is supported for unpacked compute')")
 
 
+def holding(run: RunSpec) -> dict[str, object]:
+    """How an ORT run's preparation holds its bytes (the prepare_* keywords): unsigned codes for
+    MatMulNBits (values and zero points shifted by 2^(bits-1)); with int8 activations the int8 QDQ
+    form's signed per-channel weights, its layers' int8 inputs and outputs calibrated."""
+    qdq = run.act_bits == 8
+    return {"unsigned": not qdq, "weight_quant": run.weight_quant, "act_bits": run.act_bits,
+            "observer": run.observer, "out_int8": qdq}
+
+
 def qdq_refusal(run: RunSpec) -> str:
     """Why ORT cannot build this run's int8 QDQ model ('' when it can or the run has float inputs)."""
     if run.act_bits == 8 and (run.bits != 8 or run.granularity != "per-channel"):

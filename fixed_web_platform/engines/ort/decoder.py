@@ -18,7 +18,7 @@ from ...run_spec import RunSpec
 from ...vocabulary import Platform, PrecisionMode
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..webnn.decoder import QUANTIZED_PER_GRAPH
-from . import OrtWebEngine, onnx_decoder
+from . import OrtWebEngine, holding, onnx_decoder
 from .loop import OrtLoopRunner
 
 RUNNER = "ort_decoder"
@@ -50,10 +50,7 @@ class OrtDecoder(OrtLoopRunner):
         return ""
 
     def build(self, run: RunSpec) -> tuple[PreparedDecoder, onnx_decoder.DecoderModel]:
-        qdq = run.act_bits == 8  # the int8 QDQ form: signed per-channel weights, int8 outputs calibrated too
-        prepared = prepare_decoder(run.workload, run.bits, run.weight_block, run.seed, unsigned=not qdq,
-                                   weight_quant=run.weight_quant, act_bits=run.act_bits, observer=run.observer,
-                                   out_int8=qdq)
+        prepared = prepare_decoder(run.workload, run.bits, run.weight_block, run.seed, **holding(run))
         return prepared, onnx_decoder.decoder_model(prepared)
 
     def page(self, engine: OrtWebEngine, prepared: PreparedDecoder,

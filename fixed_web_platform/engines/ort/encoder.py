@@ -24,7 +24,7 @@ from ..base import (
     Executed,
     Refusal,
 )
-from . import QDQ_FORM, OrtKindRunner, OrtWebEngine, onnx_encoder, placement, torch_ops
+from . import QDQ_FORM, OrtKindRunner, OrtWebEngine, holding, onnx_encoder, placement, torch_ops
 
 
 class OrtEncoder(OrtKindRunner):
@@ -43,11 +43,7 @@ class OrtEncoder(OrtKindRunner):
         qdq = run.act_bits == 8
 
         def build() -> tuple[PreparedModel, onnx_encoder.EncoderModel]:
-            # unsigned: MatMulNBits stores values and zero points shifted by 2^(bits-1); the QDQ
-            # form holds signed per-channel int8 weights, its layers' int8 outputs calibrated
-            prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, unsigned=not qdq,
-                                     act_bits=run.act_bits, observer=run.observer, out_int8=qdq,
-                                     weight_quant=run.weight_quant)
+            prepared = prepare_model(workload, run.bits, run.weight_block, run.seed, **holding(run))
             return prepared, onnx_encoder.encoder_model(prepared)
 
         prepared, encoder = await asyncio.to_thread(build)  # an export takes seconds

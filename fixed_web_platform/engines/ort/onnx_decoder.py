@@ -38,7 +38,7 @@ from typing import Any
 
 from ...prepared_caches import per_configuration
 from . import onnx_export
-from .onnx_linears import RewrittenGraph, qdq_layers, require_unsigned, rewrite_graph
+from .onnx_linears import RewrittenGraph, qdq_layers, rewrite_graph
 from .torch_ops import caches, pass_module, present
 
 OPSET = onnx_export.OPSET
@@ -140,10 +140,7 @@ def rewrite(fp32: bytes, prepared: Any) -> DecoderModel:
     """The float32 export with every linear layer in the form the run holds it: MatMulNBits from
     unsigned bytes, or with int8 activations the int8 QDQ form with the calibrated parameters
     (onnx_linears.py)."""
-    qdq = qdq_layers(prepared)
-    if not qdq:
-        require_unsigned(prepared.held)
-    return rewrite_graph("decoder", fp32, prepared.held, qdq)
+    return rewrite_graph("decoder", fp32, prepared.held, qdq_layers(prepared))
 
 
 def suppressed(prepared: Any) -> int:

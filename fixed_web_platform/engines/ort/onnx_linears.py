@@ -286,6 +286,8 @@ def rewrite_graph(name: str, data: bytes, held: Any, qdq: dict[str, tuple[Any, A
     import onnx
     from onnx import helper
 
+    if not qdq:
+        require_unsigned(held)
     proto = onnx.load_from_string(data)
     layers = replace_linears(proto, find_weight_matmuls(proto.graph, held), held, qdq)
     weight_bytes = sum(helper.tensor_dtype_to_np_dtype(t.data_type).itemsize * math.prod(t.dims)
