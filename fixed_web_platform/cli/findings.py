@@ -1,7 +1,8 @@
 """``findings``: regenerate the findings pages (docs/findings/) from the result folders committed
 under results/findings/, the plots of each page written or missing (docs/findings/plots/), and the
 answers block of the home page and the README (findings/answers.py); ``--check`` says which differ
-from their data instead (exit 1; plots are not compared). With ``--out`` the pages alone."""
+from their data instead (exit 1; plots are not compared). With ``--out`` the pages alone; with
+``--page`` the pages named."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from ..errors import OneLineArgumentParser, UsageError
 from ..findings import DATA_DIR, PAGES, PAGES_DIR, render
 from ..findings.answers import ANSWER_FILES, answered, block, spliced
-from ..findings.page import draw, plot_path
+from ..findings.page import Folders, draw, plot_path
 from ..results.reader import ResultSchemaError
 
 
@@ -20,6 +21,8 @@ def build_parser() -> OneLineArgumentParser:
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page differs from its data")
     p.add_argument("--data", type=Path, default=None, help="the result folders (default results/findings/)")
     p.add_argument("--out", type=Path, default=None, help="where the pages go (default docs/findings/)")
+    p.add_argument("--page", action="append", choices=[page.name for page in PAGES], default=None,
+                   help="only this page (repeatable; the home page's answers are then left as they are)")
     return p
 
 
@@ -33,15 +36,17 @@ def index(pages: list[tuple[str, str]]) -> str:
 
 def findings_command(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    pages_only = args.out is not None
+    pages_only = args.out is not None or args.page is not None
     args.data, args.out = args.data or DATA_DIR, args.out or PAGES_DIR
     if not args.data.is_dir():
         raise UsageError(f"--data {args.data}: no such folder (it holds the findings' result folders, "
                          f"by default {DATA_DIR})")
+    pages = [p for p in PAGES if args.page is None or p.name in args.page]
+    folders = Folders(args.data)
     try:
-        made = {args.out / f"{p.name}.md": render(p, args.data) for p in PAGES}
+        made = {args.out / f"{p.name}.md": render(p, folders) for p in pages}
         if not pages_only:
-            texts = answered(args.data)
+            texts = answered(folders)
             made |= {path: spliced(path.read_text(), block(texts, to_pages), path)
                      for path, to_pages in ANSWER_FILES.items()}
     except ResultSchemaError as exc:
@@ -56,8 +61,8 @@ def findings_command(argv: list[str]) -> int:
     for path in stale:
         path.write_text(made[path])
         print(f"wrote {path}")
-    for page in PAGES:
+    for page in pages:
         if args.out / f"{page.name}.md" in stale or not all(plot_path(page, p, args.out).is_file() for p in page.plots):
-            for path in draw(page, args.data, args.out):
+            for path in draw(page, folders, args.out):
                 print(f"drew {path}")
     return 0

@@ -20,12 +20,11 @@ import pandas as pd
 from ..paths import PROJECT_ROOT
 from ..precision.quantizers import DEFAULT_QUANTIZER
 from ..report.glance import DEFAULT_GLANCE, picks
-from ..results import reader
 from .gemma3 import PAGE as GEMMA3
 from .matmuls import PAGE as MATMULS
 from .minilm import PAGE as MINILM
 from .ocr import PAGE as OCR
-from .page import DATA_DIR, GLANCES, PAGES_DIR, Page, summary
+from .page import DATA_DIR, GLANCES, PAGES_DIR, Folders, Page, folders_of, summary
 from .sensitivity import PAGE as SENSITIVITY
 from .smollm2 import PAGE as SMOLLM2
 from .transformersjs import MINILM as TJS_MINILM
@@ -111,13 +110,10 @@ ANSWERS: tuple[Answer, ...] = (
 )
 
 
-def answered(data_dir: Path = DATA_DIR) -> list[tuple[Answer, str]]:
+def answered(where: Path | Folders = DATA_DIR) -> list[tuple[Answer, str]]:
     """Each answer with its text, from the data."""
-    made = []
-    for answer in ANSWERS:
-        data = {name: reader.load(data_dir / name) for name in answer.folders}
-        made.append((answer, answer.text(summary(data, *answer.folders))))
-    return made
+    folders = folders_of(where)
+    return [(answer, answer.text(summary(folders.data(answer.folders), *answer.folders))) for answer in ANSWERS]
 
 
 def block(texts: Sequence[tuple[Answer, str]], to_pages: str) -> str:
