@@ -112,12 +112,13 @@ def test_chrome_runs_four_bit_whisper_on_the_harness_and_ort(chrome) -> None:  #
     assert webnn.weight_bytes < webnn.weight_bytes_f32 and 1 <= len(webnn_entry["token_ids"]) <= 8
 
 
-def test_chrome_runs_w8a8_whisper_on_webnn_in_the_fused_form(tmp_path) -> None:  # noqa: ANN001
-    """Int8 activations through Whisper's encoder and decoder graphs: per-channel 8-bit weights in
-    gemm_qdq, every 8-bit layer's input and output through int8 (calibrated on the calibration
-    clips), judged against the float64 Whisper with the same int8 activations; and ORT's int8 QDQ
-    form on wasm (ORT's WebNN leaves its speech layers to the CPU as the 4-bit test shows)."""
-    workload = SpeechWorkload.from_options(str(tiny_whisper(tmp_path / "tiny-whisper")), clips=1, max_tokens=8)
+def test_chrome_runs_w8a8_whisper_on_webnn_in_the_fused_form(chrome, tmp_path) -> None:  # noqa: ANN001
+    """The 4-bit test's small Whisper with int8 activations through its encoder and decoder graphs:
+    per-channel 8-bit weights in gemm_qdq, every 8-bit layer's input and output through int8
+    (calibrated on the calibration clips), judged against the float64 Whisper with the same int8
+    activations; and ORT's int8 QDQ form on wasm (ORT's WebNN leaves its speech layers to the CPU as
+    the 4-bit test shows)."""
+    _, workload, _ = chrome
     out = tmp_path / "results"
     rows = _sweep(BrowserName.CHROME, workload, 8, out, (Platform.WEBNN, Platform.WASM),
                   (EngineName.HARNESS, EngineName.ORT), act_bits=(8,), granularity="per-channel")

@@ -216,6 +216,8 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     short = any(n < (timing.min_iterations or 1) for n in after_floor)
     notes = [base.reason] if base.reason else []
     notes.extend(sorted({e.note for e in executed if e.note}))
+    if getattr(prepared, "precision_note", ""):  # what the preparation did to the weights beyond quantizing them
+        notes.append(prepared.precision_note)
     if short:
         notes.append(short_note(series, timing))
     notes.extend(steady_notes(series))

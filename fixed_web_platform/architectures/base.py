@@ -32,6 +32,19 @@ through quantizeLinear -> dequantizeLinear (models/calibration.OutputQuant)."""
 
 
 @dataclass(frozen=True)
+class SmoothingGroup:
+    """Linear layers that read one activation, and the weight that writes it, for SmoothQuant's
+    migration (models/smoothing.py): the activation's channel j divided by s_j (``producer``: a
+    norm's weight [K], or a linear layer's weight rows [K, ...] when ``producer_rows``), each
+    ``consumers`` layer's weight column j multiplied by s_j. The float model computes the same;
+    the activation's outlier channels are smaller where int8 holds it."""
+
+    producer: str
+    consumers: tuple[str, ...]
+    producer_rows: bool = False
+
+
+@dataclass(frozen=True)
 class LinearLayer:
     """y = x @ W^T + b with W [n, k] (Hugging Face's Linear layout, the harness's W[N, K])."""
 
@@ -166,6 +179,11 @@ class Architecture(ABC):
     @abstractmethod
     def linear_modules(self, module: Any) -> dict[str, Any]:
         """Layer name -> the torch.nn.Linear of ``module`` (what calibration hooks observe)."""
+
+    def smoothing_groups(self, cfg: Any) -> tuple[SmoothingGroup, ...]:
+        """The layers whose int8 inputs SmoothQuant may smooth, by the weight their input's scale
+        folds into; none here (int8 inputs as they come)."""
+        return ()
 
 
 class DecoderArchitecture(Architecture):

@@ -184,6 +184,27 @@ def calibrate(model: LoadedModel, inputs: CalibrationInputs, observer: str,
 
 
 @functools.lru_cache(maxsize=2)
+def input_peaks(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """max |x_j| (float64 [K]) of each named layer's input channel over ``inputs``' counted
+    positions: what SmoothQuant's factors are made of (models/smoothing.py)."""
+    peaks: dict[str, np.ndarray] = {}
+
+    def hooks(modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
+        def watch(name: str):
+            def hook(_module, args):
+                x = np.abs(_counted(args[0].detach().double().numpy(), counted)).max(axis=0)
+                peaks[name] = np.maximum(peaks[name], x) if name in peaks else x
+            return hook
+        return [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
+
+    _run(model, inputs, layers, hooks)
+    unseen = [name for name in layers if name not in peaks]
+    if unseen:
+        raise ValueError(f"the calibration set never reached layer {unseen[0]}")
+    return peaks
+
+
+@functools.lru_cache(maxsize=2)
 def input_moments(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, ...]) -> dict[str, np.ndarray]:
     """E[x x^T] (float64 [K, K]) of each named layer's input over ``inputs``' counted positions:
     what a calibrated weight quantizer (gptq) spreads its rounding errors by."""

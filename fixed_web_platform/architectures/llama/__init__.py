@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import ActQuant, DecoderArchitecture
+from ..base import ActQuant, DecoderArchitecture, SmoothingGroup
 from ..kv_cache import KVCache
 from ..ops import Graph
 from . import graph, reference
@@ -89,6 +89,21 @@ class Llama(DecoderArchitecture):
                        cache: KVCache | None = None,
                        act_quant: ActQuant | None = None) -> tuple[np.ndarray, KVCache]:
         return reference.forward(cfg, weights, ids, cache, act_quant)
+
+    def smoothing_groups(self, cfg: LlamaConfig) -> tuple[SmoothingGroup, ...]:
+        """Per block: Q, K and V after the input norm, the FFN's gate and up after the
+        post-attention norm, down after up's rows (silu(gate) * up is linear in up); the head after
+        the final norm. The attention output (o_proj: its input channels are V's, shared by a
+        group of query heads) keeps its input as it comes."""
+        groups = []
+        for i in range(cfg.layers):
+            pre = f"model.layers.{i}."
+            groups += [SmoothingGroup(pre + "input_layernorm.weight",
+                                      tuple(pre + f"self_attn.{p}_proj" for p in "qkv")),
+                       SmoothingGroup(pre + "post_attention_layernorm.weight",
+                                      (pre + "mlp.gate_proj", pre + "mlp.up_proj")),
+                       SmoothingGroup(pre + "mlp.up_proj.weight", (pre + "mlp.down_proj",), producer_rows=True)]
+        return (*groups, SmoothingGroup("model.norm.weight", (HEAD,)))
 
     def gguf_rows(self, cfg: LlamaConfig, layer: str, rows: np.ndarray) -> np.ndarray:
         """Query and key rows interleaved per head (convert_hf_to_gguf's ``permute`` of each head's

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...architectures import ActQuant, DecoderArchitecture, DecoderConfig
-from ...models import calibration, rules, source
+from ...models import calibration, rules, smoothing, source
 from ...models.quantized import HeldModel, hold_model
 from ...prepared_caches import per_configuration
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
@@ -120,6 +120,14 @@ class PreparedDecoder(HeldModelFacts):
     @property
     def tolerance_basis(self) -> str:
         return self.int8.basis if self.int8 else ""
+
+    @property
+    def precision_note(self) -> str:
+        groups = self.held.model.architecture.smoothing_groups(self.config) if self.act_bits == 8 else ()
+        if not groups:
+            return ""
+        return (f"int8 inputs smoothed (SmoothQuant, alpha {smoothing.SMOOTH_ALPHA:g}, on the calibration texts: "
+                f"{sum(len(g.consumers) for g in groups)} layers' input outliers moved into their weights)")
 
     def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return outputs[LOGITS]
@@ -227,15 +235,19 @@ def fp32_references(model: source.LoadedModel, workload: DecoderWorkload
 
 
 def held_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
-                 weight_quant: str = DEFAULT_QUANTIZER) -> HeldModel:
+                 weight_quant: str = DEFAULT_QUANTIZER, act_bits: int = 32) -> HeldModel:
     """The decoder's linear layers held at the workload's plan for ``bits``, their codes made by
     ``weight_quant`` (calibrated ones on the built-in calibration texts): the bytes every engine
-    holds, the harness's and those written into a GGUF file for wllama alike."""
+    holds, the harness's and those written into a GGUF file for wllama alike. With int8
+    activations (``act_bits`` 8) the model held is the smoothed one (models/smoothing.py: the
+    same float model, its int8 inputs' outliers migrated into the weights)."""
     resolved = source.resolve(workload.model, workload.random_weights)
     loaded = source.load(resolved, workload.random_weights, seed)
+    texts = calibration.DecoderRows(calibration.builtin_calibration_texts())
+    if act_bits == 8:
+        loaded = smoothing.smoothed(loaded, texts)
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
-    moments = functools.partial(calibration.input_moments, loaded,
-                                calibration.DecoderRows(calibration.builtin_calibration_texts()))
+    moments = functools.partial(calibration.input_moments, loaded, texts)
     return hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)
 
 
@@ -248,11 +260,13 @@ def prepare_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed:
     makes their codes (precision/quantizers.py). ``act_bits`` 8: the inputs of the 8- and 4-bit
     layers are int8, calibrated by ``observer`` on the calibration texts (every position of their
     rows: a prefill's and a scoring pass's, which the kernel check judges); ``out_int8`` too: the
-    8-bit layers' x @ W^T as well (WebNN's fused form)."""
-    held = held_decoder(workload, bits, block_size, seed, unsigned, weight_quant)
+    8-bit layers' x @ W^T as well (WebNN's fused form); their inputs smoothed where the architecture
+    says how (held_decoder)."""
+    held = held_decoder(workload, bits, block_size, seed, unsigned, weight_quant, act_bits)
     loaded, plan = held.model, tuple(layer.precision for layer in held.layers)
     tokens = workload.tokens()
-    ref_float, generated_fp32, peak = fp32_references(loaded, workload)
+    original = source.load(source.resolve(workload.model, workload.random_weights), workload.random_weights, seed)
+    ref_float, generated_fp32, peak = fp32_references(original, workload)
     weights = held.exec_weights()
     arch, cfg = workload.architecture(), workload.config()
     inputs = calibration.DecoderRows(calibration.builtin_calibration_texts())

@@ -1,0 +1,60 @@
+"""SmoothQuant's migration (models/smoothing.py) on a tiny random Llama: the smoothed model
+computes what the original does (each group's 1/s folded into the weight that writes the input,
+its s into the readers' columns: a wrong axis or a missed reader changes the logits), and an
+outlier input channel comes out flatter (a factor applied the wrong way round makes it steeper)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from test_decoder import tiny_hf_config
+
+from fixed_web_platform.architectures.llama import LLAMA
+from fixed_web_platform.models import calibration, smoothing
+from fixed_web_platform.models.source import LoadedModel
+
+Q = "model.layers.0.self_attn.q_proj"
+NORM = "model.layers.0.input_layernorm.weight"
+
+
+@dataclass(frozen=True)
+class RandomRows:
+    """Calibration inputs: seeded token rows, every position counted."""
+
+    vocab: int
+
+    def run(self, model: Any, net: Any, counted: list, before: Any = None) -> None:
+        import torch
+
+        ids = np.random.default_rng(0).integers(0, self.vocab, size=(4, 16))
+        counted.append(np.ones(ids.shape, dtype=bool))
+        net(input_ids=torch.from_numpy(ids))
+
+
+def _tiny() -> LoadedModel:
+    cfg = LLAMA.config(tiny_hf_config(tie_word_embeddings=False), "tiny")
+    weights = {k: (v * 8 if v.ndim == 2 else v) for k, v in LLAMA.random_weights(cfg, 3).items()}
+    weights[NORM] = weights[NORM].copy()
+    weights[NORM][3] *= 40  # an outlier channel in every Q, K and V input of block 0
+    return LoadedModel(None, LLAMA, cfg, weights, True, 3)
+
+
+def test_the_smoothed_model_computes_the_same_and_flattens_an_outlier_channel() -> None:
+    model = _tiny()
+    rows = RandomRows(model.config.vocab)
+    smoothed = smoothing.smoothed(model, rows)
+    ids = np.array([3, 5, 7, 11, 13, 2, 40, 50, 60, 1])
+    before = LLAMA.reference_forward(model.config, model.weights, {"input_ids": ids})
+    after = LLAMA.reference_forward(model.config, smoothed.weights, {"input_ids": ids})
+    assert np.abs(after - before).max() <= 1e-5 * np.abs(before).max()
+    changed = [n for n in model.weights if not np.array_equal(model.weights[n], smoothed.weights[n])]
+    groups = LLAMA.smoothing_groups(model.config)
+    assert set(changed) == {g.producer for g in groups} | {f"{c}.weight" for g in groups for c in g.consumers}
+
+    def steepness(m: LoadedModel) -> float:
+        peaks = calibration.input_peaks(m, rows, (Q,))[Q]
+        return float(peaks.max() / np.median(peaks))
+
+    assert steepness(model) > 20 and steepness(smoothed) < steepness(model) / 4
