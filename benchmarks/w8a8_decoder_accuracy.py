@@ -13,6 +13,11 @@ cannot hold a layer's output), of the model the harness holds: smoothed (models/
 SmoothQuant folded into the weights) at ``alpha``, or not (``unsmoothed``).
 
     .venv/bin/python benchmarks/w8a8_decoder_accuracy.py [--model smollm2-135m] [--alphas 0.5 0.8]
+        [--min-sqnr 25 30 38] [--on calibration]
+
+``--min-sqnr``: rows with other floors for a layer's output to go through int8 (the decoder's is
+models/calibration.DECODER_OUT_INT8_MIN_SQNR_DB); ``--on calibration``: judged on the calibration
+rows instead of the evaluation rows (where a setting is chosen).
 
 About a minute here (2 cores) for SmolLM2-135M.
 """
@@ -48,14 +53,20 @@ def fake_quantize(x, scale: float, zero_point: int, keep: tuple[int, ...] = ()):
 class Judge:
     """The original module's logits of the evaluation rows, and a held model's int8 scales."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, on_calibration: bool = False) -> None:
         import torch
 
         self.workload = DecoderWorkload.from_options(model)
         self.loaded = source.load(source.resolve(self.workload.model))
         self.plan = tuple(rules.assign(self.loaded.config.linear_layers(), self.workload.rules, 8, 0))
         self.texts = calibration.DecoderRows(calibration.builtin_calibration_texts())
-        self.ids = torch.from_numpy(self.workload.tokens().eval_ids.astype(np.int64))
+        ids = self.workload.tokens().eval_ids
+        if on_calibration:
+            tok = source.tokenizer(self.loaded.resolved)
+            joined = [i for t in self.texts.texts for i in tok(t, add_special_tokens=False)["input_ids"]]
+            row = calibration.CALIBRATION_ROW
+            ids = np.array(joined[: len(joined) // row * row]).reshape(-1, row)
+        self.ids = torch.from_numpy(ids.astype(np.int64))
         self.ref = self._logits(self.loaded.module())
 
     def _logits(self, net):  # noqa: ANN001, ANN202
@@ -64,10 +75,15 @@ class Judge:
         with torch.no_grad():
             return net(input_ids=self.ids).logits.double()
 
-    def held(self, alpha: float | None) -> tuple[object, Quant, Quant]:
-        """The held model's module (smoothed at ``alpha``, or the original: None) and its scales."""
+    def held(self, alpha: float | None, min_sqnr_db: float | None = None) -> tuple[object, Quant, Quant]:
+        """The held model's module (smoothed at ``alpha``, or the original: None) and its scales
+        (outputs in int8 at ``min_sqnr_db`` or better: the decoder's floor unless given)."""
         model = smoothing.smoothed(self.loaded, self.texts, alpha) if alpha is not None else self.loaded
-        act, out, _ = calibration.int8_parameters(model, self.texts, self.plan, 8, "minmax", True)
+        texts = self.texts
+        if min_sqnr_db is not None:  # the same rows, another floor
+            floor = type("Rows", (calibration.DecoderRows,), {"out_min_sqnr_db": min_sqnr_db})
+            texts = floor(self.texts.texts)
+        act, out, _ = calibration.int8_parameters(model, texts, self.plan, 8, "minmax", True)
         names = [p.layer.name for p in self.plan]
         return (model.module(), {n: (a.scale, a.zero_point, ()) for n, a in zip(names, act) if a},
                 {n: (o.scale, o.zero_point, o.float_channels) for n, o in zip(names, out) if o})
@@ -104,8 +120,12 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--alphas", nargs="*", type=float, default=[0.5, 0.8],
                         help=f"other smoothing strengths to try besides the harness's {smoothing.SMOOTH_ALPHA:g}")
+    parser.add_argument("--min-sqnr", nargs="*", type=float, default=[],
+                        help="other floors (dB) for a layer's output to go through int8")
+    parser.add_argument("--on", choices=["evaluation", "calibration"], default="evaluation",
+                        help="the rows judged (default: the workload's evaluation rows)")
     args = parser.parse_args()
-    judge = Judge(args.model)
+    judge = Judge(args.model, args.on == "calibration")
     alpha = smoothing.SMOOTH_ALPHA
     net, ins, outs = judge.held(alpha)
     rows = [(f"smoothed a={alpha:g} (the harness): every layer, inputs and outputs (the fused form)",
@@ -121,8 +141,12 @@ def main() -> None:
     for other in args.alphas:
         net, ins, outs = judge.held(other)
         rows.append((f"smoothed a={other:g}: every layer, inputs and outputs", judge.score(net, ins, outs)))
+    for floor in args.min_sqnr:
+        net, ins, outs = judge.held(alpha, floor)
+        rows.append((f"smoothed a={alpha:g}, outputs in int8 at {floor:g} dB or better ({len(outs)} of "
+                     f"{len(judge.plan)}): every layer", judge.score(net, ins, outs)))
     positions = judge.ids.numel()
-    print(f"{args.model}: int8 fake quantization in PyTorch fp32, {positions} evaluation positions\n")
+    print(f"{args.model}: int8 fake quantization in PyTorch fp32, {positions} {args.on} positions\n")
     print("\n".join(markdown_lines(["int8 on", "top-1 vs fp32", "KL"],
                                    [[what, f"{top1:.3f}", f"{kl:.3g}"] for what, (top1, kl) in rows])))
 

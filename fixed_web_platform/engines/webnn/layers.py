@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...models import rules as precision_rules
-from ...models.calibration import MAX_FLOAT_CHANNELS, OUT_INT8_MIN_SQNR_DB
+from ...models.calibration import MAX_FLOAT_CHANNELS
 from ...models.quantized import HeldLayer
 from ...page_protocol import PageDataError, PageReply
 from ...precision.webnn_precision import (
@@ -203,9 +203,10 @@ def executed(job: EngineJob, page: PageReply, held: Sequence[Any], platform: str
     if job.graph_form == QDQ_FORM:
         outs = [linear["out"] for linear in linears if linear.get("out")]
         split = sum(1 for out in outs if out.get("float_channels"))
+        held_snr = [o.sqnr_db for o in getattr(job.prepared, "out_quant", ()) if o]
+        snr = f" (calibrated signal-to-noise at least {min(held_snr):.0f} dB)" if held_snr else ""
         notes.append(f"int8 outputs (the fused form) in {len(outs)} of {len(linears)} linear layers, {split} of them "
-                     f"with 1-{MAX_FLOAT_CHANNELS} outlier output channels computed in float apart (calibrated "
-                     f"signal-to-noise at least {OUT_INT8_MIN_SQNR_DB:g} dB)")
+                     f"with 1-{MAX_FLOAT_CHANNELS} outlier output channels computed in float apart{snr}")
     return Executed(run_bits(asked, layers), "f16" if f16 else "f32", platform, problem,
                     "; ".join(filter(None, notes)), tuple(layers))
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ...architectures.whisper import torch_module
-from ...models.calibration import builtin_calibration_texts, input_moments
+from ...models.calibration import OUT_INT8_MIN_SQNR_DB, builtin_calibration_texts, input_moments
 from ...models.source import LoadedModel
 from . import audio
 
@@ -37,6 +37,7 @@ class SpeechClips:
 
     max_tokens: int
     clips: int | None = None
+    out_min_sqnr_db: ClassVar[float] = OUT_INT8_MIN_SQNR_DB
 
     def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray | None], before: Any = None) -> None:
         cfg = model.config
