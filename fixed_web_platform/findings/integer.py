@@ -19,8 +19,15 @@ from .page import Data, Page, mib, number, rows_of, shown, summary, what_ran
 
 INTEGER_PATH = ("integer-path-matmul", "integer-path-minilm")
 INT8_ACTIVATIONS = ("int8-activations-matmul", "int8-activations-minilm")
-INT8_GENERATION = ("int8-generation-smollm2", "int8-generation-smollm2-ort", "int8-generation-whisper",
-                   "int8-generation-whisper-ort", "int8-generation-whisper-ort-webnn")
+GENERATION_TABLES = (
+    ("SmolLM2-135M, int8 inputs smoothed", ("int8-generation-smollm2-smoothed",)),
+    ("SmolLM2-135M, before smoothing", ("int8-generation-smollm2", "int8-generation-smollm2-ort")),
+    ("Whisper tiny.en", ("int8-generation-whisper", "int8-generation-whisper-ort", "int8-generation-whisper-ort-webnn")),
+)
+"""The generation section's tables, each from its folders (a later folder's run of a configuration
+replaces an earlier's: ORT's int8 rows, measured once its QDQ form was built, replace the first
+sweep's refusals); speed ratios are within one table's folders."""
+INT8_GENERATION = tuple(name for _, folders in GENERATION_TABLES for name in folders)
 GENERATION_FIGURES = {
     "decoder": {"ttft_ms": "time to first token ms", "decode_tokens_per_s": "decode tokens/s",
                 "next_token_top1": "top-1 vs fp32", "kl_mean": "KL"},
@@ -29,8 +36,7 @@ GENERATION_FIGURES = {
 }
 """What a generation table shows per kind, beside the weights and the kernel check."""
 GENERATION_KEY = ["workload", "browser", "engine", "platform", "bits_requested", "granularity", "act_bits"]
-"""A configuration of the generation folders: a later folder's run of one replaces an earlier's
-(ORT's int8 rows, measured once its QDQ form was built, replace the first sweep's refusals)."""
+"""A configuration of a generation table's folders."""
 KEY = ["workload", "browser", "engine", "platform", "bits_requested", "granularity", "act_bits", "observer",
        "graph_form"]
 """What tells one configuration of these folders from another."""
@@ -44,7 +50,8 @@ def _weights(row: pd.Series) -> str:
 def _activations(row: pd.Series) -> str:
     if int(float(row["act_bits"])) == 32 or int(float(row["bits_requested"])) == 32:
         return "float32"
-    return f"int8 ({row['observer']})" if isinstance(row["observer"], str) and row["observer"] else "int8"
+    how = [v for v in (row["observer"], row["act_smoothing"]) if isinstance(v, str) and v]
+    return f"int8 ({', '.join(how)})" if how else "int8"
 
 
 def _form(row: pd.Series) -> str:
@@ -188,7 +195,7 @@ def body(data: Data) -> list[str]:
     return lines
 
 
-def generation(rows: pd.DataFrame) -> list[str]:
+def generation(title: str, rows: pd.DataFrame) -> list[str]:
     """One model's runs, one line each: its weights, activations and form, time to the first id,
     decode speed and that over the float32 run of the same browser, engine and platform, weight
     MiB, accuracy against PyTorch fp32 and the kernel check; a run that was not ok shows its
@@ -214,15 +221,16 @@ def generation(rows: pd.DataFrame) -> list[str]:
         body.append(cells)
     header = ["browser, engine, platform", "weights", "activations", "graph form", *figures.values(),
               "decode over float32", "weight MiB", "kernel err / tol"]
-    return [f"### {rows['workload'].iloc[0]}", "", tally_line(rows, "decode_steady_class", "decode speed"), "",
+    return [f"### {title}", "", tally_line(rows, "decode_steady_class", "decode speed"), "",
             *markdown_lines(header, body), ""]
 
 
 GENERATION_INTRO = (
     "Decoders and speech on Chromium's WebNN (LiteRT/XNNPACK, CPU): float32, per-channel 8-bit weights with "
     "float activations, and W8A8 (per-channel 8-bit weights in `gemm_qdq`, each 8-bit layer's input and output "
-    "through int8, scales calibrated on the calibration split), beside ONNX Runtime Web on wasm and WebNN with the "
-    "same held bytes (ORT's W8A8: its int8 QDQ form with the same parameters; a later folder's run of a "
+    "through int8, scales calibrated on the calibration split; a decoder's int8 inputs smoothed first where the "
+    "activations column says so: SmoothQuant folded into the weights), beside ONNX Runtime Web on wasm and WebNN "
+    "with the same held bytes (ORT's W8A8: its int8 QDQ form with the same parameters; a later folder's run of a "
     "configuration replaces an earlier folder's). Each line is one page load (decode speed: the median step of "
     "its steady generations or clips); decode over float32 is its speed over the float32 run of the same browser, "
     "engine and platform. Accuracy is against PyTorch fp32 (decoders: teacher-forced next-token top-1 and mean KL "
@@ -233,9 +241,8 @@ GENERATION_INTRO = (
 
 def generation_body(data: Data) -> list[str]:
     lines = ["## Generation with int8 activations: decoders and speech", "", GENERATION_INTRO, ""]
-    rows = mib(rows_of(data, *INT8_GENERATION)).drop_duplicates(GENERATION_KEY, keep="last")
-    for _, model in rows.groupby("workload", sort=False):
-        lines += generation(model)
+    for title, folders in GENERATION_TABLES:
+        lines += generation(title, mib(rows_of(data, *folders)).drop_duplicates(GENERATION_KEY, keep="last"))
     return lines
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,12 @@ SMOOTH_ALPHA = 0.7
 best of 0.5-0.8 for SmolLM2-135M's int8 inputs and outputs (benchmarks/w8a8_decoder_accuracy.py:
 next-token top-1 against fp32 0.48 unsmoothed, 0.82 at 0.7, 0.80 at 0.8)."""
 MIN_FACTOR = 1e-5
+
+
+def label(architecture: Any, config: Any) -> str:
+    """The result row's ``act_smoothing`` of int8 activations on this architecture: 'smoothquant-0.7',
+    or '' where it has no smoothing groups."""
+    return f"smoothquant-{SMOOTH_ALPHA:g}" if architecture.smoothing_groups(config) else ""
 
 
 def factors(peaks: np.ndarray, weights: list[np.ndarray], alpha: float) -> np.ndarray:

@@ -273,6 +273,9 @@ class ResultRow:
     """Activation precision: 32 (float) or 8 (int8 with calibrated scale and zero point)."""
     observer: str = ""
     """The calibration observer of int8 activations (minmax, percentile, ...); '' at 32."""
+    act_smoothing: str = ""
+    """How int8 activations' outlier channels were migrated into the weights before calibration
+    ('smoothquant-0.7': SmoothQuant at alpha 0.7, models/smoothing.py); '' for none or at 32."""
     format_requested: str = ""
     """The engine's named weight format asked for (wllama: a GGUF type, or 'shipped': the model's
     own file); blank where the bits name the format."""
@@ -370,6 +373,7 @@ class ResultRow:
             reason=reason,
             act_bits=run.act_bits,
             observer=run.observer,
+            act_smoothing=getattr(run.workload, "act_smoothing", "") if run.act_bits == 8 else "",
             format_requested=run.weight_format,
             granularity=run.granularity if run.bits <= 8 else "",
             graph_form=run.graph_form,

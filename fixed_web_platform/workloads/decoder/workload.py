@@ -15,7 +15,7 @@ from typing import Any, ClassVar, cast
 
 from ...architectures import DecoderArchitecture, DecoderConfig
 from ...models import rules as layer_rules
-from ...models import source
+from ...models import smoothing, source
 from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME, read_texts
 from .tokens import TokenPlan, token_plan
@@ -104,6 +104,11 @@ class DecoderWorkload:
         """What int8 activations and a calibrated weight quantizer (gptq) see: the built-in calibration set, whose
         sentences are not in the evaluation text (models/calibration.py: DecoderRows)."""
         return CALIBRATION_NAME
+
+    @property
+    def act_smoothing(self) -> str:
+        """How its int8 inputs are smoothed (the row's ``act_smoothing``: models/smoothing.py)."""
+        return smoothing.label(self.architecture(), self.config())
 
     def tokens(self) -> TokenPlan:
         """The token ids of the prompt and the evaluation rows (tokens.py)."""
