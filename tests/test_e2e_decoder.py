@@ -196,7 +196,7 @@ def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(ti
     assert row["next_token_top1"] > 0.5
     # the inputs smoothed (models/smoothing.py): the held weights and the reference are the smoothed
     # model's, and ORT's row below is judged on the same
-    assert "int8 inputs smoothed (SmoothQuant, alpha 0.7" in row.reason
+    assert row.act_smoothing == "smoothquant-0.7" and "int8 inputs smoothed (SmoothQuant, alpha 0.7" in row.reason
     ort = rows[("ort", "wasm")]
     assert ort.outcome == Outcome.OK, ort.reason
     assert ort.graph_form == "gemm_qdq" and ort.weight_format == "QDQ8"

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from ..precision.observers import MINMAX, make_observer
+from ..prepared_caches import per_configuration
 from ..vocabulary import ACT8_WEIGHT_BITS
 from .inputs import read_texts, tokenize
 from .rules import LayerPrecision
@@ -169,33 +170,44 @@ def _run(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, ...],
             handle.remove()
 
 
+class _InputObservers:
+    """Each named layer's input seen by an observer over the calls of ``_run`` (``hooks``; call
+    ``seen.clear`` before each call); layers fed one tensor (Q, K and V) share the first's."""
+
+    def __init__(self, observer: str, layers: tuple[str, ...]) -> None:
+        self.layers = layers
+        self.observers = {name: make_observer(observer) for name in layers}
+        self.shares: dict[str, str] = {}  # layer -> the layer whose input it receives
+        self.seen: list[tuple[object, str]] = []  # the current call's inputs (kept alive: identity is safe)
+
+    def hooks(self, modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
+        def watch(name: str):
+            def hook(_module, args):
+                first = next((owner for tensor, owner in self.seen if tensor is args[0]), None)
+                if first is not None:
+                    self.shares[name] = first
+                    return
+                self.seen.append((args[0], name))
+                self.observers[name].observe(_counted(args[0].detach().double().numpy(), counted))
+            return hook
+        return [modules[name].register_forward_pre_hook(watch(name)) for name in self.layers]
+
+    def params(self) -> dict[str, ActivationQuant]:
+        out = {}
+        for name, obs in self.observers.items():
+            if name not in self.shares:
+                scale, zero_point = obs.qparams(8)
+                out[name] = ActivationQuant(float(np.float32(scale.reshape(-1)[0])), int(zero_point.reshape(-1)[0]))
+        return {name: out[self.shares.get(name, name)] for name in self.layers}
+
+
 @functools.lru_cache(maxsize=8)
 def calibrate(model: LoadedModel, inputs: CalibrationInputs, observer: str,
               layers: tuple[str, ...]) -> dict[str, ActivationQuant]:
     """Scale and zero point of each named layer's input, from ``observer`` over ``inputs``."""
-    observers = {name: make_observer(observer) for name in layers}
-    shares = {}  # layer -> the layer whose input it receives (Q, K and V: one tensor, one observer)
-    seen: list[tuple[object, str]] = []  # the current call's inputs (kept alive: identity is safe)
-
-    def hooks(modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
-        def watch(name: str):
-            def hook(_module, args):
-                first = next((owner for tensor, owner in seen if tensor is args[0]), None)
-                if first is not None:
-                    shares[name] = first
-                    return
-                seen.append((args[0], name))
-                observers[name].observe(_counted(args[0].detach().double().numpy(), counted))
-            return hook
-        return [modules[name].register_forward_pre_hook(watch(name)) for name in layers]
-
-    _run(model, inputs, layers, hooks, seen.clear)
-    out = {}
-    for name, obs in observers.items():
-        if name not in shares:
-            scale, zero_point = obs.qparams(8)
-            out[name] = ActivationQuant(float(np.float32(scale.reshape(-1)[0])), int(zero_point.reshape(-1)[0]))
-    return {name: out[shares.get(name, name)] for name in layers}
+    seen = _InputObservers(observer, layers)
+    _run(model, inputs, layers, seen.hooks, seen.seen.clear)
+    return seen.params()
 
 
 @functools.lru_cache(maxsize=2)
@@ -289,9 +301,9 @@ class OutputQuant:
         return self.scale, self.zero_point, self.float_channels
 
 
-def _outputs(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, ...], see) -> None:
-    """``inputs`` through the float model; ``see(name, y)`` gets each named layer's x @ W^T
-    (output minus bias) at the counted positions, [positions, N] float64."""
+def _output_hooks(layers: tuple[str, ...], see) -> Any:
+    """``_run``'s hooks: ``see(name, y)`` gets each named layer's x @ W^T (output minus bias) at
+    the counted positions, [positions, N] float64."""
     def hooks(modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
         def watch(name: str):
             def hook(module, _args, output):
@@ -301,8 +313,25 @@ def _outputs(model: LoadedModel, inputs: CalibrationInputs, layers: tuple[str, .
                 see(name, _counted(y, counted))
             return hook
         return [modules[name].register_forward_hook(watch(name)) for name in layers]
+    return hooks
 
-    _run(model, inputs, layers, hooks)
+
+class _OutputRanges:
+    """Per output channel: min, max and sum of squares of each named layer's x @ W^T, and the rows
+    seen (``hooks`` for ``_run``)."""
+
+    def __init__(self, layers: tuple[str, ...]) -> None:
+        self.layers = layers
+        self.stats: dict[str, list[Any]] = {name: [None, None, None, 0] for name in layers}
+        self.hooks = _output_hooks(layers, self.gather)
+
+    def gather(self, name: str, y: np.ndarray) -> None:
+        st = self.stats[name]
+        lo, hi, sq = y.min(axis=0), y.max(axis=0), (y ** 2).sum(axis=0)
+        st[0] = lo if st[0] is None else np.minimum(st[0], lo)
+        st[1] = hi if st[1] is None else np.maximum(st[1], hi)
+        st[2] = sq if st[2] is None else st[2] + sq
+        st[3] += y.shape[0]
 
 
 def _sqnr_db(rms: float, scale: float) -> float:
@@ -313,22 +342,20 @@ def _sqnr_db(rms: float, scale: float) -> float:
 def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: str,
                       layers: tuple[str, ...]) -> dict[str, OutputQuant | None]:
     """Int8 parameters of each named layer's x @ W^T over ``inputs``' counted positions, or None
-    where int8 cannot hold it. Two passes: per-channel ranges pick the fewest outlier channels
-    (0, 1, 2, 4, ... up to MAX_FLOAT_CHANNELS, largest |value| first) that leave the rest at
-    ``inputs.out_min_sqnr_db`` or better (its range from min/max, its noise step / sqrt(12)); then
-    ``observer`` sees the rest and gives the scale and zero point (minmax from the first pass's
-    per-channel ranges: the same range, one pass fewer)."""
-    stats = {name: [None, None, None, 0] for name in layers}  # per channel: min, max, sum of squares; rows
+    where int8 cannot hold it (``_output_params``)."""
+    ranges = _OutputRanges(layers)
+    _run(model, inputs, layers, ranges.hooks)
+    return _output_params(ranges, model, inputs, observer)
 
-    def gather(name: str, y: np.ndarray) -> None:
-        st = stats[name]
-        lo, hi, sq = y.min(axis=0), y.max(axis=0), (y ** 2).sum(axis=0)
-        st[0] = lo if st[0] is None else np.minimum(st[0], lo)
-        st[1] = hi if st[1] is None else np.maximum(st[1], hi)
-        st[2] = sq if st[2] is None else st[2] + sq
-        st[3] += y.shape[0]
 
-    _outputs(model, inputs, layers, gather)
+def _output_params(ranges: _OutputRanges, model: LoadedModel, inputs: CalibrationInputs,
+                   observer: str) -> dict[str, OutputQuant | None]:
+    """From a first pass's per-channel ranges, the fewest outlier channels (0, 1, 2, 4, ... up to
+    MAX_FLOAT_CHANNELS, largest |value| first) that leave the rest at ``inputs.out_min_sqnr_db``
+    or better (its range from min/max, its noise step / sqrt(12)); then ``observer`` sees the rest
+    in a second pass and gives the scale and zero point (minmax: from the first pass's ranges, the
+    same range, no second pass)."""
+    layers, stats = ranges.layers, ranges.stats
     chosen: dict[str, tuple[int, ...] | None] = {}
     for name, (lo, hi, sq, rows) in stats.items():
         order = np.argsort(-np.maximum(np.abs(lo), np.abs(hi)), kind="stable")
@@ -358,7 +385,7 @@ def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: s
             rest = np.delete(sq, chosen[name])
             squares[name] = np.array([float(rest.sum()), rows * rest.size])
     else:
-        _outputs(model, inputs, tuple(observers), observe)
+        _run(model, inputs, tuple(observers), _output_hooks(tuple(observers), observe))
     out: dict[str, OutputQuant | None] = {name: None for name in layers}
     for name, obs in observers.items():
         scale, zero_point = obs.qparams(8)
@@ -366,6 +393,16 @@ def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: s
         rms = float(np.sqrt(squares[name][0] / max(squares[name][1], 1)))
         out[name] = OutputQuant(s32, int(zero_point.reshape(-1)[0]), chosen[name] or (), _sqnr_db(rms, s32))
     return out
+
+
+@per_configuration(maxsize=2)
+def _inputs_and_outputs(model: LoadedModel, inputs: CalibrationInputs, in_layers: tuple[str, ...],
+                        out_layers: tuple[str, ...]) -> tuple[dict[str, ActivationQuant], dict[str, OutputQuant | None]]:
+    """``calibrate`` and ``calibrate_outputs`` with the minmax observer, in one pass."""
+    seen, ranges = _InputObservers(MINMAX, in_layers), _OutputRanges(out_layers)
+    _run(model, inputs, tuple(dict.fromkeys(in_layers + out_layers)),
+         lambda modules, counted: seen.hooks(modules, counted) + ranges.hooks(modules, counted), seen.seen.clear)
+    return seen.params(), _output_params(ranges, model, inputs, MINMAX)
 
 
 def int8_parameters(model: LoadedModel, inputs: CalibrationInputs, plan: tuple[LayerPrecision, ...],
@@ -380,13 +417,15 @@ def int8_parameters(model: LoadedModel, inputs: CalibrationInputs, plan: tuple[L
         if out_int8:
             raise ValueError("int8 outputs go with int8 activations")
         return (), (), {}
-    params = calibrate(model, inputs, observer, quantized_inputs(plan))
+    in_layers = quantized_inputs(plan)
+    eight = tuple(p.layer.name for p in plan if p.bits == 8 and p.layer.name in in_layers) if out_int8 else ()
+    if eight and observer == MINMAX:  # one pass of the float model gives both
+        params, outs = _inputs_and_outputs(model, inputs, in_layers, eight)
+    else:
+        params = calibrate(model, inputs, observer, in_layers)
+        outs = calibrate_outputs(model, inputs, observer, eight) if eight else {}
     act_quant = tuple(params.get(p.layer.name) for p in plan)
-    out_quant: tuple[OutputQuant | None, ...] = ()
-    if out_int8:
-        eight = tuple(p.layer.name for p, a in zip(plan, act_quant) if a and p.bits == 8)
-        outs = calibrate_outputs(model, inputs, observer, eight)
-        out_quant = tuple(outs.get(p.layer.name) for p in plan)
+    out_quant = tuple(outs.get(p.layer.name) for p in plan) if out_int8 else ()
     by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
     by_name |= {p.layer.name + OUTPUT_QUANT: o.act_quant() for p, o in zip(plan, out_quant) if o}
     return act_quant, out_quant, by_name

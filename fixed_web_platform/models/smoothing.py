@@ -41,7 +41,7 @@ def factors(peaks: np.ndarray, weights: list[np.ndarray], alpha: float) -> np.nd
     return np.maximum(s, MIN_FACTOR)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=1)
 def smoothed(model: LoadedModel, inputs: calibration.CalibrationInputs, alpha: float = SMOOTH_ALPHA) -> LoadedModel:
     """``model`` with its architecture's smoothing groups migrated at ``alpha`` over ``inputs``
     (the model itself where its architecture has none)."""
