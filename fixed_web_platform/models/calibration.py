@@ -42,12 +42,12 @@ from 0.994 to 0.949; every other layer is at 28-40 dB. Without their 1-8 largest
 DECODER_OUT_INT8_MIN_SQNR_DB = 30.0
 """A decoder's floor: errors compound over its blocks and every generated token, and each layer
 whose output does not hold costs speed (split output channels, or an unfused layer). SmolLM2-135M
-smoothed W8A8 on Chromium's WebNN (2026-12-03, one sweep each; decode speed over float32 of the
-same sweep, next-token top-1 / KL / perplexity against fp32 40.12): 25 dB 3.80x, 0.777 / 0.175 /
-49.0 (211 of 211 outputs in int8, 13 split); 30 dB 2.84x, 0.797 / 0.110 / 43.9 (209, 36 split);
-35 dB 1.10x, 0.820 / 0.084 / 41.2 (196, 105 split). In PyTorch fake quantization on the
-calibration rows (benchmarks/w8a8_decoder_accuracy.py --on calibration --min-sqnr): top-1 0.761,
-0.846, 0.868."""
+smoothed W8A8 on Chromium's WebNN (2026-12-03, one sweep each at commits df915ad, ea58d64 and
+c717232; decode speed over float32 of the same sweep, next-token top-1 / KL / perplexity against
+fp32 40.12): 25 dB 3.80x, 0.777 / 0.175 / 49.0 (211 of 211 outputs in int8, 13 split); 30 dB
+2.45x, 0.797 / 0.110 / 43.9 (209, 36 split: the integer path's findings); 35 dB 1.10x, 0.820 /
+0.084 / 41.2 (196, 105 split). In PyTorch fake quantization on the calibration rows
+(benchmarks/w8a8_decoder_accuracy.py --on calibration --min-sqnr): top-1 0.761, 0.846, 0.868."""
 MAX_FLOAT_CHANNELS = 16
 """At most this many output channels of a layer are kept out of its int8 output."""
 
@@ -205,9 +205,9 @@ class _InputObservers:
 def calibrate(model: LoadedModel, inputs: CalibrationInputs, observer: str,
               layers: tuple[str, ...]) -> dict[str, ActivationQuant]:
     """Scale and zero point of each named layer's input, from ``observer`` over ``inputs``."""
-    seen = _InputObservers(observer, layers)
-    _run(model, inputs, layers, seen.hooks, seen.seen.clear)
-    return seen.params()
+    observed = _InputObservers(observer, layers)
+    _run(model, inputs, layers, observed.hooks, observed.seen.clear)
+    return observed.params()
 
 
 @functools.lru_cache(maxsize=2)
@@ -399,10 +399,11 @@ def _output_params(ranges: _OutputRanges, model: LoadedModel, inputs: Calibratio
 def _inputs_and_outputs(model: LoadedModel, inputs: CalibrationInputs, in_layers: tuple[str, ...],
                         out_layers: tuple[str, ...]) -> tuple[dict[str, ActivationQuant], dict[str, OutputQuant | None]]:
     """``calibrate`` and ``calibrate_outputs`` with the minmax observer, in one pass."""
-    seen, ranges = _InputObservers(MINMAX, in_layers), _OutputRanges(out_layers)
+    observed, ranges = _InputObservers(MINMAX, in_layers), _OutputRanges(out_layers)
     _run(model, inputs, tuple(dict.fromkeys(in_layers + out_layers)),
-         lambda modules, counted: seen.hooks(modules, counted) + ranges.hooks(modules, counted), seen.seen.clear)
-    return seen.params(), _output_params(ranges, model, inputs, MINMAX)
+         lambda modules, counted: observed.hooks(modules, counted) + ranges.hooks(modules, counted),
+         observed.seen.clear)
+    return observed.params(), _output_params(ranges, model, inputs, MINMAX)
 
 
 def int8_parameters(model: LoadedModel, inputs: CalibrationInputs, plan: tuple[LayerPrecision, ...],
