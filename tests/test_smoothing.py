@@ -5,6 +5,7 @@ outlier input channel comes out flatter (a factor applied the wrong way round ma
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,3 +59,41 @@ def test_the_smoothed_model_computes_the_same_and_flattens_an_outlier_channel() 
         return float(peaks.max() / np.median(peaks))
 
     assert steepness(model) > 20 and steepness(smoothed) < steepness(model) / 4
+
+
+def test_whispers_layer_norms_take_the_division_with_their_biases(tmp_path) -> None:  # noqa: ANN001
+    """Whisper's groups divide a LayerNorm's weight and bias (a bias left whole changes the
+    output); the small random Whisper's float64 encoder output (compared with fp32's in every row:
+    the encoder's final norm must keep its weights) and first decoder step are the same after
+    smoothing."""
+    from speech_models import tiny_whisper
+
+    from fixed_web_platform.architectures.whisper import reference
+    from fixed_web_platform.models import source
+
+    model = source.load(source.resolve(str(tiny_whisper(tmp_path / "w")), True), True, 0)
+    cfg = model.config
+    rng = np.random.default_rng(0)  # the initialisation's LayerNorm biases are 0: give them values
+    groups = model.architecture.smoothing_groups(cfg)
+    model = dataclasses.replace(model, weights=model.weights | {
+        g.producer_bias: rng.standard_normal(model.weights[g.producer_bias].shape).astype(np.float32) for g in groups})
+
+    @dataclass(frozen=True)
+    class Features:
+        def run(self, loaded: Any, net: Any, counted: list, before: Any = None) -> None:
+            import torch
+
+            counted.append(None)
+            feats = np.random.default_rng(1).standard_normal((1, cfg.mels, 2 * 1500)).astype(np.float32)
+            net(input_features=torch.from_numpy(feats), decoder_input_ids=torch.tensor([list(cfg.prompt)]))
+
+    smoothed = smoothing.smoothed(model, Features())
+    assert all(not np.array_equal(model.weights[g.producer_bias], smoothed.weights[g.producer_bias]) for g in groups)
+    feats = np.random.default_rng(2).standard_normal((cfg.mels, 2 * 1500))
+
+    def run(w: dict) -> np.ndarray:
+        encoded = reference.encode(cfg, w, feats)
+        return np.concatenate([encoded.ravel(), reference.Decoder(cfg, w, encoded).step(list(cfg.prompt))[-1]])
+
+    before, after = run(model.weights), run(smoothed.weights)
+    assert np.abs(after - before).max() <= 1e-4 * np.abs(before).max()

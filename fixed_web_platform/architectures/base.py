@@ -35,13 +35,15 @@ through quantizeLinear -> dequantizeLinear (models/calibration.OutputQuant)."""
 class SmoothingGroup:
     """Linear layers that read one activation, and the weight that writes it, for SmoothQuant's
     migration (models/smoothing.py): the activation's channel j divided by s_j (``producer``: a
-    norm's weight [K], or a linear layer's weight rows [K, ...] when ``producer_rows``), each
-    ``consumers`` layer's weight column j multiplied by s_j. The float model computes the same;
-    the activation's outlier channels are smaller where int8 holds it."""
+    norm's weight [K], and its bias ``producer_bias`` if it has one, or a linear layer's weight
+    rows [K, ...] when ``producer_rows``), each ``consumers`` layer's weight column j multiplied by
+    s_j. The float model computes the same; the activation's outlier channels are smaller where
+    int8 holds it."""
 
     producer: str
     consumers: tuple[str, ...]
     producer_rows: bool = False
+    producer_bias: str = ""
 
 
 @dataclass(frozen=True)

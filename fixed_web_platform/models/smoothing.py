@@ -28,6 +28,15 @@ next-token top-1 against fp32 0.48 unsmoothed, 0.82 at 0.7, 0.80 at 0.8)."""
 MIN_FACTOR = 1e-5
 
 
+def note(architecture: Any, config: Any) -> str:
+    """What a run with int8 activations says of its smoothing ('' where there is none)."""
+    groups = architecture.smoothing_groups(config)
+    if not groups:
+        return ""
+    return (f"int8 inputs smoothed (SmoothQuant, alpha {SMOOTH_ALPHA:g}, on the calibration set: "
+            f"{sum(len(g.consumers) for g in groups)} layers' input outliers moved into their weights)")
+
+
 def label(architecture: Any, config: Any) -> str:
     """The result row's ``act_smoothing`` of int8 activations on this architecture: 'smoothquant-0.7',
     or '' where it has no smoothing groups."""
@@ -53,8 +62,9 @@ def smoothed(model: LoadedModel, inputs: calibration.CalibrationInputs, alpha: f
     for g in groups:
         readers = [weights[f"{c}.weight"] for c in g.consumers]
         s = factors(peaks[g.consumers[0]], readers, alpha)
-        producer = np.asarray(weights[g.producer], dtype=np.float64)
-        weights[g.producer] = (producer / (s[:, None] if g.producer_rows else s)).astype(np.float32)
+        for name in filter(None, (g.producer, g.producer_bias)):
+            value = np.asarray(weights[name], dtype=np.float64)
+            weights[name] = (value / (s[:, None] if g.producer_rows and name == g.producer else s)).astype(np.float32)
         for c, w in zip(g.consumers, readers):
             weights[f"{c}.weight"] = (np.asarray(w, dtype=np.float64) * s[None, :]).astype(np.float32)
     return dataclasses.replace(model, weights=weights)

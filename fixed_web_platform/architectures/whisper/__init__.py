@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...formats.ctranslate2 import CTranslate2Model
-from ..base import ActQuant, Architecture
+from ..base import ActQuant, Architecture, SmoothingGroup
 from ..ops import Graph
 from . import ctranslate2, graph, reference
 from .config import CROSS_ATTENTION, FFN, HEAD, SELF_ATTENTION, WhisperConfig
@@ -130,6 +130,25 @@ class Whisper(Architecture):
         """The encoder's output [positions, d_model] in float64 of one clip (inputs: input_features
         [mels, frames])."""
         return reference.encode(cfg, weights, inputs["input_features"], act_quant)
+
+    def smoothing_groups(self, cfg: WhisperConfig) -> tuple[SmoothingGroup, ...]:
+        """Each pre-norm layer's LayerNorm (weight and bias) before its self-attention's Q/K/V,
+        its cross-attention's query and its FFN's fc1; the decoder's final norm before the output
+        projection. The attention outputs, fc2 (after GELU) and the cross-attention keys and
+        values keep their inputs as they come: theirs is the encoder's output, which a run
+        compares with fp32's, so the encoder's final norm keeps its weights."""
+        def norm(name: str, *consumers: str) -> SmoothingGroup:
+            return SmoothingGroup(f"{name}.weight", consumers, producer_bias=f"{name}.bias")
+
+        groups = []
+        for side, layers in (("encoder", cfg.encoder_layers), ("decoder", cfg.decoder_layers)):
+            for i in range(layers):
+                pre = f"model.{side}.layers.{i}."
+                groups.append(norm(pre + "self_attn_layer_norm", *(pre + f"self_attn.{p}_proj" for p in "qkv")))
+                if side == "decoder":
+                    groups.append(norm(pre + "encoder_attn_layer_norm", pre + "encoder_attn.q_proj"))
+                groups.append(norm(pre + "final_layer_norm", pre + "fc1"))
+        return (*groups, norm("model.decoder.layer_norm", HEAD))
 
     def linear_modules(self, module: Any) -> dict[str, Any]:
         names = {lay.name for lay in self.config(module.config, "module").linear_layers()}

@@ -123,11 +123,7 @@ class PreparedDecoder(HeldModelFacts):
 
     @property
     def precision_note(self) -> str:
-        groups = self.held.model.architecture.smoothing_groups(self.config) if self.act_bits == 8 else ()
-        if not groups:
-            return ""
-        return (f"int8 inputs smoothed (SmoothQuant, alpha {smoothing.SMOOTH_ALPHA:g}, on the calibration texts: "
-                f"{sum(len(g.consumers) for g in groups)} layers' input outliers moved into their weights)")
+        return smoothing.note(self.held.model.architecture, self.config) if self.act_bits == 8 else ""
 
     def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return outputs[LOGITS]

@@ -29,7 +29,7 @@ from ...architectures import ActQuant
 from ...architectures.whisper import reference, torch_module
 from ...architectures.whisper.config import CHUNK_SECONDS, N_FFT, SAMPLE_RATE, WhisperConfig
 from ...models import calibration as models_calibration
-from ...models import rules, source
+from ...models import rules, smoothing, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision import quant
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
@@ -134,6 +134,10 @@ class PreparedSpeech(HeldModelFacts):
         first[list(cfg.begin_suppress)] = -np.inf
         return {"suppress.first": first.astype("<f4").tobytes(), "suppress.rest": rest.astype("<f4").tobytes(),
                 "prompt_ids": np.array(cfg.prompt, dtype="<i4").tobytes()}
+
+    @property
+    def precision_note(self) -> str:
+        return smoothing.note(self.held.model.architecture, self.held.model.config) if self.act_bits == 8 else ""
 
     @property
     def tolerance_basis(self) -> str:
@@ -249,7 +253,9 @@ def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: i
     (calibration.py: the encoder's and the decoder's rows as a transcription sees them);
     ``out_int8`` too: the 8-bit layers' x @ W^T as well (WebNN's fused form)."""
     resolved = source.resolve(workload.model, workload.random_weights)
-    loaded = source.load(resolved, workload.random_weights, seed)
+    original = source.load(resolved, workload.random_weights, seed)
+    clips = calibration.SpeechClips(workload.max_tokens)
+    loaded = smoothing.smoothed(original, clips) if act_bits == 8 else original
     cfg = loaded.config
     plan = tuple(rules.assign(cfg.linear_layers(), workload.rules, bits, block_size))
     moments = functools.partial(calibration.clip_moments, loaded, workload.max_tokens)
@@ -258,10 +264,10 @@ def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: i
     if any(len(p) > CHUNK_SECONDS * SAMPLE_RATE for p in pcm):
         raise ValueError("a clip is longer than one 30-second window")
     features = audio.features(pcm[0], cfg.mels)
-    encoder_fp32, logits_fp32, transcripts = fp32_references(loaded, workload)
+    encoder_fp32, logits_fp32, transcripts = fp32_references(original, workload)
     weights = held.exec_weights()
     act_quant, out_quant, by_name = models_calibration.int8_parameters(
-        loaded, calibration.SpeechClips(workload.max_tokens), plan, act_bits, observer, out_int8)
+        loaded, clips, plan, act_bits, observer, out_int8)
 
     def first_logits(w: Mapping[str, np.ndarray], act: ActQuant | None) -> tuple[np.ndarray, np.ndarray]:
         encoded = reference.encode(cfg, w, features, act)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from ...architectures import Architecture
 from ...architectures.whisper.config import WhisperConfig
 from ...models import rules as layer_rules
-from ...models import source
+from ...models import smoothing, source
 from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME
 from .audio import Clip, builtin_clips, folder_clips
@@ -84,6 +84,11 @@ class SpeechWorkload:
 
     def config(self) -> WhisperConfig:
         return _architecture(self.model, self.random_weights)[1]
+
+    @property
+    def act_smoothing(self) -> str:
+        """How its int8 inputs are smoothed (the row's ``act_smoothing``: models/smoothing.py)."""
+        return smoothing.label(self.architecture(), self.config())
 
     def architecture(self) -> Architecture:
         return _architecture(self.model, self.random_weights)[0]
