@@ -41,6 +41,13 @@ Quant = dict[str, tuple[float, int, tuple[int, ...]]]
 """layer -> (scale, zero point, float channels), for its input or its output."""
 
 
+def _keep_first(q, x, k: int):  # noqa: ANN001, ANN202
+    """``q`` with its first ``k`` positions (dimension 1) taken from ``x``."""
+    if k:
+        q[:, :k] = x[:, :k]
+    return q
+
+
 def fake_quantize(x, scale: float, zero_point: int, keep: tuple[int, ...] = ()):  # noqa: ANN001, ANN201
     import torch
 
@@ -114,6 +121,44 @@ class Judge:
         ref, got = torch.log_softmax(self.ref, -1), torch.log_softmax(logits, -1)
         return top1, float((ref.exp() * (ref - got)).sum(-1).mean())
 
+    def per_token(self, model, min_sqnr_db: float | None, keep_first: int = 0) -> tuple[float, float]:  # noqa: ANN001
+        """(top-1, KL) of ``model`` with every linear layer's input divided by its position's
+        peak |x| (a float reduction the graph would add) before int8 at scale 1/127, and x @ W^T
+        of that through int8 per tensor as the fused form needs (at ``min_sqnr_db`` or better,
+        calibrated on the normalised outputs; None: outputs float), then multiplied back; the
+        first ``keep_first`` positions of each row in float and left out of calibration."""
+        import torch
+
+        layers = tuple(p.layer.name for p in self.plan)
+        ranges = calibration._OutputRanges(layers)
+        outputs: dict[str, tuple] = {}
+
+        def patched(mode: str):  # noqa: ANN202
+            net = model.module()
+            for name, module in model.architecture.linear_modules(net).items():
+                def forward(x, m=module, name=name):  # noqa: ANN001, ANN202
+                    peak = x.abs().amax(-1, keepdim=True).clamp(min=1e-12)
+                    xn = x / peak
+                    if mode == "score":
+                        xn = _keep_first(fake_quantize(xn, 1 / 127, 0), xn, keep_first)
+                    y = torch.nn.functional.linear(xn, m.weight)
+                    if mode == "calibrate":
+                        ranges.gather(name, y[:, keep_first:].detach().double().reshape(-1, y.shape[-1]).numpy())
+                    elif name in outputs:
+                        y = _keep_first(fake_quantize(y, *outputs[name]), y, keep_first)
+                    y = y * peak
+                    return y if m.bias is None else y + m.bias
+                module.forward = forward
+            return net
+
+        if min_sqnr_db is not None:
+            with torch.no_grad():
+                self.texts.run(model, patched("calibrate"), [])
+            floor = type("Rows", (calibration.DecoderRows,), {"out_min_sqnr_db": min_sqnr_db})
+            chosen = calibration._output_params(ranges, model, floor(self.texts.texts), "minmax")
+            outputs.update({n: o.act_quant() for n, o in chosen.items() if o})
+        return self.score(patched("score"), {}, {})
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -122,6 +167,9 @@ def main() -> None:
                         help=f"other smoothing strengths to try besides the harness's {smoothing.SMOOTH_ALPHA:g}")
     parser.add_argument("--min-sqnr", nargs="*", type=float, default=[],
                         help="other floors (dB) for a layer's output to go through int8")
+    parser.add_argument("--per-token", action="store_true",
+                        help="rows with each input scaled by its position's peak before int8 (a per-token "
+                             "scale around the fused form), its outputs at the floors, position 0 in float or not")
     parser.add_argument("--on", choices=["evaluation", "calibration"], default="evaluation",
                         help="the rows judged (default: the workload's evaluation rows)")
     args = parser.parse_args()
@@ -145,6 +193,15 @@ def main() -> None:
         net, ins, outs = judge.held(alpha, floor)
         rows.append((f"smoothed a={alpha:g}, outputs in int8 at {floor:g} dB or better ({len(outs)} of "
                      f"{len(judge.plan)}): every layer", judge.score(net, ins, outs)))
+    if args.per_token:
+        for alpha_pt in (None, alpha):
+            model = smoothing.smoothed(judge.loaded, judge.texts, alpha_pt) if alpha_pt else judge.loaded
+            what = f"smoothed a={alpha_pt:g}" if alpha_pt else "unsmoothed"
+            rows.append((f"{what}, inputs scaled per position: inputs only", judge.per_token(model, None)))
+            for floor in (calibration.DECODER_OUT_INT8_MIN_SQNR_DB, *args.min_sqnr):
+                for first in (0, 1):
+                    rows.append((f"{what}, inputs scaled per position, outputs at {floor:g} dB"
+                                 + (", position 0 in float" if first else ""), judge.per_token(model, floor, first)))
     positions = judge.ids.numel()
     print(f"{args.model}: int8 fake quantization in PyTorch fp32, {positions} {args.on} positions\n")
     print("\n".join(markdown_lines(["int8 on", "top-1 vs fp32", "KL"],
