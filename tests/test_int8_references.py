@@ -16,14 +16,16 @@ from fixed_web_platform.architectures.base import OUTPUT_QUANT
 from fixed_web_platform.architectures.gemma3 import GEMMA3
 from fixed_web_platform.architectures.llama import LLAMA
 from fixed_web_platform.architectures.whisper import reference as whisper_reference
+from fixed_web_platform.models.calibration import PER_TOKEN
 
 IDS = np.array([3, 5, 7, 11, 13, 2, 40, 50, 60, 1])
 
 
 @contextlib.contextmanager
 def _hooked(linears: dict, quant: dict[str, tuple]) -> Iterator[None]:
-    """PyTorch's fake quantization on the named modules' inputs (and ``<name>:output`` outputs,
-    the listed channels kept float) while the block runs."""
+    """PyTorch's fake quantization on the named modules' inputs (and ``<name>:output`` outputs
+    before the bias, the listed channels kept float) while the block runs; an input marked per
+    token is divided by each position's peak |x| first, and the output multiplied by it."""
     import torch
 
     def fq(x, scale: float, zero_point: int, *_):  # noqa: ANN001, ANN202
@@ -37,12 +39,28 @@ def _hooked(linears: dict, quant: dict[str, tuple]) -> Iterator[None]:
         out[..., list(q[2])] = y[..., list(q[2])]
         return out
 
+    peaks: dict[str, object] = {}
+
+    def before(name: str, x, q):  # noqa: ANN001, ANN202
+        if q[2:] and q[2]:
+            peaks[name] = x.abs().amax(-1, keepdim=True).clamp(min=1e-30)
+            x = x / peaks[name]
+        return (fq(x, *q[:2]),)
+
+    def after(m, name: str, y):  # noqa: ANN001, ANN202
+        bias = m.bias if m.bias is not None else 0
+        y = y - bias
+        if name + OUTPUT_QUANT in quant:
+            y = output(y, quant[name + OUTPUT_QUANT])
+        if name in peaks:
+            y = y * peaks.pop(name)
+        return y + bias
+
     hooks = []
     for name, m in linears.items():
         if name in quant:
-            hooks.append(m.register_forward_pre_hook(lambda _m, a, q=quant[name]: (fq(a[0], *q),)))
-        if name + OUTPUT_QUANT in quant:
-            hooks.append(m.register_forward_hook(lambda _m, _a, y, q=quant[name + OUTPUT_QUANT]: output(y, q)))
+            hooks.append(m.register_forward_pre_hook(lambda _m, a, n=name, q=quant[name]: before(n, a[0], q)))
+        hooks.append(m.register_forward_hook(lambda m, _a, y, n=name: after(m, n, y)))
     try:
         yield
     finally:
@@ -50,10 +68,10 @@ def _hooked(linears: dict, quant: dict[str, tuple]) -> Iterator[None]:
             h.remove()
 
 
-def _quant_from_peaks(linears: dict, run: Callable[[], object], head: str) -> dict[str, tuple]:
+def _quant_from_peaks(linears: dict, run: Callable[[], object], head: str, per_token: bool = False) -> dict[str, tuple]:
     """Every linear layer's input quantized with a scale that clips its largest values (half its
-    range over 127) and a zero point of 3; ``head``'s output too (its range over 127), channel 5
-    kept float."""
+    range over 127) and a zero point of 3, or (``per_token``) each position's input over its peak
+    at the per-token scale; ``head``'s output too (its range over 127), channel 5 kept float."""
     peaks: dict[str, float] = {}
     outs: dict[str, float] = {}
     hooks = [m.register_forward_pre_hook(lambda _m, a, n=name: peaks.__setitem__(n, float(a[0].abs().max())))
@@ -62,7 +80,9 @@ def _quant_from_peaks(linears: dict, run: Callable[[], object], head: str) -> di
     run()
     for h in hooks:
         h.remove()
-    return {name: (peak / 2 / 127, 3) for name, peak in peaks.items()} | {head + OUTPUT_QUANT: (outs[head] / 127, 0, (5,))}
+    inputs = ({name: PER_TOKEN.act_quant() for name in peaks} if per_token else
+              {name: (peak / 2 / 127, 3) for name, peak in peaks.items()})
+    return inputs | {head + OUTPUT_QUANT: (outs[head] / 127, 0, (5,))}
 
 
 def _checks(ours: Callable[[dict | None], np.ndarray], theirs: np.ndarray, quant: dict[str, tuple]) -> None:
@@ -70,12 +90,13 @@ def _checks(ours: Callable[[dict | None], np.ndarray], theirs: np.ndarray, quant
     assert np.abs(ours(quant) - theirs).max() <= 1e-6 * scale
     assert np.abs(ours(None) - theirs).max() > 1e-2 * scale
     first = next(iter(quant))
-    off = quant | {first: (quant[first][0], quant[first][1] + 1)}
+    off = quant | {first: (quant[first][0], quant[first][1] + 1, *quant[first][2:])}
     assert np.abs(ours(off) - theirs).max() > 1e-4 * scale
 
 
-@pytest.mark.parametrize("arch", [LLAMA, GEMMA3], ids=lambda a: a.name)
-def test_the_float64_decoder_with_int8_activations_is_pytorchs_fake_quantization(arch) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(("arch", "per_token"), [(LLAMA, False), (GEMMA3, False), (LLAMA, True)],
+                         ids=["llama", "gemma3", "llama-per-token"])
+def test_the_float64_decoder_with_int8_activations_is_pytorchs_fake_quantization(arch, per_token: bool) -> None:  # noqa: ANN001
     import torch
     from test_decoder import tiny_hf_config
     from test_gemma3 import tiny_gemma_config
@@ -90,10 +111,14 @@ def test_the_float64_decoder_with_int8_activations_is_pytorchs_fake_quantization
         with torch.no_grad():
             return module(torch.tensor(IDS[None])).logits[0].numpy()
 
-    quant = _quant_from_peaks(linears, forward, arch.head)
+    quant = _quant_from_peaks(linears, forward, arch.head, per_token)
     with _hooked(linears, quant):
         theirs = forward()
-    _checks(lambda q: arch.reference_forward(cfg, weights, {"input_ids": IDS}, q), theirs, quant)
+    ours = lambda q: arch.reference_forward(cfg, weights, {"input_ids": IDS}, q)  # noqa: E731
+    _checks(ours, theirs, quant)
+    if per_token:  # the same constant scale without each position's peak around it lands far off
+        static = {n: q[:2] if n in linears else q for n, q in quant.items()}
+        assert np.abs(ours(static) - theirs).max() > 1e-2 * np.abs(theirs).max()
 
 
 def test_the_float64_whisper_with_int8_activations_is_pytorchs_fake_quantization(tmp_path: Path) -> None:

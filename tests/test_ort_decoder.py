@@ -5,6 +5,8 @@ fixed-length, right-aligned KV cache give the float64 decoder's greedy ids."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import onnx
 import pytest
@@ -77,6 +79,10 @@ def test_int8_qdq_decoder_matches_the_int8_activation_reference(workload) -> Non
                                out_int8=True)
     model = onnx_decoder.decoder_model(prepared)
     assert {layer.weight_dtype for layer in model.layers} == {"QDQ8"}
+    per_token = [a for a in prepared.act_quant if a and a.per_token]  # a decoder's int8 inputs: per token
+    assert len(per_token) == len(model.layers)
+    ops = Counter(node.op_type for node in onnx.load_from_string(model.data).graph.node)
+    assert ops["ReduceMax"] == len(model.layers) and ops["QuantizeLinear"] >= len(model.layers)
     session = _session(model.data)
     _, length = prepared.tokens.eval_ids.shape
     out = np.stack([session.run([onnx_decoder.LOGITS],

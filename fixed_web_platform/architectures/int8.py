@@ -1,13 +1,19 @@
 """Int8 activations in the float64 references: one rule, which every architecture's reference
 applies to each linear layer it is asked to (``ActQuant``): the layer's input, and in WebNN's
 ``gemm_qdq`` form its output before the bias (``<layer>:output``), through quantize -> dequantize,
-rounding half to even and clamping to int8 as WebNN's quantizeLinear and the WGSL kernels do."""
+rounding half to even and clamping to int8 as WebNN's quantizeLinear and the WGSL kernels do. A
+per-token input (models/calibration.ActivationQuant.per_token) is divided by each position's peak
+|x| first, and the layer's x @ W^T (after its output's int8) multiplied by it."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .base import OUTPUT_QUANT, ActQuant
+
+PER_TOKEN_MIN_PEAK = 1e-30
+"""A position whose input is all zeros is divided by this instead of 0 (it stays 0); the
+page's graph uses the same."""
 
 
 def fake_quantize_int8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
@@ -19,8 +25,13 @@ def linear(x: np.ndarray, weight: np.ndarray, name: str, act_quant: ActQuant | N
            bias: np.ndarray | None = None) -> np.ndarray:
     """x @ W^T (+ bias) in float64 with layer ``name``'s int8 input and output where ``act_quant``
     names them (output channels listed as kept stay float)."""
+    peaks = None
     if act_quant and name in act_quant:
-        x = fake_quantize_int8(x, *act_quant[name][:2])
+        scale, zero_point, *per_token = act_quant[name]
+        if per_token and per_token[0]:  # models/calibration.ActivationQuant.per_token
+            peaks = np.maximum(np.abs(x).max(axis=-1, keepdims=True), PER_TOKEN_MIN_PEAK)
+            x = x / peaks
+        x = fake_quantize_int8(x, scale, zero_point)
     y = x @ np.asarray(weight, dtype=np.float64).T
     if act_quant and name + OUTPUT_QUANT in act_quant:
         scale, zero_point, *rest = act_quant[name + OUTPUT_QUANT]
@@ -28,4 +39,6 @@ def linear(x: np.ndarray, weight: np.ndarray, name: str, act_quant: ActQuant | N
         quantized = fake_quantize_int8(y, scale, zero_point)
         quantized[..., kept] = y[..., kept]
         y = quantized
+    if peaks is not None:
+        y = y * peaks
     return y + bias if bias is not None else y

@@ -52,7 +52,7 @@ def _weights(row: pd.Series) -> str:
 def _activations(row: pd.Series) -> str:
     if int(float(row["act_bits"])) == 32 or int(float(row["bits_requested"])) == 32:
         return "float32"
-    how = [v for v in (row["observer"], row["act_smoothing"]) if isinstance(v, str) and v]
+    how = [v for v in (row["act_scale"], row["observer"], row["act_smoothing"]) if isinstance(v, str) and v]
     return f"int8 ({', '.join(how)})" if how else "int8"
 
 

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from ..architectures.int8 import PER_TOKEN_MIN_PEAK
 from ..precision.observers import MINMAX, make_observer
 from ..prepared_caches import per_configuration
 from ..vocabulary import ACT8_WEIGHT_BITS
@@ -48,6 +49,9 @@ fp32 40.12): 25 dB 3.80x, 0.777 / 0.175 / 49.0 (211 of 211 outputs in int8, 13 s
 2.45x, 0.797 / 0.110 / 43.9 (209, 36 split: the integer path's findings); 35 dB 1.10x, 0.820 /
 0.084 / 41.2 (196, 105 split). In PyTorch fake quantization on the calibration rows
 (benchmarks/w8a8_decoder_accuracy.py --on calibration --min-sqnr): top-1 0.761, 0.846, 0.868."""
+PER_TOKEN_SCALE = float(np.float32(1 / 127))
+"""A per-token int8 input's constant scale (zero point 0): the input divided by its position's
+peak |x| lies in [-1, 1] (``ActivationQuant.per_token``)."""
 MAX_FLOAT_CHANNELS = 16
 """At most this many output channels of a layer are kept out of its int8 output."""
 
@@ -61,14 +65,30 @@ def builtin_calibration_texts() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ActivationQuant:
-    """x = (q - zero_point) * scale, q int8, for the whole input tensor of one linear layer."""
+    """x = (q - zero_point) * scale, q int8, for the whole input tensor of one linear layer; or,
+    ``per_token``, x / p = (q - zero_point) * scale with p each position's peak |x| (a float
+    reduction in the graph), the layer's x @ W^T multiplied by p after it: the fused int8 form's
+    constant scale with a scale per token around it."""
 
     scale: float
     """float32-representable (rounded once, here)."""
     zero_point: int
+    per_token: bool = False
 
-    def to_json(self) -> dict[str, float | int]:
-        return {"scale": self.scale, "zero_point": self.zero_point}
+    def to_json(self) -> dict[str, float | int | bool]:
+        return {"scale": self.scale, "zero_point": self.zero_point, "per_token": self.per_token}
+
+    def act_quant(self) -> tuple:
+        """Its entry in architectures.ActQuant."""
+        return (self.scale, self.zero_point, self.per_token)
+
+
+PER_TOKEN = ActivationQuant(PER_TOKEN_SCALE, 0, True)
+
+
+def token_peaks(x: np.ndarray) -> np.ndarray:
+    """Each position's peak |x| over the last axis, [..., 1], at least PER_TOKEN_MIN_PEAK."""
+    return np.maximum(np.abs(x).max(axis=-1, keepdims=True), PER_TOKEN_MIN_PEAK)
 
 
 def quantized_inputs(plan: tuple[LayerPrecision, ...]) -> tuple[str, ...]:
@@ -85,6 +105,7 @@ class EncoderBatches:
     batch_size: int
     seq_len: int
     out_min_sqnr_db: ClassVar[float] = OUT_INT8_MIN_SQNR_DB
+    per_token: ClassVar[bool] = False
 
     def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray], before: Any = None) -> None:
         import torch
@@ -113,6 +134,7 @@ class DecoderRows:
 
     texts: tuple[str, ...]
     out_min_sqnr_db: ClassVar[float] = DECODER_OUT_INT8_MIN_SQNR_DB
+    per_token: ClassVar[bool] = True
 
     def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray], before: Any = None) -> None:
         import torch
@@ -136,11 +158,20 @@ class CalibrationInputs(Protocol):
 
     out_min_sqnr_db: ClassVar[float]
     """How well int8 must hold a layer's output on these inputs for it to go through int8."""
+    per_token: ClassVar[bool]
+    """Whether int8 inputs get a scale per token (ActivationQuant.per_token) rather than one
+    calibrated per tensor; the outputs are then calibrated divided by their token's peak."""
 
     def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray | None], before: Any = None) -> None:
         """Call ``net`` on each input in turn: first append to ``counted`` the [rows, positions]
         mask of the positions whose activations count (None: every row of every call until the
         next entry), and call ``before``."""
+
+
+def act_scale(inputs: Any) -> str:
+    """The result row's ``act_scale`` of int8 inputs calibrated on ``inputs`` (a CalibrationInputs
+    or its class): 'per-token' or 'per-tensor'."""
+    return "per-token" if inputs.per_token else "per-tensor"
 
 
 def _counted(x: np.ndarray, counted: list[np.ndarray | None]) -> np.ndarray:
@@ -301,15 +332,18 @@ class OutputQuant:
         return self.scale, self.zero_point, self.float_channels
 
 
-def _output_hooks(layers: tuple[str, ...], see) -> Any:
+def _output_hooks(layers: tuple[str, ...], see, per_token: bool = False) -> Any:
     """``_run``'s hooks: ``see(name, y)`` gets each named layer's x @ W^T (output minus bias) at
-    the counted positions, [positions, N] float64."""
+    the counted positions, [positions, N] float64; ``per_token``: divided by each position's
+    input peak (token_peaks), what the int8 output holds there."""
     def hooks(modules: dict[str, Any], counted: list[np.ndarray]) -> list[Any]:
         def watch(name: str):
-            def hook(module, _args, output):
+            def hook(module, args, output):
                 y = output.detach().double().numpy()
                 if getattr(module, "bias", None) is not None:
                     y = y - module.bias.detach().double().numpy()
+                if per_token:
+                    y = y / token_peaks(args[0].detach().double().numpy())
                 see(name, _counted(y, counted))
             return hook
         return [modules[name].register_forward_hook(watch(name)) for name in layers]
@@ -320,10 +354,10 @@ class _OutputRanges:
     """Per output channel: min, max and sum of squares of each named layer's x @ W^T, and the rows
     seen (``hooks`` for ``_run``)."""
 
-    def __init__(self, layers: tuple[str, ...]) -> None:
+    def __init__(self, layers: tuple[str, ...], per_token: bool = False) -> None:
         self.layers = layers
         self.stats: dict[str, list[Any]] = {name: [None, None, None, 0] for name in layers}
-        self.hooks = _output_hooks(layers, self.gather)
+        self.hooks = _output_hooks(layers, self.gather, per_token)
 
     def gather(self, name: str, y: np.ndarray) -> None:
         st = self.stats[name]
@@ -343,7 +377,7 @@ def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: s
                       layers: tuple[str, ...]) -> dict[str, OutputQuant | None]:
     """Int8 parameters of each named layer's x @ W^T over ``inputs``' counted positions, or None
     where int8 cannot hold it (``_output_params``)."""
-    ranges = _OutputRanges(layers)
+    ranges = _OutputRanges(layers, inputs.per_token)
     _run(model, inputs, layers, ranges.hooks)
     return _output_params(ranges, model, inputs, observer)
 
@@ -385,7 +419,7 @@ def _output_params(ranges: _OutputRanges, model: LoadedModel, inputs: Calibratio
             rest = np.delete(sq, chosen[name])
             squares[name] = np.array([float(rest.sum()), rows * rest.size])
     else:
-        _run(model, inputs, tuple(observers), _output_hooks(tuple(observers), observe))
+        _run(model, inputs, tuple(observers), _output_hooks(tuple(observers), observe, inputs.per_token))
     out: dict[str, OutputQuant | None] = {name: None for name in layers}
     for name, obs in observers.items():
         scale, zero_point = obs.qparams(8)
@@ -399,7 +433,7 @@ def _output_params(ranges: _OutputRanges, model: LoadedModel, inputs: Calibratio
 def _inputs_and_outputs(model: LoadedModel, inputs: CalibrationInputs, in_layers: tuple[str, ...],
                         out_layers: tuple[str, ...]) -> tuple[dict[str, ActivationQuant], dict[str, OutputQuant | None]]:
     """``calibrate`` and ``calibrate_outputs`` with the minmax observer, in one pass."""
-    observed, ranges = _InputObservers(MINMAX, in_layers), _OutputRanges(out_layers)
+    observed, ranges = _InputObservers(MINMAX, in_layers), _OutputRanges(out_layers, inputs.per_token)
     _run(model, inputs, tuple(dict.fromkeys(in_layers + out_layers)),
          lambda modules, counted: observed.hooks(modules, counted) + ranges.hooks(modules, counted),
          observed.seen.clear)
@@ -420,14 +454,17 @@ def int8_parameters(model: LoadedModel, inputs: CalibrationInputs, plan: tuple[L
         return (), (), {}
     in_layers = quantized_inputs(plan)
     eight = tuple(p.layer.name for p in plan if p.bits == 8 and p.layer.name in in_layers) if out_int8 else ()
-    if eight and observer == MINMAX:  # one pass of the float model gives both
+    if inputs.per_token:  # nothing to calibrate in front: each token's scale is its own
+        params = dict.fromkeys(in_layers, PER_TOKEN)
+        outs = calibrate_outputs(model, inputs, observer, eight) if eight else {}
+    elif eight and observer == MINMAX:  # one pass of the float model gives both
         params, outs = _inputs_and_outputs(model, inputs, in_layers, eight)
     else:
         params = calibrate(model, inputs, observer, in_layers)
         outs = calibrate_outputs(model, inputs, observer, eight) if eight else {}
     act_quant = tuple(params.get(p.layer.name) for p in plan)
     out_quant = tuple(outs.get(p.layer.name) for p in plan) if out_int8 else ()
-    by_name = {p.layer.name: (a.scale, a.zero_point) for p, a in zip(plan, act_quant) if a}
+    by_name = {p.layer.name: a.act_quant() for p, a in zip(plan, act_quant) if a}
     by_name |= {p.layer.name + OUTPUT_QUANT: o.act_quant() for p, o in zip(plan, out_quant) if o}
     return act_quant, out_quant, by_name
 

@@ -276,6 +276,10 @@ class ResultRow:
     act_smoothing: str = ""
     """How int8 activations' outlier channels were migrated into the weights before calibration
     ('smoothquant-0.7': SmoothQuant at alpha 0.7, models/smoothing.py); '' for none or at 32."""
+    act_scale: str = ""
+    """How int8 inputs are scaled: 'per-tensor' (one calibrated scale and zero point per layer) or
+    'per-token' (each position divided by its peak |x| around a constant scale, models/calibration.
+    ActivationQuant.per_token); '' at 32."""
     format_requested: str = ""
     """The engine's named weight format asked for (wllama: a GGUF type, or 'shipped': the model's
     own file); blank where the bits name the format."""
@@ -374,6 +378,7 @@ class ResultRow:
             act_bits=run.act_bits,
             observer=run.observer,
             act_smoothing=getattr(run.workload, "act_smoothing", "") if run.act_bits == 8 else "",
+            act_scale=getattr(run.workload, "act_scale", "per-tensor") if run.act_bits == 8 else "",
             format_requested=run.weight_format,
             granularity=run.granularity if run.bits <= 8 else "",
             graph_form=run.graph_form,

@@ -29,11 +29,15 @@
 // Int8 activations (options.webnn_act, a layer's `act` scale and zero point): x becomes
 // dequantizeLinear(quantizeLinear(x, s, z), s, z) in front of the layer, s and z [1, 1] constants
 // of options.webnn_act.dtype (the zero point shifted by its zero_point_offset), built once per
-// input and parameters (Q, K and V share theirs, as in the WGSL engine).
+// input and parameters (Q, K and V share theirs, as in the WGSL engine). A per-token input
+// (`act.per_token`): x divided by its row's peak |x| (at least PER_TOKEN_MIN_PEAK) goes through int8
+// at the constant scale, and the layer's product (after its output's int8) is multiplied by the
+// peaks before the bias: a float reduction around the same fused pattern (architectures/int8.py).
 
 import {jsHeap} from '../memory.js';
 import {timingReply} from '../timing.js';
 
+const PER_TOKEN_MIN_PEAK = 1e-30;  // architectures/int8.py PER_TOKEN_MIN_PEAK
 const ELEMENT_BYTES = {float32: 4, float16: 2, int8: 1, uint8: 1, int32: 4, uint32: 4};
 const SUB_BYTE_BITS = {int4: 4, uint4: 4, int2: 2, uint2: 2};
 export const FORMS = ['transpose', 'gemm', 'pretransposed', 'pretransposed_gemm', 'blockrows', 'blockrows_gemm',
@@ -160,6 +164,16 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     const q = builder.quantizeLinear(x, s, z);
     return [builder.dequantizeLinear(q, s, z), String(q.dataType)];
   };
+  const tokenScaled = new Map();  // x operand -> [its peaks [rows, 1], x divided by them]: shared alike
+  const perToken = (x) => {  // x / max(peak |x| of its row, PER_TOKEN_MIN_PEAK), and the peaks
+    if (!tokenScaled.has(x)) {
+      const rowPeak = builder.reduceMax(builder.abs(x), {axes: [x.shape.length - 1], keepDimensions: true});
+      const floor = builder.constant({dataType: 'float32', shape: [1, 1]}, new Float32Array([PER_TOKEN_MIN_PEAK]));
+      const peak = builder.max(rowPeak, floor);
+      tokenScaled.set(x, [peak, builder.div(x, peak)]);
+    }
+    return tokenScaled.get(x);
+  };
   const int8Input = (x, L) => {
     const key = `${L.act.scale}/${L.act.zero_point}`;
     const hit = int8Inputs.get(x);
@@ -173,9 +187,11 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     const p = plans[index];
     let x = xIn;
     let actDtype = '';
+    let peak = null;
     if (L.act) {
       if (!act) throw new Error(`layer ${L.name} has int8 input parameters but the job has no webnn_act`);
-      [x, actDtype] = int8Input(xIn, L);
+      if (L.act.per_token) [peak, x] = perToken(xIn);
+      [x, actDtype] = int8Input(x, L);
     }
     const {n, name} = L;
     const useGemm = form.endsWith('gemm') || form === 'gemm_qdq' || form === 'gemm_scale';
@@ -196,7 +212,10 @@ export function linearLayers(builder, tensors, {linears, plans, form, act, repac
     } else if (weight.dataType !== 'float32') {
       weight = builder.cast(weight, 'float32');
     }
-    return layerProduct(builder, lhs, weight, bias, {L, p, form, useGemm, scaleAfter: held.scaleAfter, qdq, tensors});
+    const args = {L, p, form, useGemm, scaleAfter: held.scaleAfter, qdq, tensors};
+    if (!peak) return layerProduct(builder, lhs, weight, bias, args);
+    const out = builder.mul(layerProduct(builder, lhs, weight, null, args), peak);  // back to x's scale
+    return bias ? builder.add(out, bias) : out;
   };
   return {linear, layerFacts};
 }

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ...architectures.int8 import PER_TOKEN_MIN_PEAK
 from ...formats import onnx_inventory
 from ...formats.matmul_nbits import nbits_initializers
 from .onnx_matmul import (
@@ -83,10 +84,20 @@ def qdq_nodes(name: str, a: str, out: str, held_layer: Any, k: int, n: int, act:
     floats = tuple(out_quant.float_channels) if out_quant else ()
     outq = (out_quant.scale, out_quant.zero_point) if out_quant else None
     actq = (act.scale, act.zero_point)
+    x2d, y2d = f"{p}/x2d", f"{p}/y2d"
+    if act.per_token:  # x / its rows' peaks through int8, the product times them (architectures/int8.py)
+        x2d, y2d = f"{p}/x2d_per_token", f"{p}/y2d_per_token"
+        inits += [numpy_helper.from_array(np.array([1], dtype=np.int64), f"{p}/last_axis"),
+                  numpy_helper.from_array(np.array([PER_TOKEN_MIN_PEAK], dtype=np.float32), f"{p}/min_peak")]
+        nodes += [helper.make_node("Abs", [f"{p}/x2d"], [f"{p}/x_abs"], name=f"{p}/x_abs"),
+                  helper.make_node("ReduceMax", [f"{p}/x_abs", f"{p}/last_axis"], [f"{p}/row_peak"], keepdims=1,
+                                   name=f"{p}/row_peak"),
+                  helper.make_node("Max", [f"{p}/row_peak", f"{p}/min_peak"], [f"{p}/peak"], name=f"{p}/peak"),
+                  helper.make_node("Div", [f"{p}/x2d", f"{p}/peak"], [x2d], name=f"{p}/x_per_token")]
     if floats:
         keep = np.array([c for c in range(n) if c not in set(floats)])
         apart = np.array(floats)
-        main, more = qdq_linear_nodes(p, f"{p}/x2d", f"{p}/y_int8_channels", name, k=k, n=len(keep),
+        main, more = qdq_linear_nodes(p, x2d, f"{p}/y_int8_channels", name, k=k, n=len(keep),
                                       w_int8=w8[keep], w_scales=sc[keep], act=actq, out=outq)
         position = np.empty(n, dtype=np.int64)
         position[np.concatenate([keep, apart])] = np.arange(n)
@@ -98,13 +109,14 @@ def qdq_nodes(name: str, a: str, out: str, held_layer: Any, k: int, n: int, act:
                              name=f"{name}/float_channels"),
             helper.make_node("Concat", [f"{p}/y_int8_channels", f"{p}/y_float_channels"], [f"{p}/y_split"], axis=1,
                              name=f"{p}/concat"),
-            helper.make_node("Gather", [f"{p}/y_split", f"{p}/order"], [f"{p}/y2d"], axis=1, name=f"{p}/order"),
+            helper.make_node("Gather", [f"{p}/y_split", f"{p}/order"], [y2d], axis=1, name=f"{p}/order"),
         ]
     else:
-        main, more = qdq_linear_nodes(p, f"{p}/x2d", f"{p}/y2d", name, k=k, n=n, w_int8=w8, w_scales=sc,
-                                      act=actq, out=outq)
+        main, more = qdq_linear_nodes(p, x2d, y2d, name, k=k, n=n, w_int8=w8, w_scales=sc, act=actq, out=outq)
         nodes += main
         inits += more
+    if act.per_token:
+        nodes.append(helper.make_node("Mul", [y2d, f"{p}/peak"], [f"{p}/y2d"], name=f"{p}/y_per_token"))
     # back to [batch, sequence, N] (a constant shape: ORT's WebNN provider takes static shapes);
     # seq_len 0: a batch of one and a free sequence (a decoder's one graph for every pass)
     shape = [-1, seq_len, n] if seq_len else [1, -1, n]

@@ -200,6 +200,10 @@ def executed(job: EngineJob, page: PageReply, held: Sequence[Any], platform: str
     if act_plan and int8_inputs < len(linears):
         notes.append(f"int8 activations in {int8_inputs} of {len(linears)} linear layers (the 8- and 4-bit ones; "
                      "the others kept float inputs)")
+    per_token = sum(1 for linear in linears if (linear.get("act") or {}).get("per_token"))
+    if per_token:
+        notes.append(f"int8 inputs scaled per token in {per_token} layers (each position divided by its peak |x| "
+                     "before int8, the product multiplied back)")
     if job.graph_form == QDQ_FORM:
         outs = [linear["out"] for linear in linears if linear.get("out")]
         split = sum(1 for out in outs if out.get("float_channels"))

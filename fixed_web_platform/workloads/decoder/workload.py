@@ -15,7 +15,7 @@ from typing import Any, ClassVar, cast
 
 from ...architectures import DecoderArchitecture, DecoderConfig
 from ...models import rules as layer_rules
-from ...models import smoothing, source
+from ...models import calibration, smoothing, source
 from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME, read_texts
 from .tokens import TokenPlan, token_plan
@@ -104,6 +104,11 @@ class DecoderWorkload:
         """What int8 activations and a calibrated weight quantizer (gptq) see: the built-in calibration set, whose
         sentences are not in the evaluation text (models/calibration.py: DecoderRows)."""
         return CALIBRATION_NAME
+
+    @property
+    def act_scale(self) -> str:
+        """How its int8 inputs are scaled (the row's ``act_scale``: models/calibration.DecoderRows)."""
+        return calibration.act_scale(calibration.DecoderRows)
 
     @property
     def act_smoothing(self) -> str:
