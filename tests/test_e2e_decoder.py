@@ -179,8 +179,8 @@ def test_tiny_decoder_on_webnn_experimental_int4_and_int2(tiny, tmp_path) -> Non
 
 def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(tiny, tmp_path) -> None:  # noqa: ANN001
     """Int8 activations on a decoder: per-channel 8-bit weights in gemm_qdq (the form Chromium's
-    LiteRT backend fuses into int8 kernels), every layer's input (smoothed) and output through
-    int8, judged against the float64 decoder with the same int8 activations; and ORT's int8 QDQ
+    LiteRT backend fuses into int8 kernels), every layer's input (smoothed, scaled per token) and
+    output through int8, judged against the float64 decoder with the same int8 activations; and ORT's int8 QDQ
     form of the same parameters on wasm, judged on the same reference."""
     swept = sweep(BrowserName.CHROME, [Platform.WEBNN, Platform.WASM], [tiny], (8,), tmp_path, timing=QUICK,
                   act_bits=(8,), granularity="per-channel", engines=(EngineName.HARNESS, EngineName.ORT),
@@ -197,6 +197,9 @@ def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(ti
     # the inputs smoothed (models/smoothing.py): the held weights and the reference are the smoothed
     # model's, and ORT's row below is judged on the same
     assert row.act_smoothing == "smoothquant-0.7" and "int8 inputs smoothed (SmoothQuant, alpha 0.7" in row.reason
+    # each position's input scaled by its peak around the fused form (the reference does the same:
+    # a page that skipped the scaling lands beyond the kernel tolerance)
+    assert row.act_scale == "per-token" and "int8 inputs scaled per token in 15 layers" in row.reason
     ort = rows[("ort", "wasm")]
     assert ort.outcome == Outcome.OK, ort.reason
     assert ort.graph_form == "gemm_qdq" and ort.weight_format == "QDQ8"
