@@ -121,12 +121,14 @@ class Judge:
         ref, got = torch.log_softmax(self.ref, -1), torch.log_softmax(logits, -1)
         return top1, float((ref.exp() * (ref - got)).sum(-1).mean())
 
-    def per_token(self, model, min_sqnr_db: float | None, keep_first: int = 0) -> tuple[float, float]:  # noqa: ANN001
+    def per_token(self, model, min_sqnr_db: float | None, keep_first: int = 0,  # noqa: ANN001
+                  float_missing: bool = False) -> tuple[float, float]:
         """(top-1, KL) of ``model`` with every linear layer's input divided by its position's
         peak |x| (a float reduction the graph would add) before int8 at scale 1/127, and x @ W^T
         of that through int8 per tensor as the fused form needs (at ``min_sqnr_db`` or better,
         calibrated on the normalised outputs; None: outputs float), then multiplied back; the
-        first ``keep_first`` positions of each row in float and left out of calibration."""
+        first ``keep_first`` positions of each row in float and left out of calibration;
+        ``float_missing``: the layers whose outputs miss the floor wholly in float (input too)."""
         import torch
 
         layers = tuple(p.layer.name for p in self.plan)
@@ -137,6 +139,8 @@ class Judge:
             net = model.module()
             for name, module in model.architecture.linear_modules(net).items():
                 def forward(x, m=module, name=name):  # noqa: ANN001, ANN202
+                    if mode == "score" and float_missing and name not in outputs:
+                        return torch.nn.functional.linear(x, m.weight, m.bias)
                     peak = x.abs().amax(-1, keepdim=True).clamp(min=1e-12)
                     xn = x / peak
                     if mode == "score":
@@ -202,6 +206,8 @@ def main() -> None:
                 for first in (0, 1):
                     rows.append((f"{what}, inputs scaled per position, outputs at {floor:g} dB"
                                  + (", position 0 in float" if first else ""), judge.per_token(model, floor, first)))
+                rows.append((f"{what}, inputs scaled per position, outputs at {floor:g} dB, layers missing it in float",
+                             judge.per_token(model, floor, float_missing=True)))
     positions = judge.ids.numel()
     print(f"{args.model}: int8 fake quantization in PyTorch fp32, {positions} {args.on} positions\n")
     print("\n".join(markdown_lines(["int8 on", "top-1 vs fp32", "KL"],

@@ -203,6 +203,7 @@ def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(ti
     ort = rows[("ort", "wasm")]
     assert ort.outcome == Outcome.OK, ort.reason
     assert ort.graph_form == "gemm_qdq" and ort.weight_format == "QDQ8"
+    assert ort.act_scale == "per-token" and "int8 inputs scaled per token in 15 layers" in ort.reason
     assert ort.rel_error_vs_dequantized <= ort.kernel_tolerance
     assert set(layers[layers.run_id == ort.run_id].act_dtype) == {"int8"}
 

@@ -174,6 +174,13 @@ def act_scale(inputs: Any) -> str:
     return "per-token" if inputs.per_token else "per-tensor"
 
 
+def scale_note(act_quant: tuple[ActivationQuant | None, ...]) -> str:
+    """What a run says of its per-token int8 inputs ('' where there are none)."""
+    per_token = sum(1 for a in act_quant if a and a.per_token)
+    return (f"int8 inputs scaled per token in {per_token} layers (each position divided by its peak |x| before "
+            "int8, the product multiplied back)") if per_token else ""
+
+
 def _counted(x: np.ndarray, counted: list[np.ndarray | None]) -> np.ndarray:
     """The rows of one call's [..., K] tensor whose positions count (``counted[-1]``), [rows, K]."""
     mask = counted[-1]

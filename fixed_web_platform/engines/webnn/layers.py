@@ -200,10 +200,6 @@ def executed(job: EngineJob, page: PageReply, held: Sequence[Any], platform: str
     if act_plan and int8_inputs < len(linears):
         notes.append(f"int8 activations in {int8_inputs} of {len(linears)} linear layers (the 8- and 4-bit ones; "
                      "the others kept float inputs)")
-    per_token = sum(1 for linear in linears if (linear.get("act") or {}).get("per_token"))
-    if per_token:
-        notes.append(f"int8 inputs scaled per token in {per_token} layers (each position divided by its peak |x| "
-                     "before int8, the product multiplied back)")
     if job.graph_form == QDQ_FORM:
         outs = [linear["out"] for linear in linears if linear.get("out")]
         split = sum(1 for out in outs if out.get("float_channels"))
@@ -270,6 +266,8 @@ async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str) -> 
     if act is not None and act.unsupported:
         return Refusal(Outcome.UNSUPPORTED, f"int8 activations: {act.unsupported}", {"op_support_limits": limits})
     workload = run.workload
+    if act is not None and form == QDQ_FORM and hasattr(workload, "int8_outputs_held"):
+        workload = workload.int8_outputs_held(run.bits, run.weight_block, run.seed, run.observer)
     asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.weight_block)
     plans = plan_layers(asked, run, limits)
     if isinstance(plans, Refusal):

@@ -123,7 +123,14 @@ class PreparedDecoder(HeldModelFacts):
 
     @property
     def precision_note(self) -> str:
-        return smoothing.note(self.held.model.architecture, self.config) if self.act_bits == 8 else ""
+        if self.act_bits != 8:
+            return ""
+        floats = sum(1 for p in self.plan if p.bits == 32 and p.rule == p.layer.name)
+        held = (f"{floats} layers held in float32 (their int8 outputs miss the {calibration.DecoderRows.out_min_sqnr_db:g} "
+                "dB floor: DecoderWorkload.int8_outputs_held)") if floats and self.out_quant else ""
+        notes = (calibration.scale_note(self.act_quant), held,
+                 smoothing.note(self.held.model.architecture, self.config))
+        return "; ".join(filter(None, notes))
 
     def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return outputs[LOGITS]
@@ -230,6 +237,28 @@ def fp32_references(model: source.LoadedModel, workload: DecoderWorkload
     return logits, pytorch_greedy(model, tokens.prompt, workload.new_tokens, tokens.eos), peak
 
 
+def int8_model(workload: DecoderWorkload, seed: int) -> tuple[source.LoadedModel, calibration.DecoderRows]:
+    """The float model a decoder's int8 activations are calibrated on (smoothed: models/smoothing.py)
+    and its calibration inputs."""
+    resolved = source.resolve(workload.model, workload.random_weights)
+    texts = calibration.DecoderRows(calibration.builtin_calibration_texts())
+    return smoothing.smoothed(source.load(resolved, workload.random_weights, seed), texts), texts
+
+
+@functools.lru_cache(maxsize=4)
+def int8_output_misses(workload: DecoderWorkload, bits: int, block_size: int, seed: int,
+                       observer: str) -> tuple[str, ...]:
+    """The 8-bit layers whose x @ W^T int8 cannot hold at the decoder's floor, even with
+    MAX_FLOAT_CHANNELS channels apart (models/calibration.calibrate_outputs): in the fused form
+    such a layer would take int8 inputs into an unfused product, its int8 weight dequantized at
+    every call, slower than float32 and less accurate."""
+    model, texts = int8_model(workload, seed)
+    plan = rules.assign(model.config.linear_layers(), workload.rules, bits, block_size)
+    eight = tuple(p.layer.name for p in plan if p.bits == 8)
+    outs = calibration.calibrate_outputs(model, texts, observer, eight)
+    return tuple(name for name in eight if outs[name] is None)
+
+
 def held_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,
                  weight_quant: str = DEFAULT_QUANTIZER, act_bits: int = 32) -> HeldModel:
     """The decoder's linear layers held at the workload's plan for ``bits``, their codes made by
@@ -237,11 +266,11 @@ def held_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: in
     holds, the harness's and those written into a GGUF file for wllama alike. With int8
     activations (``act_bits`` 8) the model held is the smoothed one (models/smoothing.py: the
     same float model, its int8 inputs' outliers migrated into the weights)."""
-    resolved = source.resolve(workload.model, workload.random_weights)
-    loaded = source.load(resolved, workload.random_weights, seed)
-    texts = calibration.DecoderRows(calibration.builtin_calibration_texts())
     if act_bits == 8:
-        loaded = smoothing.smoothed(loaded, texts)
+        loaded, texts = int8_model(workload, seed)
+    else:
+        loaded = source.load(source.resolve(workload.model, workload.random_weights), workload.random_weights, seed)
+        texts = calibration.DecoderRows(calibration.builtin_calibration_texts())
     plan = tuple(rules.assign(loaded.config.linear_layers(), workload.rules, bits, block_size))
     moments = functools.partial(calibration.input_moments, loaded, texts)
     return hold_model(loaded, plan, unsigned, weight_quant, moments if QUANTIZERS[weight_quant].calibrated else None)

@@ -8,6 +8,7 @@ tokens of each evaluation text (the built-in paragraphs or ``--inputs``, one tex
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,17 @@ class DecoderWorkload:
         """What int8 activations and a calibrated weight quantizer (gptq) see: the built-in calibration set, whose
         sentences are not in the evaluation text (models/calibration.py: DecoderRows)."""
         return CALIBRATION_NAME
+
+    def int8_outputs_held(self, bits: int, block_size: int, seed: int, observer: str) -> DecoderWorkload:
+        """This workload for the fused int8 form (int8 inputs and outputs): the 8-bit layers whose
+        outputs int8 cannot hold (prepared.int8_output_misses) held in float32 by exact-name rules
+        before the run's own, so every engine plans and holds them so."""
+        from .prepared import int8_output_misses
+
+        misses = int8_output_misses(self, bits, block_size, seed, observer)
+        if not misses:
+            return self
+        return dataclasses.replace(self, rules=tuple(layer_rules.PrecisionRule(name, 32) for name in misses) + self.rules)
 
     @property
     def act_scale(self) -> str:
