@@ -17,10 +17,13 @@ from shared_sweeps import sweep
 from test_decoder import tiny_hf_config
 
 from fixed_web_platform.engines.webnn import decoder as webnn_decoder
+from fixed_web_platform.models import calibration
 from fixed_web_platform.plan import TimingConfig
-from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform, PrecisionMode
+from fixed_web_platform.prepared_caches import release
+from fixed_web_platform.vocabulary import PER_CHANNEL_BLOCK, BrowserName, EngineName, Outcome, Platform, PrecisionMode
 from fixed_web_platform.workloads import DecoderWorkload
 from fixed_web_platform.workloads.decoder import accuracy
+from fixed_web_platform.workloads.decoder.prepared import int8_output_misses
 
 pytestmark = pytest.mark.browser
 TINY_QUANTIZED_PER_GRAPH = 2_000_000
@@ -177,35 +180,43 @@ def test_tiny_decoder_on_webnn_experimental_int4_and_int2(tiny, tmp_path) -> Non
     assert two.outcome == Outcome.UNSUPPORTED and "int2" in two.reason  # the browser's own refusal
 
 
-def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(tiny, tmp_path) -> None:  # noqa: ANN001
+def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(tiny, tmp_path, monkeypatch) -> None:  # noqa: ANN001
     """Int8 activations on a decoder: per-channel 8-bit weights in gemm_qdq (the form Chromium's
-    LiteRT backend fuses into int8 kernels), every layer's input (smoothed, scaled per token) and
-    output through int8, judged against the float64 decoder with the same int8 activations; and ORT's int8 QDQ
-    form of the same parameters on wasm, judged on the same reference."""
+    LiteRT backend fuses into int8 kernels), each layer's input (smoothed, scaled per token) and
+    output through int8, the layers whose outputs int8 cannot hold held in float32, judged against
+    the float64 decoder with the same int8 activations; and ORT's int8 QDQ form of the same
+    parameters and float layers on wasm, judged on the same reference. The floor is raised to 42
+    dB so that some of the tiny model's layers miss it (none do at the decoder's own)."""
+    monkeypatch.setattr(calibration.DecoderRows, "out_min_sqnr_db", 42.0)
+    release()  # nothing prepared at another floor is reused
+    misses = set(int8_output_misses(tiny, 8, PER_CHANNEL_BLOCK, 0, "minmax"))
+    assert 0 < len(misses) < 15 and "lm_head" in misses
     swept = sweep(BrowserName.CHROME, [Platform.WEBNN, Platform.WASM], [tiny], (8,), tmp_path, timing=QUICK,
                   act_bits=(8,), granularity="per-channel", engines=(EngineName.HARNESS, EngineName.ORT),
                   skip=lambda run: run.engine == "ort" and run.platform == "webnn")
+    release()
     rows = {(r.engine, r.platform): r for r in swept.rows}
-    row = rows[("harness", "webnn")]
-    assert row.outcome == Outcome.OK, row.reason
-    assert row.act_bits == 8 and row.graph_form == "gemm_qdq"
-    assert row.rel_error_vs_dequantized <= row.kernel_tolerance, row.tolerance_basis
-    assert "int8 outputs (the fused form) in 15 of 15 linear layers" in row.reason
     layers = pd.read_csv(tmp_path / "layers.csv", keep_default_na=False)
-    assert set(layers[layers.run_id == row.run_id].act_dtype) == {"int8"}
-    assert row["next_token_top1"] > 0.5
-    # the inputs smoothed (models/smoothing.py): the held weights and the reference are the smoothed
-    # model's, and ORT's row below is judged on the same
-    assert row.act_smoothing == "smoothquant-0.7" and "int8 inputs smoothed (SmoothQuant, alpha 0.7" in row.reason
-    # each position's input scaled by its peak around the fused form (the reference does the same:
-    # a page that skipped the scaling lands beyond the kernel tolerance)
-    assert row.act_scale == "per-token" and "int8 inputs scaled per token in 15 layers" in row.reason
-    ort = rows[("ort", "wasm")]
-    assert ort.outcome == Outcome.OK, ort.reason
-    assert ort.graph_form == "gemm_qdq" and ort.weight_format == "QDQ8"
-    assert ort.act_scale == "per-token" and "int8 inputs scaled per token in 15 layers" in ort.reason
-    assert ort.rel_error_vs_dequantized <= ort.kernel_tolerance
-    assert set(layers[layers.run_id == ort.run_id].act_dtype) == {"int8"}
+    int8 = 15 - len(misses)
+    for key, form in (("harness", "webnn"), "int8"), (("ort", "wasm"), "QDQ8"):
+        row = rows[key]
+        assert row.outcome == Outcome.OK, row.reason
+        assert row.act_bits == 8 and row.graph_form == "gemm_qdq"
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, row.tolerance_basis
+        assert row["next_token_top1"] > 0.5
+        # the inputs smoothed (models/smoothing.py): the held weights and the reference are the
+        # smoothed model's; each position's input scaled by its peak around the fused form (the
+        # reference does the same: a page that skipped the scaling lands beyond the tolerance)
+        assert row.act_smoothing == "smoothquant-0.7" and "int8 inputs smoothed (SmoothQuant, alpha 0.7" in row.reason
+        assert row.act_scale == "per-token" and f"int8 inputs scaled per token in {int8} layers" in row.reason
+        assert f"{len(misses)} layers held in float32 (their int8 outputs miss the 42 dB floor" in row.reason
+        held = layers[layers.run_id == row.run_id].set_index("layer")
+        held["weight_dtype"] = held.weight_dtype.str.split("@").str[0]  # ORT's say where they ran
+        assert set(held.index[held.act_dtype == ""]) == misses
+        assert set(held.weight_dtype[list(misses)]) == {"float32"}
+        assert set(held.drop(index=list(misses)).weight_dtype) == {form}
+    assert f"int8 outputs (the fused form) in {int8} of 15 linear layers" in rows[("harness", "webnn")].reason
+    assert rows[("ort", "wasm")].weight_format == "mixed:QDQ8+float32"
 
 
 def test_outputs_on_disk_recompute_the_accuracy_figures(chrome_tiny, tiny) -> None:  # noqa: ANN001

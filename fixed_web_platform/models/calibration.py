@@ -1,5 +1,8 @@
 """Static int8 activations of a whole model (W8A8 / W4A8): the input of each linear layer gets one
-calibrated scale and zero point, per tensor, from an observer that watched it over calibration texts.
+calibrated scale and zero point, per tensor, from an observer that watched it over calibration texts;
+or, where a kind's calibration inputs say ``per_token`` (a decoder's), each position's input is
+divided by its own peak |x| before int8 at a constant scale (ActivationQuant.per_token), and only
+the outputs are calibrated.
 
 - Calibration runs the float model (the transformers module with the original fp32 weights, as
   PyTorch's static quantization calibrates) over the calibration inputs, with a forward pre-hook on
@@ -40,15 +43,21 @@ inputs may ask for more: ``out_min_sqnr_db``). Measured on all-MiniLM-L6-v2: the
 down-projections (output.dense, outliers of +-100) sit at 20-23 dB and alone take the mean cosine
 from 0.994 to 0.949; every other layer is at 28-40 dB. Without their 1-8 largest output channels
 (computed in float apart) they reach 37-39 dB."""
-DECODER_OUT_INT8_MIN_SQNR_DB = 30.0
-"""A decoder's floor: errors compound over its blocks and every generated token, and each layer
-whose output does not hold costs speed (split output channels, or an unfused layer). SmolLM2-135M
-smoothed W8A8 on Chromium's WebNN (2026-12-03, one sweep each at commits df915ad, ea58d64 and
-c717232; decode speed over float32 of the same sweep, next-token top-1 / KL / perplexity against
-fp32 40.12): 25 dB 3.80x, 0.777 / 0.175 / 49.0 (211 of 211 outputs in int8, 13 split); 30 dB
-2.45x, 0.797 / 0.110 / 43.9 (209, 36 split: the integer path's findings); 35 dB 1.10x, 0.820 /
-0.084 / 41.2 (196, 105 split). In PyTorch fake quantization on the calibration rows
-(benchmarks/w8a8_decoder_accuracy.py --on calibration --min-sqnr): top-1 0.761, 0.846, 0.868."""
+DECODER_OUT_INT8_MIN_SQNR_DB = 35.0
+"""A decoder's floor: errors compound over its blocks and every generated token. The layers that
+miss it are held in float32 (workloads/decoder/prepared.int8_output_misses), the others' outliers
+split off (up to MAX_FLOAT_CHANNELS). SmolLM2-135M smoothed W8A8 on Chromium's WebNN, decode speed
+over float32 of the same sweep, next-token top-1 / KL / perplexity against fp32 (40.12):
+- per-tensor inputs (2026-12-03, commits df915ad, ea58d64, c717232; a layer missing the floor
+  took int8 inputs into an unfused product): 25 dB 3.80x, 0.777 / 0.175 / 49.0; 30 dB 2.45x,
+  0.797 / 0.110 / 43.9; 35 dB 1.10x, 0.820 / 0.084 / 41.2;
+- per-token inputs (2026-12-04, at 30 dB commit 6f0721e: 3.03x, 0.828 / 0.076 / 42.5, every
+  output in int8, 34 split; at 35 dB, commit b9911fe with the floor set so, the 15 layers missing it in float32:
+  2.17x, 0.883 / 0.028 / 42.4, 151 split).
+In PyTorch fake quantization on the evaluation rows (benchmarks/w8a8_decoder_accuracy.py
+--per-token --min-sqnr 33 35 38), per-token inputs, the missing layers in float: top-1 / KL 0.824 /
+0.062 at 30 dB, 0.867 / 0.035 at 33, 0.902 / 0.017 at 35, 0.941 / 0.010 at 38 (where 111 of 211
+layers miss it: float32's speed)."""
 PER_TOKEN_SCALE = float(np.float32(1 / 127))
 """A per-token int8 input's constant scale (zero point 0): the input divided by its position's
 peak |x| lies in [-1, 1] (``ActivationQuant.per_token``)."""
@@ -76,7 +85,7 @@ class ActivationQuant:
     per_token: bool = False
 
     def to_json(self) -> dict[str, float | int | bool]:
-        return {"scale": self.scale, "zero_point": self.zero_point, "per_token": self.per_token}
+        return {"scale": self.scale, "zero_point": self.zero_point} | ({"per_token": True} if self.per_token else {})
 
     def act_quant(self) -> tuple:
         """Its entry in architectures.ActQuant."""

@@ -245,7 +245,7 @@ def int8_model(workload: DecoderWorkload, seed: int) -> tuple[source.LoadedModel
     return smoothing.smoothed(source.load(resolved, workload.random_weights, seed), texts), texts
 
 
-@functools.lru_cache(maxsize=4)
+@per_configuration(maxsize=4)
 def int8_output_misses(workload: DecoderWorkload, bits: int, block_size: int, seed: int,
                        observer: str) -> tuple[str, ...]:
     """The 8-bit layers whose x @ W^T int8 cannot hold at the decoder's floor, even with
