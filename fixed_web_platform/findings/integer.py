@@ -20,6 +20,8 @@ from .page import Data, Page, mib, number, rows_of, shown, summary, what_ran
 INTEGER_PATH = ("integer-path-matmul", "integer-path-minilm")
 INT8_ACTIVATIONS = ("int8-activations-matmul", "int8-activations-minilm")
 GENERATION_TABLES = (
+    ("SmolLM2-135M, int8 inputs smoothed and scaled per token, layers missing the 35 dB floor in float32",
+     ("int8-generation-smollm2-per-token",)),
     ("SmolLM2-135M, int8 inputs smoothed", ("int8-generation-smollm2-smoothed",)),
     ("SmolLM2-135M, before smoothing", ("int8-generation-smollm2", "int8-generation-smollm2-ort")),
     ("Whisper tiny.en, int8 inputs smoothed", ("int8-generation-whisper-smoothed",)),
@@ -231,7 +233,9 @@ GENERATION_INTRO = (
     "Decoders and speech on Chromium's WebNN (LiteRT/XNNPACK, CPU): float32, per-channel 8-bit weights with "
     "float activations, and W8A8 (per-channel 8-bit weights in `gemm_qdq`, each 8-bit layer's input and output "
     "through int8, scales calibrated on the calibration split; a decoder's int8 inputs smoothed first where the "
-    "activations column says so: SmoothQuant folded into the weights), beside ONNX Runtime Web on wasm and WebNN "
+    "activations column says so: SmoothQuant folded into the weights; scaled per token where it says per-token: "
+    "each position divided by its own peak |x| around the fused form, and the layers whose int8 outputs miss the "
+    "floor held in float32), beside ONNX Runtime Web on wasm and WebNN "
     "with the same held bytes (ORT's W8A8: its int8 QDQ form with the same parameters; a later folder's run of a "
     "configuration replaces an earlier folder's). Each line is one page load (decode speed: the median step of "
     "its steady generations or clips); decode over float32 is its speed over the float32 run of the same browser, "
