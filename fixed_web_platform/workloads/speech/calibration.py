@@ -38,7 +38,7 @@ class SpeechClips:
     max_tokens: int
     clips: int | None = None
     out_min_sqnr_db: ClassVar[float] = OUT_INT8_MIN_SQNR_DB
-    per_token: ClassVar[bool] = False
+    per_token: ClassVar[bool] = True
 
     def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray | None], before: Any = None) -> None:
         cfg = model.config

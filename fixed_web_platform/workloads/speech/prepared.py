@@ -137,7 +137,11 @@ class PreparedSpeech(HeldModelFacts):
 
     @property
     def precision_note(self) -> str:
-        return smoothing.note(self.held.model.architecture, self.held.model.config) if self.act_bits == 8 else ""
+        if self.act_bits != 8:
+            return ""
+        notes = (models_calibration.scale_note(self.act_quant),
+                 smoothing.note(self.held.model.architecture, self.held.model.config))
+        return "; ".join(filter(None, notes))
 
     @property
     def tolerance_basis(self) -> str:

@@ -15,10 +15,12 @@ from typing import Any, ClassVar
 from ...architectures import Architecture
 from ...architectures.whisper.config import WhisperConfig
 from ...models import rules as layer_rules
+from ...models import calibration as models_calibration
 from ...models import smoothing, source
 from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME
 from .audio import Clip, builtin_clips, folder_clips
+from .calibration import SpeechClips
 
 DEFAULT_CLIPS = 8
 """Built-in clips a run transcribes by default (of the 30 in data/sentences.txt: --clips)."""
@@ -84,6 +86,11 @@ class SpeechWorkload:
 
     def config(self) -> WhisperConfig:
         return _architecture(self.model, self.random_weights)[1]
+
+    @property
+    def act_scale(self) -> str:
+        """How its int8 inputs are scaled (the row's ``act_scale``: speech/calibration.SpeechClips)."""
+        return models_calibration.act_scale(SpeechClips)
 
     @property
     def act_smoothing(self) -> str:
