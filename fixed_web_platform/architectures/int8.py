@@ -16,6 +16,12 @@ PER_TOKEN_MIN_PEAK = 1e-30
 page's graph uses the same."""
 
 
+def token_peaks(x: np.ndarray) -> np.ndarray:
+    """Each position's peak |x| over the last axis, [..., 1], at least PER_TOKEN_MIN_PEAK: what a
+    per-token input is divided by."""
+    return np.maximum(np.abs(x).max(axis=-1, keepdims=True), PER_TOKEN_MIN_PEAK)
+
+
 def fake_quantize_int8(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
     q = np.clip(np.rint(x / scale) + zero_point, -128, 127)
     return (q - zero_point) * scale
@@ -29,7 +35,7 @@ def linear(x: np.ndarray, weight: np.ndarray, name: str, act_quant: ActQuant | N
     if act_quant and name in act_quant:
         scale, zero_point, *per_token = act_quant[name]
         if per_token and per_token[0]:  # models/calibration.ActivationQuant.per_token
-            peaks = np.maximum(np.abs(x).max(axis=-1, keepdims=True), PER_TOKEN_MIN_PEAK)
+            peaks = token_peaks(x)
             x = x / peaks
         x = fake_quantize_int8(x, scale, zero_point)
     y = x @ np.asarray(weight, dtype=np.float64).T

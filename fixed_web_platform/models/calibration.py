@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from ..architectures.int8 import PER_TOKEN_MIN_PEAK
+from ..architectures.int8 import token_peaks
 from ..precision.observers import MINMAX, make_observer
 from ..prepared_caches import per_configuration
 from ..vocabulary import ACT8_WEIGHT_BITS
@@ -93,11 +93,6 @@ class ActivationQuant:
 
 
 PER_TOKEN = ActivationQuant(PER_TOKEN_SCALE, 0, True)
-
-
-def token_peaks(x: np.ndarray) -> np.ndarray:
-    """Each position's peak |x| over the last axis, [..., 1], at least PER_TOKEN_MIN_PEAK."""
-    return np.maximum(np.abs(x).max(axis=-1, keepdims=True), PER_TOKEN_MIN_PEAK)
 
 
 def quantized_inputs(plan: tuple[LayerPrecision, ...]) -> tuple[str, ...]:
