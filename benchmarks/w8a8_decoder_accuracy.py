@@ -7,17 +7,23 @@ on the decoder workload's evaluation rows against the original module without it
 top-1 agreement and mean KL. The weights stay float, so each figure is what the activations alone
 cost.
 
-Every row uses the scales the harness's graphs hold (models/calibration.int8_parameters on the
+Every row uses scales made as the harness makes them (models/calibration.int8_parameters on the
 built-in calibration texts: minmax, Q/K/V sharing one, 1-16 float output channels where int8
 cannot hold a layer's output), of the model the harness holds: smoothed (models/smoothing.py,
-SmoothQuant folded into the weights) at ``alpha``, or not (``unsmoothed``).
+SmoothQuant folded into the weights) at ``alpha``, or not (``unsmoothed``). The rows without
+``--per-token`` calibrate one scale per input tensor, the decoders' form before per-token inputs;
+the harness's form is the ``--per-token`` row at the decoder's floor with the layers missing it
+in float.
 
     .venv/bin/python benchmarks/w8a8_decoder_accuracy.py [--model smollm2-135m] [--alphas 0.5 0.8]
-        [--min-sqnr 25 30 38] [--on calibration]
+        [--min-sqnr 25 30 38] [--on calibration] [--per-token]
 
 ``--min-sqnr``: rows with other floors for a layer's output to go through int8 (the decoder's is
 models/calibration.DECODER_OUT_INT8_MIN_SQNR_DB); ``--on calibration``: judged on the calibration
-rows instead of the evaluation rows (where a setting is chosen).
+rows instead of the evaluation rows (where a setting is chosen); ``--per-token``: rows with each
+input divided by its position's peak around the fused form (the decoders' form: the harness's
+scaling, models/calibration.ActivationQuant.per_token), at the decoder's floor and the others,
+position 0 in float or not, the layers missing the floor in float or not (about 4 minutes more).
 
 About a minute here (2 cores) for SmolLM2-135M.
 """
@@ -84,12 +90,12 @@ class Judge:
 
     def held(self, alpha: float | None, min_sqnr_db: float | None = None) -> tuple[object, Quant, Quant]:
         """The held model's module (smoothed at ``alpha``, or the original: None) and its scales
-        (outputs in int8 at ``min_sqnr_db`` or better: the decoder's floor unless given)."""
+        with one calibrated scale per input tensor (the form before per-token inputs; outputs in
+        int8 at ``min_sqnr_db`` or better: the decoder's floor unless given)."""
         model = smoothing.smoothed(self.loaded, self.texts, alpha) if alpha is not None else self.loaded
-        texts = self.texts
-        if min_sqnr_db is not None:  # the same rows, another floor
-            floor = type("Rows", (calibration.DecoderRows,), {"out_min_sqnr_db": min_sqnr_db})
-            texts = floor(self.texts.texts)
+        floor = calibration.DecoderRows.out_min_sqnr_db if min_sqnr_db is None else min_sqnr_db
+        per_tensor = type("Rows", (calibration.DecoderRows,), {"out_min_sqnr_db": floor, "per_token": False})
+        texts = per_tensor(self.texts.texts)  # the same rows, one scale per input tensor
         act, out, _ = calibration.int8_parameters(model, texts, self.plan, 8, "minmax", True)
         names = [p.layer.name for p in self.plan]
         return (model.module(), {n: (a.scale, a.zero_point, ()) for n, a in zip(names, act) if a},
@@ -180,7 +186,7 @@ def main() -> None:
     judge = Judge(args.model, args.on == "calibration")
     alpha = smoothing.SMOOTH_ALPHA
     net, ins, outs = judge.held(alpha)
-    rows = [(f"smoothed a={alpha:g} (the harness): every layer, inputs and outputs (the fused form)",
+    rows = [(f"smoothed a={alpha:g}, inputs per tensor: every layer, inputs and outputs (the fused form)",
              judge.score(net, ins, outs)),
             (f"smoothed a={alpha:g}: inputs only", judge.score(net, ins, {})),
             (f"smoothed a={alpha:g}: outputs only", judge.score(net, {}, outs))]
