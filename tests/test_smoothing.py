@@ -1,4 +1,4 @@
-"""SmoothQuant's migration (models/smoothing.py) on a tiny random Llama: the smoothed model
+"""SmoothQuant's migration (models/smoothing.py) on a tiny random Llama and Gemma 3: the smoothed model
 computes what the original does (each group's 1/s folded into the weight that writes the input,
 its s into the readers' columns: a wrong axis or a missed reader changes the logits), and an
 outlier input channel comes out flatter (a factor applied the wrong way round makes it steeper)."""
@@ -10,8 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pytest
 from test_decoder import tiny_hf_config
+from test_gemma3 import tiny_gemma_config
 
+from fixed_web_platform.architectures.gemma3 import GEMMA3
 from fixed_web_platform.architectures.llama import LLAMA
 from fixed_web_platform.models import calibration, smoothing
 from fixed_web_platform.models.source import LoadedModel
@@ -34,24 +37,32 @@ class RandomRows:
         net(input_ids=torch.from_numpy(ids))
 
 
-def _tiny() -> LoadedModel:
-    cfg = LLAMA.config(tiny_hf_config(tie_word_embeddings=False), "tiny")
-    weights = {k: (v * 8 if v.ndim == 2 else v) for k, v in LLAMA.random_weights(cfg, 3).items()}
+def _tiny(arch: Any) -> LoadedModel:
+    if arch is GEMMA3:
+        cfg = GEMMA3.config(tiny_gemma_config(), "tiny")
+        weights = GEMMA3.random_weights(cfg, 3)
+        weights["lm_head.weight"] = weights["model.embed_tokens.weight"].copy()
+        weights = {k: (v * 8 if v.ndim == 2 else v) for k, v in weights.items()}
+    else:
+        cfg = LLAMA.config(tiny_hf_config(tie_word_embeddings=False), "tiny")
+        weights = {k: (v * 8 if v.ndim == 2 else v) for k, v in LLAMA.random_weights(cfg, 3).items()}
     weights[NORM] = weights[NORM].copy()
-    weights[NORM][3] *= 40  # an outlier channel in every Q, K and V input of block 0
-    return LoadedModel(None, LLAMA, cfg, weights, True, 3)
+    weights[NORM][3] = 40 * (weights[NORM][3] + (arch is GEMMA3)) - (arch is GEMMA3)  # an outlier channel in
+    return LoadedModel(None, arch, cfg, weights, True, 3)                              # block 0's Q, K and V input
 
 
-def test_the_smoothed_model_computes_the_same_and_flattens_an_outlier_channel() -> None:
-    model = _tiny()
+@pytest.mark.parametrize("arch", [LLAMA, GEMMA3], ids=lambda a: a.name)
+def test_the_smoothed_model_computes_the_same_and_flattens_an_outlier_channel(arch: Any) -> None:
+    """Gemma 3's norms scale by 1 + weight: a division that ignored the 1 changes its logits."""
+    model = _tiny(arch)
     rows = RandomRows(model.config.vocab)
     smoothed = smoothing.smoothed(model, rows)
     ids = np.array([3, 5, 7, 11, 13, 2, 40, 50, 60, 1])
-    before = LLAMA.reference_forward(model.config, model.weights, {"input_ids": ids})
-    after = LLAMA.reference_forward(model.config, smoothed.weights, {"input_ids": ids})
+    before = arch.reference_forward(model.config, model.weights, {"input_ids": ids})
+    after = arch.reference_forward(model.config, smoothed.weights, {"input_ids": ids})
     assert np.abs(after - before).max() <= 1e-5 * np.abs(before).max()
     changed = [n for n in model.weights if not np.array_equal(model.weights[n], smoothed.weights[n])]
-    groups = LLAMA.smoothing_groups(model.config)
+    groups = arch.smoothing_groups(model.config)
     assert set(changed) == {g.producer for g in groups} | {f"{c}.weight" for g in groups for c in g.consumers}
 
     def steepness(m: LoadedModel) -> float:

@@ -44,6 +44,9 @@ class SmoothingGroup:
     consumers: tuple[str, ...]
     producer_rows: bool = False
     producer_bias: str = ""
+    producer_offset: float = 0.0
+    """A norm that scales by (offset + weight) (Gemma's 1 + weight): its weight becomes
+    (offset + weight) / s - offset."""
 
 
 @dataclass(frozen=True)

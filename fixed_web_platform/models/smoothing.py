@@ -65,7 +65,9 @@ def smoothed(model: LoadedModel, inputs: calibration.CalibrationInputs, alpha: f
         s = factors(peaks[g.consumers[0]], readers, alpha)
         for name in filter(None, (g.producer, g.producer_bias)):
             value = np.asarray(weights[name], dtype=np.float64)
-            weights[name] = (value / (s[:, None] if g.producer_rows and name == g.producer else s)).astype(np.float32)
+            offset = g.producer_offset if name == g.producer else 0.0
+            divided = (value + offset) / (s[:, None] if g.producer_rows and name == g.producer else s) - offset
+            weights[name] = divided.astype(np.float32)
         for c, w in zip(g.consumers, readers):
             weights[f"{c}.weight"] = (np.asarray(w, dtype=np.float64) * s[None, :]).astype(np.float32)
     return dataclasses.replace(model, weights=weights)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..base import ActQuant, DecoderArchitecture
+from ..base import ActQuant, DecoderArchitecture, SmoothingGroup
 from ..kv_cache import KVCache
 from ..ops import Graph
 from . import graph, reference
@@ -75,6 +75,22 @@ class Gemma3(DecoderArchitecture):
                        cache: KVCache | None = None,
                        act_quant: ActQuant | None = None) -> tuple[np.ndarray, KVCache]:
         return reference.forward(cfg, weights, ids, cache, act_quant)
+
+    def smoothing_groups(self, cfg: Gemma3Config) -> tuple[SmoothingGroup, ...]:
+        """As Llama's (models/smoothing.py): per block Q, K and V after the input norm, gate and up
+        after the pre-feed-forward norm, down after up's rows (gelu(gate) * up is linear in up);
+        the head after the final norm. Gemma's norms scale by 1 + weight (``producer_offset``);
+        the norms after attention and the feed-forward write the residual, no layer's input. The
+        per-head query and key norms come after Q and K, whose outputs smoothing leaves as they are."""
+        groups = []
+        for i in range(cfg.layers):
+            pre = f"model.layers.{i}."
+            groups += [SmoothingGroup(pre + "input_layernorm.weight",
+                                      tuple(pre + f"self_attn.{p}_proj" for p in "qkv"), producer_offset=1.0),
+                       SmoothingGroup(pre + "pre_feedforward_layernorm.weight",
+                                      (pre + "mlp.gate_proj", pre + "mlp.up_proj"), producer_offset=1.0),
+                       SmoothingGroup(pre + "mlp.up_proj.weight", (pre + "mlp.down_proj",), producer_rows=True)]
+        return (*groups, SmoothingGroup("model.norm.weight", (HEAD,), producer_offset=1.0))
 
 
 GEMMA3 = Gemma3()
