@@ -23,7 +23,7 @@ from fixed_web_platform.prepared_caches import release
 from fixed_web_platform.vocabulary import PER_CHANNEL_BLOCK, BrowserName, EngineName, Outcome, Platform, PrecisionMode
 from fixed_web_platform.workloads import DecoderWorkload
 from fixed_web_platform.workloads.decoder import accuracy
-from fixed_web_platform.workloads.decoder.prepared import int8_output_misses
+from fixed_web_platform.workloads.decoder.int8 import int8_output_misses
 
 pytestmark = pytest.mark.browser
 TINY_QUANTIZED_PER_GRAPH = 2_000_000

@@ -45,7 +45,7 @@ from 0.994 to 0.949; every other layer is at 28-40 dB. Without their 1-8 largest
 (computed in float apart) they reach 37-39 dB."""
 DECODER_OUT_INT8_MIN_SQNR_DB = 35.0
 """A decoder's floor: errors compound over its blocks and every generated token. The layers that
-miss it are held in float32 (workloads/decoder/prepared.int8_output_misses), the others' outliers
+miss it are held in float32 (workloads/decoder/int8.int8_output_misses), the others' outliers
 split off (up to MAX_FLOAT_CHANNELS). SmolLM2-135M smoothed W8A8 on Chromium's WebNN, decode speed
 over float32 of the same sweep, next-token top-1 / KL / perplexity against fp32 (40.12):
 - per-tensor inputs (2026-12-03, commits df915ad, ea58d64, c717232; a layer missing the floor

@@ -31,6 +31,7 @@ from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..base import HeldModelFacts, TensorSpec
 from ..int8_activations import Int8Check, int8_check
 from . import accuracy
+from .int8 import int8_model
 from .tokens import TokenPlan
 from .workload import DecoderWorkload
 
@@ -235,28 +236,6 @@ def fp32_references(model: source.LoadedModel, workload: DecoderWorkload
     tokens = workload.tokens()
     logits, peak = pytorch_logits(model, tokens.eval_ids)
     return logits, pytorch_greedy(model, tokens.prompt, workload.new_tokens, tokens.eos), peak
-
-
-def int8_model(workload: DecoderWorkload, seed: int) -> tuple[source.LoadedModel, calibration.DecoderRows]:
-    """The float model a decoder's int8 activations are calibrated on (smoothed: models/smoothing.py)
-    and its calibration inputs."""
-    resolved = source.resolve(workload.model, workload.random_weights)
-    texts = calibration.DecoderRows(calibration.builtin_calibration_texts())
-    return smoothing.smoothed(source.load(resolved, workload.random_weights, seed), texts), texts
-
-
-@per_configuration(maxsize=4)
-def int8_output_misses(workload: DecoderWorkload, bits: int, block_size: int, seed: int,
-                       observer: str) -> tuple[str, ...]:
-    """The 8-bit layers whose x @ W^T int8 cannot hold at the decoder's floor, even with
-    MAX_FLOAT_CHANNELS channels apart (models/calibration.calibrate_outputs): in the fused form
-    such a layer would take int8 inputs into an unfused product, its int8 weight dequantized at
-    every call, slower than float32 and less accurate."""
-    model, texts = int8_model(workload, seed)
-    plan = rules.assign(model.config.linear_layers(), workload.rules, bits, block_size)
-    eight = tuple(p.layer.name for p in plan if p.bits == 8)
-    outs = calibration.calibrate_outputs(model, texts, observer, eight)
-    return tuple(name for name in eight if outs[name] is None)
 
 
 def held_decoder(workload: DecoderWorkload, bits: int, block_size: int, seed: int, unsigned: bool = False,

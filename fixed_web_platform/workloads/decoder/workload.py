@@ -19,6 +19,7 @@ from ...models import rules as layer_rules
 from ...models import calibration, smoothing, source
 from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME, read_texts
+from .int8 import int8_output_misses
 from .tokens import TokenPlan, token_plan
 
 BUILTIN_TEXTS = Path(__file__).parent / "data" / "evaluation.txt"
@@ -108,10 +109,8 @@ class DecoderWorkload:
 
     def int8_outputs_held(self, bits: int, block_size: int, seed: int, observer: str) -> DecoderWorkload:
         """This workload for the fused int8 form (int8 inputs and outputs): the 8-bit layers whose
-        outputs int8 cannot hold (prepared.int8_output_misses) held in float32 by exact-name rules
+        outputs int8 cannot hold (int8.int8_output_misses) held in float32 by exact-name rules
         before the run's own, so every engine plans and holds them so."""
-        from .prepared import int8_output_misses
-
         misses = int8_output_misses(self, bits, block_size, seed, observer)
         if not misses:
             return self
