@@ -127,8 +127,9 @@ class PreparedDecoder(HeldModelFacts):
         if self.act_bits != 8:
             return ""
         floats = sum(1 for p in self.plan if p.bits == 32 and p.rule == p.layer.name)
-        held = (f"{floats} layers held in float32 (their int8 outputs miss the {calibration.DecoderRows.out_min_sqnr_db:g} "
-                "dB floor: DecoderWorkload.int8_outputs_held)") if floats and self.out_quant else ""
+        held = (f"{floats} layers held in float32 by exact-name rules (those whose int8 outputs miss the "
+                f"{calibration.DecoderRows.out_min_sqnr_db:g} dB floor, DecoderWorkload.int8_outputs_held, and any "
+                "the run's own rules name)") if floats and self.out_quant else ""
         notes = (calibration.scale_note(self.act_quant), held,
                  smoothing.note(self.held.model.architecture, self.config))
         return "; ".join(filter(None, notes))
