@@ -27,6 +27,5 @@ def int8_output_misses(workload: Any, bits: int, block_size: int, seed: int,
     every call, slower than float32 and less accurate."""
     model, texts = int8_model(workload, seed)
     plan = rules.assign(model.config.linear_layers(), workload.rules, bits, block_size)
-    eight = tuple(p.layer.name for p in plan if p.bits == 8)
-    outs = calibration.calibrate_outputs(model, texts, observer, eight)
-    return tuple(name for name in eight if outs[name] is None)
+    outs = calibration.calibrate_outputs(model, texts, observer, tuple(p.layer.name for p in plan))
+    return tuple(p.layer.name for p in plan if p.bits == 8 and outs[p.layer.name] is None)
