@@ -287,3 +287,26 @@ def test_onnx_graphs_hold_the_harness_bytes_and_match_the_reference(tmp_path: Pa
     expected = decoder.step([first_id])[-1]
     logits, _ = step([first_id], len(cfg.prompt), False)
     assert np.max(np.abs(logits - expected)) < 1e-3 * np.abs(expected).max()
+
+
+def test_int8_whisper_is_judged_stage_by_stage(tmp_path: Path) -> None:
+    """With int8 activations the first logits are judged against the float64 decoder on the page's
+    own encoder output (an encoder output off by flips moves the logits far, yet the decoder is
+    right), and the encoder output against the float64 encoder within its own flip floor."""
+    from fixed_web_platform.precision.quant import error_metrics
+    from fixed_web_platform.workloads.speech import prepared as speech_prepared
+
+    workload = SpeechWorkload.from_options(str(tiny_whisper(tmp_path / "tiny-whisper")), clips=1, max_tokens=4)
+    prepared = prepare_speech(workload, 8, 32, 0, act_bits=8, observer="minmax", out_int8=True)
+    assert prepared.int8 is not None and "stage by stage" in prepared.tolerance_basis
+    weights, act = prepared.held.exec_weights(), prepared.int8.act
+    right = {speech_prepared.ENCODER_OUT: prepared.encoder_reference,
+             speech_prepared.FIRST_LOGITS: prepared.ref_dequantized}
+    assert prepared.staged_check(right) == (pytest.approx(prepared.ref_dequantized, abs=0), "")
+    off = prepared.encoder_reference * (1 + 0.05 * np.random.default_rng(0).standard_normal(
+        prepared.encoder_reference.shape))  # an encoder output 5% off: its own fault, not the decoder's
+    logits = speech_prepared.first_logits(prepared.config, weights, off, act)
+    ref, problem = prepared.staged_check({speech_prepared.ENCODER_OUT: off, speech_prepared.FIRST_LOGITS: logits})
+    assert error_metrics(logits, ref)["rel_error"] == 0  # the decoder judged from its own input
+    assert error_metrics(logits, prepared.ref_dequantized)["rel_error"] > 1e-3  # what judging end to end sees
+    assert "the encoder output lands 0.0499 from the float64 encoder" in problem

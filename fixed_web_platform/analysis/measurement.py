@@ -201,9 +201,12 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     ran = executed[0]
     kind = kind_named(run.workload.kind)
     problems = sorted({e.problem for e in executed if e.problem})
-    problems += sorted({p for p in (prepared.kernel_problem(o) for o in outs) if p})
+    staged = getattr(prepared, "staged_check", None)  # a kind judged stage by stage (workloads/base.Prepared)
+    checks = [staged(p) if staged else (prepared.ref_dequantized, prepared.kernel_problem(o))
+              for p, o in zip(parsed, outs)]
+    problems += sorted({problem for _, problem in checks if problem})
     vs_float = quant.error_metrics(outs[0], prepared.ref_float)
-    kernel_errors = [quant.error_metrics(o, prepared.ref_dequantized)["rel_error"] for o in outs]
+    kernel_errors = [quant.error_metrics(o, ref)["rel_error"] for o, (ref, _) in zip(outs, checks)]
     kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
     tolerance = prepared.tolerance(ran.compute_dtype)
     least = min(timing.min_iterations or 1, LEAST_SAMPLES)

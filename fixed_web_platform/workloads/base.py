@@ -137,7 +137,10 @@ class Prepared(Protocol):
         """Relative RMS error vs ``ref_dequantized`` beyond which the engine is wrong."""
 
     def kernel_problem(self, judged: np.ndarray) -> str:
-        """A fault the tolerance alone cannot see ('' for none)."""
+        """A fault the tolerance alone cannot see ('' for none). A kind whose page returns each
+        stage's output may instead have ``staged_check(outputs) -> (reference, problem)``: the
+        reference of the judged output computed from the page's own input to the last stage, and
+        any fault of the stages before (speech with int8 activations: workloads/speech/prepared.py)."""
 
     def figures(self, outputs: Mapping[str, np.ndarray], median_ms: float | None) -> dict[str, Any]:
         """The kind's own measured figures of the row (its declared columns), from the page's
