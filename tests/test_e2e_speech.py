@@ -125,6 +125,7 @@ def test_chrome_runs_w8a8_whisper_on_webnn_in_the_fused_form(chrome, tmp_path) -
     row = rows[("harness", "webnn")]
     _check_common(out, workload, row, front_end=False)
     assert row.act_bits == 8 and row.graph_form == "gemm_qdq" and row.act_smoothing == "smoothquant-0.7"
+    assert row.act_scale == "per-token" and "int8 inputs scaled per token" in row.reason
     assert "int8 activations, stage by stage: the first logits against the float64 decoder" in row.reason
     linears = len(workload.config().linear_layers())
     assert f"int8 outputs (the fused form) in {linears} of {linears} linear layers" in row.reason

@@ -22,6 +22,7 @@ the outputs are calibrated.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -45,7 +46,7 @@ from 0.994 to 0.949; every other layer is at 28-40 dB. Without their 1-8 largest
 (computed in float apart) they reach 37-39 dB."""
 DECODER_OUT_INT8_MIN_SQNR_DB = 35.0
 """A decoder's floor: errors compound over its blocks and every generated token. The layers that
-miss it are held in float32 (workloads/decoder/int8.int8_output_misses), the others' outliers
+miss it are held in float32 (``output_misses``), the others' outliers
 split off (up to MAX_FLOAT_CHANNELS). SmolLM2-135M smoothed W8A8 on Chromium's WebNN, decode speed
 over float32 of the same sweep, next-token top-1 / KL / perplexity against fp32 (40.12):
 - per-tensor inputs (2026-12-03, commits df915ad, ea58d64, c717232; a layer missing the floor
@@ -183,6 +184,25 @@ def scale_note(act_quant: tuple[ActivationQuant | None, ...]) -> str:
     per_token = sum(1 for a in act_quant if a and a.per_token)
     return (f"int8 inputs scaled per token in {per_token} layers (each position divided by its peak |x| before "
             "int8, the product multiplied back)") if per_token else ""
+
+
+def output_misses(model: LoadedModel, inputs: CalibrationInputs, plan: Sequence[LayerPrecision],
+                  observer: str) -> tuple[str, ...]:
+    """The 8-bit layers of ``plan`` whose x @ W^T int8 cannot hold at ``inputs``' floor
+    (``out_min_sqnr_db``), even with MAX_FLOAT_CHANNELS channels apart. In the fused form such a
+    layer would take int8 inputs into an unfused product, its int8 weight dequantized at every
+    call, slower than float32 and less accurate: a generating workload holds them in float32
+    (``int8_outputs_held``, by exact-name rules ahead of the run's own)."""
+    outs = calibrate_outputs(model, inputs, observer, tuple(p.layer.name for p in plan))
+    return tuple(p.layer.name for p in plan if p.bits == 8 and outs[p.layer.name] is None)
+
+
+def held_note(plan: Sequence[LayerPrecision], inputs: type[CalibrationInputs]) -> str:
+    """What a fused-form run says of its layers held in float32 by exact-name rules ('' for none)."""
+    floats = sum(1 for p in plan if p.bits == 32 and p.rule == p.layer.name)
+    return (f"{floats} layers held in float32 by exact-name rules (those whose int8 outputs miss the "
+            f"{inputs.out_min_sqnr_db:g} dB floor, the workload's int8_outputs_held, and any the run's own rules "
+            "name)") if floats else ""
 
 
 def _counted(x: np.ndarray, counted: list[np.ndarray | None]) -> np.ndarray:

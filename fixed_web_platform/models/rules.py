@@ -140,6 +140,11 @@ def assign(layers: Sequence[LinearLayer], rules: Sequence[PrecisionRule], defaul
     return out
 
 
+def float32_first(names: Sequence[str], rules: tuple[PrecisionRule, ...]) -> tuple[PrecisionRule, ...]:
+    """Exact-name 32-bit rules for the named layers, ahead of ``rules``."""
+    return tuple(PrecisionRule(name, 32) for name in names) + rules
+
+
 def check_packing(plan: Sequence[LayerPrecision]) -> None:
     """ValueError (one line) for a packed layer whose K its block size does not divide, or whose
     block is not whole 32-bit words of its bits."""

@@ -124,6 +124,14 @@ def holding(run: RunSpec) -> dict[str, object]:
             "observer": run.observer, "out_int8": qdq}
 
 
+def held_workload(run: RunSpec) -> Workload:
+    """The run's workload as ORT holds it: in its int8 QDQ form, the layers the harness's fused
+    WebNN graph holds in float32 held so too (a generating workload's ``int8_outputs_held``)."""
+    if run.act_bits == 8 and hasattr(run.workload, "int8_outputs_held"):
+        return run.workload.int8_outputs_held(run.bits, run.weight_block, run.seed, run.observer)
+    return run.workload
+
+
 def qdq_refusal(run: RunSpec) -> str:
     """Why ORT cannot build this run's int8 QDQ model ('' when it can or the run has float inputs)."""
     if run.act_bits == 8 and (run.bits != 8 or run.granularity != "per-channel"):

@@ -18,7 +18,7 @@ from ...run_spec import RunSpec
 from ...vocabulary import Platform, PrecisionMode
 from ...workloads.decoder.prepared import PreparedDecoder, prepare_decoder
 from ..webnn.decoder import QUANTIZED_PER_GRAPH
-from . import OrtWebEngine, holding, onnx_decoder
+from . import OrtWebEngine, held_workload, holding, onnx_decoder
 from .loop import OrtLoopRunner
 
 RUNNER = "ort_decoder"
@@ -50,10 +50,7 @@ class OrtDecoder(OrtLoopRunner):
         return ""
 
     def build(self, run: RunSpec) -> tuple[PreparedDecoder, onnx_decoder.DecoderModel]:
-        workload = run.workload
-        if run.act_bits == 8:  # the int8 QDQ form: the layers the harness's WebNN graph holds in float32 too
-            workload = workload.int8_outputs_held(run.bits, run.weight_block, run.seed, run.observer)
-        prepared = prepare_decoder(workload, run.bits, run.weight_block, run.seed, **holding(run))
+        prepared = prepare_decoder(held_workload(run), run.bits, run.weight_block, run.seed, **holding(run))
         return prepared, onnx_decoder.decoder_model(prepared)
 
     def page(self, engine: OrtWebEngine, prepared: PreparedDecoder,

@@ -17,7 +17,7 @@ from typing import Any
 from ...run_spec import RunSpec
 from ...vocabulary import Platform
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
-from . import OrtWebEngine, holding, onnx_speech
+from . import OrtWebEngine, held_workload, holding, onnx_speech
 from .loop import OrtLoopRunner
 
 RUNNER = "ort_speech"
@@ -29,7 +29,7 @@ class OrtSpeech(OrtLoopRunner):
     act_bits = (32, 8)
 
     def build(self, run: RunSpec) -> tuple[PreparedSpeech, onnx_speech.SpeechModel]:
-        prepared = prepare_speech(run.workload, run.bits, run.weight_block, run.seed, **holding(run))
+        prepared = prepare_speech(held_workload(run), run.bits, run.weight_block, run.seed, **holding(run))
         prepared = dataclasses.replace(prepared, front_end_on_device=False)
         return prepared, onnx_speech.speech_model(prepared)
 

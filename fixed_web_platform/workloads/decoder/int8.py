@@ -21,11 +21,8 @@ def int8_model(workload: Any, seed: int) -> tuple[source.LoadedModel, calibratio
 @per_configuration(maxsize=4)
 def int8_output_misses(workload: Any, bits: int, block_size: int, seed: int,
                        observer: str) -> tuple[str, ...]:
-    """The 8-bit layers whose x @ W^T int8 cannot hold at the decoder's floor, even with
-    MAX_FLOAT_CHANNELS channels apart (models/calibration.calibrate_outputs): in the fused form
-    such a layer would take int8 inputs into an unfused product, its int8 weight dequantized at
-    every call, slower than float32 and less accurate."""
+    """The 8-bit layers whose x @ W^T int8 cannot hold at the decoder's floor
+    (models/calibration.output_misses)."""
     model, texts = int8_model(workload, seed)
     plan = rules.assign(model.config.linear_layers(), workload.rules, bits, block_size)
-    outs = calibration.calibrate_outputs(model, texts, observer, tuple(p.layer.name for p in plan))
-    return tuple(p.layer.name for p in plan if p.bits == 8 and outs[p.layer.name] is None)
+    return calibration.output_misses(model, texts, plan, observer)

@@ -126,10 +126,7 @@ class PreparedDecoder(HeldModelFacts):
     def precision_note(self) -> str:
         if self.act_bits != 8:
             return ""
-        floats = sum(1 for p in self.plan if p.bits == 32 and p.rule == p.layer.name)
-        held = (f"{floats} layers held in float32 by exact-name rules (those whose int8 outputs miss the "
-                f"{calibration.DecoderRows.out_min_sqnr_db:g} dB floor, DecoderWorkload.int8_outputs_held, and any "
-                "the run's own rules name)") if floats and self.out_quant else ""
+        held = calibration.held_note(self.plan, calibration.DecoderRows) if self.out_quant else ""
         notes = (calibration.scale_note(self.act_quant), held,
                  smoothing.note(self.held.model.architecture, self.config))
         return "; ".join(filter(None, notes))

@@ -112,9 +112,7 @@ class DecoderWorkload:
         outputs int8 cannot hold (int8.int8_output_misses) held in float32 by exact-name rules
         before the run's own, so every engine plans and holds them so."""
         misses = int8_output_misses(self, bits, block_size, seed, observer)
-        if not misses:
-            return self
-        return dataclasses.replace(self, rules=tuple(layer_rules.PrecisionRule(name, 32) for name in misses) + self.rules)
+        return dataclasses.replace(self, rules=layer_rules.float32_first(misses, self.rules)) if misses else self
 
     @property
     def act_scale(self) -> str:

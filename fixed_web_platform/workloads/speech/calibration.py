@@ -19,8 +19,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...architectures.whisper import torch_module
-from ...models.calibration import OUT_INT8_MIN_SQNR_DB, builtin_calibration_texts, input_moments
+from ...models import rules, smoothing, source
+from ...models.calibration import DECODER_OUT_INT8_MIN_SQNR_DB, builtin_calibration_texts, input_moments, output_misses
 from ...models.source import LoadedModel
+from ...prepared_caches import per_configuration
 from . import audio
 
 
@@ -37,14 +39,10 @@ class SpeechClips:
 
     max_tokens: int
     clips: int | None = None
-    out_min_sqnr_db: ClassVar[float] = OUT_INT8_MIN_SQNR_DB
-    per_token: ClassVar[bool] = False
-    """Whisper's int8 inputs keep one calibrated scale per tensor. Per token (2026-12-04, commit
-    74f5698, 30 clips on Chromium 153, results kept on the machine that ran it) its WER against
-    fp32 fell on every engine (harness WebNN 7.5% -> 5.4%, ORT's WebNN 8.8% -> 3.3%, ORT wasm 5.9%
-    -> 5.0%) and its kernel tolerance narrowed from 0.59 to 0.30, but the harness's WebNN row landed
-    0.42 from its reference (ORT's 0.15-0.18): invalid, a divergence of Chromium's graph from the
-    reference that the wider tolerance had hidden, to be found before Whisper takes this form."""
+    out_min_sqnr_db: ClassVar[float] = DECODER_OUT_INT8_MIN_SQNR_DB
+    """The decoders' floor (errors compound over the blocks and every generated id); the layers
+    missing it are held in float32 (``int8_output_misses``)."""
+    per_token: ClassVar[bool] = True
 
     def run(self, model: LoadedModel, net: Any, counted: list[np.ndarray | None], before: Any = None) -> None:
         cfg = model.config
@@ -62,3 +60,20 @@ def clip_moments(model: LoadedModel, max_tokens: int, layers: tuple[str, ...],
     """E[x x^T] of each named linear layer's input over the calibration clips (the first
     ``clips`` of them, all by default), transcribed by the float model up to ``max_tokens``."""
     return input_moments(model, SpeechClips(max_tokens, clips), layers)
+
+
+def int8_model(workload: Any, seed: int) -> tuple[LoadedModel, SpeechClips]:
+    """The float model a speech workload's int8 activations are calibrated on (smoothed:
+    models/smoothing.py) and its calibration inputs (``workload``: a SpeechWorkload)."""
+    clips = SpeechClips(workload.max_tokens)
+    resolved = source.resolve(workload.model, workload.random_weights)
+    return smoothing.smoothed(source.load(resolved, workload.random_weights, seed), clips), clips
+
+
+@per_configuration(maxsize=4)
+def int8_output_misses(workload: Any, bits: int, block_size: int, seed: int, observer: str) -> tuple[str, ...]:
+    """The 8-bit layers whose x @ W^T int8 cannot hold at SpeechClips' floor
+    (models/calibration.output_misses)."""
+    model, clips = int8_model(workload, seed)
+    plan = rules.assign(model.config.linear_layers(), workload.rules, bits, block_size)
+    return output_misses(model, clips, plan, observer)

@@ -167,6 +167,7 @@ class PreparedSpeech(HeldModelFacts):
         if self.act_bits != 8:
             return ""
         notes = (models_calibration.scale_note(self.act_quant),
+                 models_calibration.held_note(self.plan, calibration.SpeechClips) if self.out_quant else "",
                  smoothing.note(self.held.model.architecture, self.held.model.config))
         return "; ".join(filter(None, notes))
 
@@ -308,10 +309,8 @@ def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: i
     8- and 4-bit layers are int8, calibrated by ``observer`` on the calibration clips
     (calibration.py: the encoder's and the decoder's rows as a transcription sees them);
     ``out_int8`` too: the 8-bit layers' x @ W^T as well (WebNN's fused form)."""
-    resolved = source.resolve(workload.model, workload.random_weights)
-    original = source.load(resolved, workload.random_weights, seed)
-    clips = calibration.SpeechClips(workload.max_tokens)
-    loaded = smoothing.smoothed(original, clips) if act_bits == 8 else original
+    original = source.load(source.resolve(workload.model, workload.random_weights), workload.random_weights, seed)
+    loaded, clips = calibration.int8_model(workload, seed) if act_bits == 8 else (original, None)
     cfg = loaded.config
     plan = tuple(rules.assign(cfg.linear_layers(), workload.rules, bits, block_size))
     moments = functools.partial(calibration.clip_moments, loaded, workload.max_tokens)

@@ -7,6 +7,7 @@ or a folder of WAV files), each clip one 30-second window, decoded greedily up t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from ...models import smoothing, source
 from ...models.calibration import CALIBRATION_NAME
 from ...models.inputs import BUILTIN_NAME
 from .audio import Clip, builtin_clips, folder_clips
-from .calibration import SpeechClips
+from .calibration import SpeechClips, int8_output_misses
 
 DEFAULT_CLIPS = 8
 """Built-in clips a run transcribes by default (of the 30 in data/sentences.txt: --clips)."""
@@ -86,6 +87,13 @@ class SpeechWorkload:
 
     def config(self) -> WhisperConfig:
         return _architecture(self.model, self.random_weights)[1]
+
+    def int8_outputs_held(self, bits: int, block_size: int, seed: int, observer: str) -> SpeechWorkload:
+        """This workload for the fused int8 form: the 8-bit layers whose outputs int8 cannot hold
+        (calibration.int8_output_misses) held in float32 by exact-name rules before the run's own,
+        so every engine plans and holds them so."""
+        misses = int8_output_misses(self, bits, block_size, seed, observer)
+        return dataclasses.replace(self, rules=layer_rules.float32_first(misses, self.rules)) if misses else self
 
     @property
     def act_scale(self) -> str:
