@@ -190,24 +190,25 @@ def test_webnn_decoder_splits_quantized_passes_into_graphs_under_the_budget() ->
     assert segments(decode, rules.assign(linears, float_head, 8, 32))[-1][0] < split[-1][0]
 
 
-def test_a_quantized_layer_past_one_graphs_budget_is_refused_before_the_page() -> None:
+def test_a_quantized_layer_past_one_graphs_budget_is_held_in_float32() -> None:
     """Gemma 3 270M's tied head at 8 bits (262,144 x 640) crashed Chromium's tab building its graph;
-    the WebNN decoder refuses it by name (float32, or a float head, runs)."""
-    from types import SimpleNamespace
-
+    the WebNN decoder's plan holds it in float32 by name and says so."""
     from test_gemma3 import tiny_gemma_config
 
     from fixed_web_platform.architectures.gemma3 import GEMMA3
     from fixed_web_platform.engines.webnn.decoder import WebnnDecoder
+    from fixed_web_platform.engines.webnn.layers import over_budget
 
     gemma = GEMMA3.config(tiny_gemma_config(vocab_size=262144, hidden_size=640), "gemma3-270m shapes")
     linears = gemma.linear_layers()
-    too_large = WebnnDecoder().too_large
-    why = too_large(SimpleNamespace(plan=tuple(rules.assign(linears, (), 8, 32))))
-    assert why.startswith("lm_head's 8-bit weights (167,772,160 elements) pass the 48,000,000"), why
+    budget = WebnnDecoder().quantized_per_graph()
+    names, note = over_budget(rules.assign(linears, (), 8, 32), budget)
+    assert names == ("lm_head",)
+    assert note.startswith("1 layer held in float32 (lm_head's 8-bit weights, 167,772,160 elements, pass the "
+                           "48,000,000 one WebNN graph may hold"), note
     float_head = (rules.PrecisionRule(match="lm_head", bits=32, block_size=32),)
-    assert too_large(SimpleNamespace(plan=tuple(rules.assign(linears, float_head, 8, 32)))) == ""
-    assert too_large(SimpleNamespace(plan=tuple(rules.assign(linears, (), 32, 32)))) == ""
+    assert over_budget(rules.assign(linears, float_head, 8, 32), budget) == ((), "")
+    assert over_budget(rules.assign(linears, (), 32, 32), budget) == ((), "")
 
 
 def test_onnx_runtimes_webnn_graph_past_the_int8_budget_is_refused_in_standard_mode(tiny_folder: Path) -> None:

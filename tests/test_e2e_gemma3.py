@@ -8,11 +8,13 @@ lowering that dropped one of Gemma's op parameters fails its row's kernel check.
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from shared_sweeps import sweep
 from test_e2e_decoder import ONCE
 from test_gemma3 import tiny_gemma_config
 
+from fixed_web_platform.engines.webnn import decoder as webnn_decoder
 from fixed_web_platform.vocabulary import BrowserName, EngineName, Outcome, Platform
 from fixed_web_platform.workloads import DecoderWorkload
 
@@ -27,8 +29,11 @@ def tiny(tmp_path_factory) -> DecoderWorkload:  # noqa: ANN001
 
 
 @pytest.mark.parametrize("browser", [BrowserName.CHROME, BrowserName.FIREFOX])
-def test_tiny_gemma3_is_right_on_every_engine_that_lowers_its_graph(tiny, browser, tmp_path) -> None:  # noqa: ANN001
+def test_tiny_gemma3_is_right_on_every_engine_that_lowers_its_graph(tiny, browser, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """(And the harness's WebNN plan holds a head past one graph's quantized budget in float32, as
+    Gemma 3 270M's: the budget lowered under the tiny head's 1,953,408 elements.)"""
     assert "Attention.window" in tiny.op_needs()
+    monkeypatch.setattr(webnn_decoder, "QUANTIZED_PER_GRAPH", 1_000_000)
     engines = (EngineName.HARNESS, EngineName.ORT, EngineName.TRANSFORMERSJS)
     platforms = (Platform.WEBGPU, Platform.WEBNN, Platform.WASM) if browser is BrowserName.CHROME else \
         (Platform.WEBGPU, Platform.WASM)
@@ -47,6 +52,13 @@ def test_tiny_gemma3_is_right_on_every_engine_that_lowers_its_graph(tiny, browse
         fp32, q4 = rows[(engine, platform, 32)], rows[(engine, platform, 4)]
         assert fp32["next_token_top1"] == 1.0 and fp32["leading_tokens_equal"] == 4, (engine, platform)
         assert q4["kl_mean"] > fp32["kl_mean"], (engine, platform)
+    if browser is BrowserName.CHROME:
+        webnn = rows[("harness", "webnn", 4)]
+        assert ("1 layer held in float32 (lm_head's 4-bit weights, 1,953,408 elements, pass the 1,000,000 one "
+                "WebNN graph may hold") in webnn.reason
+        layers = pd.read_csv(tmp_path / "layers.csv").set_index(["run_id", "layer"])
+        assert layers.loc[(webnn.run_id, "lm_head"), "weight_dtype"] == "float32"
+        assert layers.loc[(webnn.run_id, "model.layers.0.mlp.down_proj"), "weight_dtype"] != "float32"
     tjs = rows[("transformersjs", "wasm", 32)]
     assert tjs.outcome == Outcome.OK, tjs.reason
     assert tjs["next_token_top1"] == 1.0

@@ -37,8 +37,9 @@ RUNNER = "webnn_decoder"
 """The page module (web/engines/webnn_decoder.js)."""
 QUANTIZED_PER_GRAPH = 48_000_000
 """Weight elements of 8/4/2-bit layers one graph may hold (see above). A single layer past it is
-refused before the page: Gemma 3 270M's 8-bit head (262,144 x 640 = 167,772,160 elements) crashed
-Chromium 153's tab (2026-12-03), while its float32 graphs built and ran."""
+held in float32 in standard mode (layers.plan_model): Gemma 3 270M's 8-bit head (262,144 x 640 =
+167,772,160 elements) crashed Chromium 153's tab (2026-12-03), while its float32 graphs built and
+ran."""
 
 
 def segments(p: ops.Pass, plan: Sequence[precision_rules.LayerPrecision]) -> list[list[int]]:
@@ -80,14 +81,8 @@ class WebnnDecoder(LoopRunner):
     def int8_layers(self, prepared: PreparedDecoder) -> list[dict[str, Any]]:
         return prepared.linear_int8() if prepared.act_bits == 8 else []
 
-    def too_large(self, prepared: PreparedDecoder) -> str:
-        big = [lp for lp in prepared.plan if lp.bits <= 8 and lp.layer.k * lp.layer.n > QUANTIZED_PER_GRAPH]
-        if not big:
-            return ""
-        layer = big[0].layer
-        return (f"{layer.name}'s {big[0].bits}-bit weights ({layer.k * layer.n:,} elements) pass the "
-                f"{QUANTIZED_PER_GRAPH:,} one WebNN graph may hold (Chromium's LiteRT backend crashed the tab "
-                f"building such a graph: engines/webnn/decoder.py); float32 runs")
+    def quantized_per_graph(self) -> int:
+        return QUANTIZED_PER_GRAPH
 
     def build(self, prepared: PreparedDecoder, layers: Sequence[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
         workload, cfg = prepared.workload, prepared.config

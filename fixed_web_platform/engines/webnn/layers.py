@@ -31,7 +31,7 @@ from ...precision.webnn_precision import (
     listed,
 )
 from ...run_spec import RunSpec
-from ...vocabulary import Outcome
+from ...vocabulary import Outcome, PrecisionMode
 from ..base import BrowserFacts, EngineJob, Executed, LayerExecuted, Refusal
 from . import context_limits
 from .forms import QDQ_FORM, choose_form
@@ -230,6 +230,8 @@ class ModelPlan:
     """The run's workload, with one exact-name rule per layer where layers run at other bits."""
     act: ActivationPlan | None = None
     """int8 activations: their data type in this context (None: float activations)."""
+    note: str = ""
+    """Layers the plan holds at other bits than the workload's rules (``over_budget``)."""
 
     def graph_options(self, run: RunSpec, plan: Sequence[precision_rules.LayerPrecision],
                       held: Sequence[Any]) -> dict[str, Any]:
@@ -246,16 +248,31 @@ class ModelPlan:
         """The EngineJob fields every WebNN model job fills alike (``held``: the prepared layers):
         why the job differs from the literal request (the browser's own error answers a type it
         does not list; the reason names it)."""
-        notes = self.layers.notes() + ([self.act.note] if self.act and self.act.note else [])
-        return {"note": "; ".join(dict.fromkeys(notes)),
+        notes = [self.note, *self.layers.notes(), *([self.act.note] if self.act and self.act.note else [])]
+        return {"note": "; ".join(dict.fromkeys(filter(None, notes))),
                 "refusal_is_unsupported": self.layers.asks_unlisted or bool(self.act and self.act.asks_unlisted),
                 "details": {"op_support_limits": self.limits, "weight_plans": self.layers.details()},
                 "graph_form": self.form, **self.layers.job_fields(held)}
 
 
-async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str) -> ModelPlan | Refusal:
+def over_budget(plan: Sequence[precision_rules.LayerPrecision], budget: int) -> tuple[tuple[str, ...], str]:
+    """The 8/4/2-bit layers whose weights alone pass ``budget`` quantized elements (what one graph
+    of the page may hold), and what the row says of holding them in float32 ('' for none)."""
+    big = [p for p in plan if p.bits <= 8 and p.layer.k * p.layer.n > budget]
+    if not big:
+        return (), ""
+    first = big[0]
+    return tuple(p.layer.name for p in big), (
+        f"{len(big)} layer{'s' if len(big) > 1 else ''} held in float32 ({first.layer.name}'s {first.bits}-bit "
+        f"weights, {first.layer.k * first.layer.n:,} elements, pass the {budget:,} one WebNN graph may hold: "
+        "Chromium's LiteRT backend crashed the tab building such a graph; --experimental-precision tries it)")
+
+
+async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str,
+                     quantized_per_graph: int | None = None) -> ModelPlan | Refusal:
     """The WebNN context's limits, the graph form and each linear layer's data types for a model
-    run (its workload has ``config()`` and ``rules``), or why it cannot be attempted."""
+    run (its workload has ``config()`` and ``rules``), or why it cannot be attempted. In standard
+    mode a layer whose quantized weights alone pass ``quantized_per_graph`` is held in float32."""
     limits = await context_limits(run, browser)
     if isinstance(limits, Refusal):
         return limits
@@ -265,7 +282,12 @@ async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str) -> 
     act = choose_activation_plan(run.precision_mode, limits) if run.act_bits == 8 else None
     if act is not None and act.unsupported:
         return Refusal(Outcome.UNSUPPORTED, f"int8 activations: {act.unsupported}", {"op_support_limits": limits})
-    workload = run.workload
+    workload, note = run.workload, ""
+    if quantized_per_graph is not None and run.precision_mode is PrecisionMode.STANDARD:
+        asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.weight_block)
+        big, note = over_budget(asked, quantized_per_graph)
+        if big:
+            workload = dataclasses.replace(workload, rules=precision_rules.float32_first(big, workload.rules))
     if act is not None and form == QDQ_FORM and hasattr(workload, "int8_outputs_held"):
         workload = workload.int8_outputs_held(run.bits, run.weight_block, run.seed, run.observer)
     asked = precision_rules.assign(workload.config().linear_layers(), workload.rules, run.bits, run.weight_block)
@@ -274,4 +296,4 @@ async def plan_model(run: RunSpec, browser: BrowserFacts, default_form: str) -> 
         return plans
     if plans.executed_rules is not None:
         workload = dataclasses.replace(workload, rules=plans.executed_rules)
-    return ModelPlan(limits, form, plans, workload, act)
+    return ModelPlan(limits, form, plans, workload, act, note)

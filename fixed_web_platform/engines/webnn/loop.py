@@ -13,7 +13,6 @@ from typing import Any
 from ...page_protocol import PageReply
 from ...precision.quantizers import QUANTIZERS
 from ...run_spec import RunSpec, TimingConfig
-from ...vocabulary import Outcome
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
 from .forms import MODEL_FORM
 from .layers import ModelPlan, executed, plan_model
@@ -39,20 +38,17 @@ class LoopRunner(KindRunner):
         order; none where the kind has no int8 activations."""
         return []
 
-    def too_large(self, prepared: Any) -> str:
-        """Why the page could not build the prepared model's graphs, known before it loads ('' if
-        it can)."""
-        return ""
+    def quantized_per_graph(self) -> int | None:
+        """Weight elements of 8/4/2-bit layers one of the page's graphs may hold (None: no limit);
+        a layer past it alone is held in float32 (layers.plan_model)."""
+        return None
 
     async def job(self, engine: Engine, run: RunSpec, timing: TimingConfig,
                   browser: BrowserFacts) -> EngineJob | Refusal:
-        plan = await plan_model(run, browser, MODEL_FORM)
+        plan = await plan_model(run, browser, MODEL_FORM, self.quantized_per_graph())
         if isinstance(plan, Refusal):
             return plan
         prepared = self.prepare(run, plan)
-        why = self.too_large(prepared)
-        if why:
-            return Refusal(Outcome.UNSUPPORTED, why)
         options, tensors = self.build(prepared, [p.layer.name for p in prepared.plan])
         options = plan.graph_options(run, prepared.plan, prepared.held.layers) | options
         int8 = self.int8_layers(prepared)
