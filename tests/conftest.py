@@ -80,3 +80,13 @@ def no_browser(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for name in ("new_results_dir", "ResultWriter", "execute"):
         monkeypatch.setattr(sweep_module, name, refuse)
+
+
+def held_in_float32(layers, row, floats: set[str], form: str) -> None:  # noqa: ANN001 - a layers.csv frame, a row
+    """A fused-form W8A8 row's layers.csv: exactly the ``floats`` layers held in float32 with float
+    inputs, every other layer in ``form`` (int8, QDQ8)."""
+    held = layers[layers.run_id == row.run_id].set_index("layer")
+    held["weight_dtype"] = held.weight_dtype.str.split("@").str[0]  # ORT's say where they ran
+    assert set(held.index[held.act_dtype == ""]) == floats
+    assert set(held.weight_dtype[list(floats)]) == {"float32"}
+    assert set(held.drop(index=list(floats)).weight_dtype) == {form}

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import report_reads_well
+from conftest import held_in_float32, report_reads_well
 from shared_sweeps import sweep
 from test_decoder import tiny_hf_config
 
@@ -211,11 +211,7 @@ def test_tiny_decoder_w8a8_on_webnn_runs_the_fused_form_and_is_kernel_checked(ti
         assert row.act_scale == "per-token" and f"int8 inputs scaled per token in {int8} layers" in row.reason
         assert f"{len(misses)} layers held in float32 by exact-name rules (those whose int8 outputs miss the 42 dB " \
                "floor" in row.reason
-        held = layers[layers.run_id == row.run_id].set_index("layer")
-        held["weight_dtype"] = held.weight_dtype.str.split("@").str[0]  # ORT's say where they ran
-        assert set(held.index[held.act_dtype == ""]) == misses
-        assert set(held.weight_dtype[list(misses)]) == {"float32"}
-        assert set(held.drop(index=list(misses)).weight_dtype) == {form}
+        held_in_float32(layers, row, misses, form)
     assert f"int8 outputs (the fused form) in {int8} of 15 linear layers" in rows[("harness", "webnn")].reason
     assert rows[("ort", "wasm")].weight_format == "mixed:QDQ8+float32"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import require_browser
+from conftest import held_in_float32, require_browser
 from speech_models import tiny_whisper
 
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
@@ -141,10 +141,6 @@ def test_chrome_runs_w8a8_whisper_on_webnn_in_the_fused_form(chrome, tmp_path, m
         assert f"{len(misses)} layers held in float32 by exact-name rules (those whose int8 outputs miss the 42 dB " \
                "floor" in row.reason
         assert "int8 activations, stage by stage: the first logits against the float64 decoder" in row.reason
-        held = layers[layers.run_id == row.run_id].set_index("layer")
-        held["weight_dtype"] = held.weight_dtype.str.split("@").str[0]  # ORT's say where they ran
-        assert set(held.index[held.act_dtype == ""]) == misses
-        assert set(held.weight_dtype[list(misses)]) == {"float32"}
-        assert set(held.drop(index=list(misses)).weight_dtype) == {form}
+        held_in_float32(layers, row, misses, form)
     assert f"int8 outputs (the fused form) in {int8} of {linears} linear layers" in rows[("harness", "webnn")].reason
     assert rows[("ort", "wasm")].weight_format == "mixed:QDQ8+float32"

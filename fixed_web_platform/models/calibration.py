@@ -201,8 +201,8 @@ def held_note(plan: Sequence[LayerPrecision], inputs: type[CalibrationInputs]) -
     """What a fused-form run says of its layers held in float32 by exact-name rules ('' for none)."""
     floats = sum(1 for p in plan if p.bits == 32 and p.rule == p.layer.name)
     return (f"{floats} layers held in float32 by exact-name rules (those whose int8 outputs miss the "
-            f"{inputs.out_min_sqnr_db:g} dB floor, the workload's int8_outputs_held, and any the run's own rules "
-            "name)") if floats else ""
+            f"{inputs.out_min_sqnr_db:g} dB floor, by the workload's int8_outputs_held, and any the run's own "
+            "rules or the engine's plan name)") if floats else ""
 
 
 def _counted(x: np.ndarray, counted: list[np.ndarray | None]) -> np.ndarray:
