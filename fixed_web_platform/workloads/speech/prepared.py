@@ -187,7 +187,6 @@ class PreparedSpeech(HeldModelFacts):
     def kernel_problem(self, judged: np.ndarray) -> str:
         return ""  # staged_check asks
 
-
     def staged_check(self, outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, str]:
         """The first logits' reference and any fault: with int8 activations the float64 decoder on
         the page's own encoder output, which must lie within ``Int8Stages.encoder_floor`` of the
