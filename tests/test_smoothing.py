@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -16,7 +16,7 @@ from test_gemma3 import tiny_gemma_config
 
 from fixed_web_platform.architectures.gemma3 import GEMMA3
 from fixed_web_platform.architectures.llama import LLAMA
-from fixed_web_platform.models import calibration, smoothing
+from fixed_web_platform.models import calibration, rules, smoothing
 from fixed_web_platform.models.source import LoadedModel
 
 Q = "model.layers.0.self_attn.q_proj"
@@ -108,3 +108,20 @@ def test_whispers_layer_norms_take_the_division_with_their_biases(tmp_path) -> N
 
     before, after = run(model.weights), run(smoothed.weights)
     assert np.abs(after - before).max() <= 1e-4 * np.abs(before).max()
+
+
+@dataclass(frozen=True)
+class FloorRows(RandomRows):
+    out_min_sqnr_db: ClassVar[float] = 10.0
+    per_token: ClassVar[bool] = True
+
+
+def test_output_calibration_is_cached_by_its_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind's floor is a class attribute that a benchmark or a test sets apart in one process
+    (benchmarks/whisper_int8_floor.py): what was calibrated at another floor is not reused."""
+    model, rows = _tiny(LLAMA), FloorRows(LLAMA.config(tiny_hf_config(), "tiny").vocab)
+    plan = rules.assign(model.config.linear_layers(), (), 8, 0)
+    names = tuple(p.layer.name for p in plan)
+    assert calibration.output_misses(model, rows, plan, "minmax") == ()  # every output holds 10 dB
+    monkeypatch.setattr(FloorRows, "out_min_sqnr_db", 200.0)
+    assert calibration.output_misses(model, rows, plan, "minmax") == names  # none holds 200

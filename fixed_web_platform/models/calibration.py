@@ -403,11 +403,18 @@ def _sqnr_db(rms: float, scale: float) -> float:
     return float(20 * np.log10(max(rms, 1e-30) * np.sqrt(12) / scale))
 
 
-@functools.lru_cache(maxsize=8)
 def calibrate_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: str,
                       layers: tuple[str, ...]) -> dict[str, OutputQuant | None]:
     """Int8 parameters of each named layer's x @ W^T over ``inputs``' counted positions, or None
     where int8 cannot hold it (``_output_params``)."""
+    return _calibrated_outputs(model, inputs, observer, layers, inputs.out_min_sqnr_db)
+
+
+@functools.lru_cache(maxsize=8)
+def _calibrated_outputs(model: LoadedModel, inputs: CalibrationInputs, observer: str, layers: tuple[str, ...],
+                        floor: float) -> dict[str, OutputQuant | None]:
+    """``calibrate_outputs``, cached by the floor too (a kind's floor is a class attribute that a
+    benchmark or a test may set apart)."""
     ranges = _OutputRanges(layers, inputs.per_token)
     _run(model, inputs, layers, ranges.hooks)
     return _output_params(ranges, model, inputs, observer)
@@ -462,8 +469,10 @@ def _output_params(ranges: _OutputRanges, model: LoadedModel, inputs: Calibratio
 
 @per_configuration(maxsize=2)
 def _inputs_and_outputs(model: LoadedModel, inputs: CalibrationInputs, in_layers: tuple[str, ...],
-                        out_layers: tuple[str, ...]) -> tuple[dict[str, ActivationQuant], dict[str, OutputQuant | None]]:
-    """``calibrate`` and ``calibrate_outputs`` with the minmax observer, in one pass."""
+                        out_layers: tuple[str, ...], floor: float
+                        ) -> tuple[dict[str, ActivationQuant], dict[str, OutputQuant | None]]:
+    """``calibrate`` and ``calibrate_outputs`` with the minmax observer, in one pass (``floor``:
+    ``inputs.out_min_sqnr_db``, in the cache's key)."""
     observed, ranges = _InputObservers(MINMAX, in_layers), _OutputRanges(out_layers, inputs.per_token)
     _run(model, inputs, tuple(dict.fromkeys(in_layers + out_layers)),
          lambda modules, counted: observed.hooks(modules, counted) + ranges.hooks(modules, counted),
@@ -492,7 +501,7 @@ def int8_parameters(model: LoadedModel, inputs: CalibrationInputs, plan: tuple[L
         every = calibrate_outputs(model, inputs, observer, tuple(p.layer.name for p in plan)) if eight else {}
         outs = {name: every[name] for name in eight}
     elif eight and observer == MINMAX:  # one pass of the float model gives both
-        params, outs = _inputs_and_outputs(model, inputs, in_layers, eight)
+        params, outs = _inputs_and_outputs(model, inputs, in_layers, eight, inputs.out_min_sqnr_db)
     else:
         params = calibrate(model, inputs, observer, in_layers)
         outs = calibrate_outputs(model, inputs, observer, eight) if eight else {}

@@ -37,6 +37,7 @@ from ...models import rules, smoothing, source
 from ...models.quantized import HeldModel, hold_model
 from ...precision import quant
 from ...precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
+from ...prepared_caches import per_configuration
 from ..base import HeldModelFacts, SavedOutputs, TensorSpec
 from ..int8_activations import Int8Check, flip_floor, int8_check
 from . import accuracy, audio, calibration
@@ -298,7 +299,7 @@ def fp32_references(model: source.LoadedModel, workload: SpeechWorkload) -> tupl
     return first_encoder, first_logits, tuple(transcripts)
 
 
-@functools.lru_cache(maxsize=4)
+@per_configuration(maxsize=4)
 def prepare_speech(workload: SpeechWorkload, bits: int, block_size: int, seed: int,
                    unsigned: bool = False, weight_quant: str = DEFAULT_QUANTIZER, act_bits: int = 32,
                    observer: str = "", out_int8: bool = False) -> PreparedSpeech:
