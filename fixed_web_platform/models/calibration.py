@@ -496,7 +496,7 @@ def int8_parameters(model: LoadedModel, inputs: CalibrationInputs, plan: tuple[L
     eight = tuple(p.layer.name for p in plan if p.bits == 8 and p.layer.name in in_layers) if out_int8 else ()
     if inputs.per_token:  # nothing to calibrate in front: each token's scale is its own
         params = dict.fromkeys(in_layers, PER_TOKEN)
-        # every layer's outputs, as workloads/decoder/int8.int8_output_misses asks before planning
+        # every layer's outputs, as workloads/int8_activations.output_misses asks before planning
         # (each layer's are its own): one pass of the float model serves both
         every = calibrate_outputs(model, inputs, observer, tuple(p.layer.name for p in plan)) if eight else {}
         outs = {name: every[name] for name in eight}

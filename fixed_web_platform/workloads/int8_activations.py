@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..architectures import ActQuant
+from ..models import calibration, rules, smoothing, source
 from ..precision.quant import error_metrics
+from ..prepared_caches import per_configuration
 
 FLIP_PERTURBATION = 1e-6
 """Relative noise on every weight of the perturbed references: ten times what float32 arithmetic
@@ -78,3 +81,21 @@ def flip_floor(forward: Forward, weights: Mapping[str, np.ndarray], act: ActQuan
 def int8_check(forward: Forward, weights: Mapping[str, np.ndarray], act: ActQuant, reference: np.ndarray) -> Int8Check:
     """The check of a run whose int8-activation reference is ``reference`` (``forward(weights, act)``)."""
     return Int8Check(flip_floor(forward, weights, act, reference), forward(weights, None))
+
+
+def smoothed_model(workload: Any, seed: int, inputs: calibration.CalibrationInputs) -> source.LoadedModel:
+    """The float model a workload's int8 activations are calibrated on: its model smoothed on its
+    calibration ``inputs`` (models/smoothing.py)."""
+    resolved = source.resolve(workload.model, workload.random_weights)
+    return smoothing.smoothed(source.load(resolved, workload.random_weights, seed), inputs)
+
+
+@per_configuration(maxsize=4)
+def output_misses(workload: Any, inputs: calibration.CalibrationInputs, bits: int, block_size: int, seed: int,
+                  observer: str) -> tuple[str, ...]:
+    """The 8-bit layers of a generating workload's plan whose x @ W^T int8 cannot hold at
+    ``inputs``' floor (models/calibration.output_misses), on its smoothed model: what its
+    ``int8_outputs_held`` holds in float32."""
+    model = smoothed_model(workload, seed, inputs)
+    plan = rules.assign(model.config.linear_layers(), workload.rules, bits, block_size)
+    return calibration.output_misses(model, inputs, plan, observer)

@@ -6,23 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...models import calibration, rules, smoothing, source
-from ...prepared_caches import per_configuration
+from ...models import calibration, source
+from ..int8_activations import output_misses, smoothed_model
+
+
+def calibration_rows() -> calibration.DecoderRows:
+    return calibration.DecoderRows(calibration.builtin_calibration_texts())
 
 
 def int8_model(workload: Any, seed: int) -> tuple[source.LoadedModel, calibration.DecoderRows]:
-    """The float model a decoder's int8 activations are calibrated on (smoothed: models/smoothing.py)
-    and its calibration inputs."""
-    resolved = source.resolve(workload.model, workload.random_weights)
-    texts = calibration.DecoderRows(calibration.builtin_calibration_texts())
-    return smoothing.smoothed(source.load(resolved, workload.random_weights, seed), texts), texts
+    """The float model a decoder's int8 activations are calibrated on (smoothed) and its
+    calibration inputs."""
+    texts = calibration_rows()
+    return smoothed_model(workload, seed, texts), texts
 
 
-@per_configuration(maxsize=4)
-def int8_output_misses(workload: Any, bits: int, block_size: int, seed: int,
-                       observer: str) -> tuple[str, ...]:
-    """The 8-bit layers whose x @ W^T int8 cannot hold at the decoder's floor
-    (models/calibration.output_misses)."""
-    model, texts = int8_model(workload, seed)
-    plan = rules.assign(model.config.linear_layers(), workload.rules, bits, block_size)
-    return calibration.output_misses(model, texts, plan, observer)
+def int8_output_misses(workload: Any, bits: int, block_size: int, seed: int, observer: str) -> tuple[str, ...]:
+    """The 8-bit layers whose x @ W^T int8 cannot hold at the decoder's floor."""
+    return output_misses(workload, calibration_rows(), bits, block_size, seed, observer)

@@ -19,10 +19,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...architectures.whisper import torch_module
-from ...models import rules, smoothing, source
-from ...models.calibration import builtin_calibration_texts, input_moments, output_misses
+from ...models.calibration import builtin_calibration_texts, input_moments
 from ...models.source import LoadedModel
-from ...prepared_caches import per_configuration
+from ..int8_activations import output_misses, smoothed_model
 from . import audio
 
 
@@ -74,17 +73,12 @@ def clip_moments(model: LoadedModel, max_tokens: int, layers: tuple[str, ...],
 
 
 def int8_model(workload: Any, seed: int) -> tuple[LoadedModel, SpeechClips]:
-    """The float model a speech workload's int8 activations are calibrated on (smoothed:
-    models/smoothing.py) and its calibration inputs (``workload``: a SpeechWorkload)."""
+    """The float model a speech workload's int8 activations are calibrated on (smoothed) and its
+    calibration inputs (``workload``: a SpeechWorkload)."""
     clips = SpeechClips(workload.max_tokens)
-    resolved = source.resolve(workload.model, workload.random_weights)
-    return smoothing.smoothed(source.load(resolved, workload.random_weights, seed), clips), clips
+    return smoothed_model(workload, seed, clips), clips
 
 
-@per_configuration(maxsize=4)
 def int8_output_misses(workload: Any, bits: int, block_size: int, seed: int, observer: str) -> tuple[str, ...]:
-    """The 8-bit layers whose x @ W^T int8 cannot hold at SpeechClips' floor
-    (models/calibration.output_misses)."""
-    model, clips = int8_model(workload, seed)
-    plan = rules.assign(model.config.linear_layers(), workload.rules, bits, block_size)
-    return output_misses(model, clips, plan, observer)
+    """The 8-bit layers whose x @ W^T int8 cannot hold at SpeechClips' floor."""
+    return output_misses(workload, SpeechClips(workload.max_tokens), bits, block_size, seed, observer)
