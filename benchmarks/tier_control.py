@@ -53,7 +53,7 @@ def sweep(out: Path, args: list[str]) -> None:
 def browsers_asked(args: list[str]) -> list[str]:
     """The browsers the main command would run with these arguments (its own parser, its default)."""
     known, _ = build_parser().parse_known_args(args)
-    return [b.value for b in known.browser]
+    return [str(b) for b in known.browser]
 
 
 def pinned_args(args: list[str]) -> list[str] | None:

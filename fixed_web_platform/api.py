@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from . import sweep
-from .browsers.products import parse_browser_args, parse_browser_prefs
+from .browsers.products import browser_choice, parse_browser_args, parse_browser_prefs
+from .engines.registry import engine_choice
 from .harness.runner import SweepOptions
 from .harness.server import LOOPBACK
 from .plan import DEFAULT_OBSERVER, build_plan, check_engines_fit, default_engines
@@ -25,8 +26,6 @@ from .progress import PlainProgress
 from .run_spec import DEFAULT_TIMING, MODEL_TIMING, TimingConfig
 from .vocabulary import (
     DEFAULT_BLOCK_SIZE,
-    BrowserName,
-    EngineName,
     Platform,
     PrecisionMode,
     experimental_precision_default,
@@ -106,10 +105,10 @@ async def run_real_test(
         raise ValueError("mixed precision, precision rules and calibration texts go with a model (model=...)")
     else:
         workloads = [parse_shape(s) for s in shapes] if shapes else list(DEFAULT_WORKLOADS)
-    named = [parse_enum(EngineName, e, "engine") for e in _as_list(engines)] if engines else []
+    named = [engine_choice(e) for e in _as_list(engines)] if engines else []
     check_engines_fit(named, workloads)
     plan = build_plan(
-        [parse_enum(BrowserName, b, "browser") for b in _as_list(browser)],
+        [browser_choice(b) for b in _as_list(browser)],
         [parse_enum(Platform, p, "platform") for p in _as_list(platforms)],
         workloads,
         _as_list(bits),

@@ -18,7 +18,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from .engines.registry import engine_for, engines_for_platform, kinds_run_by, planned_refusal
+from .browsers.products import BrowserChoice, browser_choice
+from .engines.builds import EngineChoice
+from .engines.registry import engine_choice, engine_for, engines_for_platform, kinds_run_by, planned_refusal
 from .engines.ort import check_buffer_cache
 from .engines.webnn.forms import QDQ_FORM, check_form
 from .formats import transformersjs_folder
@@ -58,12 +60,12 @@ def default_engines(workloads: Sequence[Workload]) -> list[EngineName]:
 
 
 def build_plan(
-    browsers: Sequence[BrowserName],
+    browsers: Sequence[BrowserName | BrowserChoice | str],
     platforms: Sequence[Platform],
     workloads: Sequence[Workload],
     bits: Sequence[int],
     *,
-    engines: Sequence[EngineName] = (EngineName.HARNESS,),
+    engines: Sequence[EngineName | EngineChoice | str] = (EngineName.HARNESS,),
     repetitions: int = 1,
     block_size: int = DEFAULT_BLOCK_SIZE,
     precision_mode: PrecisionMode = PrecisionMode.STANDARD,
@@ -90,7 +92,11 @@ def build_plan(
     own rule: one run each, whatever the quantizers); an engine that cannot hold a quantizer's bytes
     refuses its runs. ``buffer_cache`` (ONNX Runtime's WebGPU storage-buffer cache modes; none: its
     default) multiplies the runs of engines that take one (ORT and transformers.js on WebGPU). ``dtypes`` (--dtype) keeps, of the weight formats of engines that name theirs
-    by dtype (transformers.js), those it names."""
+    by dtype (transformers.js), those it names. A browser or an engine may be named with a
+    build (``chrome@chromium``, ``ort@1.31``: browsers/products.browser_choice,
+    engines/registry.engine_choice), each its own runs side by side: an engine's builds run in the
+    same browser session, one after another (page loads interleaved), a browser's in sessions of
+    their own, round after round."""
     if repetitions < 1:
         raise ValueError(f"repetitions must be at least 1, got {repetitions}")
     if webnn_device not in WEBNN_DEVICES:
@@ -98,6 +104,8 @@ def build_plan(
     if block_size <= 0:
         raise ValueError(f"block size must be positive, got {block_size}")
     bits = [parse_bits(b) for b in bits]
+    browsers = list(dict.fromkeys(browser_choice(b) for b in browsers))
+    engines = list(dict.fromkeys(engine_choice(e) for e in engines))
     act_bits = list(dict.fromkeys(int(a) for a in act_bits))
     observers = list(dict.fromkeys([observer] if isinstance(observer, str) else observer))
     unknown = [a for a in act_bits if a not in ACT_BITS]
@@ -135,9 +143,8 @@ def build_plan(
         for b in bits:
             for g in granularities:
                 workload.validate(b, block_for(g, block_size))
-    pairs = [(e, p) for e in dict.fromkeys(engines) for p in dict.fromkeys(platforms)
-             if engine_for(e, p) is not None]
-    if caches and not any(engine_for(e, p).buffer_caches(caches) != ("",) for e, p in pairs):
+    pairs = [(e, p) for e in engines for p in dict.fromkeys(platforms) if engine_for(e.name, p) is not None]
+    if caches and not any(engine_for(e.name, p).buffer_caches(caches) != ("",) for e, p in pairs):
         raise ValueError(f"--buffer-cache {caches[0]} sets ONNX Runtime's WebGPU buffer cache: add --engine ort or "
                          "transformersjs and --platform webgpu")
     for platform in dict.fromkeys(platforms):
@@ -146,7 +153,7 @@ def build_plan(
             raise ValueError(f"no chosen engine runs platform {platform} (engines that do: {runs_it})")
     runs: list[RunSpec] = []
     for rep in range(repetitions):
-        for browser in dict.fromkeys(browsers):
+        for browser in browsers:
             for workload in dict.fromkeys(workloads):
                 for b in dict.fromkeys(bits):
                     activations = [(a, o) for a in act_bits for o in (observers if a != 32 else [""])
@@ -157,7 +164,7 @@ def build_plan(
                         if group != DEFAULT_GRANULARITY and wq != quants[0]:
                             continue  # per-channel weights are symmetric minmax (precision/held.py): once
                         for engine, platform in pairs:
-                            runner = engine_for(engine, platform)
+                            runner = engine_for(engine.name, platform)
                             assert runner is not None
                             formats = runner.weight_formats(workload, b, acts)
                             if runner.held_on_request and not (chosen or HELD_FORMAT in dtypes):
@@ -170,7 +177,8 @@ def build_plan(
                                 if not coded and wq != quants[0]:
                                     continue  # a named format (wllama's GGUF types) rounds by its own rule: once
                                 run = RunSpec(
-                                    run_id=len(runs), browser=browser, engine=engine, platform=platform,
+                                    run_id=len(runs), browser=browser.name, browser_build=browser.build,
+                                    engine=engine.name, engine_build=engine.build, platform=platform,
                                     workload=workload, bits=b, block_size=block_size, repetition=rep,
                                     precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
                                     act_bits=acts, observer=obs, weight_format=fmt, granularity=group,
@@ -181,14 +189,14 @@ def build_plan(
     return runs
 
 
-def check_engines_fit(engines: Sequence[EngineName], workloads: Sequence[Workload]) -> None:
+def check_engines_fit(engines: Sequence[EngineName | EngineChoice | str], workloads: Sequence[Workload]) -> None:
     """ValueError when an engine the user named runs none of the sweep's workload kinds on any
     platform (a column of refused rows nobody meant to ask for: transformers.js on the default
     sweep's matmuls). The CLI and the API call it on the engines they were given; ``build_plan``
     itself plans such runs as refused, and an engine that runs a kind elsewhere but not on a chosen
     platform plans refused rows that say so (a nightly matrix cell)."""
     kinds = list(dict.fromkeys(w.kind for w in workloads))
-    for engine in dict.fromkeys(engines):
+    for engine in dict.fromkeys(engine_choice(e).name for e in engines):
         runs = kinds_run_by(engine)
         if not set(kinds) & set(runs):
             hint = ": name a model with --model" if kinds == ["matmul"] else ""

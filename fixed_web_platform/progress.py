@@ -17,7 +17,7 @@ def describe(run: RunSpec) -> str:
     fmt = f" {run.weight_format}" if run.weight_format else ""
     fmt += f" {run.weight_quant}" if run.weight_quant != DEFAULT_QUANTIZER else ""
     fmt += f" cache:{run.buffer_cache}" if run.buffer_cache else ""
-    return f"{run.browser} {run.engine}/{run.platform} {run.bits}-bit{fmt} {run.workload.label}"
+    return f"{run.browser_key} {run.engine_key}/{run.platform} {run.bits}-bit{fmt} {run.workload.label}"
 
 
 def result_line(index: int, total: int, run: RunSpec, row: ResultRow) -> str:

@@ -209,6 +209,12 @@ class RunSpec:
     """MLContext deviceType for WebNN runs (cpu, gpu or npu); unused elsewhere."""
     engine: EngineName = EngineName.HARNESS
     """Who builds the work: the harness's kernels/graphs or ONNX Runtime Web."""
+    engine_build: str = ""
+    """The engine release asked for (``--engine ort@1.31.0-dev...``: engines/builds.py), as its
+    version; '' for the engine's default build (and for the harness's own engines)."""
+    browser_build: str = ""
+    """The browser binary asked for (``--browser chrome@chromium``: a product's named build, or a
+    path); '' for the one discovery finds. The rows say which version it was."""
     act_bits: int = 32
     """Activation precision: 32 (float) or 8 (int8, statically calibrated: W8A8 / W4A8)."""
     observer: str = ""
@@ -246,6 +252,16 @@ class RunSpec:
         return block_for(self.granularity, self.block_size)
 
     @property
+    def browser_key(self) -> str:
+        """The browser as one of a sweep's browser sessions is keyed: 'chrome', 'chrome@chromium'."""
+        return f"{self.browser}@{self.browser_build}" if self.browser_build else str(self.browser)
+
+    @property
+    def engine_key(self) -> str:
+        """The engine and the build asked for: 'ort', 'ort@1.31.0-dev...'."""
+        return f"{self.engine}@{self.engine_build}" if self.engine_build else str(self.engine)
+
+    @property
     def label(self) -> str:
         acts = f" a{self.act_bits} {self.observer}" if self.act_bits != 32 else ""
         fmt = f" {self.weight_format}" if self.weight_format else ""
@@ -253,7 +269,7 @@ class RunSpec:
         group += f" {self.weight_quant}" if self.weight_quant != DEFAULT_QUANTIZER else ""
         form = f" [{self.graph_form}]" if self.graph_form else ""
         form += f" cache:{self.buffer_cache}" if self.buffer_cache else ""
-        return (f"{self.browser}/{self.engine}/{self.platform} {self.bits}-bit{fmt}{group}{acts}{form} "
+        return (f"{self.browser_key}/{self.engine_key}/{self.platform} {self.bits}-bit{fmt}{group}{acts}{form} "
                 f"{self.workload.label} rep{self.repetition}")
 
     def to_json(self) -> dict[str, Any]:

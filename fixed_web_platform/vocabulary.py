@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import os
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 """Version of the result files (results.csv, samples.jsonl, environment.json, plan.json).
 v3: engine and executed_on columns, the ``error`` outcome, ORT thread count.
 v4: whole-model columns (model, weights, batch_size, ... top1_agreement), layers.csv, outputs/.
@@ -51,7 +51,10 @@ v16: decoders' ``fp32_activation_peak`` and ``fp16_overflow`` (did a float16 eng
 v17: ``act_smoothing`` (how int8 activations were smoothed before calibration: SmoothQuant's
     alpha, models/smoothing.py). Older folders read blank (none).
 v18: ``act_scale`` (int8 inputs scaled 'per-tensor' or 'per-token'). Older folders read blank
-    (per-tensor where act_bits is 8)."""
+    (per-tensor where act_bits is 8).
+v19: ``browser_build`` and ``engine_build`` (the browser binary and the engine release asked for:
+    ``--browser chrome@chromium``, ``--engine ort@1.31.0-dev...``), settings. Older folders read
+    blank (the default binary and build)."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""

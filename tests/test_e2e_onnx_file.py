@@ -16,7 +16,7 @@ import pytest
 from conftest import require_browser
 from onnx_models import tiny_classifier
 
-from fixed_web_platform.engines.ort import ORT_WEB_DIR
+from fixed_web_platform.engines.ort import DEFAULT_ORT
 from fixed_web_platform import sweep
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
@@ -33,7 +33,7 @@ PLATFORMS = [Platform.WEBGPU, Platform.WEBNN, Platform.WASM]
 
 def _sweep(browser: BrowserName, out: Path) -> tuple[list, dict]:  # noqa: ANN401
     require_browser(browser)
-    assert (ORT_WEB_DIR / "ort.webgpu.min.mjs").is_file(), "run scripts/setup.sh first"
+    assert (DEFAULT_ORT.directory / "ort.webgpu.min.mjs").is_file(), "run scripts/setup.sh first"
     # saved as onnx.save writes models over 2 GB: the fp32 variant (the file as given) loads its
     # weights from the data file beside it; the variants the harness makes are single files
     model = tiny_classifier(out.parent / f"tiny-{browser}.onnx", external_data=True)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from conftest import require_browser
 
-from fixed_web_platform.engines.ort import ORT_WEB_DIR
+from fixed_web_platform.engines.ort import DEFAULT_ORT
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.plan import TimingConfig, build_plan
 from fixed_web_platform.report.render import build_report
@@ -27,7 +27,7 @@ BITS = (32, 16, 8, 4, 2)
 
 def _sweep(browser: BrowserName, platforms, out: Path):  # noqa: ANN001, ANN202
     require_browser(browser)
-    assert (ORT_WEB_DIR / "ort.webgpu.min.mjs").is_file(), "run scripts/setup.sh first"
+    assert (DEFAULT_ORT.directory / "ort.webgpu.min.mjs").is_file(), "run scripts/setup.sh first"
     plan = build_plan([browser], platforms, [SMALL], BITS, engines=[EngineName.HARNESS, EngineName.ORT])
     rows = asyncio.run(run_sweep(plan, ResultWriter(out), SweepOptions(timing=QUICK)))
     return plan, rows

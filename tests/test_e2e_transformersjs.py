@@ -18,7 +18,7 @@ from speech_models import tiny_whisper
 from test_decoder import tiny_hf_config
 from test_transformersjs import tiny_bert, users_folder
 
-from fixed_web_platform.engines.transformersjs import TJS_DIR, TJS_MODULE, folders
+from fixed_web_platform.engines.transformersjs import TJS_BUILDS, TJS_MODULE, folders
 from fixed_web_platform import sweep
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.models import source
@@ -51,7 +51,7 @@ def _tiny_llama(folder: Path) -> DecoderWorkload:
 
 def _sweep(browser: BrowserName, out: Path) -> dict:
     require_browser(browser)
-    assert (TJS_DIR / TJS_MODULE).is_file(), "run scripts/setup.sh first"
+    assert (TJS_BUILDS[0].directory / TJS_MODULE).is_file(), "run scripts/setup.sh first"
     encoder = EncoderWorkload.create(str(tiny_bert(out.parent / "tiny-bert")), batch_size=2, seq_len=8,
                                      random_weights=True)
     decoder = _tiny_llama(out.parent / "tiny-llama")

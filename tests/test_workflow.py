@@ -218,7 +218,7 @@ def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, 
     # Spelled out in full: argparse would also take an abbreviation that a new flag can break.
     assert set(flags) <= set(parser._option_string_actions), flags
     args = parser.parse_args(argv)
-    assert [b.value for b in args.browser] == [browser]
+    assert [str(b) for b in args.browser] == [browser]
     assert args.platform == [platform]
     assert args.bits == [int(b) for b in ALL_BITS]
     assert args.output_dir == Path("results/nightly/model" if model else "results/nightly")

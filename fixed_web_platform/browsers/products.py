@@ -55,6 +55,9 @@ class BrowserProduct:
     prefs: tuple[tuple[str, object], ...] = ()
     fallback_driver_kind: DriverKind | None = None
     """Used when none of ``drivers`` is installed (Firefox falls back to Marionette)."""
+    builds: tuple[tuple[str, str], ...] = ()
+    """Named builds a sweep may run side by side (``--browser chrome@chromium``): name -> binary
+    (an absolute path or a name looked up on PATH)."""
 
 
 PRODUCTS: dict[BrowserName, BrowserProduct] = {
@@ -71,6 +74,9 @@ PRODUCTS: dict[BrowserName, BrowserProduct] = {
         driver_kind=DriverKind.CHROMEDRIVER,
         install_hint="run scripts/setup.sh (apt-get install chromium chromium-driver)",
         args=CHROMIUM_ARGS,
+        builds=(("webnn", str(WEBNN_CHROMIUM_LAUNCHER)), ("chromium", "chromium"),
+                ("stable", "google-chrome-stable"), ("beta", "google-chrome-beta"),
+                ("dev", "google-chrome-unstable")),
     ),
     BrowserName.EDGE: BrowserProduct(
         name=BrowserName.EDGE,
@@ -79,6 +85,8 @@ PRODUCTS: dict[BrowserName, BrowserProduct] = {
         driver_kind=DriverKind.MSEDGEDRIVER,
         install_hint="install Microsoft Edge and msedgedriver (not packaged for Debian)",
         args=CHROMIUM_ARGS,
+        builds=(("stable", "microsoft-edge-stable"), ("beta", "microsoft-edge-beta"),
+                ("dev", "microsoft-edge-dev")),
     ),
     BrowserName.FIREFOX: BrowserProduct(
         name=BrowserName.FIREFOX,
@@ -89,6 +97,7 @@ PRODUCTS: dict[BrowserName, BrowserProduct] = {
         install_hint="run scripts/setup.sh (apt-get install firefox-esr)",
         prefs=FIREFOX_PREFS,
         fallback_driver_kind=DriverKind.MARIONETTE,
+        builds=(("esr", "firefox-esr"), ("nightly", "firefox-nightly")),
     ),
     BrowserName.SAFARI: BrowserProduct(
         name=BrowserName.SAFARI,
@@ -98,6 +107,44 @@ PRODUCTS: dict[BrowserName, BrowserProduct] = {
         install_hint="Safari exists only on macOS (enable 'Allow Remote Automation')",
     ),
 }
+
+
+@dataclass(frozen=True)
+class BrowserChoice:
+    """A browser as a sweep names it: ``chrome``, or ``chrome@BUILD`` for one of its binaries (a
+    named build of its product, or a path); '' the one discovery finds."""
+
+    name: BrowserName
+    build: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.build}" if self.build else str(self.name)
+
+    def binary(self) -> str:
+        """The binary the build names (a path, or a name to look up on PATH); '' for discovery's."""
+        if not self.build or "/" in self.build:
+            return self.build
+        return dict(PRODUCTS[self.name].builds)[self.build]
+
+
+def browser_choice(value: BrowserName | BrowserChoice | str) -> BrowserChoice:
+    """A browser as a user names it (``chrome``, ``chrome@chromium``, ``chrome@/opt/chrome/chrome``);
+    ValueError naming the browsers or the product's builds otherwise."""
+    if isinstance(value, BrowserChoice):
+        return value
+    text = str(value)
+    name, sep, build = text.partition("@")
+    try:
+        browser = BrowserName(name.strip().lower())
+    except ValueError:
+        raise ValueError(f"unknown browser {name!r}; choose from {', '.join(b.value for b in BrowserName)}") from None
+    if not sep:
+        return BrowserChoice(browser)
+    named = dict(PRODUCTS[browser].builds)
+    if "/" not in build and build not in named:
+        raise ValueError(f"browser {text!r}: write {browser}@PATH or one of its builds: "
+                         f"{', '.join(f'{browser}@{b}' for b in named) or 'none named'}")
+    return BrowserChoice(browser, build)
 
 
 ARG_BROWSERS = (BrowserName.CHROME, BrowserName.EDGE)

@@ -12,8 +12,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import sweep, workloads
-from ..browsers.products import parse_browser_args, parse_browser_prefs
-from ..engines.registry import ENGINES
+from ..browsers.products import browser_choice, parse_browser_args, parse_browser_prefs
+from ..engines.builds import EngineChoice
+from ..engines.registry import ENGINES, engine_choice
 from ..engines.ort import BUFFER_CACHES, DEFAULT_BUFFER_CACHE
 from ..engines.webnn.forms import GRAPH_FORMS
 from ..errors import OneLineArgumentParser, UsageError
@@ -70,7 +71,8 @@ def _count(minimum: int) -> Callable[[str], int]:
 
 
 browser_arg = argument(lambda t: parse_enum(BrowserName, t, "browser"))
-engine_arg = argument(lambda t: parse_enum(EngineName, t, "engine"))
+browser_build_arg = argument(browser_choice)
+engine_arg = argument(engine_choice)
 bits_arg = argument(parse_bits)
 positive_arg = argument(_count(1))
 non_negative_arg = argument(_count(0))
@@ -120,11 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "ort (ONNX Runtime Web on the same quantized bytes; the default, and the only "
                         "engine, for --model FILE.onnx), wllama (llama.cpp, GGUF decoders), "
                         "transformersjs (transformers.js's pipelines on model folders in its layout, one "
-                        "run per dtype: --dtype)")
+                        "run per dtype: --dtype); NAME@VERSION runs one of an engine's installed builds, "
+                        "side by side with the others (ort@1.30.0 ort@1.31.0-dev..., a unique prefix will "
+                        "do: ort@1.31; wllama@3.8.1; transformersjs@4.3.1)")
     p.add_argument("--webnn-device", choices=list(WEBNN_DEVICES), default="cpu",
                    help="MLContext deviceType for WebNN runs (default cpu)")
-    p.add_argument("--browser", nargs="+", type=browser_arg, default=list(DEFAULT_BROWSERS),
-                   help="chrome edge firefox safari (default: chrome firefox)")
+    p.add_argument("--browser", nargs="+", type=browser_build_arg, default=list(DEFAULT_BROWSERS),
+                   help="chrome edge firefox safari (default: chrome firefox); NAME@BUILD runs one of its "
+                        "binaries, side by side with the others: a named build (chrome@webnn, the WebNN "
+                        "Chromium set-up installs; chrome@chromium, Debian's; chrome@stable/beta/dev; "
+                        "firefox@esr) or a path (chrome@PATH)")
     p.add_argument("--bits", nargs="+", type=bits_arg, default=list(DEFAULT_BITS),
                    help="weight precisions: 32 (float32 baseline) 16 8 4 2 (default: all)")
     p.add_argument("--act-bits", nargs="+", type=int, default=[32], choices=list(ACT_BITS),
@@ -412,12 +419,13 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
     return plan, timing
 
 
-def check_dtypes(args: argparse.Namespace, workloads: Sequence[Workload], engines: Sequence[EngineName]) -> None:
+def check_dtypes(args: argparse.Namespace, workloads: Sequence[Workload], engines: Sequence[EngineChoice]) -> None:
     """--dtype on a model that is not an ONNX file names the dtypes of the engines that have them
     (transformers.js), which the sweep's engines must include, each at bits --bits includes."""
     if not args.dtype or any(w.kind == ONNX_FILE.name for w in workloads):
         return
-    widths = {d: b for e in ENGINES if e.name in engines for d, b in e.dtype_names.items()}
+    names = {engine_choice(e).name for e in engines}
+    widths = {d: b for e in ENGINES if e.name in names for d, b in e.dtype_names.items()}
     if not widths:
         named = sorted({str(e.name) for e in ENGINES if e.dtype_names})
         raise ValueError(f"--dtype names the variants of an ONNX file (--model FILE.onnx) or the dtypes of "

@@ -28,6 +28,7 @@ from ..precision.quantizers import DEFAULT_QUANTIZER, QUANTIZERS
 from ..run_spec import RunSpec, TimingConfig
 from ..vocabulary import EngineName, Outcome, Platform
 from ..workloads import Prepared, TensorSpec, Workload
+from .builds import EngineBuild, choose
 
 
 class BrowserFacts(Protocol):
@@ -127,9 +128,17 @@ class Engine(ABC):
     planned only when asked for: --weight-quant naming a quantizer other than the default, or
     --dtype held (build_plan). Without it (wllama's held GGUF) they are planned at their bits."""
 
+    builds: ClassVar[tuple[EngineBuild, ...]] = ()
+    """The releases installed side by side (engines/builds.py), the default first; none for the
+    harness's own engines."""
+
     def assets(self) -> dict[str, Path]:
         """URL prefix -> local folder the server must serve for this engine's page runners."""
-        return {}
+        return {b.url: b.directory for b in self.builds}
+
+    def build(self, run: RunSpec) -> EngineBuild:
+        """The build ``run`` loads (its ``engine_build``, or the default)."""
+        return choose(self.name, self.builds, run.engine_build)
 
     def graph_forms(self, asked: tuple[str, ...], act_bits: int) -> tuple[str, ...]:
         """Of the graph forms asked for (``RunSpec.graph_form``, '' the default), those this engine

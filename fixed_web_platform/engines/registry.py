@@ -8,8 +8,9 @@ from collections.abc import Mapping
 
 from ..page_protocol import PageReply
 from ..run_spec import RunSpec, TimingConfig
-from ..vocabulary import EngineName, Outcome, Platform
+from ..vocabulary import EngineName, Outcome, Platform, parse_enum
 from .base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
+from .builds import EngineBuild, EngineChoice, choose
 from .ort import WASM_QUANTIZERS, OrtWasm, OrtWebGpu, OrtWebNN
 from .ort.decoder import OrtDecoder
 from .ort.encoder import OrtEncoder
@@ -45,6 +46,24 @@ ENGINES: tuple[Engine, ...] = (
     TjsWebGpu(),
     TjsWebNN(),
 )
+
+ENGINE_BUILDS: dict[EngineName, tuple[EngineBuild, ...]] = {e.name: e.builds for e in ENGINES if e.builds}
+"""Every engine's installed builds (the default first), as its module declares them."""
+
+
+def engine_choice(value: EngineName | EngineChoice | str) -> EngineChoice:
+    """An engine as a user names it (``ort``, ``ort@1.31``: a build's version or a prefix of one),
+    with the build's full version; ValueError naming the engines or the builds otherwise."""
+    if isinstance(value, EngineChoice):
+        return value
+    name, sep, asked = str(value).partition("@")
+    engine = EngineName(parse_enum(EngineName, name, "engine"))
+    if not sep:
+        return EngineChoice(engine)
+    if not asked:
+        raise ValueError(f"engine {value!r}: write {engine}@VERSION")
+    return EngineChoice(engine, choose(engine, ENGINE_BUILDS.get(engine, ()), asked).version)
+
 
 HARNESS, ORT, WLLAMA, TJS = EngineName.HARNESS, EngineName.ORT, EngineName.WLLAMA, EngineName.TRANSFORMERSJS
 WEBGPU, WEBNN, WASM = Platform.WEBGPU, Platform.WEBNN, Platform.WASM

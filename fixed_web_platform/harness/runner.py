@@ -27,7 +27,7 @@ from ..browsers import (
     resolve_remote,
 )
 from ..browsers.discovery import check_remote_url
-from ..browsers.products import with_extras
+from ..browsers.products import BrowserChoice, browser_choice, with_extras
 from ..engines.base import Engine, EngineJob, Executed, Refusal
 from ..engines.registry import (
     ENGINES,
@@ -117,9 +117,11 @@ class BrowserRunner:
     Also what engines may ask of the browser before they build a job (``BrowserFacts``)."""
 
     def __init__(self, server: JobServer, resolved: ResolvedBrowser, writer: ResultWriter,
-                 options: SweepOptions, overlap: Overlap | None = None, round_: int = 0) -> None:
+                 options: SweepOptions, overlap: Overlap | None = None, round_: int = 0, key: str = "") -> None:
         self.round = round_
         """The repetition (round) this runner's browser sessions serve."""
+        self.key = key or str(resolved.product.name)
+        """How environment.json names this browser: 'chrome', or 'chrome@chromium' for a build."""
         self.server = server
         self.resolved = resolved
         self.writer = writer
@@ -136,7 +138,7 @@ class BrowserRunner:
         await self.close()
         session = await asyncio.to_thread(launch, self.resolved)
         self.writer.record_browser(
-            self.resolved.product.name,
+            self.key,
             {
                 "version": session.version,
                 "binary": str(self.resolved.binary) if self.resolved.binary else "",
@@ -190,7 +192,7 @@ class BrowserRunner:
                     info = ctx if isinstance(ctx, dict) else {"available": False, "error": "no answer"}
                 self._webnn[device] = info
             self.writer.record_browser(
-                self.resolved.product.name,
+                self.key,
                 {"probe": payload.get("probe"), "webnn": dict(self._webnn), "probe_utc": utc_now()},
             )
         return {d: self._webnn[d] for d in devices}
@@ -222,6 +224,8 @@ class BrowserRunner:
         refused = run.refused or planned_refusal(run)  # a plan saved by another version may lack it
         if engine is None or refused:  # decided when the plan was built: no browser starts for it
             return _no_row(run, Outcome.UNSUPPORTED, refused or f"engine {run.engine} does not run {run.platform}")
+        if engine.builds and engine.build(run).missing_reason:  # set-up installs them; nothing downloads here
+            return _no_row(run, Outcome.UNAVAILABLE, engine.build(run).missing_reason)
         try:
             session = await self.ensure_session()
         except ResultsWriteError:
@@ -274,7 +278,7 @@ class BrowserRunner:
                 break
             outcome, reason = Outcome(page.status), page.reason
             if page.probe and run.platform is Platform.WEBGPU:
-                self.writer.record_browser(run.browser, {"probe": page.probe, "probe_utc": utc_now()})
+                self.writer.record_browser(self.key, {"probe": page.probe, "probe_utc": utc_now()})
             if page.engine_version:
                 self.writer.record_engine(run.engine.value, page.engine_version)
             if page.status != "ok":
@@ -364,16 +368,20 @@ def asset_mounts() -> dict[str, Any]:
     return mounts
 
 
-def resolve_browser(browser: BrowserName, options: SweepOptions) -> ResolvedBrowser | BrowserUnavailable:
+def resolve_browser(choice: BrowserChoice | BrowserName, options: SweepOptions) -> ResolvedBrowser | BrowserUnavailable:
     """The browser as the options launch it: found (locally or on --remote), with the user's extra
-    switches and preferences; or why it cannot be."""
+    switches and preferences; or why it cannot be. A named build's binary (``chrome@chromium``)
+    replaces discovery's and ``--browser-binary``'s."""
+    choice = browser_choice(choice)
+    browser = choice.name
+    binary = choice.binary() or options.binaries.get(browser)
     try:
         if options.remote:
-            found = resolve_remote(browser, options.remote, options.binaries.get(browser))
+            found = resolve_remote(browser, options.remote, binary)
         else:
-            found = resolve(browser, options.binaries.get(browser), options.drivers.get(browser))
+            found = resolve(browser, binary, options.drivers.get(browser))
     except BrowserUnavailable as exc:
-        return exc
+        return BrowserUnavailable(f"{choice}: {exc}") if choice.build else exc
     extra_args, extra_prefs = options.browser_args.get(browser, ()), options.browser_prefs.get(browser, ())
     if not extra_args and not extra_prefs:
         return found
@@ -414,7 +422,7 @@ async def run_sweep(
     queue = collections.deque(plan)
     held: list[tuple[Any, ...]] = []  # the configuration whose preparation the caches hold
     overlap = Overlap()
-    browsers = list(dict.fromkeys(r.browser for r in plan))
+    browsers = list(dict.fromkeys(BrowserChoice(r.browser, r.browser_build) for r in plan))
     resolved = dict(zip(browsers, await asyncio.gather(
         *(asyncio.to_thread(resolve_browser, b, options) for b in browsers)), strict=True))
 
@@ -428,7 +436,7 @@ async def run_sweep(
                 held[:] = [prepared_caches.configuration(run)]
                 if options.progress:
                     options.progress.started(run, len(rows) + 1, total)
-                found = resolved[run.browser]
+                found = resolved[BrowserChoice(run.browser, run.browser_build)]
                 if isinstance(found, BrowserUnavailable):
                     row, samples = _no_row(run, Outcome.UNAVAILABLE, str(found))
                     writer.add(row, samples)
@@ -436,7 +444,8 @@ async def run_sweep(
                     if runner is not None and (runner.resolved is not found or runner.round != run.repetition):
                         await runner.close()  # one browser at a time per slot; a fresh one per round
                         runner = None
-                    runner = runner or BrowserRunner(server, found, writer, options, overlap, run.repetition)
+                    runner = runner or BrowserRunner(server, found, writer, options, overlap, run.repetition,
+                                                     run.browser_key)
                     row = await runner.run(run)
                 rows.append(row)
                 if options.progress:

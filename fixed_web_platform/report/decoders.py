@@ -124,7 +124,7 @@ def decoder_tables(rows: pd.DataFrame, summary: pd.DataFrame, *, show_sweep: boo
             oks = group[group["outcome"] == "ok"]
             leading = pd.to_numeric(oks["leading_tokens_equal"], errors="coerce").median() if ok is not None else None
             fp32_ppl = fp32_ppl or number(fig.get("perplexity_fp32"))
-            wllama = row.get("weight_format") and str(row["engine"]) == "wllama"
+            wllama = row.get("weight_format") and str(row["engine"]).partition("@")[0] == "wllama"
             records.append({
                 "browser · engine platform": _setting_name(row, show_sweep),
                 "bits or format": _bits_text(row, ok) + (f" [{row['weight_format']}]" if wllama else ""),
@@ -271,7 +271,7 @@ def format_decoder_table(rows: Sequence[ResultRow]) -> str:
     header = ["browser", "engine", "platform", "on", "model", "bits", "outcome", "TTFT ms", "prefill tok/s",
               "decode tok/s", "weight MiB", "top-1", "KL", "ppl", "leading", "kernel err"]
     body = [[
-        r.browser, r.engine, r.platform, r.executed_on or "-",
+        r.browser_key, r.engine_key, r.platform, r.executed_on or "-",
         f"{r['model']} {r['prompt_len']}+{r['new_tokens']}", bits_label(r), r.outcome,
         _fmt(r["ttft_ms"], ".0f"), _fmt(r["prefill_tokens_per_s"], ".1f"), _fmt(r["decode_tokens_per_s"], ".2f"),
         _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".1f"), _fmt(r["next_token_top1"], ".3f"),

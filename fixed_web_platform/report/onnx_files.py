@@ -216,7 +216,7 @@ def format_onnx_table(rows: Sequence[ResultRow]) -> str:
     header = ["browser", "platform", "on", "model", "variant", "outcome", "median ms", "weight MiB",
               "cosine min", "top-1", "fallback", "kernel err"]
     body = [[
-        r.browser, r.platform, r.executed_on or "-", f"{r['model']} {r['input_shapes']}",
+        r.browser_key, r.platform, r.executed_on or "-", f"{r['model']} {r['input_shapes']}",
         _variant({"format_requested": r.format_requested or bits_label(r), "weight_quant": r.weight_quant}),
         r.outcome, _fmt(r.latency_ms_median, ".3f"),
         _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".2f"), _fmt(r["outputs_cosine_min"], ".4f"),

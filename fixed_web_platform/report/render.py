@@ -65,7 +65,7 @@ BASELINE_KEY = ("sweep", *setting_columns())
 only) are the speed-up baselines."""
 CONFIG_KEY = ("sweep", *identity_columns())
 """One configuration: its ok repetitions are aggregated into one summary row."""
-PEER_KEY = ("sweep", *(c for c in setting_columns() if c not in ("engine", "buffer_cache")), "bits_requested",
+PEER_KEY = ("sweep", *(c for c in setting_columns() if c not in ("engine", "engine_build", "buffer_cache")), "bits_requested",
             *(c for c in identity_columns() if c not in setting_columns() and c not in
               ("bits_requested", "block_size", "act_bits", "observer")))
 """Rows of different engines under the same key ran the same work: the harness row is the one
@@ -151,6 +151,11 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
             rows[column] = ""
         rows[column] = rows[column].fillna("").astype(str)
     rows.loc[rows["engine"] == "", "engine"] = "harness"  # folders before schema 3
+    for name, build in (("browser", "browser_build"), ("engine", "engine_build")):
+        # a build asked for is shown as part of its browser or engine (chrome@chromium, ort@1.31...),
+        # so every table and plot keeps two builds apart; environment.json keys browsers so too
+        named = rows.get(build, pd.Series("", index=rows.index)).fillna("").astype(str)
+        rows[name] = rows[name].where(named == "", rows[name] + "@" + named)
     for column in ("block_size", "repetition"):
         if column not in rows:
             rows[column] = 0
@@ -325,7 +330,7 @@ def summary_table(rows: pd.DataFrame,
             rec["unstable"] = any(known) if known else None
             rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
         records.append(rec)
-    columns = ["sweep", "browser", "engine", "platform", "executed_on", "precision_mode",
+    columns = ["sweep", "browser", "browser_build", "engine", "engine_build", "platform", "executed_on", "precision_mode",
                "device_type", "buffer_cache", "kind", "workload", "shape", "m", "k", "n", "granularity", "weight_quant", "block_size",
                "bits_requested",
                "format_requested", "bits_executed", "act_bits", "observer", "graph_form", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source",

@@ -126,7 +126,7 @@ def _shippable(summary: pd.DataFrame) -> list[tuple[Glance, pd.DataFrame]]:
     onnx = summary[summary["kind"] == OnnxFileWorkload.kind]
     if not onnx.empty:
         pools.append((ONNX_GLANCE, onnx))
-    tjs = summary[(summary["engine"] == EngineName.TRANSFORMERSJS.value) & (summary["kind"] != OnnxFileWorkload.kind)]
+    tjs = summary[(summary["engine"].str.partition("@")[0] == EngineName.TRANSFORMERSJS.value) & (summary["kind"] != OnnxFileWorkload.kind)]
     for kind, rows in tjs.groupby("kind", sort=False):
         part = SECTIONS.get(str(kind))
         if part is not None:

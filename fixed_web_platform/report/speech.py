@@ -149,7 +149,7 @@ def format_speech_table(rows: Sequence[ResultRow]) -> str:
     header = ["browser", "engine", "platform", "model", "bits", "outcome", "front end ms", "encoder ms",
               "decode tok/s", "RTF", "weight MiB", "WER", "WER vs fp32", "= fp32", "kernel err"]
     body = [[
-        r.browser, r.engine, r.platform, f"{r['model']} {r['clips']} clips", bits_label(r), r.outcome,
+        r.browser_key, r.engine_key, r.platform, f"{r['model']} {r['clips']} clips", bits_label(r), r.outcome,
         _fmt(r["frontend_ms"], ".0f"), _fmt(r["encoder_ms"], ".0f"), _fmt(r["decode_tokens_per_s"], ".1f"),
         _fmt(r["real_time_factor"], ".2f"), _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".1f"),
         _fmt(r["wer"], ".3f"), _fmt(r["wer_vs_fp32"], ".3f"),

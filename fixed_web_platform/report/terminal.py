@@ -52,7 +52,7 @@ def format_model_table(rows: Sequence[ResultRow]) -> str:
     header = ["browser", "engine", "platform", "on", "model", "bits", "plan", "outcome", "median ms",
               "tokens/s", "weight MiB", "cos min", "cos mean", "Spearman", "top-1", "kernel err"]
     body = [[
-        r.browser, r.engine, r.platform, r.executed_on or "-", f"{r['model']} {r['batch_size']}x{r['seq_len']}",
+        r.browser_key, r.engine_key, r.platform, r.executed_on or "-", f"{r['model']} {r['batch_size']}x{r['seq_len']}",
         bits_label(r), r["precision_plan"] or "-", r.outcome, _fmt(r.latency_ms_median, ".1f"),
         _fmt(r["tokens_per_s"], ".0f"), _fmt(None if r.weight_bytes is None else r.weight_bytes / 2**20, ".1f"),
         _fmt(r["cosine_min"], ".5f"), _fmt(r["cosine_mean"], ".5f"), _fmt(r["spearman"], ".4f"),
@@ -65,7 +65,7 @@ def format_matmul_table(rows: Sequence[ResultRow]) -> str:
     header = ["browser", "engine", "platform", "on", "shape", "bits", "exec", "outcome", "median ms",
               "p10-p90 ms", "GFLOP/s", "rel err vs float", "kernel err"]
     body = [[
-        r.browser, r.engine, r.platform, r.executed_on or "-", f"{r['m']}x{r['k']}x{r['n']}",
+        r.browser_key, r.engine_key, r.platform, r.executed_on or "-", f"{r['m']}x{r['k']}x{r['n']}",
         bits_label(r),
         "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
         _fmt(r.latency_ms_median, ".3f"),
@@ -78,7 +78,7 @@ def format_matmul_table(rows: Sequence[ResultRow]) -> str:
 def core_table(rows: Sequence[ResultRow]) -> str:
     """What every row has: for a kind without a table of its own."""
     header = ["browser", "engine", "platform", "on", "workload", "bits", "exec", "outcome", "median ms"]
-    body = [[r.browser, r.engine, r.platform, r.executed_on or "-", r.workload, bits_label(r),
+    body = [[r.browser_key, r.engine_key, r.platform, r.executed_on or "-", r.workload, bits_label(r),
              "-" if r.bits_executed is None else str(r.bits_executed), r.outcome,
              _fmt(r.latency_ms_median, ".3f")] for r in rows]
     return "\n".join(markdown_lines(*class_columns(header, body, rows, "median ms")))

@@ -153,7 +153,7 @@ def load(directory: str | Path) -> ResultSet:
         quantizer = pd.DataFrame({"weight_quant": np.where((bits <= 8) & ~named, DEFAULT_QUANTIZER, "")}, index=rows.index)
         rows = pd.concat([rows, quantizer], axis=1)  # one concat: inserting into a wide frame fragments it
     absent = [c for c in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
-                          "observer", "act_smoothing", "act_scale", "calibration", "format_requested", "steady_class", "steady_tally", "stop_reason")
+                          "browser_build", "engine_build", "observer", "act_smoothing", "act_scale", "calibration", "format_requested", "steady_class", "steady_tally", "stop_reason")
               if c not in rows]
     if absent:
         rows = pd.concat([rows, pd.DataFrame("", index=rows.index, columns=absent)], axis=1)

@@ -21,7 +21,7 @@ from ..run_spec import RunSpec
 from ..vocabulary import SCHEMA_VERSION, Outcome
 from ..workloads import KINDS, kind_columns, kind_named
 
-CORE_SETTING = ("browser", "engine", "platform", "precision_mode", "device_type", "buffer_cache", "kind", "workload")
+CORE_SETTING = ("browser", "browser_build", "engine", "engine_build", "platform", "precision_mode", "device_type", "buffer_cache", "kind", "workload")
 """The core columns that say what ran where (each kind adds what its work is: ``setting_columns``)."""
 CORE_PRECISION = ("bits_requested", "format_requested", "granularity", "weight_quant", "block_size", "act_bits",
                   "observer", "graph_form")
@@ -255,6 +255,12 @@ class ResultRow:
     engine_version: str = ""
     """The engine build the page loaded, as the engine reports it (e.g. ONNX Runtime Web's
     version, wllama's)."""
+    browser_build: str = ""
+    """The browser binary asked for (``--browser chrome@chromium``: a named build or a path);
+    blank for the one discovery found. Two builds of one browser are two configurations."""
+    engine_build: str = ""
+    """The engine release asked for (``--engine ort@1.31.0-dev...``), blank for the engine's default
+    build; the build the page loaded is ``engine_version``."""
     outputs_file: str = ""
     """outputs/<run_id>.npz: what the kind saves to recompute its figures (a model's outputs,
     inputs and both references); blank when it saves nothing."""
@@ -329,6 +335,16 @@ class ResultRow:
             return self.kind_fields.get(name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    @property
+    def browser_key(self) -> str:
+        """'chrome', or 'chrome@chromium' for a build asked for (RunSpec.browser_key)."""
+        return f"{self.browser}@{self.browser_build}" if self.browser_build else str(self.browser)
+
+    @property
+    def engine_key(self) -> str:
+        """'ort', or 'ort@1.31.0-dev...' for a build asked for (RunSpec.engine_key)."""
+        return f"{self.engine}@{self.engine_build}" if self.engine_build else str(self.engine)
+
     def record(self) -> dict[str, Any]:
         """The row as results.csv holds it: every column, in order."""
         return {name: self[name] for name in self.columns()}
@@ -357,7 +373,9 @@ class ResultRow:
             timestamp_utc=utc_now(),
             browser=run.browser,
             browser_version=browser_version,
+            browser_build=run.browser_build,
             engine=run.engine,
+            engine_build=run.engine_build,
             platform=run.platform,
             executed_on="",
             precision_mode=run.precision_mode,

@@ -10,22 +10,32 @@ and the row says where the node ran and why.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from ...paths import ENGINES_DIR
 from ...precision.quantizers import INTEGER_ZERO, QUANTIZERS
 from ...run_spec import RunSpec, coded_bits
 from ...vocabulary import EngineName, Platform
 from ...workloads import OnnxFileWorkload, Workload
 from ..base import Engine, KindRunner
+from ..builds import EngineBuild, Pack
 from ..webnn.forms import QDQ_FORM  # noqa: F401 - ORT's int8 QDQ models are rows of this graph form
 
-ORT_WEB_VERSION = "1.30.0"
-ORT_WEB_DIR = ENGINES_DIR / f"onnxruntime-web-{ORT_WEB_VERSION}"
-"""Installed by scripts/setup.sh from the npm registry; served at ``ORT_ASSETS_URL``."""
-ORT_ASSETS_URL = "/engines/ort/"
 ORT_BUNDLE = "ort.webgpu.min.mjs"
 """The bundle with the webgpu, webnn and wasm providers."""
+
+
+def ort_build(version: str) -> EngineBuild:
+    """An ONNX Runtime Web release: its dist/ bundles and wasm files (not their source maps)."""
+    return EngineBuild(EngineName.ORT, version, f"onnxruntime-web-{version}",
+                       packs=(Pack(f"onnxruntime-web@{version}", ("package/dist",), flat=True,
+                                   suffixes=(".mjs", ".wasm")),),
+                       present=(ORT_BUNDLE, "ort-wasm-simd-threaded.asyncify.wasm"))
+
+
+ORT_BUILDS = (ort_build("1.30.0"), ort_build("1.31.0-dev.20260914-8d85527a0"))
+"""Installed side by side by scripts/setup.sh (``--engine ort@VERSION``), the default first: the
+1.30 release, and the 1.31 dev build transformers.js 4.3 pins and bundles."""
+DEFAULT_ORT = ORT_BUILDS[0]
+ORT_WEB_VERSION = DEFAULT_ORT.version
 ORT_THREADS = max(1, min(4, os.cpu_count() or 1))
 """wasm threads asked for (pages are cross-origin isolated, so threads are possible); the
 number in effect is what the page reports."""
@@ -62,9 +72,7 @@ class OrtWebEngine(Engine):
 
     name = EngineName.ORT
     refusal_stages = ("session",)
-
-    def assets(self) -> dict[str, Path]:
-        return {ORT_ASSETS_URL: ORT_WEB_DIR}
+    builds = ORT_BUILDS
 
     def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
         """An ONNX file's precision variants at these bits (workloads/onnx_file/variants.py), one
@@ -77,7 +85,7 @@ class OrtWebEngine(Engine):
         """What every ORT page needs to load the bundle and open a session on this provider
         (``graph_optimization``: ORT's graphOptimizationLevel)."""
         return {"provider": self.platform.value, "device_type": run.webnn_device, "threads": ORT_THREADS,
-                "assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE, "graph_optimization": graph_optimization,
+                "assets": self.build(run).url, "bundle": ORT_BUNDLE, "graph_optimization": graph_optimization,
                 "buffer_cache": run.buffer_cache}
 
 

@@ -26,27 +26,42 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...page_protocol import PageReply
-from ...paths import ENGINES_DIR
 from ...run_spec import RunSpec, TimingConfig
 from ...precision.quantizers import INTEGER_ZERO, QUANTIZERS
 from ...vocabulary import HELD_FORMAT, EngineName, Outcome, Platform
 from ...workloads import Workload
 from ...workloads.onnx_file.variants import VariantRefused
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from ..ort import DEFAULT_BUFFER_CACHE, ORT_ASSETS_URL, ORT_BUNDLE, ORT_THREADS, ORT_WEB_DIR, torch_ops
+from ..builds import EngineBuild, Pack
+from ..ort import DEFAULT_BUFFER_CACHE, DEFAULT_ORT, ORT_BUNDLE, ORT_THREADS, torch_ops
 from .folders import DTYPES, HELD_BITS, HELD_DTYPE, WIDTHS, ModelFolder, user_folder
 from .placement import executed
 from .prepared import PreparedTjs
 
-TJS_VERSION = "4.3.1"
-TJS_DIR = ENGINES_DIR / f"transformers-{TJS_VERSION}"
-"""Installed by scripts/setup.sh from the npm registry: dist/transformers.js and its ORT build's
-asyncify wasm pair; served at ``TJS_ASSETS_URL``."""
-TJS_ASSETS_URL = "/engines/transformersjs/"
 TJS_MODULE = "transformers.js"
+TJS_ORT_BUILD = "1.31.0-dev.20260914-8d85527a0"
+"""The ONNX Runtime Web build transformers.js 4.3 pins and bundles."""
+
+
+def tjs_build(version: str) -> EngineBuild:
+    """A transformers.js release: only what a page loads: dist/transformers.js (self-contained ESM
+    with its ONNX Runtime Web build inside) and the asyncify wasm pair of that ORT build, which it
+    would fetch from a CDN (taken from ORT's own tarball; set-up checks the library pins it)."""
+    return EngineBuild(
+        EngineName.TRANSFORMERSJS, version, f"transformers-{version}",
+        packs=(Pack(f"@huggingface/transformers@{version}",
+                    ("package/dist/transformers.js", "package/package.json", "package/LICENSE"), flat=True),
+               Pack(f"onnxruntime-web@{TJS_ORT_BUILD}", ("package/dist/ort-wasm-simd-threaded.asyncify.mjs",
+                                                         "package/dist/ort-wasm-simd-threaded.asyncify.wasm"), flat=True)),
+        present=(TJS_MODULE, "ort-wasm-simd-threaded.asyncify.wasm"),
+        requires=(("package.json", f'"onnxruntime-web": "{TJS_ORT_BUILD}"'),))
+
+
+TJS_BUILDS = (tjs_build("4.3.2"), tjs_build("4.3.1"))
+"""Installed side by side by scripts/setup.sh (``--engine transformersjs@VERSION``), the default first."""
 TJS_ORT_ENV = "FWP_TJS_ORT"
-"""'bundled' (the default: the ORT build transformers.js ships) or 'harness' (ORT Web 1.30, the
-harness's ORT engine's): which ONNX Runtime the library runs on; the row's engine_version says
+"""'bundled' (the default: the ORT build transformers.js ships) or 'harness' (the harness's ORT
+engine's default build): which ONNX Runtime the library runs on; the row's engine_version says
 which ran."""
 TJS_ORTS = ("bundled", "harness")
 HALF_DTYPES = ("fp16", "q4f16")
@@ -69,8 +84,10 @@ class TransformersJsEngine(Engine):
     dtype_names = {**WIDTHS, HELD_FORMAT: HELD_BITS}
     held_on_request = True
 
+    builds = TJS_BUILDS
+
     def assets(self) -> dict[str, Path]:
-        return {TJS_ASSETS_URL: TJS_DIR, ORT_ASSETS_URL: ORT_WEB_DIR}
+        return super().assets() | {DEFAULT_ORT.url: DEFAULT_ORT.directory}
 
     def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
         """transformers.js's dtypes at these bits, one run each (--dtype keeps those it names), and
@@ -87,9 +104,9 @@ class TransformersJsEngine(Engine):
         injected = tjs_ort() == "harness"
         return {"provider": self.platform.value, "device": device, "device_type": run.webnn_device,
                 "dtype": HELD_DTYPE if run.weight_format == HELD_FORMAT else run.weight_format,
-                "threads": ORT_THREADS, "assets": TJS_ASSETS_URL,
+                "threads": ORT_THREADS, "assets": self.build(run).url,
                 "buffer_cache": run.buffer_cache,
-                "module": TJS_MODULE, "ort": {"assets": ORT_ASSETS_URL, "bundle": ORT_BUNDLE} if injected else None}
+                "module": TJS_MODULE, "ort": {"assets": DEFAULT_ORT.url, "bundle": ORT_BUNDLE} if injected else None}
 
 
 class TjsKindRunner(KindRunner):
@@ -158,8 +175,6 @@ class TjsKindRunner(KindRunner):
         if user is not None and user.lacks(needs):
             return (f"the folder has no {' or '.join(user.lacks(needs))}{' to quantize' if held else ''} (it holds "
                     f"{', '.join(user.dtypes())})")
-        if not (TJS_DIR / TJS_MODULE).is_file():
-            return f"transformers.js {TJS_VERSION} is not installed in {TJS_DIR} (scripts/setup.sh installs it)"
         return ""
 
 

@@ -14,17 +14,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...paths import ENGINES_DIR, PROJECT_ROOT
+from ...paths import PROJECT_ROOT
 from ...vocabulary import EngineName, Platform
 from ...workloads import Workload
 from ...workloads.decoder import DecoderWorkload
 from ..base import Engine
+from ..builds import EngineBuild, Pack
 from . import gguf_files
 
-WLLAMA_VERSION = "3.8.1"
-WLLAMA_DIR = ENGINES_DIR / f"wllama-{WLLAMA_VERSION}" / "esm"
-"""Installed by scripts/setup.sh from the npm registry; served at ``WLLAMA_ASSETS_URL``."""
-WLLAMA_ASSETS_URL = "/engines/wllama/"
+def wllama_build(version: str) -> EngineBuild:
+    """A wllama release: its esm/ bundle (index.js and the wasm it checks its version against)."""
+    return EngineBuild(EngineName.WLLAMA, version, f"wllama-{version}",
+                       packs=(Pack(f"@wllama/wllama@{version}", ("package/esm",)),),
+                       present=("index.js", "wasm/wllama.wasm"), served="esm")
+
+
+WLLAMA_BUILDS = (wllama_build("3.13.0"), wllama_build("3.8.1"))
+"""Installed side by side by scripts/setup.sh (``--engine wllama@VERSION``), the default first:
+3.13.0 (llama.cpp b12211) and 3.8.1 (b11364, which the findings before 2026-12-04 ran)."""
 GGUF_DIR = PROJECT_ROOT / ".cache" / "gguf"
 """GGUF files written for wllama runs (git-ignored), served at ``GGUF_URL``."""
 GGUF_URL = "/gguf/"
@@ -43,9 +50,11 @@ class WllamaEngine(Engine):
     gpu_layers: int = 0
     """llama.cpp's n_gpu_layers: 0 keeps every layer on its CPU backend."""
 
+    builds = WLLAMA_BUILDS
+
     def assets(self) -> dict[str, Path]:
         GGUF_DIR.mkdir(parents=True, exist_ok=True)
-        return {WLLAMA_ASSETS_URL: WLLAMA_DIR, GGUF_URL: GGUF_DIR}
+        return super().assets() | {GGUF_URL: GGUF_DIR}
 
     def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
         """One run per llama.cpp format at ``bits``, and the model's own file at the bits its

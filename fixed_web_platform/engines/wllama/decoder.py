@@ -24,7 +24,7 @@ from ...vocabulary import DEFAULT_GRANULARITY, BrowserName, Outcome, Platform
 from ...workloads.decoder import DecoderWorkload
 from ...workloads.decoder.prepared import held_decoder
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, Refusal
-from . import GGUF_DIR, GGUF_URL, HELD, NO_FORMAT, SHIPPED, WLLAMA_ASSETS_URL, WLLAMA_DIR, WllamaEngine, gguf_files
+from . import GGUF_DIR, GGUF_URL, HELD, NO_FORMAT, SHIPPED, WllamaEngine, gguf_files
 from .prepared import TOP_K, prepare_gguf
 
 RUNNER = "wllama_decoder"
@@ -98,8 +98,6 @@ class WllamaDecoder(KindRunner):
         why = self.refusal(engine, run)
         if why:
             return Refusal(Outcome.UNSUPPORTED, why)
-        if not (WLLAMA_DIR / "index.js").is_file():
-            return Refusal(Outcome.UNAVAILABLE, f"wllama is not installed in {WLLAMA_DIR} (run scripts/setup.sh)")
         source_file = gguf_files.model_file(workload.model, False)
         assert source_file is not None
         as_shipped, as_held = run.weight_format == SHIPPED, run.weight_format == HELD
@@ -116,7 +114,7 @@ class WllamaDecoder(KindRunner):
         texts, length = tokens.eval_ids.shape
         decode = tokens.text
         options: dict[str, Any] = {
-            "assets": WLLAMA_ASSETS_URL,
+            "assets": engine.build(run).url,
             "model_url": GGUF_URL + path.name,
             "gpu_layers": engine.gpu_layers,
             "threads": THREADS,
