@@ -137,11 +137,7 @@ class Entry:
     def shape(self) -> str:
         """What ran as its kind says it ('1x768x3072', '4x32 tokens'), with a mixed precision
         plan and random weights where the row has them."""
-        c = self.config_dict
-        plan = c.get("precision_plan") or ""
-        extra = f" {plan}" if plan.startswith("mixed") else ""
-        weights = " random weights" if c.get("weights") == "random" else ""
-        return f"{kind_named(c.get('kind') or DEFAULT_KIND).shape(c)}{extra}{weights}"
+        return shape_of(self.config_dict)
 
     @property
     def label(self) -> str:
@@ -151,6 +147,15 @@ class Entry:
         acts = f" int8 activations ({c['observer']})" if str(c.get("act_bits")) == "8" else ""
         return (f"{c['browser']}/{c['platform']} {mode} {c['bits_requested']}-bit{block}{acts} "
                 f"{c['workload']} {self.shape}")
+
+
+def shape_of(c: Mapping[str, Any]) -> str:
+    """What a configuration ran as its kind says it ('1x768x3072', '4x32 tokens'), with a mixed
+    precision plan and random weights where it has them."""
+    plan = c.get("precision_plan") or ""
+    extra = f" {plan}" if plan.startswith("mixed") else ""
+    weights = " random weights" if c.get("weights") == "random" else ""
+    return f"{kind_named(c.get('kind') or DEFAULT_KIND).shape(c)}{extra}{weights}"
 
 
 @dataclass(frozen=True)

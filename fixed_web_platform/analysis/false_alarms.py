@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,13 +48,16 @@ def first_repetitions(rs: ResultSet, repetitions: int) -> ResultSet:
     return dataclasses.replace(rs, rows=rows, samples={k: v for k, v in rs.samples.items() if k in kept})
 
 
-def slowed(rs: ResultSet, factor: float) -> ResultSet:
-    """The same sweep with every headline sample multiplied by ``factor`` (a planted slowdown)."""
+def slowed(rs: ResultSet, factor: float, bits: Collection[int] | None = None) -> ResultSet:
+    """The same sweep with every headline sample multiplied by ``factor`` (a planted slowdown);
+    ``bits``: only the runs asking for these bits (bits_requested)."""
+    chosen = None if bits is None else {
+        int(r["run_id"]) for r in rs.rows.to_dict("records") if int(r["bits_requested"]) in set(bits)}
     samples = {}
     for run_id, record in rs.samples.items():
         key = headline_key(record)
         values = record.get(key)
-        if isinstance(values, list):
+        if isinstance(values, list) and (chosen is None or run_id in chosen):
             record = record | {key: [None if v is None else v * factor for v in values]}
         samples[run_id] = record
     return dataclasses.replace(rs, samples=samples)
