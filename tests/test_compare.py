@@ -59,6 +59,9 @@ class Run:
     pages: int = 5
     """Page loads the samples are split into (samples_per_page), as --repeat does."""
     steady_class: str = "flat"
+    browser_version: str = ""
+    """The row's browser_version ('': environment.json's version of its browser stands)."""
+    engine_version: str = ""
 
 
 def write_folder(path: Path, runs: list[Run], *, versions: dict[str, str] | None = None) -> Path:
@@ -70,7 +73,9 @@ def write_folder(path: Path, runs: list[Run], *, versions: dict[str, str] | None
                        workload=r.workload, bits=r.bits, block_size=32, repetition=r.repetition,
                        precision_mode=PrecisionMode.STANDARD, seed=0)
         row = ResultRow.without_measurement(spec, r.outcome, r.reason or
-                                            ("" if r.outcome is Outcome.OK else "it broke"))
+                                            ("" if r.outcome is Outcome.OK else "it broke"),
+                                            browser_version=r.browser_version)
+        row = dataclasses.replace(row, engine_version=r.engine_version)
         if r.outcome is not Outcome.OK:
             writer.add(row)
             continue
@@ -281,34 +286,54 @@ def test_error_vs_float_growth(tmp_path: Path) -> None:
     assert verdicts[8].verdict is Verdict.UNCHANGED
 
 
-def test_browser_version_mismatch_refused_unless_forced(
+def test_a_browser_version_change_is_attributed_not_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=1))], [Run(samples=_samples(10.0, seed=2))],
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=1))], [Run(samples=_samples(14.0, seed=2))],
                  base_kw={"versions": {"chrome": "152.0"}}, cur_kw={"versions": {"chrome": "153.0"}})
-    with pytest.raises(MetadataMismatch) as info:
-        _compare(b, c)
-    assert "chrome version" in str(info.value) and "152.0" in str(info.value)
+    e = _only(_compare(b, c))
+    assert e.verdict is Verdict.REGRESSION and e.version_change == "chrome 152.0 -> 153.0"
+    assert e.note.startswith("chrome 152.0 -> 153.0: 4-bit 1x768x3072 +3") and "% slower" in e.note
+    assert compare_command([str(b), str(c)]) == 1
+    out = capsys.readouterr().out
+    assert "Versions changed between the sides" in out and "chrome 152.0 -> 153.0: 4-bit" in out
 
+    same = _pair(tmp_path / "same", [Run(samples=_samples(10.0, seed=1))], [Run(samples=_samples(10.0, seed=2))],
+                 base_kw={"versions": {"chrome": "152.0"}}, cur_kw={"versions": {"chrome": "153.0"}})
+    e = _only(_compare(*same))
+    assert e.verdict is Verdict.UNCHANGED and "chrome 152.0 -> 153.0: 4-bit 1x768x3072 unchanged" in e.note
+
+
+def test_an_engine_version_change_is_read_from_the_rows(tmp_path: Path) -> None:
+    b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=1), engine_version="1.30.0", browser_version="153.0.1")],
+                 [Run(samples=_samples(5.0, seed=2), engine_version="1.31.0-dev", browser_version="153.0.1")])
+    e = _only(_compare(b, c))
+    assert e.verdict is Verdict.IMPROVEMENT
+    assert e.version_change == "harness 1.30.0 -> 1.31.0-dev"  # the rows' own version wins over environment.json
+    assert e.note.startswith("harness 1.30.0 -> 1.31.0-dev: 4-bit 1x768x3072 -5")
+
+
+def test_machine_mismatch_refused_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b, c = _pair(tmp_path, [Run()], [Run()])
+    other_machine(c)
+    with pytest.raises(MetadataMismatch, match="cpu_count"):
+        _compare(b, c)
     assert compare_command([str(b), str(c)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ")
-    assert "--force" in err[0] and "chrome version" in err[0]
-
+    assert len(err) == 1 and err[0].startswith("error: ") and "--force" in err[0] and "cpu_count" in err[0]
     forced = _compare(b, c, force=True)
     assert _only(forced).verdict is Verdict.UNCHANGED
     assert forced.metadata_differences and "Warning" in format_comparison(forced)
     assert compare_command([str(b), str(c), "--force"]) == 0
 
 
-def test_machine_mismatch_refused(tmp_path: Path) -> None:
-    b, c = _pair(tmp_path, [Run()], [Run()])
-    env_path = c / "environment.json"
+def other_machine(folder: Path) -> Path:
+    """The folder as if measured on another machine (environment.json's cpu_count)."""
+    env_path = folder / "environment.json"
     env = json.loads(env_path.read_text())
     env["machine"]["cpu_count"] = (env["machine"]["cpu_count"] or 1) + 64
     env_path.write_text(json.dumps(env))
-    with pytest.raises(MetadataMismatch, match="cpu_count"):
-        _compare(b, c)
+    return folder
 
 
 def test_newer_schema_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -400,16 +425,21 @@ def test_different_timing_sources_are_not_compared(tmp_path: Path) -> None:
     assert e.interval is None
 
 
-def test_a_side_without_a_steady_state_is_not_judged_and_says_so(tmp_path: Path) -> None:
-    """A 2x slowdown that would be a regression is not called when one side's series never
-    settled (its figure is not a steady level); the same pair settled is called."""
+def test_a_side_without_a_steady_state_is_judged_on_its_whole_distribution(tmp_path: Path) -> None:
+    """A side whose series never settled is judged on every timed iteration, and says so; its
+    units' spread is the interval's, so a drifting side gets the wider interval it deserves."""
     b, c = _pair(tmp_path, [Run(samples=_samples(10.0, seed=60))],
                  [Run(samples=_samples(20.0, seed=61), steady_class="no steady state")])
     e = _only(_compare(b, c))
-    assert e.verdict is Verdict.SKIPPED and "no steady state in current" in e.note
-    b, c = _pair(tmp_path / "settled", [Run(samples=_samples(10.0, seed=60))],
-                 [Run(samples=_samples(20.0, seed=61), steady_class="warm-up")])
-    assert _only(_compare(b, c)).verdict is Verdict.REGRESSION
+    assert e.verdict is Verdict.REGRESSION and "no steady state in current: judged on its whole" in e.note
+    b, c = _pair(tmp_path / "same", [Run(samples=_samples(10.0, seed=60))],
+                 [Run(samples=_samples(10.0, seed=61), steady_class="no steady state")])
+    assert _only(_compare(b, c)).verdict is Verdict.UNCHANGED
+    drifting = [s * (1 + 0.5 * i / 30) for i, s in enumerate(_samples(10.0, seed=61))]  # no level to speak of
+    b, c = _pair(tmp_path / "drift", [Run(samples=_samples(10.0, seed=60))],
+                 [Run(samples=drifting, steady_class="no steady state")])
+    wide = _only(_compare(b, c)).interval
+    assert wide.high / wide.low > 1.2
 
 
 def test_non_finite_samples_are_dropped(tmp_path: Path) -> None:

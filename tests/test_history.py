@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_compare import Run, _samples, write_folder
+from test_compare import Run, _samples, other_machine, write_folder
 
 from fixed_web_platform.analysis.compare import Verdict
 from fixed_web_platform.analysis.history import (
@@ -233,12 +233,14 @@ def test_compare_with_a_history_calls_a_planted_step(tmp_path: Path, capsys: pyt
     capsys.readouterr()
 
 
-def test_a_night_without_a_steady_state_is_not_judged_and_says_so(tmp_path: Path) -> None:
+def test_a_night_without_a_steady_state_is_judged_on_its_whole_distribution(tmp_path: Path) -> None:
     folders = _history_folders(tmp_path / "h", 9, slow_last=1.6, last_class="no steady state")
     result = history_compare([load(f) for f in folders])
     entry = next(e for e in result.history if e.config[CONFIG_KEY.index("workload")] == "a")
-    assert entry.verdict is Verdict.SKIPPED and "no steady state in the newest sweep" in entry.note
-    assert not any(e.verdict.is_regression for e in result.history)
+    assert entry.verdict is Verdict.REGRESSION
+    assert "no steady state in the newest sweep: judged on its whole distribution" in entry.note
+    calm = history_compare([load(f) for f in _history_folders(tmp_path / "calm", 9, last_class="no steady state")])
+    assert not any(e.verdict.is_regression for e in calm.comparison.entries)
 
 
 def test_a_folder_of_sweeps_is_its_sweeps_oldest_first(tmp_path: Path) -> None:
@@ -271,15 +273,15 @@ def test_a_fixed_configuration_that_regressed_against_its_history_is_a_regressio
 
 def test_sweeps_of_another_set_up_are_left_out_of_the_history(tmp_path: Path) -> None:
     folders = _history_folders(tmp_path / "h", 6)
-    other = write_folder(tmp_path / "other", _night_runs(50), versions={"chrome": "152.0.0.0"})
+    other = other_machine(write_folder(tmp_path / "other", _night_runs(50)))
     judged = history_compare([load(f) for f in [other, *folders]])
     assert len(judged.sweeps) == 6 and len(judged.left_out) == 1
-    assert "152.0.0.0" in judged.left_out[0]
+    assert "cpu_count" in judged.left_out[0]
 
 
 def test_no_matching_history_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a = write_folder(tmp_path / "a", _night_runs(1), versions={"chrome": "152.0.0.0"})
-    b = write_folder(tmp_path / "b", _night_runs(2), versions={"chrome": "152.0.0.0"})
+    a = other_machine(write_folder(tmp_path / "a", _night_runs(1)))
+    b = other_machine(write_folder(tmp_path / "b", _night_runs(2)))
     c = write_folder(tmp_path / "c", _night_runs(3))
     assert compare_command([str(a), str(b), str(c)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -314,7 +316,7 @@ def test_history_takes_a_sweep_without_a_date_as_the_newest(tmp_path: Path,
     assert f"Newest sweep `{newest.name}`" in out and newest.name.startswith("20")
 
 
-def test_history_refuses_a_sweep_it_holds_and_starts_anew_on_a_new_browser(
+def test_history_refuses_a_sweep_it_holds_judges_a_new_browser_and_starts_anew_on_a_new_machine(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folders = _history_folders(tmp_path / "nights", 6)
     history = tmp_path / "history"
@@ -324,7 +326,10 @@ def test_history_refuses_a_sweep_it_holds_and_starts_anew_on_a_new_browser(
     assert history_command([str(history), str(folders[-1])]) == 2
     assert "already in the history" in capsys.readouterr().err
     upgraded = write_folder(tmp_path / "upgraded", _night_runs(50, slow=3.0), versions={"chrome": "154.0.0.0"})
-    assert history_command([str(history), str(upgraded)]) == 0
+    assert history_command([str(history), str(upgraded)]) == 1  # a known change point, judged
+    assert "chrome 153.0.0.0 -> 154.0.0.0: 4-bit 1x64x64 +200.0% slower at the version change" in capsys.readouterr().out
+    moved = other_machine(write_folder(tmp_path / "moved", _night_runs(51)))
+    assert history_command([str(history), str(moved)]) == 0
     assert "it starts a new history" in capsys.readouterr().out
 
 
@@ -353,3 +358,77 @@ def test_the_report_shows_the_history_with_a_plot_per_configuration(tmp_path: Pa
     assert report_command([str(folders[-1]), "--history", str(single), "--output-dir", str(out)]) == 0
     assert "nothing to judge yet" in capsys.readouterr().out
     assert report_command([str(folders[-1]), "--history", str(tmp_path / "none"), "--output-dir", str(out)]) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# A browser update in a recorded history: a known change point
+
+
+NIGHTLY = Path(__file__).parent / "fixtures" / "false_alarms" / "nightly_history.tar.gz"
+UPDATE_NIGHT, LATER_NIGHT = 8, 16
+"""The recorded nightly history (23 sweeps of the same code) with Chromium updated on night 8."""
+
+
+@pytest.fixture(scope="module")
+def nightly(tmp_path_factory: pytest.TempPathFactory) -> list:
+    import tarfile
+
+    root = tmp_path_factory.mktemp("nightly")
+    with tarfile.open(NIGHTLY) as tar:
+        tar.extractall(root, filter="data")
+    return [load(f) for f in sorted(root.glob("n??"))][:LATER_NIGHT + 1]
+
+
+def _updated(rs, version: str):  # noqa: ANN001, ANN202
+    """The sweep as if Chromium ``version`` had run it (its rows and environment.json say so)."""
+    import dataclasses
+
+    env = json.loads(json.dumps(rs.environment))
+    env["browsers"]["chrome"]["version"] = version
+    return dataclasses.replace(rs, rows=rs.rows.assign(browser_version=version), environment=env)
+
+
+def _with_update(nightly: list, plants: dict[int, float]) -> list:  # noqa: ANN001
+    """Nights from UPDATE_NIGHT on run a newer Chromium; from each night in ``plants`` on, the
+    4-bit runs' raw samples are multiplied by its factor (on top of earlier plants)."""
+    from fixed_web_platform.analysis.false_alarms import slowed
+
+    out = []
+    for i, rs in enumerate(nightly):
+        if i >= UPDATE_NIGHT:
+            rs = _updated(rs, "156.0.7000.1")
+        for start, factor in plants.items():
+            if i >= start:
+                rs = slowed(rs, factor, bits={4})
+        out.append(rs)
+    return out
+
+
+def _four_bit_entries(judged) -> list:  # noqa: ANN001
+    return [e for e in judged.comparison.entries if e.config[CONFIG_KEY.index("bits_requested")] == 4]
+
+
+def test_a_step_at_a_browser_update_is_called_and_attributed_to_it(nightly) -> None:  # noqa: ANN001
+    sets = _with_update(nightly, {UPDATE_NIGHT: 1.5, LATER_NIGHT: 1.5})
+    at_update = _four_bit_entries(history_compare(sets[:UPDATE_NIGHT + 1]))
+    assert len(at_update) == 2  # both shapes
+    for e in at_update:
+        assert e.verdict is Verdict.REGRESSION
+        assert e.note.startswith("chrome 153.0.8010.0 -> 156.0.7000.1: 4-bit "), e.note
+        assert "slower at the version change" in e.note
+    later = _four_bit_entries(history_compare(sets))
+    assert len(later) == 2
+    for e in later:
+        assert e.verdict is Verdict.REGRESSION and "->" not in e.note, e.note
+        assert f"against {LATER_NIGHT - UPDATE_NIGHT} nights of history" in e.note  # restarted at the update
+
+
+def test_a_browser_update_without_a_step_calls_nothing(nightly) -> None:  # noqa: ANN001
+    sets = _with_update(nightly, {})
+    figures = [sweep_figures(rs) for rs in sets]
+    for t in range(UPDATE_NIGHT, len(figures)):
+        called = [e for e in judge_history(figures[:t + 1], with_steps=False) if e.verdict.is_regression]
+        assert not called, (t, called)
+    unplanted = history_compare(sets[:UPDATE_NIGHT + 1]).comparison.entries
+    assert not any(e.verdict.is_regression for e in unplanted)
+    assert all("chrome 153.0.8010.0 -> 156.0.7000.1" in e.note for e in unplanted)

@@ -15,13 +15,21 @@ unless both sides have several units and the change is far beyond every unit's o
 (FAR_EFFECT, no overlap of the units' p10-p90).
 
 Configurations are matched on result_files.CONFIG_KEY, the one identity of a row
-(results/rows.identity_columns: the core's and each workload kind's identity columns).
+(results/rows.identity_columns: the core's and each workload kind's identity columns). A browser
+or engine version that differs between the sides (analysis/versions.py) is not a reason to refuse:
+it is a known change point, and the entry attributes its verdict to it; what ran the browser (this
+machine, a grid node) still has to match.
+
+A configuration whose series never reached a steady state is judged on its whole distribution
+(every timed iteration of each unit): its units' medians then carry the unsettled spread, so the
+Welch interval is as wide as that spread makes it, and the entry says it was judged so.
 
 The command line and the table are in cli/compare.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Mapping, Sequence
@@ -36,6 +44,7 @@ from ..series.stats import RatioInterval, welch_ratio_interval
 from ..series.steady import SteadyClass
 from ..vocabulary import Outcome
 from ..workloads import DEFAULT_KIND, kind_named
+from .versions import VersionChange, Versions, row_versions
 
 DEFAULT_ALPHA = 0.001
 """The interval of the ratio is at level 1 - alpha (99.9%): measured on back-to-back sweeps of the
@@ -84,7 +93,7 @@ _ORDER = {v: i for i, v in enumerate(Verdict)}
 
 
 class MetadataMismatch(Exception):
-    """Baseline and current were measured with different browsers or machines."""
+    """Baseline and current were measured on different machines (or grid nodes)."""
 
     def __init__(self, differences: Sequence[str]) -> None:
         self.differences = tuple(differences)
@@ -116,6 +125,9 @@ class Entry:
     baseline_outcome: str = ""
     current_outcome: str = ""
     """Outcomes of the side's rows, e.g. "ok" or "ok x2, crash x1"; "" when absent."""
+    version_change: str = ""
+    """The browser or engine versions that changed between the sides ('chrome 153.0.8010.0 ->
+    156.0.7000.1'), to which the verdict is attributed; '' when they match."""
 
     @property
     def config_dict(self) -> dict[str, Any]:
@@ -125,11 +137,7 @@ class Entry:
     def shape(self) -> str:
         """What ran as its kind says it ('1x768x3072', '4x32 tokens'), with a mixed precision
         plan and random weights where the row has them."""
-        c = self.config_dict
-        plan = c.get("precision_plan") or ""
-        extra = f" {plan}" if plan.startswith("mixed") else ""
-        weights = " random weights" if c.get("weights") == "random" else ""
-        return f"{kind_named(c.get('kind') or DEFAULT_KIND).shape(c)}{extra}{weights}"
+        return shape_of(self.config_dict)
 
     @property
     def label(self) -> str:
@@ -141,19 +149,33 @@ class Entry:
                 f"{c['workload']} {self.shape}")
 
 
+def shape_of(c: Mapping[str, Any]) -> str:
+    """What a configuration ran as its kind says it ('1x768x3072', '4x32 tokens'), with a mixed
+    precision plan and random weights where it has them."""
+    plan = c.get("precision_plan") or ""
+    extra = f" {plan}" if plan.startswith("mixed") else ""
+    weights = " random weights" if c.get("weights") == "random" else ""
+    return f"{kind_named(c.get('kind') or DEFAULT_KIND).shape(c)}{extra}{weights}"
+
+
 @dataclass(frozen=True)
 class Comparison:
     entries: tuple[Entry, ...]
     alpha: float = DEFAULT_ALPHA
     min_effect: float = DEFAULT_MIN_EFFECT
     metadata_differences: tuple[str, ...] = ()
-    """Set-up differences accepted with force=True (empty when the set-ups match)."""
+    """Set-up differences (machines) accepted with force=True (empty when the set-ups match)."""
     baseline_dir: str = ""
     current_dir: str = ""
 
     @property
     def has_regression(self) -> bool:
         return any(e.verdict.is_regression for e in self.entries)
+
+    @property
+    def version_changes(self) -> tuple[str, ...]:
+        """The distinct version changes the entries are attributed to, in entry order."""
+        return tuple(dict.fromkeys(e.version_change for e in self.entries if e.version_change))
 
     @property
     def counts(self) -> dict[Verdict, int]:
@@ -180,8 +202,9 @@ def _ran_on(env: Mapping[str, Any], browser: str) -> dict[str, Any]:
 
 
 def metadata_differences(baseline_env: Mapping[str, Any], current_env: Mapping[str, Any]) -> list[str]:
-    """Differences that make timings incomparable: browser versions and what ran each browser
-    (this machine, or a grid node as the session's capabilities said)."""
+    """Differences that make timings incomparable: what ran each browser (this machine, or a grid
+    node as the session's capabilities said). Browser and engine versions are not among them: a
+    version change is a known change point the entries attribute their verdicts to."""
     diffs = [f"{side} has no environment.json" for side, env in
              (("baseline", baseline_env), ("current", current_env)) if not env]
     if diffs:
@@ -195,11 +218,6 @@ def metadata_differences(baseline_env: Mapping[str, Any], current_env: Mapping[s
             if b.get(key) != c.get(key):
                 where = f"{name} ran on: " if name else ""
                 diffs.append(f"{where}{key} {b.get(key)!r} in baseline, {c.get(key)!r} in current")
-    for name in common:
-        b = (b_browsers.get(name) or {}).get("version")
-        c = (c_browsers.get(name) or {}).get("version")
-        if b != c:
-            diffs.append(f"{name} version: {b!r} in baseline, {c!r} in current")
     return list(dict.fromkeys(diffs))
 
 
@@ -214,6 +232,8 @@ class _Side:
     """Per ok repetition (a round: its own browser session), its page loads' headline samples."""
     timing_sources: set[str] = field(default_factory=set)
     runs_without_samples: int = 0
+    versions: Versions = Versions()
+    """The browser and engine versions its rows ran on (analysis/versions.py)."""
 
     @property
     def pages(self) -> list[list[float]]:
@@ -365,6 +385,8 @@ def _sides(rs: ResultSet) -> dict[tuple[Any, ...], _Side]:
         side.runs.append(pages)
         source = str(raw.get("timing_source") or record.get("timing_source") or "")
         side.timing_sources.add(source or "unknown")
+    for side in sides.values():
+        side.versions = row_versions(side.rows, rs.environment)
     return sides
 
 
@@ -462,10 +484,6 @@ def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: floa
         which = " and ".join(n for n, s in (("baseline", base), ("current", cur)) if not s.pages)
         verdict = Verdict.SKIPPED
         notes.insert(0, f"latency not compared: no raw samples in {which}")
-    elif unsettled := [n for n, side in (("baseline", base), ("current", cur)) if side.unsettled]:
-        verdict = Verdict.SKIPPED
-        notes.insert(0, f"latency not compared: no steady state in {' and '.join(unsettled)} "
-                        "(its figures are not a steady level; docs/concepts/steady-state.md)")
     elif base.timing_sources != cur.timing_sources or len(base.timing_sources) > 1:
         verdict = Verdict.SKIPPED
         notes.insert(0, "latency not compared: timing source differs ("
@@ -473,6 +491,8 @@ def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: floa
                      f"{'/'.join(sorted(cur.timing_sources))} in current)")
     else:
         verdict, effect, interval, why = _latency_verdict(base, cur, alpha, min_effect)
+        if unsettled := [n for n, side in (("baseline", base), ("current", cur)) if side.unsettled]:
+            notes.insert(0, WHOLE_DISTRIBUTION.format(where=" and ".join(unsettled)))
         if why:
             notes.insert(0, why)
     if accuracy:
@@ -481,6 +501,23 @@ def _judge_both_ok(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: floa
         notes.insert(0, accuracy)
         verdict = Verdict.ACCURACY_REGRESSION
     return Entry(verdict=verdict, effect=effect, interval=interval, note="; ".join(notes), **common)
+
+
+WHOLE_DISTRIBUTION = ("no steady state in {where}: judged on its whole distribution (every timed "
+                      "iteration; its spread widens the interval; docs/concepts/steady-state.md)")
+"""The note of a configuration judged without a steady state, compare's and history's."""
+
+
+def attributed(entry: Entry) -> Entry:
+    """The entry with its verdict attributed to the version change between its sides, when
+    there is one: 'chrome 153.0.8010.0 -> 156.0.7000.1: 4-bit 1x768x3072 +40.0% slower'."""
+    if not entry.version_change:
+        return entry
+    c = entry.config_dict
+    what = f"{entry.version_change}: {c['bits_requested']}-bit {entry.shape}"
+    if entry.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and entry.note:
+        return dataclasses.replace(entry, note=f"{what} {entry.note}")  # the note leads with '+40.0% slower'
+    return dataclasses.replace(entry, note="; ".join(filter(None, [f"{what} {entry.verdict.value}", entry.note])))
 
 
 def _judge(config: tuple[Any, ...], base: _Side | None, cur: _Side | None, alpha: float,
@@ -498,6 +535,11 @@ def _judge(config: tuple[Any, ...], base: _Side | None, cur: _Side | None, alpha
             current_outcome="" if cur is None else side.outcome_summary,
             note=f"only in {'current' if base is None else 'baseline'}: {side.outcome_summary}",
         )
+    return attributed(dataclasses.replace(_judge_sides(config, base, cur, alpha, min_effect),
+                                          version_change=VersionChange(base.versions, cur.versions).text))
+
+
+def _judge_sides(config: tuple[Any, ...], base: _Side, cur: _Side, alpha: float, min_effect: float) -> Entry:
     common = dict(config=config, baseline_outcome=base.outcome_summary,
                   current_outcome=cur.outcome_summary,
                   baseline_median=base.median, current_median=cur.median,
@@ -522,7 +564,8 @@ def _judge(config: tuple[Any, ...], base: _Side | None, cur: _Side | None, alpha
 
 def compare(baseline: ResultSet, current: ResultSet, *, alpha: float = DEFAULT_ALPHA,
             min_effect: float = DEFAULT_MIN_EFFECT, force: bool = False) -> Comparison:
-    """Match configurations and judge each; raise MetadataMismatch on differing set-ups unless force."""
+    """Match configurations and judge each (a browser or engine version change attributed in the
+    entries); raise MetadataMismatch when a browser ran on another machine, unless force."""
     if not (0 < alpha < 1):
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     if not (math.isfinite(min_effect) and min_effect >= 0):

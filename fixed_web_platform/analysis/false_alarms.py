@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,19 +42,36 @@ def first_pages(rs: ResultSet, pages: int) -> ResultSet:
 
 def first_repetitions(rs: ResultSet, repetitions: int) -> ResultSet:
     """The same sweep as if it had run with ``--repetitions repetitions`` (its first rounds)."""
-    keep = rs.rows["repetition"].astype(int) < repetitions
+    return _rounds(rs, rs.rows["repetition"].astype(int) < repetitions)
+
+
+def one_round(rs: ResultSet, repetition: int, bits: Collection[int] | None = None) -> ResultSet:
+    """The sweep's round ``repetition`` alone, as a sweep of one browser session would be (named
+    ``<folder>/round<repetition>``): a recorded --repetitions 5 sweep gives five such sweeps.
+    ``bits``: only the runs asking for these bits, as a sweep with those --bits."""
+    keep = rs.rows["repetition"].astype(int) == repetition
+    if bits is not None:
+        keep &= rs.rows["bits_requested"].astype(int).isin(list(bits))
+    return dataclasses.replace(_rounds(rs, keep), directory=rs.directory / f"round{repetition}")
+
+
+def _rounds(rs: ResultSet, keep: Any) -> ResultSet:
+    """The sweep with only the rows ``keep`` (a boolean mask) selects, and their samples."""
     rows = rs.rows[keep].reset_index(drop=True)
     kept = {int(r) for r in rows["run_id"]}
     return dataclasses.replace(rs, rows=rows, samples={k: v for k, v in rs.samples.items() if k in kept})
 
 
-def slowed(rs: ResultSet, factor: float) -> ResultSet:
-    """The same sweep with every headline sample multiplied by ``factor`` (a planted slowdown)."""
+def slowed(rs: ResultSet, factor: float, bits: Collection[int] | None = None) -> ResultSet:
+    """The same sweep with every headline sample multiplied by ``factor`` (a planted slowdown);
+    ``bits``: only the runs asking for these bits (bits_requested)."""
+    chosen = None if bits is None else {
+        int(r["run_id"]) for r in rs.rows.to_dict("records") if int(r["bits_requested"]) in set(bits)}
     samples = {}
     for run_id, record in rs.samples.items():
         key = headline_key(record)
         values = record.get(key)
-        if isinstance(values, list):
+        if isinstance(values, list) and (chosen is None or run_id in chosen):
             record = record | {key: [None if v is None else v * factor for v in values]}
         samples[run_id] = record
     return dataclasses.replace(rs, samples=samples)

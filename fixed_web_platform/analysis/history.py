@@ -37,7 +37,14 @@ night alone, 95% for two nights in a row); a change is called when p is below it
 change passes the minimum effect. So a step is caught on its night or the night after. Nights measured with another timing source than
 the newest one's (GPU timestamps, wall clock) are not part of its series.
 
-Change points (the history's start, the plots' marks, the summary's "what changed when") are
+Known change points: where a configuration's browser or engine version (analysis/versions.py)
+differs from the night before's. A step that starts on such a night is judged against the
+history before it and attributed to the version change ("chrome 153.0.8010.0 -> 156.0.7000.1:
+4-bit 1x768x3072 +50.0% slower"); the history of later nights restarts there (until HISTORY_MIN
+nights of the new version, the previous sweep alone judges, as compare A B does). A step on a
+night without a version change is judged as any other.
+
+Change points found in the data (the history's start, the plots' marks, the summary's "what changed when") are
 ruptures' PELT with an l2 cost and a penalty of PENALTY * s^2 * log(n), s the noise estimated
 from successive differences (a step moves one of them only), each kept only where the level moved
 beyond the minimum effect and beyond chance (the move in units of that noise, at alpha over the
@@ -64,6 +71,7 @@ from ..series.changepoints import SD_FLOOR
 from ..series.steady import SteadyClass
 from ..vocabulary import Outcome
 from .compare import (
+    WHOLE_DISTRIBUTION,
     _ORDER,
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
@@ -73,7 +81,9 @@ from .compare import (
     _config_value,
     compare,
     metadata_differences,
+    shape_of,
 )
+from .versions import VersionChange, Versions, row_versions
 
 HISTORY_MIN = 5
 """Nights of history (after the last change point) before a view judges the newest."""
@@ -118,8 +128,11 @@ class SweepFigures:
     sources: Mapping[Config, str] = field(default_factory=dict)
     """Each configuration's timing source ('gpu-timestamp', 'wall-clock'; '' unknown)."""
     unsettled: frozenset[Config] = frozenset()
-    """Configurations with an ok run whose series never reached a steady state: left out of the
-    series, and not judged when the newest sweep has them."""
+    """Configurations with an ok run whose series never reached a steady state: judged on their
+    whole distribution (their figures are every timed iteration's), and said so."""
+    versions: Mapping[Config, Versions] = field(default_factory=dict)
+    """Each configuration's browser and engine versions (a change between nights is a known
+    change point)."""
 
     def view(self, view: View, levels: Mapping[Config, float] | None = None) -> dict[Config, list[float]]:
         """Per configuration, its values in this view, one per browser session. The session view
@@ -165,7 +178,7 @@ class SweepFigures:
         d = math.log(factor)
         return SweepFigures(self.name, self.created, {
             c: ({s: v + d for s, v in by.items()} if config is None or c == config else by)
-            for c, by in self.rounds.items()}, self.sources, self.unsettled)
+            for c, by in self.rounds.items()}, self.sources, self.unsettled, self.versions)
 
 
 _SETTING = [CONFIG_KEY.index(k) for k in setting_columns()]
@@ -184,12 +197,14 @@ def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
     logs: dict[Config, dict[tuple[str, int], list[float]]] = {}
     sources: dict[Config, set[str]] = {}
     unsettled: set[Config] = set()
+    rows: dict[Config, list[dict[str, Any]]] = {}
     for record in rs.rows.to_dict("records"):
         if str(record.get("outcome")) != Outcome.OK.value:
             continue
+        config = tuple(_config_value(k, record[k], where) for k in CONFIG_KEY)
+        rows.setdefault(config, []).append(record)
         if record.get("steady_class") == SteadyClass.NO_STEADY:
-            unsettled.add(tuple(_config_value(k, record[k], where) for k in CONFIG_KEY))
-            continue
+            unsettled.add(config)
         raw = rs.samples.get(int(record["run_id"]))
         if raw is None:
             continue
@@ -197,7 +212,6 @@ def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
         median = float(np.median(samples)) if samples else 0.0
         if not median > 0:
             continue
-        config = tuple(_config_value(k, record[k], where) for k in CONFIG_KEY)
         repetition = record.get("repetition")
         rnd = int(repetition) if repetition is not None and not (
             isinstance(repetition, float) and math.isnan(repetition)) else 0
@@ -207,7 +221,8 @@ def sweep_figures(rs: ResultSet, name: str | None = None) -> SweepFigures:
     rounds = {c: {s: float(np.mean(v)) for s, v in by.items()} for c, by in logs.items()}
     created = str((rs.environment or {}).get("created_utc") or "")
     return SweepFigures(name or rs.directory.name, created, rounds,
-                        {c: "/".join(sorted(v)) for c, v in sources.items()}, frozenset(unsettled))
+                        {c: "/".join(sorted(v)) for c, v in sources.items()}, frozenset(unsettled),
+                        {c: row_versions(r, rs.environment) for c, r in rows.items()})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,12 +243,26 @@ class Night:
     """The lowest and highest session's figure (for 5 sessions a 94% interval of the median; NaN
     with one session)."""
     units: int
+    versions: Versions = Versions()
+    """What the configuration ran on that night (a change from the night before is a known
+    change point)."""
 
 
-def night(sweep: SweepFigures, values: Sequence[float]) -> Night:
+def night(sweep: SweepFigures, values: Sequence[float], config: Config | None = None) -> Night:
     middle = statistics.median(values)
     low, high = (min(values), max(values)) if len(values) >= 2 else (math.nan, math.nan)
-    return Night(sweep.name, sweep.created, middle, low, high, len(values))
+    versions = sweep.versions.get(config, Versions()) if config is not None else Versions()
+    return Night(sweep.name, sweep.created, middle, low, high, len(values), versions)
+
+
+def version_breaks(series: Sequence[Night]) -> dict[int, str]:
+    """The known change points of a series: night index -> what changed from the night before."""
+    out = {}
+    for i in range(1, len(series)):
+        change = VersionChange(series[i - 1].versions, series[i].versions)
+        if change.changed:
+            out[i] = change.text
+    return out
 
 
 @dataclass(frozen=True)
@@ -264,6 +293,8 @@ class ViewJudgement:
     pooled_series: int = 0
     """Series whose night-to-night spread was pooled (this one included)."""
     note: str = ""
+    version_change: str = ""
+    """The version change the step starts with (a known change point), '' when none."""
 
     @property
     def called(self) -> bool:
@@ -309,10 +340,16 @@ def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[N
     floor = math.log1p(min_effect)
     tried: list[ViewJudgement] = []
     usable = 0
+    breaks = version_breaks(series)
+    n = len(values)
     for k in STEP_NIGHTS:
-        if len(values) <= k:
+        if n <= k:
             break
-        before = _history(values[:-k], min_effect, alpha)
+        if any(n - k < b for b in breaks):
+            continue  # a version change within the nights judged: the newest night alone (k=1) says it
+        change = breaks.get(n - k, "")  # the step starts with a version change: judged against the nights before
+        start = max((b for b in breaks if b < n - k), default=0)  # the history restarts at a version change
+        before = _history(values[start:n - k], min_effect, alpha)
         after = values[-k:]
         usable = max(usable, len(before))
         if len(before) < HISTORY_MIN:
@@ -342,7 +379,8 @@ def judge_series(view: View, series: Sequence[Night], peers: Sequence[Sequence[N
         verdict = (Verdict.REGRESSION if effect > 0 else Verdict.IMPROVEMENT) if called else Verdict.UNCHANGED
         since = series[-k].sweep
         pooled_series = 1 + sum(1 for peer in peers if len(peer) > k + 1)
-        tried.append(ViewJudgement(view, verdict, effect, k, since, limit, p, len(before), pooled_series))
+        tried.append(ViewJudgement(view, verdict, effect, k, since, limit, p, len(before), pooled_series,
+                                   version_change=change))
     if not tried:
         earlier = max(len(values) - 1, 0)
         cut = f", {usable} since its last change point" if usable < earlier else ""
@@ -405,7 +443,7 @@ def series_by_view(sweeps: Sequence[SweepFigures], usual: Mapping[Config, float]
     for view in View:
         per = [(s, s.view(view, usual)) for s in window]
         newest = per[-1][1]
-        out[view] = {c: [night(s, values[c]) for s, values in per
+        out[view] = {c: [night(s, values[c], c) for s, values in per
                          if c in values and s.sources.get(c, "") == current.sources.get(c, "")]
                      for c in current.rounds if c in newest}
     return out
@@ -444,11 +482,11 @@ def _judge(sweeps: Sequence[SweepFigures], alpha: float, min_effect: float, conf
             series[view] = tuple(mine)
             found[view] = tuple(steps(mine, min_effect, alpha)) if with_steps else ()
             judgements.append(judge_series(view, mine, peers, alpha=alpha, min_effect=min_effect))
-        entries.append(_decide(config, judgements, series, found, moved.get(str(config[CONFIG_KEY.index("browser")]))))
-    if configs is None:
-        entries += [HistoryEntry(c, Verdict.SKIPPED, None, (), {}, {}, "no steady state in the newest sweep: its "
-                                 "figures are not a steady level, so not judged (docs/concepts/steady-state.md)")
-                    for c in sorted(sweeps[-1].unsettled - set(sweeps[-1].rounds), key=str)]
+        entry = _decide(config, judgements, series, found, moved.get(str(config[CONFIG_KEY.index("browser")])))
+        if config in sweeps[-1].unsettled:
+            entry = dataclasses.replace(entry, note="; ".join(
+                filter(None, [entry.note, WHOLE_DISTRIBUTION.format(where="the newest sweep")])))
+        entries.append(entry)
     return entries, moved
 
 
@@ -475,7 +513,7 @@ def _decide(config: Config, judgements: list[ViewJudgement], series: dict[View, 
     if decider is None:
         return HistoryEntry(config, Verdict.SKIPPED, None, tuple(judgements), series, found,
                             "no ok run with samples in the newest sweep")
-    notes = [describe(decider)]
+    notes = [describe(decider, f"{config[_BITS]}-bit {shape_of(dict(zip(CONFIG_KEY, config, strict=True)))}")]
     if decider is session and absolute is not None and absolute.called and session.verdict is Verdict.UNCHANGED:
         notes.append(f"its own latency moved {absolute.effect:+.1%} ({absolute.verdict.value} in the absolute "
                      "view) with the whole browser session: machine drift or a change common to the session, "
@@ -490,14 +528,21 @@ def _decide(config: Config, judgements: list[ViewJudgement], series: dict[View, 
                         "; ".join(n for n in notes if n))
 
 
-def describe(j: ViewJudgement) -> str:
-    """One line of evidence for a view's judgement."""
+_BITS = CONFIG_KEY.index("bits_requested")
+
+
+def describe(j: ViewJudgement, what: str = "") -> str:
+    """One line of evidence for a view's judgement; one whose step starts with a version change
+    leads with it and ``what`` moved ('chrome 153.0 -> 156.0: 4-bit 1x768x3072 +50.0% slower; ...')."""
     if j.verdict is Verdict.INSUFFICIENT:
         return f"{j.view.value} view: {j.note}"
     when = "on the newest night" if j.nights_after == 1 else f"since {j.since} (two nights)"
     head = f"{j.view.value} view {j.effect:+.1%} {when}"
     evidence = (f"against {j.history_nights} nights of history (limit +-{j.limit:.1%}, p={j.p:.1g}, "
                 f"spread pooled over {j.pooled_series} series)")
+    if j.version_change:
+        moved = f"{j.effect:+.1%} {'slower' if j.effect > 0 else 'faster'}" if j.called else j.verdict.value
+        return f"{j.version_change}: {what + ' ' if what else ''}{moved} at the version change; {head} {evidence}"
     return f"{head} {evidence}"
 
 

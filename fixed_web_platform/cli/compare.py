@@ -55,6 +55,9 @@ def format_comparison(c: Comparison) -> str:
     if c.metadata_differences:
         lines += ["> **Warning:** compared despite differing set-ups (--force): "
                   + cell("; ".join(c.metadata_differences)), ""]
+    if c.version_changes:
+        lines += ["Versions changed between the sides (a known change point: each entry's verdict is "
+                  "attributed to its change): " + cell("; ".join(c.version_changes)), ""]
     head = ["browser", "engine", "platform", "mode", "workload", "shape", "bits", "verdict", "baseline ms",
             "current ms", "change", f"{1 - c.alpha:.1%} interval", "units (base/cur)",
             "samples (base/cur)", "note"]
@@ -102,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="smallest relative change of the median latency that counts "
                         f"(default {DEFAULT_MIN_EFFECT}, i.e. {DEFAULT_MIN_EFFECT * 100:g}%%)")
     p.add_argument("--force", action="store_true",
-                   help="compare even when browser versions or the machine differ")
+                   help="compare even when the machine (or grid node) differs; browser and engine "
+                        "version changes are compared without it, each verdict attributed to its change")
     p.add_argument("--output", type=Path, default=None, metavar="FILE.md",
                    help="also write the Markdown table to this file")
     return p
