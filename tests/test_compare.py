@@ -17,6 +17,7 @@ from fixed_web_platform.analysis.compare import (
     MetadataMismatch,
     Verdict,
     compare,
+    compare_builds,
 )
 from fixed_web_platform.cli.compare import compare_command, format_comparison
 from fixed_web_platform.plan import RunSpec
@@ -26,6 +27,7 @@ from fixed_web_platform.results.writer import ResultWriter
 from fixed_web_platform.vocabulary import (
     SCHEMA_VERSION,
     BrowserName,
+    EngineName,
     Outcome,
     Platform,
     PrecisionMode,
@@ -62,6 +64,9 @@ class Run:
     browser_version: str = ""
     """The row's browser_version ('': environment.json's version of its browser stands)."""
     engine_version: str = ""
+    engine: EngineName = EngineName.HARNESS
+    browser_build: str = ""
+    engine_build: str = ""
 
 
 def write_folder(path: Path, runs: list[Run], *, versions: dict[str, str] | None = None) -> Path:
@@ -71,7 +76,8 @@ def write_folder(path: Path, runs: list[Run], *, versions: dict[str, str] | None
     for run_id, r in enumerate(runs):
         spec = RunSpec(run_id=run_id, browser=r.browser, platform=Platform.WEBGPU,
                        workload=r.workload, bits=r.bits, block_size=32, repetition=r.repetition,
-                       precision_mode=PrecisionMode.STANDARD, seed=0)
+                       precision_mode=PrecisionMode.STANDARD, seed=0, engine=r.engine,
+                       browser_build=r.browser_build, engine_build=r.engine_build)
         row = ResultRow.without_measurement(spec, r.outcome, r.reason or
                                             ("" if r.outcome is Outcome.OK else "it broke"),
                                             browser_version=r.browser_version)
@@ -448,3 +454,36 @@ def test_non_finite_samples_are_dropped(tmp_path: Path) -> None:
     e = _only(_compare(b, c))
     assert e.n_current == 30
     assert e.verdict is Verdict.REGRESSION
+
+
+def test_builds_side_by_side_in_one_sweep_are_judged_against_the_first(tmp_path: Path) -> None:
+    """Two Chromium binaries and two ORT builds in one sweep, rounds interleaved: the 4-bit runs
+    planted 1.5x slower on the second binary are called and attributed to its version; nothing
+    else is (the 8-bit runs, the engine builds), and the report's section says exactly that."""
+    from fixed_web_platform.report.builds import builds_section
+
+    runs = []
+    for rep in range(3):
+        for build, version in (("webnn", "153.0.8010.0"), ("chromium", "156.0.8078.114")):
+            for bits in (8, 4):
+                slow = 1.5 if (build, bits) == ("chromium", 4) else 1.0
+                for engine, engine_build in ((EngineName.HARNESS, ""), (EngineName.ORT, ""),
+                                             (EngineName.ORT, "1.31.0-dev")):
+                    seed = len(runs)
+                    runs.append(Run(bits=bits, repetition=rep, browser_build=build, browser_version=version,
+                                    engine=engine, engine_build=engine_build,
+                                    engine_version=engine_build or ("1.30.0" if engine is EngineName.ORT else ""),
+                                    samples=_samples(10.0 * slow, seed=seed)))
+    folder = write_folder(tmp_path / "sweep", runs)
+    pairs = compare_builds(load(folder))
+    assert len(pairs) == 6 + 4  # 2 bits x 3 engine builds across the binaries; 2 bits x 2 binaries across ORT's builds
+    called = [p for p in pairs if p.entry.verdict is not Verdict.UNCHANGED]
+    assert [(p.axis, p.baseline, p.current, p.entry.config_dict["bits_requested"]) for p in called] == [
+        ("browser", "chrome@webnn", "chrome@chromium", 4)] * 3
+    assert {p.entry.verdict for p in called} == {Verdict.REGRESSION}
+    assert all(re.fullmatch(r"chrome 153.0.8010.0 -> 156.0.8078.114: 4-bit 1x768x3072 \+(4[5-9]|5[0-5])\.\d% slower",
+                            p.entry.note) for p in called), [p.entry.note for p in called]
+    assert {p.baseline for p in pairs if p.axis == "engine"} == {"ort"}
+    md, _ = builds_section([folder], ["sweep"])
+    listed = [line for line in md if line.startswith("- chrome@webnn -> chrome@chromium")]
+    assert len(listed) == 3 and all("slower" in line for line in listed)

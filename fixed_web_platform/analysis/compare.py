@@ -580,3 +580,46 @@ def compare(baseline: ResultSet, current: ResultSet, *, alpha: float = DEFAULT_A
     return Comparison(entries=tuple(entries), alpha=alpha, min_effect=min_effect,
                       metadata_differences=tuple(diffs), baseline_dir=str(baseline.directory),
                       current_dir=str(current.directory))
+
+
+BUILD_AXES = {"browser": "browser_build", "engine": "engine_build"}
+"""The run axes whose values are builds of one thing (``--browser chrome@webnn chrome@chromium``,
+``--engine ort@1.30.0 ort@1.31``): compare_builds sets them against each other within a sweep."""
+
+
+@dataclass(frozen=True)
+class BuildPair:
+    """One configuration on two builds of its browser or engine, within one sweep."""
+
+    axis: str
+    """'browser' or 'engine': which of BUILD_AXES differs (everything else is the same)."""
+    baseline: str
+    """The build set against, as asked ('chrome@webnn', 'ort' for the default build)."""
+    current: str
+    entry: Entry
+    """The judgement, as compare's (current against baseline), attributed to their versions."""
+
+
+def compare_builds(rs: ResultSet, *, alpha: float = DEFAULT_ALPHA,
+                   min_effect: float = DEFAULT_MIN_EFFECT) -> tuple[BuildPair, ...]:
+    """Within one sweep: every configuration that ran on several builds of its browser or of its
+    engine (one axis at a time, all else equal), each build judged against the first the plan ran
+    as compare judges two sweeps. The units are the repetitions: rounds, which run every build in
+    turn, so a drift of the machine hits both sides (with one repetition, the page loads)."""
+    sides = _sides(rs)
+    pairs: list[BuildPair] = []
+    for axis, column in BUILD_AXES.items():
+        at, named = CONFIG_KEY.index(column), CONFIG_KEY.index(axis)
+        groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        for config in sides:
+            groups.setdefault(config[:at] + config[at + 1:], []).append(config)
+        for configs in groups.values():
+            base = configs[0]
+            for config in configs[1:]:
+                pairs.append(BuildPair(axis, _build_name(base, named, at), _build_name(config, named, at),
+                                       _judge(config, sides[base], sides[config], alpha, min_effect)))
+    return tuple(pairs)
+
+
+def _build_name(config: tuple[Any, ...], named: int, at: int) -> str:
+    return f"{config[named]}@{config[at]}" if config[at] else str(config[named])

@@ -38,6 +38,7 @@ from ..workloads import DEFAULT_KIND, kind_columns, kind_named
 from .activations import activation_section
 from .memory import memory_section
 from .glance import glance_html, glance_markdown, glance_notes
+from .builds import builds_section
 from .history import history_section
 from .markdown import fmt_bytes, how_to_read_html, how_to_read_markdown, html_table, markdown_table, number
 from .plots import MEMORY_COLUMNS
@@ -863,6 +864,8 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
     md += steady_md
     sensitivity_md, sensitivity_html = sensitivity_section(list(sweeps.directories), out_dir / "plots")
     md += sensitivity_md
+    builds_md, builds_html = builds_section(sweeps.directories, sweeps.names)
+    md += builds_md
     activations_md, activations_html = activation_section(summary)
     md += activations_md
     memory_md, memory_html = memory_section(summary)
@@ -908,6 +911,7 @@ def write_report(sweeps: Sweeps, out_dir: Path, histories: Sequence[Any] = ()) -
         *ship_html,
         *steady_html,
         *sensitivity_html,
+        *builds_html,
         *activations_html,
         *memory_html,
         *history_html,
