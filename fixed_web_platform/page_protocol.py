@@ -182,6 +182,10 @@ class PageReply:
     threads: int | None = None
     """ORT: wasm threads in effect."""
     engine_version: str = ""
+    backend: str = ""
+    """ORT on WebGPU: which implementation ran, as the page read it from ORT (native or jsep)."""
+    programs: tuple[str, ...] = ()
+    """ORT on WebGPU: the kernel programs its session profile names (distinct, in order)."""
     gpu_note: str = ""
     """Why there are no GPU timestamps, when the page says."""
     timestamp_query: bool = False
@@ -300,6 +304,18 @@ def _short(value: Any, name: str, limit: int = 40) -> str:
     return value[:limit]
 
 
+MAX_PROGRAMS = 200
+"""The most kernel program names a reply may list (a whole model's distinct programs)."""
+
+
+def _programs(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_PROGRAMS:
+        raise PageDataError(f"programs is not a list of at most {MAX_PROGRAMS} names: {value!r:.60}")
+    return tuple(_short(v, "programs[]", 120) for v in value)
+
+
 def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: WorkloadKind | None = None) -> PageReply:
     """Check a posted result; timed runs have 1..max_samples iterations after the cold one (fewer
     than the minimum asked is allowed here and marked by the runner), each with its start offset;
@@ -347,6 +363,8 @@ def parse_page_reply(payload: Any, max_samples: int = RECORD_CAP, kind: Workload
         placement=_text(payload.get("placement")),
         threads=None if threads is None else int(_number(threads, "threads")),
         engine_version=_short(payload.get("engine_version"), "engine_version", 80),
+        backend=_short(payload.get("backend"), "backend", 20),
+        programs=_programs(payload.get("programs")),
         gpu_note=_text(payload.get("gpu_note")),
         timestamp_query=payload.get("timestamp_query") is True,
         compile_ms=_milliseconds(payload.get("compile_ms"), "compile_ms"),

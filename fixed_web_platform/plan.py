@@ -21,7 +21,7 @@ from pathlib import Path
 from .browsers.products import BrowserChoice, browser_choice
 from .engines.builds import EngineChoice
 from .engines.registry import engine_choice, engine_for, engines_for_platform, kinds_run_by, planned_refusal
-from .engines.ort import check_buffer_cache
+from .engines.ort import check_accuracy_level, check_backend, check_buffer_cache
 from .engines.webnn.forms import QDQ_FORM, check_form
 from .formats import transformersjs_folder
 from .precision.observers import OBSERVERS
@@ -76,6 +76,8 @@ def build_plan(
     granularity: str | Sequence[str] = DEFAULT_GRANULARITY,
     graph_form: str | Sequence[str] = "",
     buffer_cache: Sequence[str] = (),
+    backend: Sequence[str] = (),
+    accuracy_level: Sequence[str | int] = (),
     weight_quant: str | Sequence[str] = DEFAULT_QUANTIZER,
     dtypes: Sequence[str] = (),
 ) -> list[RunSpec]:
@@ -91,7 +93,10 @@ def build_plan(
     engines whose bits name the format (per-channel weights and wllama's GGUF types round by their
     own rule: one run each, whatever the quantizers); an engine that cannot hold a quantizer's bytes
     refuses its runs. ``buffer_cache`` (ONNX Runtime's WebGPU storage-buffer cache modes; none: its
-    default) multiplies the runs of engines that take one (ORT and transformers.js on WebGPU). ``dtypes`` (--dtype) keeps, of the weight formats of engines that name theirs
+    default) multiplies the runs of engines that take one (ORT and transformers.js on WebGPU); ``backend``
+    (ONNX Runtime Web's WebGPU implementations, native and jsep; none: native) those of ORT on WebGPU;
+    ``accuracy_level`` (MatMulNBits' levels, 0-4; none: the model's own) those of ORT at 8/4/2 bits
+    with float activations. ``dtypes`` (--dtype) keeps, of the weight formats of engines that name theirs
     by dtype (transformers.js), those it names. A browser or an engine may be named with a
     build (``chrome@chromium``, ``ort@1.31``: browsers/products.browser_choice,
     engines/registry.engine_choice), each its own runs side by side: an engine's builds run in the
@@ -124,6 +129,12 @@ def build_plan(
     caches = tuple(dict.fromkeys(buffer_cache))
     for mode in caches:
         check_buffer_cache(mode)
+    backends = tuple(dict.fromkeys(backend))
+    for name in backends:
+        check_backend(name)
+    levels = tuple(dict.fromkeys(str(level) for level in accuracy_level))
+    for level in levels:
+        check_accuracy_level(level)
     quantizers = list(dict.fromkeys([weight_quant] if isinstance(weight_quant, str) else weight_quant))
     if not quantizers:
         raise ValueError("no weight quantizer given")
@@ -147,6 +158,13 @@ def build_plan(
     if caches and not any(engine_for(e.name, p).buffer_caches(caches) != ("",) for e, p in pairs):
         raise ValueError(f"--buffer-cache {caches[0]} sets ONNX Runtime's WebGPU buffer cache: add --engine ort or "
                          "transformersjs and --platform webgpu")
+    if backends and not any(engine_for(e.name, p).backends(backends) != ("",) for e, p in pairs):
+        raise ValueError(f"--backend {backends[0]} picks ONNX Runtime Web's WebGPU implementation: add --engine ort "
+                         "and --platform webgpu")
+    if levels and not any(engine_for(e.name, p).accuracy_levels(levels, b, 32) != ("",)
+                          for e, p in pairs for b in bits):
+        raise ValueError(f"--accuracy-level {levels[0]} is set on ONNX Runtime's MatMulNBits nodes: add --engine ort "
+                         "and --bits 8, 4 or 2")
     for platform in dict.fromkeys(platforms):
         if not any(p == platform for _, p in pairs):
             runs_it = ", ".join(str(e) for e in engines_for_platform(platform)) or "none"
@@ -171,8 +189,9 @@ def build_plan(
                                 formats = tuple(f for f in formats if f != HELD_FORMAT) or ("",)
                             if dtypes and runner.dtype_names:  # the held runs a quantizer asks for stay
                                 formats = tuple(f for f in formats if f in dtypes or f == HELD_FORMAT and chosen)
-                            for fmt, form, cache in itertools.product(formats, runner.graph_forms(forms, acts),
-                                                                      runner.buffer_caches(caches)):
+                            for fmt, form, cache, impl, level in itertools.product(
+                                    formats, runner.graph_forms(forms, acts), runner.buffer_caches(caches),
+                                    runner.backends(backends), runner.accuracy_levels(levels, b, acts)):
                                 coded = fmt in ("", HELD_FORMAT)  # the quantizer makes its codes
                                 if not coded and wq != quants[0]:
                                     continue  # a named format (wllama's GGUF types) rounds by its own rule: once
@@ -182,7 +201,7 @@ def build_plan(
                                     workload=workload, bits=b, block_size=block_size, repetition=rep,
                                     precision_mode=precision_mode, seed=seed, webnn_device=webnn_device,
                                     act_bits=acts, observer=obs, weight_format=fmt, granularity=group,
-                                    graph_form=form, buffer_cache=cache,
+                                    graph_form=form, buffer_cache=cache, backend=impl, accuracy_level=level,
                                     weight_quant=wq if group == DEFAULT_GRANULARITY and coded else DEFAULT_QUANTIZER,
                                 )
                                 runs.append(dataclasses.replace(run, refused=planned_refusal(run)))

@@ -232,6 +232,14 @@ class RunSpec:
     buffer_cache: str = ""
     """ONNX Runtime's WebGPU storage-buffer cache mode (engines/ort: BUFFER_CACHES; ORT and
     transformers.js on WebGPU, their default named), '' for engines without the choice."""
+    backend: str = ""
+    """The implementation of the platform inside the engine, for engines with several (ONNX Runtime
+    Web on WebGPU: 'native', its C++ WebGPU execution provider, or 'jsep', its JavaScript one:
+    engines/ort.BACKENDS); '' for engines with one."""
+    accuracy_level: str = ""
+    """ONNX Runtime's MatMulNBits ``accuracy_level`` set on every such node of the run's model
+    ('0'-'4'; 4 lets its WebGPU kernels quantize activations to int8 where the adapter has
+    subgroups); '' leaves the model's own."""
     graph_form: str = ""
     """The graph form asked for, for engines that build one computation several ways (the
     harness's WebNN graphs: engines/webnn/forms.py); '' for the engine's default."""
@@ -269,6 +277,8 @@ class RunSpec:
         group += f" {self.weight_quant}" if self.weight_quant != DEFAULT_QUANTIZER else ""
         form = f" [{self.graph_form}]" if self.graph_form else ""
         form += f" cache:{self.buffer_cache}" if self.buffer_cache else ""
+        form += f" {self.backend}" if self.backend else ""
+        form += f" accuracy_level:{self.accuracy_level}" if self.accuracy_level else ""
         return (f"{self.browser_key}/{self.engine_key}/{self.platform} {self.bits}-bit{fmt}{group}{acts}{form} "
                 f"{self.workload.label} rep{self.repetition}")
 

@@ -54,7 +54,10 @@ v18: ``act_scale`` (int8 inputs scaled 'per-tensor' or 'per-token'). Older folde
     (per-tensor where act_bits is 8).
 v19: ``browser_build`` and ``engine_build`` (the browser binary and the engine release asked for:
     ``--browser chrome@chromium``, ``--engine ort@1.31.0-dev...``), settings. Older folders read
-    blank (the default binary and build)."""
+    blank (the default binary and build). ``backend`` (ONNX Runtime Web's WebGPU implementation:
+    native or jsep), a setting; ``accuracy_level`` (MatMulNBits' attribute set on ORT's models), a
+    precision; ``act_executed`` (activations the kernels computed with, as read from what ran).
+    Older folders read ORT's WebGPU rows as native, the others blank."""
 
 ACT_BITS = (32, 8)
 """Activation precisions: float32, or int8 calibrated with an observer."""
@@ -65,7 +68,7 @@ COMPUTE_DTYPES = ("f32", "f16", "i8dot")
 """What a kernel's arithmetic ran in: float32, float16, or int8 dot products accumulated in i32
 and rescaled in f32 (the int8-activation kernels)."""
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 """Version of the page protocol (job spec the page fetches, reply it posts).
 v2: the spec names its output tensors (``outputs``: name, dtype, shape); a matmul's m, k, n are
     its runner's options.
@@ -76,7 +79,9 @@ v4: work faster than the spec's ``sample_min_ms`` is timed in batches (the reply
     ``iterations_per_sample``); the steady cap waits for ``least_samples`` after the floor
     (TimingConfig.cap_waits).
 v5: every reply carries ``meter`` (web/meter.js: WebGPU buffers, WebAssembly memory and WebNN
-    constants and tensors counted around the engine's calls, the page's and its workers')."""
+    constants and tensors counted around the engine's calls, the page's and its workers').
+v6: ONNX Runtime Web's replies say which WebGPU implementation ran (``backend``: native or jsep)
+    and the kernel programs its WebGPU profile names (``programs``)."""
 
 
 class Platform(enum.StrEnum):

@@ -130,8 +130,8 @@ def test_planted_2x_slowdown_is_a_regression(tmp_path: Path, capsys: pytest.Capt
     assert e.current_median == pytest.approx(20.0, rel=0.03)
     # matmul rows leave the whole-model part of the key (model ... inputs, the encoder's batch and
     # sequence, the decoder's prompt, new and evaluated tokens, the speech kind's clips and token limit) blank
-    assert e.config == ("chrome", "", "harness", "", "webgpu", "standard", "", "", "matmul", "bert-base-ffn-gemv", "1", "768",
-                        "3072", "", "", "", "", "", "", "", "", "", "", "", "", 4, "", "block", "minmax", 32, 32, "", "", "", "")
+    assert e.config == ("chrome", "", "harness", "", "webgpu", "standard", "", "", "", "matmul", "bert-base-ffn-gemv", "1", "768",
+                        "3072", "", "", "", "", "", "", "", "", "", "", "", "", 4, "", "block", "minmax", 32, 32, "", "", "", "", "")
     assert e.shape == "1x768x3072" and e.label.endswith("bert-base-ffn-gemv 1x768x3072")
     assert dict(zip(CONFIG_KEY, e.config)) == e.config_dict
 

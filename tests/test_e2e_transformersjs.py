@@ -18,7 +18,7 @@ from speech_models import tiny_whisper
 from test_decoder import tiny_hf_config
 from test_transformersjs import tiny_bert, users_folder
 
-from fixed_web_platform.engines.transformersjs import TJS_BUILDS, TJS_MODULE, folders
+from fixed_web_platform.engines.transformersjs import TJS_BUILDS, TJS_MODULE, TJS_ORT_BUILD, folders
 from fixed_web_platform import sweep
 from fixed_web_platform.harness.runner import SweepOptions, run_sweep
 from fixed_web_platform.models import source
@@ -104,7 +104,7 @@ def test_chrome_runs_the_pipeline_on_every_device_and_judges_each_dtype(chrome: 
         assert fp32.executed_on == platform.value, fp32.reason
         assert fp32.cosine_min >= 0.9999  # vs PyTorch fp32
         assert fp32.rel_error_vs_dequantized <= fp32.kernel_tolerance
-        assert fp32.engine_version.startswith("transformers.js 4.3.1 ORT 1.31.0-dev")
+        assert fp32.engine_version == f"transformers.js {TJS_BUILDS[0].version} ORT {TJS_ORT_BUILD}"
         measured = {Platform.WEBGPU: fp32.gpu_peak_bytes, Platform.WASM: fp32.wasm_peak_bytes,
                     Platform.WEBNN: fp32.webnn_constant_bytes}[platform]  # web/meter.js under the library
         # WebNN: every weight is handed to the graph builder; a few small initializers (shape

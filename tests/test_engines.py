@@ -77,7 +77,7 @@ def _interpret(run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
 
 def _reply(**fields: object) -> PageReply:
     return PageReply(status="ok", compute_dtype="f32", wall_ms=(1.0,), cold_ms=1.0, compile_ms=1.0,
-                     **fields)
+                     **({"backend": "native"} | fields))
 
 
 # ------------------------------------------------------------------------------ every product loads
@@ -290,3 +290,19 @@ def test_ort_16_bit_is_judged_with_the_f16_tolerance() -> None:
     job = _job(engine, run)
     assert _interpret(run, job, _reply(executed_on="webgpu")).compute_dtype == "f16"
     assert replace(job, note="x").note == "x"
+
+
+def test_ort_on_webgpu_says_which_implementation_ran_and_in_what_its_kernels_took_the_activations() -> None:
+    (run,) = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [MatmulWorkload("dp4a", 2, 128, 16)], [4],
+                        engines=[EngineName.ORT], accuracy_level=["4"])  # K a multiple of ORT's 128-value blocks
+    job = _job(engine_for(EngineName.ORT, Platform.WEBGPU), run)
+    dp4a = ("matmul&MatMulNBits&DP4AMatMulQuantize", "matmul&MatMulNBits&DP4AMatMulNBitsSmallM")
+    ran = _interpret(run, job, _reply(executed_on="webgpu", programs=tuple(p.split("&")[2] for p in dp4a)))
+    assert (ran.backend, ran.act_executed, ran.problem) == ("native", "int8", "")
+    assert ran.check is not None and "DP4A" in ran.note  # checked against ORT's own activation rule
+    floats = _interpret(run, job, _reply(executed_on="webgpu", programs=("MatMulNBitsWideTile",)))
+    assert (floats.act_executed, floats.check) == ("float", None)
+    other = _interpret(run, job, _reply(executed_on="webgpu", backend="jsep"))
+    assert other.problem == "ran ORT's jsep WebGPU implementation, not native"
+    with pytest.raises(PageDataError):
+        _interpret(run, job, _reply(executed_on="webgpu", backend=""))

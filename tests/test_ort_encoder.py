@@ -126,7 +126,7 @@ def test_model_job_and_what_ran_per_layer() -> None:
     def reply(where: list[str], executed_on: str) -> PageReply:
         layers = tuple(LayerReply(w["name"], f"{w['weight_dtype']}@{p}", w["weight_bytes"], None)
                        for w, p in zip(wanted, where))
-        return PageReply(status="ok", compute_dtype="f32", executed_on=executed_on, layers=layers,
+        return PageReply(status="ok", compute_dtype="f32", executed_on=executed_on, layers=layers, backend="native",
                          fallback="refused", placement="CPUExecutionProvider: 12 nodes")
 
     where = ["webgpu"] * 24 + ["wasm"] * 12

@@ -202,13 +202,14 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
     kind = kind_named(run.workload.kind)
     problems = sorted({e.problem for e in executed if e.problem})
     staged = getattr(prepared, "staged_check", None)  # a kind judged stage by stage (workloads/base.Prepared)
-    checks = [staged(p) if staged else (prepared.ref_dequantized, prepared.kernel_problem(o))
+    checks = [ran.check(o) if ran.check else staged(p) if staged else (prepared.ref_dequantized,
+                                                                       prepared.kernel_problem(o))
               for p, o in zip(parsed, outs)]
     problems += sorted({problem for _, problem in checks if problem})
     vs_float = quant.error_metrics(outs[0], prepared.ref_float)
     kernel_errors = [quant.error_metrics(o, ref)["rel_error"] for o, (ref, _) in zip(outs, checks)]
     kernel_error = max(kernel_errors, key=lambda e: (e != e, e))  # NaN counts as the worst
-    tolerance = prepared.tolerance(ran.compute_dtype)
+    tolerance = prepared.tolerance(ran.compute_dtype) + ran.check_slack
     least = min(timing.min_iterations or 1, LEAST_SAMPLES)
     series, timing_source = judge_series(pages, least, kind)
     wall_samples = [x for s in series for x in s.wall]
@@ -282,6 +283,8 @@ def measured_row(base: ResultRow, run: RunSpec, job: EngineJob, pages: Sequence[
         kernel_tolerance=tolerance,
         shader=first.shader,
         kernel_variant=ran.kernel_variant,
+        backend=ran.backend or base.backend,
+        act_executed=ran.act_executed,
         threads=first.threads,
         engine_version=first.engine_version,
         **prepared.figures(parsed[0], stats.median),

@@ -15,7 +15,7 @@ from .. import sweep, workloads
 from ..browsers.products import browser_choice, parse_browser_args, parse_browser_prefs
 from ..engines.builds import EngineChoice
 from ..engines.registry import ENGINES, engine_choice
-from ..engines.ort import BUFFER_CACHES, DEFAULT_BUFFER_CACHE
+from ..engines.ort import ACCURACY_LEVELS, BACKENDS, BUFFER_CACHES, DEFAULT_BACKEND, DEFAULT_BUFFER_CACHE
 from ..engines.webnn.forms import GRAPH_FORMS
 from ..errors import OneLineArgumentParser, UsageError
 from ..formats import transformersjs_folder
@@ -168,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
                         f"transformers.js on WebGPU (default: ORT's own, {DEFAULT_BUFFER_CACHE}, named in "
                         "the row): how freed GPU buffers are kept for reuse, which moves the memory a model "
                         "holds (gpu_peak_bytes)")
+    p.add_argument("--backend", nargs="+", choices=list(BACKENDS), default=[],
+                   help=f"ONNX Runtime Web's WebGPU implementation(s), one run each, for --engine ort on WebGPU "
+                        f"(default {DEFAULT_BACKEND}, named in the row): native (its C++ WebGPU execution "
+                        "provider, the onnxruntime-web/webgpu import transformers.js uses) and/or jsep (its "
+                        "JavaScript one, behind the default onnxruntime-web import); the row says which ran")
+    p.add_argument("--accuracy-level", nargs="+", choices=list(ACCURACY_LEVELS), default=[],
+                   help="ONNX Runtime's MatMulNBits accuracy_level(s) set on the model's nodes, one run each, "
+                        "for --engine ort at 8, 4 and 2 bits (default: the model's own; the harness's exports "
+                        "set none, which is 0). At 4 its native WebGPU kernels take int8 activations where "
+                        "the adapter has subgroups; the row's act_executed says what ran")
     p.add_argument("--repetitions", type=positive_arg, default=1,
                    help="runs of each configuration (each a fresh page)")
     p.add_argument("--warmup", type=non_negative_arg, default=None,
@@ -396,6 +406,8 @@ def plan_from_args(args: argparse.Namespace) -> tuple[list[RunSpec], TimingConfi
         granularity=args.granularity,
         graph_form=["" if f == "default" else f for f in args.graph_form],
         buffer_cache=args.buffer_cache,
+        backend=args.backend,
+        accuracy_level=args.accuracy_level,
         weight_quant=args.weight_quant,
         dtypes=() if any(w.kind == ONNX_FILE.name for w in workloads) else tuple(args.dtype or ()) or folder_dtypes(
             workloads),

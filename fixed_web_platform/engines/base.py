@@ -17,10 +17,12 @@ per workload kind it runs, their page runners web/engines/<runner>.js, and its l
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
+
+import numpy as np
 
 from ..models.source import ONNX_WEIGHTS
 from ..page_protocol import JobSpec, PageReply
@@ -101,6 +103,16 @@ class Executed:
     """Whole models: what each linear layer held, as the engine reads the reply."""
     kernel_variant: str = ""
     """The harness's own kernels: which kernel and tile ran (e.g. 'quant-w4 tile 16x1')."""
+    backend: str = ""
+    """Which implementation of the platform ran (ResultRow.backend), as the page read it."""
+    act_executed: str = ""
+    """What the kernels computed the activations in, where the page can tell (ResultRow.act_executed)."""
+    check: Callable[[np.ndarray], tuple[np.ndarray, str]] | None = None
+    """The engine's own kernel check of the judged output, where what ran differs from what the
+    prepared references assume (ORT's DP4A kernels quantize the activations by their own rule):
+    (the float64 reference of what ran, a problem or ''); None: the prepared references."""
+    check_slack: float = 0.0
+    """With ``check``: added to the tolerance, how far rounding flips alone move the output."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +162,21 @@ class Engine(ABC):
         engine's default, named), those this engine runs, one run each; ('',) for an engine without
         the choice."""
         return ("",)
+
+    def backends(self, asked: tuple[str, ...]) -> tuple[str, ...]:
+        """Of the implementations asked for (``RunSpec.backend``; none asked: the engine's default,
+        named), those this engine runs, one run each; ('',) for an engine of one."""
+        return ("",)
+
+    def accuracy_levels(self, asked: tuple[str, ...], bits: int, act_bits: int) -> tuple[str, ...]:
+        """Of the MatMulNBits accuracy levels asked for (``RunSpec.accuracy_level``), those that
+        apply to a run at ``bits`` with ``act_bits`` activations, one run each; ('',) otherwise."""
+        return ("",)
+
+    def what_ran(self, run: RunSpec, job: EngineJob, page: PageReply, executed: Executed) -> Executed:
+        """``executed`` (the kind runner's reading) with what the engine itself tells of every reply
+        (ORT: which WebGPU implementation ran, and in what its kernels took the activations)."""
+        return executed
 
     def weight_formats(self, workload: Workload, bits: int, act_bits: int = 32) -> tuple[str, ...]:
         """The named weight formats this engine runs at ``bits`` (with ``act_bits`` activations)

@@ -194,4 +194,4 @@ def read_reply(run: RunSpec, job: EngineJob, page: PageReply) -> Executed:
     engine, runner = _pair(run)
     if engine is None or runner is None:
         raise ValueError(f"no module runs {run.workload.kind} on {run.engine}/{run.platform}")
-    return runner.interpret(engine, run, job, page)
+    return engine.what_ran(run, job, page, runner.interpret(engine, run, job, page))

@@ -324,6 +324,7 @@ def summary_table(rows: pd.DataFrame,
             if ran_on and ran_on != rec["platform"]:
                 fallbacks.append(f"ran on {ran_on}: {reason}" if reason else f"ran on {ran_on}")
         rec["executed_on"] = _unique_text(group.get("executed_on", []))
+        rec["act_executed"] = _unique_text(group.get("act_executed", []))
         rec["fallback"] = _unique_text(fallbacks)
         if has_unstable:
             flags = [_truthy(v) for v in group["unstable"]]
@@ -332,9 +333,9 @@ def summary_table(rows: pd.DataFrame,
             rec["instability"] = _unique_text(group["instability"]) if "instability" in group else ""
         records.append(rec)
     columns = ["sweep", "browser", "browser_build", "engine", "engine_build", "platform", "executed_on", "precision_mode",
-               "device_type", "buffer_cache", "kind", "workload", "shape", "m", "k", "n", "granularity", "weight_quant", "block_size",
+               "device_type", "buffer_cache", "backend", "kind", "workload", "shape", "m", "k", "n", "granularity", "weight_quant", "block_size",
                "bits_requested",
-               "format_requested", "bits_executed", "act_bits", "observer", "graph_form", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source",
+               "format_requested", "bits_executed", "act_bits", "observer", "graph_form", "accuracy_level", "act_executed", "compute_dtype", "kernel_variant", "runs", "n_samples", "timing_source",
                "steady_class", "steady_warmup_s", "steady_class_runs", "latency_ms_median",
                "latency_ms_p10", "latency_ms_p90", "latency_ms_ci_low", "latency_ms_ci_high", "interval_units",
                "wall_ms_median", "gflops", "speedup_vs_16bit",

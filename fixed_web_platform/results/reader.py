@@ -153,7 +153,7 @@ def load(directory: str | Path) -> ResultSet:
         quantizer = pd.DataFrame({"weight_quant": np.where((bits <= 8) & ~named, DEFAULT_QUANTIZER, "")}, index=rows.index)
         rows = pd.concat([rows, quantizer], axis=1)  # one concat: inserting into a wide frame fragments it
     absent = [c for c in (*KIND_TEXT_COLUMNS, "outputs_file", "kernel_variant", "ran_on", "proc_memory_source",
-                          "browser_build", "engine_build", "observer", "act_smoothing", "act_scale", "calibration", "format_requested", "steady_class", "steady_tally", "stop_reason")
+                          "browser_build", "engine_build", "accuracy_level", "act_executed", "observer", "act_smoothing", "act_scale", "calibration", "format_requested", "steady_class", "steady_tally", "stop_reason")
               if c not in rows]
     if absent:
         rows = pd.concat([rows, pd.DataFrame("", index=rows.index, columns=absent)], axis=1)
@@ -167,6 +167,9 @@ def load(directory: str | Path) -> ResultSet:
         webnn = (rows["engine"] == EngineName.HARNESS.value) & (rows["platform"] == "webnn")
         default = np.where(rows["kind"] == "matmul", *FORMS_BEFORE_THE_COLUMN)
         rows["graph_form"] = np.where(webnn, default, "")
+    if "backend" not in rows:  # folders before the column: ORT on WebGPU ran its native implementation
+        native = (rows["engine"] == EngineName.ORT.value) & (rows["platform"] == "webgpu")
+        rows["backend"] = np.where(native, "native", "")
     if "buffer_cache" not in rows:  # folders before the column: ORT (and transformers.js under it) on WebGPU had its default
         cached = rows["engine"].isin([EngineName.ORT.value, EngineName.TRANSFORMERSJS.value]) & (rows["platform"] == "webgpu")
         rows["buffer_cache"] = np.where(cached, CACHE_BEFORE_THE_COLUMN, "")

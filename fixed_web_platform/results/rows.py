@@ -21,10 +21,11 @@ from ..run_spec import RunSpec
 from ..vocabulary import SCHEMA_VERSION, Outcome
 from ..workloads import KINDS, kind_columns, kind_named
 
-CORE_SETTING = ("browser", "browser_build", "engine", "engine_build", "platform", "precision_mode", "device_type", "buffer_cache", "kind", "workload")
+CORE_SETTING = ("browser", "browser_build", "engine", "engine_build", "platform", "precision_mode", "device_type",
+                "buffer_cache", "backend", "kind", "workload")
 """The core columns that say what ran where (each kind adds what its work is: ``setting_columns``)."""
 CORE_PRECISION = ("bits_requested", "format_requested", "granularity", "weight_quant", "block_size", "act_bits",
-                  "observer", "graph_form")
+                  "observer", "graph_form", "accuracy_level")
 """The core columns that say which precision was asked for (kinds may add: a model's plan)."""
 
 
@@ -295,6 +296,16 @@ class ResultRow:
     buffer_cache: str = ""
     """ONNX Runtime's WebGPU storage-buffer cache mode the run set (ORT and transformers.js on
     WebGPU: --buffer-cache, else ORT's default, bucket); blank for engines without the choice."""
+    backend: str = ""
+    """The implementation of the platform the engine ran (ONNX Runtime Web on WebGPU: native or
+    jsep, as the page read it from ORT); blank for engines with one."""
+    accuracy_level: str = ""
+    """ONNX Runtime's MatMulNBits ``accuracy_level`` set on the run's model (--accuracy-level);
+    blank: the model's own (the harness's exports set none: 0)."""
+    act_executed: str = ""
+    """What the weight-bearing kernels computed the activations in, where the page can tell: 'int8'
+    when ONNX Runtime's WebGPU profile names its DP4A MatMulNBits programs (accuracy level 4 on an
+    adapter with subgroups), 'float' when it names MatMulNBits programs without; blank otherwise."""
     graph_form: str = ""
     """The graph form built (the harness's WebNN graphs: engines/webnn/forms.py), or the one asked
     for when no graph was built; blank for engines with one form."""
@@ -401,6 +412,8 @@ class ResultRow:
             granularity=run.granularity if run.bits <= 8 else "",
             graph_form=run.graph_form,
             buffer_cache=run.buffer_cache,
+            backend=run.backend,
+            accuracy_level=run.accuracy_level,
             calibration=run.workload.calibration_label
             if run.act_bits != 32 or QUANTIZERS[run.weight_quant].calibrated else "",
             weight_quant=run.quantized_by,

@@ -139,6 +139,14 @@ class PreparedWorkload:
     """The weight quantizer that made the codes (precision/quantizers.py); '' for float weights."""
     zero_point_dtype: str = ""
     """How the zero points are held: the weights' integer type, or float32 (a float offset)."""
+    w_exec: np.ndarray | None = None
+    """The weights as held, float32 [N, K]: what an engine that quantizes x by its own rule
+    multiplies (ORT's DP4A kernels: engines/ort/dp4a.py)."""
+
+    @property
+    def x(self) -> np.ndarray:
+        """The timed float32 x [M, K] (None-safe only at float activations)."""
+        return np.frombuffer(self.tensors["x"], dtype="<f4").reshape(self.workload.m, self.workload.k)
 
     @property
     def outputs(self) -> tuple[TensorSpec, ...]:
@@ -301,6 +309,7 @@ def prepare(
         ref_dequantized=ref_dequantized,
         weight_quant=held.quantizer,
         zero_point_dtype=held.zero_point_dtype,
+        w_exec=held.w_exec,
         **act,
     )
 

@@ -6,7 +6,7 @@
 // fallback, and ORT's own verbose node-placement log says where the weight-bearing node (named
 // "matmul" by engines/ort/onnx_matmul.py) ran. Whole models: ort_model.js; shared pieces: ort_common.js.
 import {timeIterations} from '../timing.js';
-import {EP_PLATFORM, loadOrt, makeSession, ortFailure, placementText, preflight, webgpuProfile, timingFacts} from './ort_common.js';
+import {EP_PLATFORM, backendOf, loadOrt, makeSession, ortFailure, placementText, preflight, webgpuProfile, timingFacts} from './ort_common.js';
 
 function weightNodeProvider(placed) {
   for (const [ep, nodes] of Object.entries(placed)) {
@@ -64,7 +64,8 @@ export async function run(spec, client) {
 
     let gpuMs = null;
     let gpuNote = 'no GPU timestamps on this provider';
-    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote} = await webgpuProfile(session, calls, timedCalls));
+    let programs = [];
+    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote, programs} = await webgpuProfile(session, calls, timedCalls));
     const versions = ort.env.versions || {};
     return {
       status: 'ok',
@@ -72,6 +73,8 @@ export async function run(spec, client) {
       fallback,
       placement,
       engine_version: String(versions.web || versions.common || ''),
+      backend: backendOf(ort, opts),
+      programs,
       threads: Number(ort.env.wasm.numThreads),
       ...await timingFacts({half, timed, compileMs, gpuMs, gpuNote}),
       output,

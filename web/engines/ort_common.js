@@ -94,12 +94,23 @@ export function placementText(placed) {
 // GPU kernel time per session.run from the WebGPU provider's session profile: its "Api" events
 // carry GPU timestamp durations (us), are named "<node>&<op>&<program>", and fall inside their
 // run's "model_run" event. `nodeKey(node, op)` (optional) groups kernels, e.g. by layer.
-function profileRuns(lines, runCount, nodeKey) {
+function profileEvents(lines) {
   const events = [];
   for (const line of lines) {
     if (!line.startsWith('{"cat"')) continue;
     try { events.push(JSON.parse(line.replace(/,\s*$/, ''))); } catch { /* not an event line */ }
   }
+  return events;
+}
+
+// The distinct kernel programs a profile names (the third part of its "Api" events' names), in
+// order: what ORT's WebGPU kernels really ran (its DP4A MatMulNBits programs take int8 activations).
+function profilePrograms(events) {
+  const names = events.filter((e) => e.cat === 'Api').map((e) => String(e.name).split('&')[2] || '');
+  return [...new Set(names.filter(Boolean))].slice(0, 200);
+}
+
+function profileRuns(events, runCount, nodeKey) {
   const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run')
       .sort((a, b) => a.ts - b.ts);
   const kernels = events.filter((e) => e.cat === 'Api');
@@ -118,7 +129,7 @@ function profileRuns(lines, runCount, nodeKey) {
 }
 
 export function profileGpuMs(lines, runCount) {
-  const runs = profileRuns(lines, runCount, null);
+  const runs = profileRuns(profileEvents(lines), runCount, null);
   return runs ? runs.ms : null;
 }
 
@@ -181,6 +192,13 @@ export async function preflight(opts, half, stage) {
   return null;
 }
 
+// Which WebGPU implementation this ORT ran, read from ORT itself: JSEP defines env.webgpu.adapter
+// when it starts; the native implementation never sets it. '' off WebGPU.
+export function backendOf(ort, opts) {
+  if (opts.provider !== 'webgpu') return '';
+  return Object.getOwnPropertyDescriptor(ort.env.webgpu, 'adapter') ? 'jsep' : 'native';
+}
+
 export async function loadOrt(opts) {
   const ort = await import(`${opts.assets}${opts.bundle}`);
   ort.env.wasm.wasmPaths = opts.assets;
@@ -226,7 +244,8 @@ export async function makeSession(ort, model, opts, dims) {
 export async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
   tap.start();
   await session.endProfiling();
-  const runs = profileRuns(tap.stop(), calls, nodeKey);
+  const events = profileEvents(tap.stop());
+  const runs = profileRuns(events, calls, nodeKey);
   const perRun = runs ? runs.ms : null;
   const byKey = new Map();
   if (runs && nodeKey && timedCalls.length) {
@@ -237,7 +256,7 @@ export async function webgpuProfile(session, calls, timedCalls, nodeKey = null) 
   const note = gpuMs ? 'sum of the GPU kernel events of each run in ORT\'s session profile'
                      : 'ORT\'s session profile held no GPU kernel events for every run';
   if (gpuMs && !gpuMs.every((v) => v > 0)) gpuMs = null;
-  return {gpuMs, note, byKey: gpuMs ? byKey : new Map()};
+  return {gpuMs, note, byKey: gpuMs ? byKey : new Map(), programs: profilePrograms(events)};
 }
 
 // What every whole-model ORT reply says of the run: where most layers ran, the provider's refusal
@@ -250,6 +269,7 @@ export function ortFacts(ort, opts, layers, {fallback, placed}) {
     fallback,
     placement: placementSummary(placed, opts.provider),
     engine_version: String(versions.web || versions.common || ''),
+    backend: backendOf(ort, opts),
     threads: Number(ort.env.wasm.numThreads),
     shader: `onnxruntime-web ${opts.provider}`,
   };

@@ -80,7 +80,8 @@ export async function run(spec, client) {
 
     let gpuMs = null;
     let gpuNote = 'no GPU timestamps on this provider';
-    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote} = await webgpuProfile(session, calls.count, calls.timed));
+    let programs = [];
+    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote, programs} = await webgpuProfile(session, calls.count, calls.timed));
 
     const nodes = placedNodes(placed);
     const ranOn = nodes ? mostCommon(nodes.map((n) => n.split('@').pop()), opts.provider) : opts.provider;
@@ -94,6 +95,7 @@ export async function run(spec, client) {
       executed_on: ranOn,  // of every node ORT placed, not only the weight-bearing ones
       placement: off.slice(0, 40).join(', '),
       ...await timingFacts({half: opts.half, timed, compileMs, gpuMs, gpuNote}),
+      programs,
       layers,
       nodes_placed: nodes ? nodes.length : 0,
       fallback_nodes: off.slice(0, MAX_FALLBACK_LISTED),

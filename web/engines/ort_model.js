@@ -44,9 +44,9 @@ export async function run(spec, client) {
     const timed = await timeIterations(spec, calls.timedOnce(feeds0));
     const runOnce = async (feeds) => (await calls.run(feeds))[outputName];
     const output = await passOutputs(runOnce, feeds0, feedsOf, opts, batch, model.hidden);
-    const {gpuMs, note: gpuNote, byKey: layerMs} = opts.provider === 'webgpu' ?
+    const {gpuMs, note: gpuNote, byKey: layerMs, programs} = opts.provider === 'webgpu' ?
       await webgpuProfile(session, calls.count, calls.timed, layerKey(opts)) :
-      {gpuMs: null, note: 'no GPU timestamps on this provider', byKey: new Map()};
+      {gpuMs: null, note: 'no GPU timestamps on this provider', byKey: new Map(), programs: []};
     const layers = opts.ort_layers.map((l) => {
       const ran = layerProvider(placed, l.name, opts.provider);
       return {name: l.name, weight_dtype: `${l.weight_dtype}@${ran}`, weight_bytes: l.weight_bytes,
@@ -55,6 +55,7 @@ export async function run(spec, client) {
     return {
       ...ortFacts(ort, opts, layers, {fallback, placed}),
       ...await timingFacts({half, timed, compileMs, gpuMs, gpuNote}),
+      programs,
       layers,
       output: output.buffer,
     };

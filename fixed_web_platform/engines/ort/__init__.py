@@ -9,18 +9,38 @@ and the row says where the node ran and why.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from pathlib import Path
+from typing import Any
 
+from ...formats.matmul_nbits import MS_DOMAIN
+from ...page_protocol import JobSpec, PageDataError, PageReply
 from ...precision.quantizers import INTEGER_ZERO, QUANTIZERS
-from ...run_spec import RunSpec, coded_bits
+from ...run_spec import RunSpec, TimingConfig, coded_bits
 from ...vocabulary import EngineName, Platform
-from ...workloads import OnnxFileWorkload, Workload
-from ..base import Engine, KindRunner
+from ...workloads import OnnxFileWorkload, TensorSpec, Workload
+from ...workloads.matmul import PreparedWorkload
+from ..base import Engine, EngineJob, Executed, KindRunner
 from ..builds import EngineBuild, Pack
 from ..webnn.forms import QDQ_FORM  # noqa: F401 - ORT's int8 QDQ models are rows of this graph form
+from . import dp4a
 
 ORT_BUNDLE = "ort.webgpu.min.mjs"
 """The bundle with the webgpu, webnn and wasm providers."""
+BACKENDS = {"native": ORT_BUNDLE, "jsep": "ort.min.mjs"}
+"""ONNX Runtime Web's two WebGPU implementations and the bundle that has each: 'native', its C++
+WebGPU execution provider compiled to WebAssembly (``onnxruntime-web/webgpu``, what transformers.js
+loads; the default here), and 'jsep', its JavaScript execution provider (the default
+``onnxruntime-web`` import). Both bundles also hold the webnn and wasm providers."""
+DEFAULT_BACKEND = "native"
+ACCURACY_LEVELS = ("0", "1", "2", "3", "4")
+"""MatMulNBits' ``accuracy_level`` (the schema's default, when a node has none, is 0). On WebGPU,
+the native implementation's kernels at level 4 quantize the activations to int8 per block and
+multiply with DP4A, where the adapter has subgroups (not Apple's), K is a multiple of 128 and N of
+16; JSEP's read no level."""
+NBITS = (8, 4, 2)
+"""The bits ORT runs as MatMulNBits nodes (float activations), where an accuracy level applies."""
 
 
 def ort_build(version: str) -> EngineBuild:
@@ -61,6 +81,45 @@ DEFAULT_BUFFER_CACHE = "bucket"
 """ORT Web's default storage-buffer cache mode (webgpu_buffer_cache config, 1.30)."""
 
 
+DP4A_PROGRAM = "DP4AMatMul"
+"""How the native WebGPU implementation names the programs of its int8-activation MatMulNBits
+path (DP4AMatMulQuantize, DP4AMatMulNBits, DP4AMatMulNBitsSmallM: contrib_ops/webgpu/quantization)."""
+
+
+def act_from_programs(programs: tuple[str, ...]) -> str:
+    """'int8' when a DP4A MatMulNBits program ran, 'float' when other MatMulNBits programs did, ''
+    when the profile names none (no MatMulNBits node, or no profile: JSEP's is not read)."""
+    if any(DP4A_PROGRAM in p for p in programs):
+        return "int8"
+    return "float" if any("MatMulNBits" in p for p in programs) else ""
+
+
+def check_backend(name: str) -> None:
+    """ValueError naming ORT's WebGPU implementations, for one it does not have."""
+    if name not in BACKENDS:
+        raise ValueError(f"backend {name!r} is not one of ONNX Runtime Web's on WebGPU: {', '.join(BACKENDS)}")
+
+
+def check_accuracy_level(level: str) -> None:
+    if str(level) not in ACCURACY_LEVELS:
+        raise ValueError(f"accuracy level {level!r} is not one of MatMulNBits': {', '.join(ACCURACY_LEVELS)}")
+
+
+def with_accuracy_level(model: bytes, level: str) -> bytes:
+    """The model with ``accuracy_level`` set to ``level`` on every com.microsoft MatMulNBits node
+    (an existing one replaced)."""
+    import onnx
+    from onnx import helper
+
+    proto = onnx.load_from_string(model)
+    for node in proto.graph.node:
+        if node.op_type == "MatMulNBits" and node.domain == MS_DOMAIN:
+            kept = [a for a in node.attribute if a.name != "accuracy_level"]
+            del node.attribute[:]
+            node.attribute.extend([*kept, helper.make_attribute("accuracy_level", int(level))])
+    return proto.SerializeToString()
+
+
 def check_buffer_cache(mode: str) -> None:
     """ValueError naming the modes, for a mode ORT Web does not have."""
     if mode not in BUFFER_CACHES:
@@ -85,8 +144,34 @@ class OrtWebEngine(Engine):
         """What every ORT page needs to load the bundle and open a session on this provider
         (``graph_optimization``: ORT's graphOptimizationLevel)."""
         return {"provider": self.platform.value, "device_type": run.webnn_device, "threads": ORT_THREADS,
-                "assets": self.build(run).url, "bundle": ORT_BUNDLE, "graph_optimization": graph_optimization,
-                "buffer_cache": run.buffer_cache}
+                "assets": self.build(run).url, "bundle": BACKENDS[run.backend or DEFAULT_BACKEND],
+                "backend": run.backend, "graph_optimization": graph_optimization, "buffer_cache": run.buffer_cache}
+
+    def what_ran(self, run: RunSpec, job: EngineJob, page: PageReply, executed: Executed) -> Executed:
+        """On WebGPU, the implementation the page found (a run on another than asked is invalid)
+        and, from the kernel programs ORT's profile names, whether its MatMulNBits kernels took
+        int8 activations (DP4A) or float ones; a lone matmul that took int8 ones is checked against
+        the reference of ORT's own activation rule (dp4a.py)."""
+        if self.platform is not Platform.WEBGPU:
+            return executed
+        asked = run.backend or DEFAULT_BACKEND
+        if page.backend not in BACKENDS:
+            raise PageDataError(f"backend {page.backend!r:.30} is not one of {', '.join(BACKENDS)}")
+        problem = executed.problem or (f"ran ORT's {page.backend} WebGPU implementation, not {asked}"
+                                       if page.backend != asked else "")
+        act = act_from_programs(page.programs)
+        ran = dataclasses.replace(executed, backend=page.backend, problem=problem, act_executed=act)
+        found = dp4a.matmul_check(job.prepared) if act == "int8" and isinstance(job.prepared, PreparedWorkload) else None
+        if found is None:
+            return ran
+        check, slack = found
+        note = "; ".join(filter(None, [ran.note, "ORT's kernels quantized the activations to int8 (DP4A, per 128 "
+                                       "values, accuracy_level 4): the kernel check is against that rule's reference"]))
+        return dataclasses.replace(ran, check=check, check_slack=slack, note=note)
+
+    def accuracy_levels(self, asked: tuple[str, ...], bits: int, act_bits: int) -> tuple[str, ...]:
+        """The levels asked for, at the bits ORT runs as MatMulNBits with float activations."""
+        return asked if asked and bits in NBITS and act_bits == 32 else ("",)
 
 
 QDQ_WEBNN_OPTIMIZATION = "disabled"
@@ -109,6 +194,27 @@ class OrtKindRunner(KindRunner):
 
     def refusal(self, engine: Engine, run: RunSpec) -> str:
         return super().refusal(engine, run) or qdq_refusal(run) or float_zero_refusal(run)
+
+    def spec(self, engine: Engine, run: RunSpec, timing: TimingConfig, tensors: dict[str, bytes | Path],
+             outputs: tuple[TensorSpec, ...], options: dict[str, Any], bits: int | None = None) -> JobSpec:
+        set_accuracy_level(run, tensors)
+        return super().spec(engine, run, timing, tensors, outputs, options, bits)
+
+
+MODEL_TENSORS = ("model", "onnx_model")
+"""The job tensors that carry an ORT run's ONNX model (a lone matmul's; a whole model's)."""
+
+
+def set_accuracy_level(run: RunSpec, tensors: dict[str, bytes | Path]) -> None:
+    """With ``run.accuracy_level`` set, the job's model (in ``tensors``, replaced in place, so the
+    job serves the same bytes its spec names) with that level on every MatMulNBits node."""
+    if not run.accuracy_level:
+        return
+    for key in MODEL_TENSORS:
+        if key in tensors:
+            model = tensors[key]
+            tensors[key] = with_accuracy_level(model.read_bytes() if isinstance(model, Path) else model,
+                                               run.accuracy_level)
 
 
 def float_zero_refusal(run: RunSpec) -> str:
@@ -153,6 +259,9 @@ class OrtWebGpu(OrtWebEngine):
 
     def buffer_caches(self, asked: tuple[str, ...]) -> tuple[str, ...]:
         return asked or (DEFAULT_BUFFER_CACHE,)
+
+    def backends(self, asked: tuple[str, ...]) -> tuple[str, ...]:
+        return asked or (DEFAULT_BACKEND,)
 
 
 class OrtWebNN(OrtWebEngine):

@@ -18,7 +18,7 @@ from ...workloads.onnx_file import variants as onnx_variants
 from ...workloads.onnx_file.prepared import PreparedOnnx, prepare
 from ..base import BrowserFacts, Engine, EngineJob, Executed, KindRunner, LayerExecuted, Refusal
 from ...precision.quantizers import INTEGER_ZERO
-from . import OrtWebEngine, float_zero_refusal
+from . import OrtWebEngine, float_zero_refusal, set_accuracy_level
 
 TABLE_PROVIDERS = (Platform.WEBGPU,)
 """Where the held variant's embedding tables are GatherBlockQuantized: ORT Web 1.30's WebGPU provider
@@ -97,6 +97,7 @@ class OrtOnnxFile(KindRunner):
             "half": variant.name in HALF_VARIANTS,
             "ort_layers": ort_layers,
         }
+        set_accuracy_level(run, tensors)  # the file's MatMulNBits nodes at the level asked for
         spec = self.spec(engine, run, timing, tensors, prepared.outputs, options)
         return EngineJob(
             spec=spec, tensors=tensors, prepared=prepared, weight_format=variant.name,

@@ -1,0 +1,64 @@
+"""End to end: versions as a run axis, in real Chromium. Two builds of ONNX Runtime Web, its two
+WebGPU implementations and two MatMulNBits accuracy levels side by side in one sweep, each row saying
+what ran; and two Chromium binaries (the WebNN build set-up installs, Debian's) in one sweep, each
+row carrying its own version."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from conftest import require_browser
+
+from fixed_web_platform.analysis.compare import compare_builds
+from fixed_web_platform.engines.ort import ORT_BUILDS
+from fixed_web_platform.harness.runner import SweepOptions, run_sweep
+from fixed_web_platform.plan import TimingConfig, build_plan
+from fixed_web_platform.results.reader import load
+from fixed_web_platform.results.writer import ResultWriter
+from fixed_web_platform.vocabulary import BrowserName, Outcome, Platform
+from fixed_web_platform.workloads import MatmulWorkload
+
+pytestmark = pytest.mark.browser
+SMALL = MatmulWorkload("test-small", 4, 128, 64)  # K a multiple of 128, N of 16: ORT's DP4A kernels apply
+QUICK = TimingConfig(warmup=0, min_iterations=2, min_time_s=0, max_iterations=2, timeout_s=90)
+
+
+def test_ort_builds_backends_and_accuracy_levels_each_say_what_ran(tmp_path) -> None:  # noqa: ANN001
+    require_browser(BrowserName.CHROME)
+    engines = [f"ort@{b.version}" for b in ORT_BUILDS]
+    plan = build_plan([BrowserName.CHROME], [Platform.WEBGPU], [SMALL], [4], engines=engines,
+                      backend=["native", "jsep"], accuracy_level=["0", "4"])
+    assert len(plan) == len(ORT_BUILDS) * 2 * 2
+    rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path), SweepOptions(timing=QUICK)))
+    for run, row in zip(plan, rows, strict=True):
+        assert row.outcome == Outcome.OK, f"{run.label}: {row.reason}"
+        assert (row.engine_build, row.engine_version) == (run.engine_build, run.engine_build)
+        assert row.backend == run.backend  # as the page read it from ORT, not as asked
+        assert row.accuracy_level == run.accuracy_level
+        # native: the profile names the kernels; at level 4 they took int8 activations (this
+        # SwiftShader has subgroups), checked against ORT's own activation rule (engines/ort/dp4a.py)
+        expected = {"jsep": "", "native": "int8" if run.accuracy_level == "4" else "float"}[run.backend]
+        assert row.act_executed == expected, run.label
+        assert row.rel_error_vs_dequantized <= row.kernel_tolerance, run.label
+        assert ("DP4A" in row.reason) == (expected == "int8")
+    pairs = compare_builds(load(tmp_path))
+    assert {(p.axis, p.baseline, p.current) for p in pairs} == {
+        ("engine", f"ort@{ORT_BUILDS[0].version}", f"ort@{ORT_BUILDS[1].version}")}
+    assert len(pairs) == 4 and all(p.entry.version_change for p in pairs)
+
+
+def test_two_chromium_binaries_in_one_sweep_each_carry_their_version(tmp_path) -> None:  # noqa: ANN001
+    require_browser(BrowserName.CHROME)
+    plan = build_plan(["chrome@webnn", "chrome@chromium"], [Platform.WEBGPU], [SMALL], [32])
+    rows = asyncio.run(run_sweep(plan, ResultWriter(tmp_path), SweepOptions(timing=QUICK)))
+    assert [r.outcome for r in rows] == [Outcome.OK, Outcome.OK], [r.reason for r in rows]
+    assert [r.browser_build for r in rows] == ["webnn", "chromium"]
+    assert rows[0].browser_version != rows[1].browser_version
+    browsers = json.loads((tmp_path / "environment.json").read_text())["browsers"]
+    assert {k: v["version"] for k, v in browsers.items()} == {
+        "chrome@webnn": rows[0].browser_version, "chrome@chromium": rows[1].browser_version}
+    (pair,) = compare_builds(load(tmp_path))
+    assert (pair.axis, pair.baseline, pair.current) == ("browser", "chrome@webnn", "chrome@chromium")
+    assert pair.entry.version_change == f"chrome {rows[0].browser_version} -> {rows[1].browser_version}"
