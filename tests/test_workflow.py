@@ -76,7 +76,7 @@ def _sweep_line(job: dict[str, Any], model: bool = False) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
+@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome@webnn", "chrome@chromium", "firefox"],
                                                                      ["webgpu", "webnn", "wasm"])))
 def test_the_decoder_sweep_plans_in_every_cell_and_keeps_its_exit_code(job: dict[str, Any], browser: str,
                                                                        platform: str) -> None:
@@ -95,7 +95,7 @@ def test_the_decoder_sweep_plans_in_every_cell_and_keeps_its_exit_code(job: dict
         assert out in report, f"the report does not read {out}"
 
 
-@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
+@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome@webnn", "chrome@chromium", "firefox"],
                                                                      ["webgpu", "webnn", "wasm"])))
 def test_the_onnx_file_sweep_plans_in_every_cell(job: dict[str, Any], browser: str, platform: str,
                                                  tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ def test_the_onnx_file_sweep_plans_in_every_cell(job: dict[str, Any], browser: s
         assert {r.weight_format for r in plan} == {"fp32", "fp16", "q8-nbits", "q4", "q4f16", "q2", "int8-qdq"}
 
 
-@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
+@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome@webnn", "chrome@chromium", "firefox"],
                                                                      ["webgpu", "webnn", "wasm"])))
 def test_the_speech_sweep_plans_in_every_cell(job: dict[str, Any], browser: str, platform: str) -> None:
     """Whisper in every cell: ORT on every platform, the harness's WGSL kernels and WebNN graphs
@@ -168,7 +168,7 @@ def test_matrix_covers_browsers_and_platforms(job: dict[str, Any]) -> None:
     assert job["timeout-minutes"] > 0
     strategy = job["strategy"]
     assert strategy["fail-fast"] is False
-    assert {"chrome", "firefox"} <= set(strategy["matrix"]["browser"])
+    assert {"chrome@webnn", "chrome@chromium", "firefox"} <= set(strategy["matrix"]["browser"])
     assert {"webgpu", "webnn", "wasm"} <= set(strategy["matrix"]["platform"])
 
 
@@ -203,7 +203,7 @@ def test_sweep_runs_all_bits_and_keeps_its_exit_code(job: dict[str, Any], model:
 
 
 @pytest.mark.parametrize("model", [False, True], ids=["matmul", "model"])
-@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome", "firefox"],
+@pytest.mark.parametrize("browser,platform", list(itertools.product(["chrome@webnn", "chrome@chromium", "firefox"],
                                                                      ["webgpu", "webnn", "wasm"])))
 def test_sweep_flags_are_accepted_by_the_cli(job: dict[str, Any], browser: str, platform: str,
                                              model: bool) -> None:
