@@ -13,7 +13,7 @@ from typing import Any
 
 from .precision.quantizers import DEFAULT_QUANTIZER
 from .vocabulary import (DEFAULT_GRANULARITY, HELD_FORMAT, BrowserName, EngineName, Platform, PrecisionMode, block_for,
-                         parse_bits)
+                         parse_bits, with_build)
 from .workloads import KINDS, MATMUL, Workload, kind_named, workload_from_json
 
 MAX_ITERATIONS_LIMIT = 2048
@@ -262,12 +262,12 @@ class RunSpec:
     @property
     def browser_key(self) -> str:
         """The browser as one of a sweep's browser sessions is keyed: 'chrome', 'chrome@chromium'."""
-        return f"{self.browser}@{self.browser_build}" if self.browser_build else str(self.browser)
+        return with_build(self.browser, self.browser_build)
 
     @property
     def engine_key(self) -> str:
         """The engine and the build asked for: 'ort', 'ort@1.31.0-dev...'."""
-        return f"{self.engine}@{self.engine_build}" if self.engine_build else str(self.engine)
+        return with_build(self.engine, self.engine_build)
 
     @property
     def label(self) -> str:

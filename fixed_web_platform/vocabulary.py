@@ -241,6 +241,12 @@ def parse_count(text: str, minimum: int) -> int:
     return value
 
 
+def with_build(name: object, build: object) -> str:
+    """A browser or an engine with the build asked for: 'chrome@chromium', 'ort@1.31.0-dev...';
+    the bare name for the default build (the one spelling of a build everywhere)."""
+    return f"{name}@{build}" if build else str(name)
+
+
 def parse_enum(kind: type[enum.StrEnum], value: object, what: str) -> enum.StrEnum:
     """A user's word as a member of ``kind``, or ValueError naming the choices."""
     try:

@@ -42,7 +42,7 @@ import numpy as np
 from ..results.reader import CONFIG_KEY, ResultSchemaError, ResultSet, page_samples
 from ..series.stats import RatioInterval, welch_ratio_interval
 from ..series.steady import SteadyClass
-from ..vocabulary import Outcome
+from ..vocabulary import Outcome, with_build
 from ..workloads import DEFAULT_KIND, kind_named
 from .versions import VersionChange, Versions, row_versions
 
@@ -622,4 +622,4 @@ def compare_builds(rs: ResultSet, *, alpha: float = DEFAULT_ALPHA,
 
 
 def _build_name(config: tuple[Any, ...], named: int, at: int) -> str:
-    return f"{config[named]}@{config[at]}" if config[at] else str(config[named])
+    return with_build(config[named], config[at])

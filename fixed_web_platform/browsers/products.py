@@ -11,7 +11,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..vocabulary import BrowserName
+from ..vocabulary import BrowserName, with_build
 from .install import WEBNN_CHROMIUM_LAUNCHER
 
 CHROMIUM_ARGS = (
@@ -118,7 +118,7 @@ class BrowserChoice:
     build: str = ""
 
     def __str__(self) -> str:
-        return f"{self.name}@{self.build}" if self.build else str(self.name)
+        return with_build(self.name, self.build)
 
     def binary(self) -> str:
         """The binary the build names (a path, or a name to look up on PATH); '' for discovery's."""

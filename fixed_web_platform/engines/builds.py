@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import ENGINES_DIR
-from ..vocabulary import EngineName
+from ..vocabulary import EngineName, with_build
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class EngineChoice:
     build: str = ""
 
     def __str__(self) -> str:
-        return f"{self.name}@{self.build}" if self.build else str(self.name)
+        return with_build(self.name, self.build)
 
 
 def choose(engine: EngineName, builds: Sequence[EngineBuild], asked: str) -> EngineBuild:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..analysis.compare import DEFAULT_ALPHA, MIN_PAGES, BuildPair, Verdict, compare_builds, pct
 from ..results.reader import load
+from ..vocabulary import with_build
 from .markdown import how_to_read_html, how_to_read_markdown, html_table, markdown_table
 
 CALLED = (Verdict.NEW_FAILURE, Verdict.ACCURACY_REGRESSION, Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.FIXED)
@@ -45,10 +46,8 @@ def _setting(pair: BuildPair) -> str:
     pairs), and the platform."""
     c = pair.entry.config_dict
     if pair.axis == "engine":
-        browser = f"{c['browser']}@{c['browser_build']}" if c["browser_build"] else c["browser"]
-        return f"{browser} · {c['platform']}"
-    engine = f"{c['engine']}@{c['engine_build']}" if c["engine_build"] else c["engine"]
-    return f"{engine} {c['platform']}"
+        return f"{with_build(c['browser'], c['browser_build'])} · {c['platform']}"
+    return f"{with_build(c['engine'], c['engine_build'])} {c['platform']}"
 
 
 def _bits(pair: BuildPair) -> str:

@@ -35,6 +35,7 @@ from ..results.rows import LayerRow, identity_columns, setting_columns
 from ..run_spec import protocol_words
 from ..series.stats import median_interval, summarize
 from ..workloads import DEFAULT_KIND, kind_columns, kind_named
+from ..vocabulary import with_build
 from .activations import activation_section
 from .memory import memory_section
 from .glance import glance_html, glance_markdown, glance_notes
@@ -156,7 +157,7 @@ def _normalize(rows: pd.DataFrame) -> pd.DataFrame:
         # a build asked for is shown as part of its browser or engine (chrome@chromium, ort@1.31...),
         # so every table and plot keeps two builds apart; environment.json keys browsers so too
         named = rows.get(build, pd.Series("", index=rows.index)).fillna("").astype(str)
-        rows[name] = rows[name].where(named == "", rows[name] + "@" + named)
+        rows[name] = list(map(with_build, rows[name], named))
     for column in ("block_size", "repetition"):
         if column not in rows:
             rows[column] = 0

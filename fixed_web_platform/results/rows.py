@@ -18,7 +18,7 @@ from typing import Any
 
 from ..precision.quantizers import QUANTIZERS
 from ..run_spec import RunSpec
-from ..vocabulary import SCHEMA_VERSION, Outcome
+from ..vocabulary import SCHEMA_VERSION, Outcome, with_build
 from ..workloads import KINDS, kind_columns, kind_named
 
 CORE_SETTING = ("browser", "browser_build", "engine", "engine_build", "platform", "precision_mode", "device_type",
@@ -349,12 +349,12 @@ class ResultRow:
     @property
     def browser_key(self) -> str:
         """'chrome', or 'chrome@chromium' for a build asked for (RunSpec.browser_key)."""
-        return f"{self.browser}@{self.browser_build}" if self.browser_build else str(self.browser)
+        return with_build(self.browser, self.browser_build)
 
     @property
     def engine_key(self) -> str:
         """'ort', or 'ort@1.31.0-dev...' for a build asked for (RunSpec.engine_key)."""
-        return f"{self.engine}@{self.engine_build}" if self.engine_build else str(self.engine)
+        return with_build(self.engine, self.engine_build)
 
     def record(self) -> dict[str, Any]:
         """The row as results.csv holds it: every column, in order."""
