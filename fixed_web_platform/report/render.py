@@ -67,9 +67,11 @@ BASELINE_KEY = ("sweep", *setting_columns())
 only) are the speed-up baselines."""
 CONFIG_KEY = ("sweep", *identity_columns())
 """One configuration: its ok repetitions are aggregated into one summary row."""
-PEER_KEY = ("sweep", *(c for c in setting_columns() if c not in ("engine", "engine_build", "buffer_cache")), "bits_requested",
+ENGINE_OWN = ("engine", "engine_build", "buffer_cache", "backend", "accuracy_level")
+"""Columns that say how an engine ran, not what work it ran: left out when engines are set side by side."""
+PEER_KEY = ("sweep", *(c for c in setting_columns() if c not in ENGINE_OWN), "bits_requested",
             *(c for c in identity_columns() if c not in setting_columns() and c not in
-              ("bits_requested", "block_size", "act_bits", "observer")))
+              ("bits_requested", "block_size", "act_bits", "observer", *ENGINE_OWN)))
 """Rows of different engines under the same key ran the same work: the harness row is the one
 every other engine's latency is set against (``latency_vs_harness``)."""
 
