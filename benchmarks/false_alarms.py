@@ -55,8 +55,9 @@ KEPT = ("run_id", "schema_version", "outcome", "timing_source", "samples_per_pag
 """What compare reads of a samples record (with the headline samples)."""
 
 
-def save_fixture(folders: list[Path], target: Path) -> None:
-    """Pack the folders (named by their last path part) with only what compare reads."""
+def save_fixture(folders: list[Path], target: Path, root: Path | None = None) -> None:
+    """Pack the folders (named by their path under ``root``, else their last path part) with only
+    what compare reads."""
     with tarfile.open(target, "w:gz") as tar:
         def add(name: str, data: bytes) -> None:
             info = tarfile.TarInfo(name)
@@ -64,8 +65,9 @@ def save_fixture(folders: list[Path], target: Path) -> None:
             tar.addfile(info, io.BytesIO(data))
 
         for folder in folders:
-            add(f"{folder.name}/results.csv", (folder / "results.csv").read_bytes())
-            add(f"{folder.name}/environment.json", (folder / "environment.json").read_bytes())
+            name = folder.relative_to(root).as_posix() if root is not None else folder.name
+            add(f"{name}/results.csv", (folder / "results.csv").read_bytes())
+            add(f"{name}/environment.json", (folder / "environment.json").read_bytes())
             lines = []
             for line in (folder / "samples.jsonl").read_text().splitlines():
                 record = json.loads(line)
@@ -73,7 +75,7 @@ def save_fixture(folders: list[Path], target: Path) -> None:
                 trimmed = {k: record[k] for k in KEPT if k in record}
                 trimmed[key] = [None if v is None else round(v, 5) for v in record.get(key) or []]
                 lines.append(json.dumps(trimmed))
-            add(f"{folder.name}/samples.jsonl", ("\n".join(lines) + "\n").encode())
+            add(f"{name}/samples.jsonl", ("\n".join(lines) + "\n").encode())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,8 @@ unplanted sixth is not, in at least 4 of 5 independent repeats.
     # judge every complete repeat (resumable: repeats already judged are read from
     # results/judge-power/judge_power.json; a repeat's verdicts are redone when its folders change)
     .venv/bin/python benchmarks/judge_power.py results/judge-power
+    # pack the complete repeats, trimmed to what the judge reads, as a test fixture
+    .venv/bin/python benchmarks/judge_power.py results/judge-power --save-fixture judge_power.tar.gz
 
 A repeat is ROOT/repeatN/s1 ... s6 (s1 recorded first). In each, s6 is judged against s1..s5 as
 `compare s1 ... s6` judges it (analysis/history.py's history_compare): as recorded (any regression
@@ -30,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.false_alarms import save_fixture  # noqa: E402
 from fixed_web_platform.analysis.compare import Verdict  # noqa: E402
 from fixed_web_platform.analysis.false_alarms import one_round, slowed  # noqa: E402
 from fixed_web_platform.analysis.history import history_compare  # noqa: E402
@@ -110,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--planted-bits", type=int, nargs="+", default=[4])
     p.add_argument("--bits", type=int, nargs="+", default=[32, 8, 4],
                    help="with --rounds-as-sweeps: keep only these bits' runs, as a sweep with these --bits")
+    p.add_argument("--save-fixture", type=Path, default=None, metavar="FILE.tar.gz",
+                   help="also pack the complete repeats (repeatN/sM), trimmed to what the judge reads")
     p.add_argument("--rounds-as-sweeps", type=Path, nargs="+", default=None, metavar="FOLDER",
                    help="instead of ROOT: each round of these sweeps stands for a one-session sweep")
     args = p.parse_args(argv)
@@ -131,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(missing))
         if args.commands:
             return 0
+    if args.save_fixture is not None:
+        save_fixture([f for folders in complete.values() for f in folders], args.save_fixture, args.root)
+        print(f"fixture: {args.save_fixture} ({len(complete)} complete repeat(s))")
     state_path = args.root / STATE
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
     results = {}

@@ -6,7 +6,7 @@
 // fallback, and ORT's own verbose node-placement log says where the weight-bearing node (named
 // "matmul" by engines/ort/onnx_matmul.py) ran. Whole models: ort_model.js; shared pieces: ort_common.js.
 import {timeIterations} from '../timing.js';
-import {EP_PLATFORM, backendOf, loadOrt, makeSession, ortFailure, placementText, preflight, webgpuProfile, timingFacts} from './ort_common.js';
+import {EP_PLATFORM, backendOf, loadOrt, makeSession, ortFailure, placementText, preflight, gpuFacts, timingFacts} from './ort_common.js';
 
 function weightNodeProvider(placed) {
   for (const [ep, nodes] of Object.entries(placed)) {
@@ -62,10 +62,11 @@ export async function run(spec, client) {
     const output = (half ? Float32Array.from(data) : new Float32Array(data)).buffer;
     if (last.dispose) last.dispose();
 
-    let gpuMs = null;
-    let gpuNote = 'no GPU timestamps on this provider';
-    let programs = [];
-    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote, programs} = await webgpuProfile(session, calls, timedCalls));
+    const runOnce = async () => {
+      const out = await session.run(feeds);
+      for (const t of Object.values(out)) if (t && t.dispose) t.dispose();
+    };
+    const {gpuMs, note: gpuNote, programs} = await gpuFacts(ort, opts, session, calls, timedCalls, runOnce);
     const versions = ort.env.versions || {};
     return {
       status: 'ok',

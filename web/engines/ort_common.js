@@ -241,7 +241,7 @@ export async function makeSession(ort, model, opts, dims) {
 
 // GPU ms of the timed runs from the WebGPU session profile (ends profiling), or null and why;
 // `byKey`: key -> median GPU ms over the timed runs of the kernels `nodeKey` groups under it.
-export async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
+async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
   tap.start();
   await session.endProfiling();
   const events = profileEvents(tap.stop());
@@ -257,6 +257,35 @@ export async function webgpuProfile(session, calls, timedCalls, nodeKey = null) 
                      : 'ORT\'s session profile held no GPU kernel events for every run';
   if (gpuMs && !gpuMs.every((v) => v > 0)) gpuMs = null;
   return {gpuMs, note, byKey: gpuMs ? byKey : new Map(), programs: profilePrograms(events)};
+}
+
+// What the WebGPU provider says of the timed runs: per run its GPU ms, per `nodeKey` key the
+// median GPU ms (`byKey`), and the kernel programs that ran. The native implementation says it
+// in its session profile (webgpuProfile). JSEP says nothing there: its programs come from one more
+// run, untimed, with its own profiling on (its timestamps flush the queue after every dispatch on
+// adapters that cannot time inside a pass, so the timed runs keep the wall clock).
+export async function gpuFacts(ort, opts, session, calls, timedCalls, runOnce, nodeKey = null) {
+  if (opts.provider !== 'webgpu') {
+    return {gpuMs: null, note: 'no GPU timestamps on this provider', byKey: new Map(), programs: []};
+  }
+  if (backendOf(ort, opts) === 'native') return webgpuProfile(session, calls, timedCalls, nodeKey);
+  return {gpuMs: null, byKey: new Map(), programs: await jsepPrograms(ort, runOnce),
+          note: 'JSEP\'s kernel timestamps are not read (they would flush the queue after every dispatch)'};
+}
+
+// The programs JSEP's kernels ran in one run with its profiling on (each dispatch's programName).
+async function jsepPrograms(ort, runOnce) {
+  const names = new Set();
+  const device = await ort.env.webgpu.device;
+  ort.env.webgpu.profiling = {mode: 'default', ondata: (d) => names.add(String(d.programName))};
+  try {
+    await runOnce();
+    await device.queue.onSubmittedWorkDone();
+    for (let i = 0; i < 50 && !names.size; i++) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    ort.env.webgpu.profiling = {mode: 'off'};
+  }
+  return [...names].slice(0, 200);
 }
 
 // What every whole-model ORT reply says of the run: where most layers ran, the provider's refusal

@@ -10,7 +10,7 @@
 // verbose log says where every node went: counted, and the nodes off the provider listed.
 import {timeIterations} from '../timing.js';
 import {EP_PLATFORM, layerProvider, loadOrt, makeSession, mostCommon, ortFacts, ortFailure, preflight, sessionCalls,
-  timingFacts, webgpuProfile} from './ort_common.js';
+  timingFacts, gpuFacts} from './ort_common.js';
 
 const MAX_FALLBACK_LISTED = 2000;
 
@@ -78,10 +78,10 @@ export async function run(spec, client) {
     const output = await outputBytes(out, spec.outputs);
     for (const t of Object.values(out)) if (t && t.dispose) t.dispose();
 
-    let gpuMs = null;
-    let gpuNote = 'no GPU timestamps on this provider';
-    let programs = [];
-    if (opts.provider === 'webgpu') ({gpuMs, note: gpuNote, programs} = await webgpuProfile(session, calls.count, calls.timed));
+    const runOnce = async () => {
+      for (const t of Object.values(await calls.run(feeds))) if (t && t.dispose) t.dispose();
+    };
+    const {gpuMs, note: gpuNote, programs} = await gpuFacts(ort, opts, session, calls.count, calls.timed, runOnce);
 
     const nodes = placedNodes(placed);
     const ranOn = nodes ? mostCommon(nodes.map((n) => n.split('@').pop()), opts.provider) : opts.provider;

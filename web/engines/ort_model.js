@@ -8,7 +8,7 @@
 // then, if refused, one with the fallback whose verbose log says where each layer's node ran.
 import {timeIterations} from '../timing.js';
 import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight, sessionCalls, timingFacts,
-        webgpuProfile} from './ort_common.js';
+        gpuFacts} from './ort_common.js';
 
 function inputType(session, name, fallback) {
   const meta = Array.isArray(session.inputMetadata) ?
@@ -44,9 +44,12 @@ export async function run(spec, client) {
     const timed = await timeIterations(spec, calls.timedOnce(feeds0));
     const runOnce = async (feeds) => (await calls.run(feeds))[outputName];
     const output = await passOutputs(runOnce, feeds0, feedsOf, opts, batch, model.hidden);
-    const {gpuMs, note: gpuNote, byKey: layerMs, programs} = opts.provider === 'webgpu' ?
-      await webgpuProfile(session, calls.count, calls.timed, layerKey(opts)) :
-      {gpuMs: null, note: 'no GPU timestamps on this provider', byKey: new Map(), programs: []};
+    const once = async () => {
+      const t = await runOnce(feeds0);
+      if (t && t.dispose) t.dispose();
+    };
+    const {gpuMs, note: gpuNote, byKey: layerMs, programs} =
+      await gpuFacts(ort, opts, session, calls.count, calls.timed, once, layerKey(opts));
     const layers = opts.ort_layers.map((l) => {
       const ran = layerProvider(placed, l.name, opts.provider);
       return {name: l.name, weight_dtype: `${l.weight_dtype}@${ran}`, weight_bytes: l.weight_bytes,

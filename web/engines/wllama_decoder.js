@@ -11,7 +11,12 @@
 import {jsHeap} from '../memory.js';
 import {timeIterations, timingReply} from '../timing.js';
 
-const BUFFER_LINE = /(model|KV|compute|output) buffer size\s*=\s*([0-9.]+) MiB/;
+const BUFFER_LINE = /(model|LoRA|KV|RS|compute|output|rotation|layer input) buffer size\s*=\s*([0-9.]+) MiB/;
+// What each of llama.cpp's buffer kinds holds, in the page protocol's memory parts: the weights
+// (the model's, a LoRA adapter's), the cache (attention's KV, a recurrent model's state), and
+// scratch (the graph's compute buffers, the logits, 3.13's rotation and layer-input buffers).
+const BUFFER_PART = {model: 'weights', LoRA: 'weights', KV: 'kv_cache', RS: 'kv_cache', compute: 'scratch',
+                     output: 'scratch', rotation: 'scratch', 'layer input': 'scratch'};
 const MIB = 1024 * 1024;
 
 function errorText(e) {
@@ -74,8 +79,7 @@ export async function run(spec, client) {
       placement,
       fallback: gpuLines,
       decoder: {upload_ms: uploadMs, first_forward_ms: state.firstForwardMs, kv_cache_on_device: !kvOnCpu,
-                memory: {weights: Math.round(mib.model * MIB), kv_cache: Math.round(mib.KV * MIB),
-                         scratch: Math.round((mib.compute + mib.output) * MIB)},
+                memory: Object.fromEntries(Object.entries(mib).map(([part, v]) => [part, Math.round(v * MIB)])),
                 generations: state.generations, engine_tokens: {prompt: state.promptTokens ?? 0, scored}},
       output: packed([...parts, gen]),
     };
@@ -183,15 +187,15 @@ function packed(parts) {
   return out.buffer;
 }
 
-// llama.cpp's buffer log lines: MiB per buffer kind, whether the KV cache stayed on the CPU, and
-// the lines themselves (Python reads where the model was held from them).
+// llama.cpp's buffer log lines: MiB per memory part (BUFFER_PART), whether the KV cache stayed on
+// the CPU, and the lines themselves (Python reads where the model was held from them).
 function bufferFacts(log) {
-  const mib = {model: 0, KV: 0, compute: 0, output: 0};
+  const mib = {weights: 0, kv_cache: 0, scratch: 0};
   let kvOnCpu = true;
   for (const line of log) {
     const m = line.match(BUFFER_LINE);
     if (!m) continue;
-    mib[m[1]] += Number(m[2]);
+    mib[BUFFER_PART[m[1]]] += Number(m[2]);
     if (m[1] === 'KV' && !/\bCPU\b/.test(line)) kvOnCpu = false;
   }
   const placement = log.filter((l) => BUFFER_LINE.test(l)).map((l) => l.replace(/^.*?:\s*/, '')).join('\n');

@@ -88,7 +88,7 @@ path (DP4AMatMulQuantize, DP4AMatMulNBits, DP4AMatMulNBitsSmallM: contrib_ops/we
 
 def act_from_programs(programs: tuple[str, ...]) -> str:
     """'int8' when a DP4A MatMulNBits program ran, 'float' when other MatMulNBits programs did, ''
-    when the profile names none (no MatMulNBits node, or no profile: JSEP's is not read)."""
+    when the programs name none (no MatMulNBits node, or no profile)."""
     if any(DP4A_PROGRAM in p for p in programs):
         return "int8"
     return "float" if any("MatMulNBits" in p for p in programs) else ""

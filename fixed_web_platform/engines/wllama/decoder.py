@@ -34,7 +34,7 @@ CONTEXT_ROUND = 256
 LOAD_TIMEOUT_S = 120.0
 """How long the page waits for llama.cpp to load a model before it reports a failure (loading
 SmolLM2-135M at F32, 540 MB, takes about 10 s here; its WebGPU start-up hangs in Firefox)."""
-BUFFER_LINE = re.compile(r"(\S+)\s+(model|KV|compute|output) buffer size\s*=\s*([0-9.]+) MiB")
+BUFFER_LINE = re.compile(r"(\S+)\s+(model|LoRA|KV|RS|compute|output|rotation|layer input) buffer size\s*=\s*([0-9.]+) MiB")
 """llama.cpp's own log lines saying which backend holds which buffer ('CPU model buffer size = 92.10 MiB')."""
 CPU_BUFFERS = ("CPU", "CPU_Mapped", "CPU_REPACK")
 HANGS = {(BrowserName.FIREFOX, Platform.WEBGPU): (
