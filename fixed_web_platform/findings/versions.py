@@ -25,7 +25,7 @@ def medians(summed: pd.DataFrame) -> pd.DataFrame:
     ok["precision"] = ok["bits_requested"].astype(int).astype(str) + "-bit"
     table = ok.pivot_table(index=["workload", "precision", "engine"], columns="browser",
                            values="latency_ms_median", aggfunc="first", sort=False)
-    table = table.map(lambda v: f"{v:.3g} ms" if pd.notna(v) else "-")
+    table = table.map(lambda v: "-" if pd.isna(v) else f"{v:.3g} ms" if v < 1000 else f"{v / 1000:.3g} s")
     return table.reset_index().rename_axis(columns=None)
 
 

@@ -35,8 +35,11 @@ def _change(pair: BuildPair) -> str:
 
 
 def _interval(pair: BuildPair) -> str:
-    i = pair.entry.interval
-    if i is None or not (math.isfinite(i.low) and math.isfinite(i.high)):
+    """The Welch interval, where each side has the units to make one (else '-': two units a side
+    give an interval of thousands of percent, which says nothing)."""
+    i, e = pair.entry.interval, pair.entry
+    if i is None or min(e.pages_baseline, e.pages_current) < MIN_PAGES or not (
+            math.isfinite(i.low) and math.isfinite(i.high)):
         return "-"
     return f"{pct(i.low - 1)} to {pct(i.high - 1)}"
 
@@ -58,10 +61,16 @@ def _bits(pair: BuildPair) -> str:
     return bits + (f" {c['format_requested']}" if c.get("format_requested") else "")
 
 
+def _workload(pair: BuildPair) -> str:
+    """The workload and its shape ('all-MiniLM-L6-v2 4x32 tokens'; a matmul named by its shape once)."""
+    name, shape = str(pair.entry.config_dict["workload"]), pair.entry.shape
+    return name if name.endswith(shape) else f"{name} {shape}"
+
+
 def build_table(pairs: Sequence[BuildPair]) -> pd.DataFrame:
     return pd.DataFrame.from_records([{
         "builds": f"{p.baseline} -> {p.current}", "setting": _setting(p),
-        "workload": f"{p.entry.config_dict['workload']} {p.entry.shape}", "precision": _bits(p),
+        "workload": _workload(p), "precision": _bits(p),
         "verdict": p.entry.verdict.value, "change": _change(p), f"{1 - DEFAULT_ALPHA:.1%} interval": _interval(p),
         "units": f"{p.entry.pages_baseline}/{p.entry.pages_current}", "note": p.entry.note or "-"} for p in pairs])
 
