@@ -22,9 +22,10 @@ from .quantizers import PAGE as QUANTIZERS
 from .sensitivity import PAGE as SENSITIVITY
 from .smollm2 import PAGE as SMOLLM2
 from .transformersjs import PAGE as TRANSFORMERSJS
+from .versions import PAGE as VERSIONS
 from .whisper import PAGE as WHISPER
 
 PAGES: tuple[Page, ...] = (MATMULS, MINILM, SMOLLM2, GEMMA3, WHISPER, INTEGER_PATH, OCR, SENSITIVITY, QUANTIZERS,
-                           TRANSFORMERSJS, MEMORY, ONNX_QUANTIZERS)
+                           TRANSFORMERSJS, MEMORY, ONNX_QUANTIZERS, VERSIONS)
 
 __all__ = ["DATA_CAP_BYTES", "DATA_DIR", "PAGES", "PAGES_DIR", "Page", "render"]
