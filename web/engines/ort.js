@@ -62,11 +62,8 @@ export async function run(spec, client) {
     const output = (half ? Float32Array.from(data) : new Float32Array(data)).buffer;
     if (last.dispose) last.dispose();
 
-    const runOnce = async () => {
-      const out = await session.run(feeds);
-      for (const t of Object.values(out)) if (t && t.dispose) t.dispose();
-    };
-    const {gpuMs, note: gpuNote, programs} = await gpuFacts(ort, opts, session, calls, timedCalls, runOnce);
+    const {gpuMs, note: gpuNote, programs} =
+      await gpuFacts(ort, opts, session, calls, timedCalls, () => session.run(feeds));
     const versions = ort.env.versions || {};
     return {
       status: 'ok',

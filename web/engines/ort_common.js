@@ -262,24 +262,25 @@ async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
 // What the WebGPU provider says of the timed runs: per run its GPU ms, per `nodeKey` key the
 // median GPU ms (`byKey`), and the kernel programs that ran. The native implementation says it
 // in its session profile (webgpuProfile). JSEP says nothing there: its programs come from one more
-// run, untimed, with its own profiling on (its timestamps flush the queue after every dispatch on
+// run (`run()`: its outputs, disposed here), untimed, with its own profiling on (its timestamps flush the queue after every dispatch on
 // adapters that cannot time inside a pass, so the timed runs keep the wall clock).
-export async function gpuFacts(ort, opts, session, calls, timedCalls, runOnce, nodeKey = null) {
+export async function gpuFacts(ort, opts, session, calls, timedCalls, run, nodeKey = null) {
   if (opts.provider !== 'webgpu') {
     return {gpuMs: null, note: 'no GPU timestamps on this provider', byKey: new Map(), programs: []};
   }
   if (backendOf(ort, opts) === 'native') return webgpuProfile(session, calls, timedCalls, nodeKey);
-  return {gpuMs: null, byKey: new Map(), programs: await jsepPrograms(ort, runOnce),
+  return {gpuMs: null, byKey: new Map(), programs: await jsepPrograms(ort, run),
           note: 'JSEP\'s kernel timestamps are not read (they would flush the queue after every dispatch)'};
 }
 
 // The programs JSEP's kernels ran in one run with its profiling on (each dispatch's programName).
-async function jsepPrograms(ort, runOnce) {
+async function jsepPrograms(ort, run) {
   const names = new Set();
   const device = await ort.env.webgpu.device;
   ort.env.webgpu.profiling = {mode: 'default', ondata: (d) => names.add(String(d.programName))};
   try {
-    await runOnce();
+    const out = await run();  // a tensor, or the session's outputs by name
+    for (const t of out && out.dispose ? [out] : Object.values(out || {})) if (t && t.dispose) t.dispose();
     await device.queue.onSubmittedWorkDone();
     for (let i = 0; i < 50 && !names.size; i++) await new Promise((r) => setTimeout(r, 10));
   } finally {

@@ -78,10 +78,8 @@ export async function run(spec, client) {
     const output = await outputBytes(out, spec.outputs);
     for (const t of Object.values(out)) if (t && t.dispose) t.dispose();
 
-    const runOnce = async () => {
-      for (const t of Object.values(await calls.run(feeds))) if (t && t.dispose) t.dispose();
-    };
-    const {gpuMs, note: gpuNote, programs} = await gpuFacts(ort, opts, session, calls.count, calls.timed, runOnce);
+    const {gpuMs, note: gpuNote, programs} =
+      await gpuFacts(ort, opts, session, calls.count, calls.timed, () => calls.run(feeds));
 
     const nodes = placedNodes(placed);
     const ranOn = nodes ? mostCommon(nodes.map((n) => n.split('@').pop()), opts.provider) : opts.provider;

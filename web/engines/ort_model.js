@@ -44,12 +44,8 @@ export async function run(spec, client) {
     const timed = await timeIterations(spec, calls.timedOnce(feeds0));
     const runOnce = async (feeds) => (await calls.run(feeds))[outputName];
     const output = await passOutputs(runOnce, feeds0, feedsOf, opts, batch, model.hidden);
-    const once = async () => {
-      const t = await runOnce(feeds0);
-      if (t && t.dispose) t.dispose();
-    };
     const {gpuMs, note: gpuNote, byKey: layerMs, programs} =
-      await gpuFacts(ort, opts, session, calls.count, calls.timed, once, layerKey(opts));
+      await gpuFacts(ort, opts, session, calls.count, calls.timed, () => runOnce(feeds0), layerKey(opts));
     const layers = opts.ort_layers.map((l) => {
       const ran = layerProvider(placed, l.name, opts.provider);
       return {name: l.name, weight_dtype: `${l.weight_dtype}@${ran}`, weight_bytes: l.weight_bytes,
