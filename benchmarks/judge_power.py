@@ -16,6 +16,11 @@ A repeat is ROOT/repeatN/s1 ... s6 (s1 recorded first). In each, s6 is judged ag
 verdict is a false alarm), and with s6's --planted-bits runs' raw samples multiplied by --factor
 (caught when every shape's planted configurations are called regressions).
 
+``--windows``: every SWEEPS consecutive sweeps in recording order (across repeats; the sweeps are
+all of the same code) stand for a repeat: more judgements from the same sweeps, overlapping, so
+not independent. ``--pages N``: each run's first N page loads, as a sweep with --repeat N would
+have given.
+
 ``--rounds-as-sweeps FOLDER...`` validates the script on sweeps recorded with several
 --repetitions (tests/fixtures/false_alarms/): each round of each folder, in order, stands for a
 sweep of one browser session, and consecutive groups of six are the repeats.
@@ -27,17 +32,20 @@ import argparse
 import hashlib
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.false_alarms import save_fixture  # noqa: E402
-from fixed_web_platform.analysis.compare import Verdict  # noqa: E402
-from fixed_web_platform.analysis.false_alarms import one_round, slowed  # noqa: E402
-from fixed_web_platform.analysis.history import history_compare  # noqa: E402
+from fixed_web_platform.analysis.false_alarms import (  # noqa: E402
+    RepeatResult,
+    first_pages,
+    judge_repeat,
+    one_round,
+)
 from fixed_web_platform.report.markdown import markdown_lines  # noqa: E402
-from fixed_web_platform.results.reader import CONFIG_KEY, ResultSet, load  # noqa: E402
+from fixed_web_platform.results.reader import load  # noqa: E402
 
 SWEEPS = 6
 """Five sweeps of history and the sixth judged."""
@@ -47,40 +55,6 @@ REPEATS = 5
 RECORD = (".venv/bin/python run_real_webgpu_webnn.py --platform webgpu --browser chrome --bits 32 8 4 "
           "--repeat 3 --output-dir {folder}")
 STATE = "judge_power.json"
-_BITS, _WORKLOAD = CONFIG_KEY.index("bits_requested"), CONFIG_KEY.index("workload")
-
-
-@dataclass(frozen=True)
-class RepeatResult:
-    """One repeat's verdicts: per workload its planted configurations' verdicts, and the
-    configurations the unplanted sixth was called a regression in."""
-
-    sweeps: list[str]
-    planted: dict[str, list[str]]
-    false_alarms: list[str]
-    notes: dict[str, str]
-
-    @property
-    def caught(self) -> bool:
-        return bool(self.planted) and all(v == Verdict.REGRESSION.value for vs in self.planted.values() for v in vs)
-
-    @property
-    def passed(self) -> bool:
-        return self.caught and not self.false_alarms
-
-
-def judge_repeat(sets: list[ResultSet], factor: float, bits: set[int]) -> RepeatResult:
-    """s6 against s1..s5, as recorded and with its ``bits`` runs slowed by ``factor``."""
-    unplanted = history_compare(sets).comparison.entries
-    planted = history_compare([*sets[:-1], slowed(sets[-1], factor, bits=bits)]).comparison.entries
-    by_workload: dict[str, list[str]] = {}
-    notes = {}
-    for e in planted:
-        if e.config[_BITS] in bits:
-            by_workload.setdefault(str(e.config[_WORKLOAD]), []).append(e.verdict.value)
-            notes[f"{e.config[_WORKLOAD]} {e.config[_BITS]}-bit"] = e.note
-    alarms = [f"{e.config[_WORKLOAD]} {e.config[_BITS]}-bit" for e in unplanted if e.verdict.is_regression]
-    return RepeatResult([str(rs.directory) for rs in sets], by_workload, alarms, notes)
 
 
 def _digest(folders: list[Path]) -> str:
@@ -115,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --rounds-as-sweeps: keep only these bits' runs, as a sweep with these --bits")
     p.add_argument("--save-fixture", type=Path, default=None, metavar="FILE.tar.gz",
                    help="also pack the complete repeats (repeatN/sM), trimmed to what the judge reads")
+    p.add_argument("--windows", action="store_true",
+                   help="every six consecutive sweeps (recording order, across repeats) stand for a repeat")
+    p.add_argument("--pages", type=int, default=None, metavar="N",
+                   help="each run's first N page loads only, as --repeat N would have given")
     p.add_argument("--rounds-as-sweeps", type=Path, nargs="+", default=None, metavar="FOLDER",
                    help="instead of ROOT: each round of these sweeps stands for a one-session sweep")
     args = p.parse_args(argv)
@@ -139,16 +117,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.save_fixture is not None:
         save_fixture([f for folders in complete.values() for f in folders], args.save_fixture, args.root)
         print(f"fixture: {args.save_fixture} ({len(complete)} complete repeat(s))")
+    groups, title = complete, f"{len(complete)} complete repeat(s) under {args.root}"
+    if args.windows:
+        order = [f for folders in complete.values() for f in folders]
+        groups = {f"{_short(order[i], args.root)}..{_short(order[i + SWEEPS - 1], args.root)}": order[i:i + SWEEPS]
+                  for i in range(len(order) - SWEEPS + 1)}
+        title = f"{len(groups)} windows of {SWEEPS} consecutive sweeps under {args.root} (overlapping)"
+    if args.pages:
+        title += f", each run's first {args.pages} page load(s)"
     state_path = args.root / STATE
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
     results = {}
-    for name, folders in complete.items():
-        key = f"{name} {_digest(folders)} x{args.factor:g} bits {sorted(bits)}"
+    for name, folders in groups.items():
+        key = f"{name} {_digest(folders)} x{args.factor:g} bits {sorted(bits)} pages {args.pages or 'all'}"
         if key not in state:
-            state[key] = asdict(judge_repeat([load(f) for f in folders], args.factor, bits))
+            sets = [load(f) for f in folders]
+            sets = [first_pages(rs, args.pages) for rs in sets] if args.pages else sets
+            state[key] = asdict(judge_repeat(sets, args.factor, bits))
             state_path.write_text(json.dumps(state, indent=1))  # after each repeat: an interrupted run resumes
         results[name] = RepeatResult(**state[key])
-    return _print(results, args, f"{len(complete)} complete repeat(s) under {args.root}")
+    return _print(results, args, title)
+
+
+def _short(folder: Path, root: Path) -> str:
+    return folder.relative_to(root).as_posix()
 
 
 def _print(results: dict[str, RepeatResult], args: argparse.Namespace, title: str) -> int:
@@ -160,8 +152,11 @@ def _print(results: dict[str, RepeatResult], args: argparse.Namespace, title: st
     caught = sum(r.caught for r in results.values())
     quiet = sum(not r.false_alarms for r in results.values())
     passed = sum(r.passed for r in results.values())
-    print(f"\ncaught on every shape in {caught} of {len(results)}; no false alarm in {quiet} of {len(results)}; "
-          f"both in {passed} of {len(results)} (target: {TARGET} of {REPEATS})")
+    alarms = sum(len(r.false_alarms) for r in results.values())
+    judged = sum(len(r.planted) * len(args.bits) for r in results.values())
+    print(f"\ncaught on every shape in {caught} of {len(results)}; no false alarm in {quiet} of {len(results)} "
+          f"({alarms} of about {judged} unplanted judgements); both in {passed} of {len(results)} "
+          f"(target: {TARGET} of {REPEATS} independent repeats)")
     for name, r in results.items():
         for config, note in r.notes.items():
             print(f"  {name} {config}: {note}")

@@ -8,7 +8,8 @@ is still caught. ``repetitions`` keeps only each configuration's first repetitio
 would have given from the same measurements.
 
 benchmarks/false_alarms.py prints the tables; tests/test_compare_false_alarms.py asserts on
-recorded sweeps.
+recorded sweeps. ``judge_repeat`` is issue 72's power target (benchmarks/judge_power.py): a sixth
+sweep judged against five of the same code, as recorded and with a step planted.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.reader import ResultSet, headline_key
+from ..results.reader import CONFIG_KEY, ResultSet, headline_key
 from .compare import Verdict, compare
 
 SAMPLE_KEYS = ("gpu_ms", "wall_ms")
@@ -173,3 +174,46 @@ def history_tally(sweeps: Sequence[Any], factors: Sequence[float] = (), *, first
                         caught[f] += 1
                         break
     return HistoryTally(judgements, counts, caught, planted, whole_sweep)
+
+
+# ---------------------------------------------------------------------------------------------
+# A sixth sweep against five (issue 72's power target: benchmarks/judge_power.py)
+
+_BITS, _WORKLOAD = CONFIG_KEY.index("bits_requested"), CONFIG_KEY.index("workload")
+
+
+@dataclass(frozen=True)
+class RepeatResult:
+    """One repeat's verdicts: per workload its planted configurations' verdicts, and the
+    configurations the unplanted sixth was called a regression in."""
+
+    sweeps: list[str]
+    planted: dict[str, list[str]]
+    false_alarms: list[str]
+    notes: dict[str, str]
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.planted) and all(v == Verdict.REGRESSION.value for vs in self.planted.values() for v in vs)
+
+    @property
+    def passed(self) -> bool:
+        return self.caught and not self.false_alarms
+
+
+def judge_repeat(sets: Sequence[ResultSet], factor: float, bits: Collection[int]) -> RepeatResult:
+    """The last of ``sets`` against the earlier ones as ``compare`` judges a history
+    (history.history_compare): as recorded (a regression is a false alarm), and with its ``bits``
+    runs' raw samples multiplied by ``factor`` (caught when every workload's are regressions)."""
+    from .history import history_compare
+
+    unplanted = history_compare(sets).comparison.entries
+    planted = history_compare([*sets[:-1], slowed(sets[-1], factor, bits=bits)]).comparison.entries
+    by_workload: dict[str, list[str]] = {}
+    notes = {}
+    for e in planted:
+        if e.config[_BITS] in bits:
+            by_workload.setdefault(str(e.config[_WORKLOAD]), []).append(e.verdict.value)
+            notes[f"{e.config[_WORKLOAD]} {e.config[_BITS]}-bit"] = e.note
+    alarms = [f"{e.config[_WORKLOAD]} {e.config[_BITS]}-bit" for e in unplanted if e.verdict.is_regression]
+    return RepeatResult([str(rs.directory) for rs in sets], by_workload, alarms, notes)
