@@ -38,9 +38,9 @@ BUFFER_LINE = re.compile(r"(\S+)\s+(model|LoRA|KV|RS|compute|output|rotation|lay
 """llama.cpp's own log lines saying which backend holds which buffer ('CPU model buffer size = 92.10 MiB')."""
 CPU_BUFFERS = ("CPU", "CPU_Mapped", "CPU_REPACK")
 HANGS = {(BrowserName.FIREFOX, Platform.WEBGPU): (
-    "not attempted: wllama 3.8.1's WebGPU start-up in Firefox never returned here (2026-11-25: no reply "
-    "in 600 s, the page's own 120 s limit never fired; 3.13.0 starts WebGPU in Firefox the same way, not "
-    "tried). Set WLLAMA_TRY_HANGS=1 to attempt it")}
+    "not attempted: wllama's WebGPU start-up in Firefox never returned here (3.8.1, 2026-11-25: no reply "
+    "in 600 s, the page's own 120 s limit never fired; 3.13.0, 2026-12-04: SmolLM2-135M Q8_0, no result "
+    "in 300 s). Set WLLAMA_TRY_HANGS=1 to attempt it")}
 """Browser x platform pairs where the page was seen to hang, refused when the plan is built so a
 sweep does not lose its time limit to each (``WLLAMA_TRY_HANGS=1`` attempts them)."""
 COMPUTE_DTYPE = {"F32": "f32", "F16": "f16", "Q8_0": "i8dot", "Q4_0": "i8dot", "Q4_1": "i8dot"}
