@@ -228,6 +228,10 @@ class LayerReply:
     """Median GPU time of this layer's dispatches (timestamp queries), where the adapter has them."""
     act_dtype: str = ""
     """WebNN: dataType of the quantizeLinear output in front of the layer ('' for float inputs)."""
+    programs: tuple[str, ...] = ()
+    """ORT's native WebGPU implementation: the kernel programs this layer's node ran, as its
+    session profile names them (what its MatMulNBits really computed: DP4A programs take int8
+    activations)."""
 
 
 MAX_LAYERS = 4096
@@ -249,6 +253,7 @@ def _layers(value: Any) -> tuple[LayerReply, ...]:
             weight_bytes=None if wb is None else int(_number(wb, f"layers[{i}].weight_bytes")),
             gpu_ms=None if gpu is None else _milliseconds(gpu, f"layers[{i}].gpu_ms"),
             act_dtype=_short(item.get("act_dtype"), f"layers[{i}].act_dtype", 40),
+            programs=_programs(item.get("programs"), LAYER_PROGRAMS),
         ))
     return tuple(out)
 
@@ -306,13 +311,15 @@ def _short(value: Any, name: str, limit: int = 40) -> str:
 
 MAX_PROGRAMS = 200
 """The most kernel program names a reply may list (a whole model's distinct programs)."""
+LAYER_PROGRAMS = 16
+"""The most a layer's node may list (the page keeps its first 16)."""
 
 
-def _programs(value: Any) -> tuple[str, ...]:
+def _programs(value: Any, most: int = MAX_PROGRAMS) -> tuple[str, ...]:
     if value is None:
         return ()
-    if not isinstance(value, list) or len(value) > MAX_PROGRAMS:
-        raise PageDataError(f"programs is not a list of at most {MAX_PROGRAMS} names: {value!r:.60}")
+    if not isinstance(value, list) or len(value) > most:
+        raise PageDataError(f"programs is not a list of at most {most} names: {value!r:.60}")
     return tuple(_short(v, "programs[]", 120) for v in value)
 
 

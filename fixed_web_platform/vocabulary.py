@@ -68,7 +68,7 @@ COMPUTE_DTYPES = ("f32", "f16", "i8dot")
 """What a kernel's arithmetic ran in: float32, float16, or int8 dot products accumulated in i32
 and rescaled in f32 (the int8-activation kernels)."""
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 """Version of the page protocol (job spec the page fetches, reply it posts).
 v2: the spec names its output tensors (``outputs``: name, dtype, shape); a matmul's m, k, n are
     its runner's options.

@@ -162,3 +162,27 @@ def test_int8_check_says_int8_did_not_run_only_where_the_references_differ_beyon
     assert "did not run" in check.problem(float_ref + 1e-3 * rng.standard_normal(1000), int8_ref)
     assert check.problem(int8_ref + 1e-3 * rng.standard_normal(1000), int8_ref) == ""
     assert Int8Check(floor=0.2, float_acts=float_ref).problem(float_ref, int8_ref) == ""
+
+
+def test_an_engines_own_dynamic_rule_holds_each_block_of_each_row() -> None:
+    """ORT's DP4A rule (engines/ort/dp4a.held_activations) as a layer's ActQuant entry: each 128
+    values of a row scaled by their own peak, rounded to 127 steps; a [batch, seq, K] input held as
+    its rows are, and the layer computing held(x) @ W^T."""
+    from fixed_web_platform.architectures import int8
+    from fixed_web_platform.engines.ort import dp4a
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 256))
+    x[0, 0, :128] *= 100  # one block's peak does not scale the next block's
+    held = dp4a.held_activations(x)
+    assert np.array_equal(held, dp4a.held_activations(x.reshape(6, 256)).reshape(x.shape))
+    for row, part in ((0, slice(0, 128)), (0, slice(128, 256)), (5, slice(128, 256))):
+        block, got = x.reshape(6, 256)[row, part], held.reshape(6, 256)[row, part]
+        peak = np.float32(np.abs(block).max())
+        assert np.allclose(got, np.floor(0.5 + 127 * (block.astype(np.float32) / peak)) * peak / 127, rtol=1e-6)
+        assert np.abs(got - block).max() <= peak / 254 * 1.001  # half a step of its own block
+    assert np.abs(held[0, 0, :128] - x[0, 0, :128]).max() > 10 * np.abs(held[0, 0, 128:] - x[0, 0, 128:]).max()
+    w = rng.standard_normal((16, 256))
+    y = int8.linear(x, w, "layer", {"layer": dp4a.held_activations})
+    assert np.allclose(y, held.astype(np.float64) @ w.T)
+    assert not np.allclose(y, x @ w.T, rtol=1e-4)

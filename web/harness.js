@@ -6,7 +6,7 @@ import {faultStatus, meterFigures} from './meter.js';  // first: the meter is in
 import {JobClient} from './job_client.js';
 import {probe, probeWebNN} from './probe.js';
 
-const PROTOCOL_VERSION = 6;  // fixed_web_platform/vocabulary.py PROTOCOL_VERSION
+const PROTOCOL_VERSION = 7;  // fixed_web_platform/vocabulary.py PROTOCOL_VERSION
 const RUNNER_NAME = /^[a-z][a-z0-9_]*$/;
 
 function setStatus(text) { document.getElementById('status').textContent = text; }

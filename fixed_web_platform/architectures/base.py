@@ -18,8 +18,10 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-ActQuant = dict[str, tuple]
-"""Layer name -> (scale, zero point) of its int8 input; layers not named keep float inputs."""
+ActQuant = dict[str, Any]
+"""Layer name -> how its input is held in int8: (scale, zero point[, per token]) calibrated
+ahead, or a function x -> x as the engine's kernels hold it (a dynamic rule of the engine's own,
+e.g. engines/ort/dp4a.held_activations); layers not named keep float inputs."""
 DECODER_ATTENTION_LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj")
 DECODER_FFN_LINEARS = ("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 DECODER_HEAD = "lm_head"

@@ -3,7 +3,9 @@ applies to each linear layer it is asked to (``ActQuant``): the layer's input, a
 ``gemm_qdq`` form its output before the bias (``<layer>:output``), through quantize -> dequantize,
 rounding half to even and clamping to int8 as WebNN's quantizeLinear and the WGSL kernels do. A
 per-token input (models/calibration.ActivationQuant.per_token) is divided by each position's peak
-|x| first, and the layer's x @ W^T (after its output's int8) multiplied by it."""
+|x| first, and the layer's x @ W^T (after its output's int8) multiplied by it. An engine that
+quantizes the input by a rule of its own at run time (ONNX Runtime's DP4A kernels) names it as a
+function of x instead."""
 
 from __future__ import annotations
 
@@ -32,8 +34,11 @@ def linear(x: np.ndarray, weight: np.ndarray, name: str, act_quant: ActQuant | N
     """x @ W^T (+ bias) in float64 with layer ``name``'s int8 input and output where ``act_quant``
     names them (output channels listed as kept stay float)."""
     peaks = None
-    if act_quant and name in act_quant:
-        scale, zero_point, *per_token = act_quant[name]
+    rule = act_quant.get(name) if act_quant else None
+    if callable(rule):  # an engine's own dynamic rule
+        x = rule(x)
+    elif rule is not None:
+        scale, zero_point, *per_token = rule
         if per_token and per_token[0]:  # models/calibration.ActivationQuant.per_token
             peaks = token_peaks(x)
             x = x / peaks

@@ -117,15 +117,18 @@ function profileRuns(events, runCount, nodeKey) {
   if (runs.length !== runCount || kernels.length === 0) return null;
   const ms = runs.map(() => 0);
   const byKey = runs.map(() => new Map());
+  const programs = new Map();  // key -> the distinct programs its kernels ran
   for (const k of kernels) {
     const i = runs.findLastIndex((r) => r.ts <= k.ts);
     if (i < 0) return null;
     ms[i] += k.dur / 1000;
-    const [node, op] = String(k.name).split('&');
+    const [node, op, program] = String(k.name).split('&');
     const key = nodeKey ? nodeKey(node, op) : null;
-    if (key !== null && key !== undefined) byKey[i].set(key, (byKey[i].get(key) ?? 0) + k.dur / 1000);
+    if (key === null || key === undefined) continue;
+    byKey[i].set(key, (byKey[i].get(key) ?? 0) + k.dur / 1000);
+    if (program) programs.set(key, (programs.get(key) ?? new Set()).add(program));
   }
-  return {ms, byKey};
+  return {ms, byKey, programs};
 }
 
 export function profileGpuMs(lines, runCount) {
@@ -240,7 +243,8 @@ export async function makeSession(ort, model, opts, dims) {
 }
 
 // GPU ms of the timed runs from the WebGPU session profile (ends profiling), or null and why;
-// `byKey`: key -> median GPU ms over the timed runs of the kernels `nodeKey` groups under it.
+// `byKey`: key -> median GPU ms over the timed runs of the kernels `nodeKey` groups under it;
+// `programsByKey`: key -> the distinct programs those kernels ran.
 async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
   tap.start();
   await session.endProfiling();
@@ -256,20 +260,23 @@ async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
   const note = gpuMs ? 'sum of the GPU kernel events of each run in ORT\'s session profile'
                      : 'ORT\'s session profile held no GPU kernel events for every run';
   if (gpuMs && !gpuMs.every((v) => v > 0)) gpuMs = null;
-  return {gpuMs, note, byKey: gpuMs ? byKey : new Map(), programs: profilePrograms(events)};
+  const programsByKey = new Map([...(runs ? runs.programs : new Map())].map(([k, v]) => [k, [...v].slice(0, 16)]));
+  return {gpuMs, note, byKey: gpuMs ? byKey : new Map(), programs: profilePrograms(events), programsByKey};
 }
 
 // What the WebGPU provider says of the timed runs: per run its GPU ms, per `nodeKey` key the
-// median GPU ms (`byKey`), and the kernel programs that ran. The native implementation says it
+// median GPU ms (`byKey`) and the programs its kernels ran (`programsByKey`, native only), and the
+// kernel programs that ran. The native implementation says it
 // in its session profile (webgpuProfile). JSEP says nothing there: its programs come from one more
 // run (`run()`: its outputs, disposed here), untimed, with its own profiling on (its timestamps flush the queue after every dispatch on
 // adapters that cannot time inside a pass, so the timed runs keep the wall clock).
 export async function gpuFacts(ort, opts, session, calls, timedCalls, run, nodeKey = null) {
   if (opts.provider !== 'webgpu') {
-    return {gpuMs: null, note: 'no GPU timestamps on this provider', byKey: new Map(), programs: []};
+    return {gpuMs: null, note: 'no GPU timestamps on this provider', byKey: new Map(), programs: [],
+            programsByKey: new Map()};
   }
   if (backendOf(ort, opts) === 'native') return webgpuProfile(session, calls, timedCalls, nodeKey);
-  return {gpuMs: null, byKey: new Map(), programs: await jsepPrograms(ort, run),
+  return {gpuMs: null, byKey: new Map(), programs: await jsepPrograms(ort, run), programsByKey: new Map(),
           note: 'JSEP\'s kernel timestamps are not read (they would flush the queue after every dispatch)'};
 }
 

@@ -44,12 +44,12 @@ export async function run(spec, client) {
     const timed = await timeIterations(spec, calls.timedOnce(feeds0));
     const runOnce = async (feeds) => (await calls.run(feeds))[outputName];
     const output = await passOutputs(runOnce, feeds0, feedsOf, opts, batch, model.hidden);
-    const {gpuMs, note: gpuNote, byKey: layerMs, programs} =
+    const {gpuMs, note: gpuNote, byKey: layerMs, programs, programsByKey} =
       await gpuFacts(ort, opts, session, calls.count, calls.timed, () => runOnce(feeds0), layerKey(opts));
     const layers = opts.ort_layers.map((l) => {
       const ran = layerProvider(placed, l.name, opts.provider);
       return {name: l.name, weight_dtype: `${l.weight_dtype}@${ran}`, weight_bytes: l.weight_bytes,
-              gpu_ms: layerMs.get(l.name) ?? null};
+              gpu_ms: layerMs.get(l.name) ?? null, programs: programsByKey.get(l.name) ?? []};
     });
     return {
       ...ortFacts(ort, opts, layers, {fallback, placed}),

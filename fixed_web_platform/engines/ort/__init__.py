@@ -150,8 +150,9 @@ class OrtWebEngine(Engine):
     def what_ran(self, run: RunSpec, job: EngineJob, page: PageReply, executed: Executed) -> Executed:
         """On WebGPU, the implementation the page found (a run on another than asked is invalid)
         and, from the kernel programs ORT's profile names, whether its MatMulNBits kernels took
-        int8 activations (DP4A) or float ones; a lone matmul that took int8 ones is checked against
-        the reference of ORT's own activation rule (dp4a.py)."""
+        int8 activations (DP4A) or float ones. A lone matmul that took int8 ones, and an encoder's
+        layers whose nodes ran DP4A programs, are checked against the reference of ORT's own
+        activation rule (dp4a.py)."""
         if self.platform is not Platform.WEBGPU:
             return executed
         asked = run.backend or DEFAULT_BACKEND
@@ -163,9 +164,19 @@ class OrtWebEngine(Engine):
         ran = dataclasses.replace(executed, backend=page.backend, problem=problem, act_executed=act)
         if act != "int8":
             return ran
-        found = dp4a.matmul_check(job.prepared) if isinstance(job.prepared, PreparedWorkload) else None
         said = "ORT's kernels quantized the activations to int8 (DP4A, per 128 values, accuracy_level 4)"
-        if found is None:  # whole models: their reference of ORT's rule is not built yet
+        found: dp4a.Check | None = None
+        if isinstance(job.prepared, PreparedWorkload):
+            found = dp4a.matmul_check(job.prepared)
+        elif isinstance(job.prepared, dp4a.PreparedModel) and executed.layers:
+            int8 = {reply.name for reply in page.layers if act_from_programs(reply.programs) == "int8"}
+            if int8:  # each layer's node, as the profile names its programs
+                found = dp4a.model_check(job.prepared, int8)
+                layers = tuple(dataclasses.replace(layer, act_dtype="int8") if layer.name in int8 else layer
+                               for layer in executed.layers)
+                ran = dataclasses.replace(ran, layers=layers)
+                said += f" in {len(int8)} of {len(layers)} linear layers"
+        if found is None:  # decoders and ONNX files: their reference of ORT's rule is not built yet
             note = f"{said}; the kernel check is against float activations, which that rounding alone may miss"
             return dataclasses.replace(ran, note="; ".join(filter(None, [ran.note, note])))
         check, slack = found

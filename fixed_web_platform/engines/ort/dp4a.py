@@ -14,33 +14,38 @@ move the output, measured on references of x with FLIP_PERTURBATION noise.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
+from ...architectures import ActQuant
 from ...precision.quant import error_metrics
-from ...workloads.int8_activations import FLIP_PERTURBATION, FLIP_SEEDS
+from ...workloads.encoder.prepared import PreparedModel, embed
+from ...workloads.int8_activations import FLIP_PERTURBATION, FLIP_SEEDS, Int8Check, flip_floor
 from ...workloads.matmul import PreparedWorkload
+
+Check = tuple[Callable[[np.ndarray], tuple[np.ndarray, str]], float]
+"""(the check of a judged output: (its float64 reference, a problem or ''), the flips' slack)."""
 
 BLOCK = 128
 """Values of a row sharing one activation scale (32 vec4 per workgroup)."""
 
 
 def held_activations(x: np.ndarray) -> np.ndarray:
-    """x [M, K] (K a multiple of BLOCK) as ORT's DP4A kernels hold it, float32."""
-    m, k = x.shape
-    blocks = np.asarray(x, dtype=np.float32).reshape(m, k // BLOCK, BLOCK)
+    """x [..., K] (K a multiple of BLOCK) as ORT's DP4A kernels hold it, float32."""
+    k = x.shape[-1]
+    blocks = np.asarray(x, dtype=np.float32).reshape(-1, k // BLOCK, BLOCK)
     scale = np.abs(blocks).max(axis=2, keepdims=True)
     scale = np.where(scale > 0, scale, np.float32(1))
     q = np.floor(np.float32(0.5) + np.float32(127) * np.clip(blocks / scale, -1, 1))
-    return (q * (scale / np.float32(127))).astype(np.float32).reshape(m, k)
+    return (q * (scale / np.float32(127))).astype(np.float32).reshape(x.shape)
 
 
 def reference(x: np.ndarray, w_exec: np.ndarray) -> np.ndarray:
     return held_activations(x).astype(np.float64) @ np.asarray(w_exec, dtype=np.float64).T
 
 
-def matmul_check(prepared: PreparedWorkload) -> tuple[Callable[[np.ndarray], tuple[np.ndarray, str]], float] | None:
+def matmul_check(prepared: PreparedWorkload) -> Check | None:
     """(the check of a lone matmul's output against the DP4A reference, the flips' slack), or
     None where the rule does not apply (K not a multiple of BLOCK: ORT then runs float kernels)."""
     x, w = prepared.x, prepared.w_exec
@@ -51,3 +56,24 @@ def matmul_check(prepared: PreparedWorkload) -> tuple[Callable[[np.ndarray], tup
     slack = max(error_metrics(reference(x * (1 + FLIP_PERTURBATION * r.standard_normal(x.shape)), w), ref)["rel_error"]
                 for r in rng)
     return (lambda judged: (ref, "")), float(slack)
+
+
+def model_check(prepared: PreparedModel, layers: Collection[str]) -> Check:
+    """The check of a whole encoder whose ``layers`` ran DP4A kernels (as ORT's profile names
+    them per node): the float64 forward with those layers' inputs held by ORT's rule and the
+    others float. Its slack is how far references whose weights carry FLIP_PERTURBATION noise land
+    (workloads/int8_activations.flip_floor, as for the harness's own int8 models); an output
+    nearer the float-activation reference than this one is a problem (the kernels the profile
+    named did not quantize as ORT's rule says)."""
+    ids, mask, tt = prepared.batches.flat()
+    model = prepared.held.model
+
+    def forward(weights: Mapping[str, np.ndarray], act: ActQuant | None) -> np.ndarray:
+        return embed(model, dict(weights), ids, mask, tt, act)
+
+    weights = prepared.held.exec_weights()
+    rule: ActQuant = {name: held_activations for name in layers}
+    ref = forward(weights, rule)
+    slack = flip_floor(forward, weights, rule, ref)
+    int8 = Int8Check(slack, prepared.ref_dequantized)
+    return (lambda judged: (ref, int8.problem(judged, ref))), slack
