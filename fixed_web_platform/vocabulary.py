@@ -81,7 +81,9 @@ v4: work faster than the spec's ``sample_min_ms`` is timed in batches (the reply
 v5: every reply carries ``meter`` (web/meter.js: WebGPU buffers, WebAssembly memory and WebNN
     constants and tensors counted around the engine's calls, the page's and its workers').
 v6: ONNX Runtime Web's replies say which WebGPU implementation ran (``backend``: native or jsep)
-    and the kernel programs its WebGPU profile names (``programs``)."""
+    and the kernel programs its WebGPU profile names (``programs``).
+v7: ONNX Runtime Web's whole-model replies name the programs of each linear layer's node too
+    (``layers[i].programs``)."""
 
 
 class Platform(enum.StrEnum):
