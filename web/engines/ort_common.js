@@ -264,6 +264,30 @@ async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
   return {gpuMs, note, byKey: gpuMs ? byKey : new Map(), programs: profilePrograms(events), programsByKey};
 }
 
+// The layer a WebGPU kernel belongs to: its node is the layer's node or a fusion of it
+// ("<layer>/..."); the 16-bit Casts around it are not the layer's matmul.
+export function layerKey(opts) {
+  const names = new Set(opts.ort_layers.map((l) => l.name));
+  return (node, op) => {
+    if (op === 'Cast') return null;
+    const layer = node.split('/')[0];
+    return names.has(layer) ? layer : null;
+  };
+}
+
+// Each linear layer's programs (`layerKey`) in one run of a session of `graph` made with ORT's
+// profile on: for a page whose timed session runs without it (the decoders' per-token wall
+// clock), asked for after its timed work. `run(session)` makes the run and disposes its outputs.
+export async function nodePrograms(ort, graph, opts, run) {
+  const {session} = await makeSession(ort, graph, {...opts, profile: true}, {});
+  try {
+    await run(session);
+    return (await webgpuProfile(session, 1, [0], layerKey(opts))).programsByKey;
+  } finally {
+    await session.release().catch(() => {});
+  }
+}
+
 // What the WebGPU provider says of the timed runs: per run its GPU ms, per `nodeKey` key the
 // median GPU ms (`byKey`) and the programs its kernels ran (`programsByKey`, native only), and the
 // kernel programs that ran. The native implementation says it

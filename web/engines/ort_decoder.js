@@ -13,7 +13,7 @@
 // disabled first, then, if refused, one with the fallback whose log says where each layer ran.
 // Returns raw samples and facts; decides nothing about them.
 import {timeGenerations} from '../generation.js';
-import {layerProvider, ortFacts, timingFacts} from './ort_common.js';
+import {layerProvider, nodePrograms, ortFacts, timingFacts} from './ort_common.js';
 import {RUN, WHERE, layerNames, loopPage, loopSessions, releaser, zeroCache} from './ort_loop.js';
 
 export async function run(spec, client) {
@@ -60,9 +60,18 @@ export async function run(spec, client) {
     const output = await scoreTexts(sessions.score.session, feeds, opts, evalIds, release, spec.output_bytes, V);
     new Int32Array(output, opts.score.texts * E * V * 4, opts.new_tokens).set(generated);
 
+    // The programs each layer's node ran in a scoring pass (what its MatMulNBits computed: ORT's
+    // DP4A programs take int8 activations), from one more session with ORT's profile on, where
+    // the job asks (native WebGPU at accuracy_level 4); the timed session runs without it.
+    at.stage = 'programs';
+    const every = Array.from({length: E}, (_, r) => r);
+    const programsByLayer = !opts.node_programs ? new Map() : await nodePrograms(ort, graph,
+      {...base, output_location: location}, async (session) => release(Object.values(
+        await session.run(feeds(evalIds.subarray(0, E), 0, every, null), ['logits'], RUN))));
+
     const layers = opts.ort_layers.map((l) => ({
       name: l.name, weight_dtype: `${l.weight_dtype}@${layerProvider(placed, l.name, opts.provider)}`,
-      weight_bytes: l.weight_bytes, gpu_ms: null}));
+      weight_bytes: l.weight_bytes, gpu_ms: null, programs: programsByLayer.get(l.name) ?? []}));
     const copies = open.length;
     const cacheBytes = cacheDims.reduce((a, b) => a * b, 4);
     return {
@@ -72,6 +81,7 @@ export async function run(spec, client) {
         'call, so load_weights_ms is session creation; scratch counts the page\'s own logits and zero cache, not ' +
         'ORT\'s activation arena'}),
       layers,
+      programs: [...new Set([...programsByLayer.values()].flat())],
       decoder: {upload_ms: compileMs, first_forward_ms: firstForwardMs, kv_cache_on_device: opts.provider !== 'wasm',
                 memory: {weights: opts.weight_bytes * copies, kv_cache: 2 * cfg.layers * 2 * cacheBytes,
                          scratch: E * V * 4 + cacheBytes}, generations},

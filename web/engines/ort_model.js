@@ -8,7 +8,7 @@
 // then, if refused, one with the fallback whose verbose log says where each layer's node ran.
 import {timeIterations} from '../timing.js';
 import {layerProvider, loadOrt, makeSession, ortFacts, ortFailure, preflight, sessionCalls, timingFacts,
-        gpuFacts} from './ort_common.js';
+        gpuFacts, layerKey} from './ort_common.js';
 
 function inputType(session, name, fallback) {
   const meta = Array.isArray(session.inputMetadata) ?
@@ -95,13 +95,3 @@ async function passOutputs(runOnce, feeds0, feedsOf, opts, batch, hidden) {
   return output;
 }
 
-// The layer a WebGPU kernel belongs to: its node is the layer's node or a fusion of it
-// ("<layer>/..."); the 16-bit Casts around it are not the layer's matmul.
-function layerKey(opts) {
-  const names = new Set(opts.ort_layers.map((l) => l.name));
-  return (node, op) => {
-    if (op === 'Cast') return null;
-    const layer = node.split('/')[0];
-    return names.has(layer) ? layer : null;
-  };
-}

@@ -81,6 +81,10 @@ DEFAULT_BUFFER_CACHE = "bucket"
 """ORT Web's default storage-buffer cache mode (webgpu_buffer_cache config, 1.30)."""
 
 
+DP4A_LEVEL = "4"
+"""The accuracy level at which the native implementation's MatMulNBits may take int8 activations:
+where a page times without ORT's profile (the decoders), it reads each layer's programs from one
+more profiled run (``node_programs``)."""
 DP4A_PROGRAM = "DP4AMatMul"
 """How the native WebGPU implementation names the programs of its int8-activation MatMulNBits
 path (DP4AMatMulQuantize, DP4AMatMulNBits, DP4AMatMulNBitsSmallM: contrib_ops/webgpu/quantization)."""
@@ -143,15 +147,17 @@ class OrtWebEngine(Engine):
     def session_options(self, run: RunSpec, graph_optimization: str = "all") -> dict[str, object]:
         """What every ORT page needs to load the bundle and open a session on this provider
         (``graph_optimization``: ORT's graphOptimizationLevel)."""
+        native = self.platform is Platform.WEBGPU and (run.backend or DEFAULT_BACKEND) == "native"
         return {"provider": self.platform.value, "device_type": run.webnn_device, "threads": ORT_THREADS,
                 "assets": self.build(run).url, "bundle": BACKENDS[run.backend or DEFAULT_BACKEND],
-                "backend": run.backend, "graph_optimization": graph_optimization, "buffer_cache": run.buffer_cache}
+                "backend": run.backend, "graph_optimization": graph_optimization, "buffer_cache": run.buffer_cache,
+                "node_programs": native and run.accuracy_level == DP4A_LEVEL}
 
     def what_ran(self, run: RunSpec, job: EngineJob, page: PageReply, executed: Executed) -> Executed:
         """On WebGPU, the implementation the page found (a run on another than asked is invalid)
         and, from the kernel programs ORT's profile names, whether its MatMulNBits kernels took
-        int8 activations (DP4A) or float ones. A lone matmul that took int8 ones, and an encoder's
-        layers whose nodes ran DP4A programs, are checked against the reference of ORT's own
+        int8 activations (DP4A) or float ones. A lone matmul that took int8 ones, and a whole
+        model's layers whose nodes ran DP4A programs, are checked against the reference of ORT's own
         activation rule (dp4a.py)."""
         if self.platform is not Platform.WEBGPU:
             return executed
@@ -168,7 +174,7 @@ class OrtWebEngine(Engine):
         found: dp4a.Check | None = None
         if isinstance(job.prepared, PreparedWorkload):
             found = dp4a.matmul_check(job.prepared)
-        elif isinstance(job.prepared, dp4a.PreparedModel) and executed.layers:
+        elif isinstance(job.prepared, dp4a.MODELS) and executed.layers:
             int8 = {reply.name for reply in page.layers if act_from_programs(reply.programs) == "int8"}
             if int8:  # each layer's node, as the profile names its programs
                 found = dp4a.model_check(job.prepared, int8)
@@ -176,7 +182,7 @@ class OrtWebEngine(Engine):
                                for layer in executed.layers)
                 ran = dataclasses.replace(ran, layers=layers)
                 said += f" in {len(int8)} of {len(layers)} linear layers"
-        if found is None:  # decoders and ONNX files: their reference of ORT's rule is not built yet
+        if found is None:  # ONNX files: their reference of ORT's rule is not built yet
             note = f"{said}; the kernel check is against float activations, which that rounding alone may miss"
             return dataclasses.replace(ran, note="; ".join(filter(None, [ran.note, note])))
         check, slack = found

@@ -14,16 +14,19 @@ move the output, measured on references of x with FLIP_PERTURBATION noise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 
 import numpy as np
 
 from ...architectures import ActQuant
 from ...precision.quant import error_metrics
-from ...workloads.encoder.prepared import PreparedModel, embed
+from ...workloads.decoder.prepared import PreparedDecoder
+from ...workloads.encoder.prepared import PreparedModel
 from ...workloads.int8_activations import FLIP_PERTURBATION, FLIP_SEEDS, Int8Check, flip_floor
 from ...workloads.matmul import PreparedWorkload
 
+MODELS = (PreparedModel, PreparedDecoder)
+"""The whole models whose layers a DP4A reference holds as ORT's profile names them."""
 Check = tuple[Callable[[np.ndarray], tuple[np.ndarray, str]], float]
 """(the check of a judged output: (its float64 reference, a problem or ''), the flips' slack)."""
 
@@ -58,22 +61,16 @@ def matmul_check(prepared: PreparedWorkload) -> Check | None:
     return (lambda judged: (ref, "")), float(slack)
 
 
-def model_check(prepared: PreparedModel, layers: Collection[str]) -> Check:
-    """The check of a whole encoder whose ``layers`` ran DP4A kernels (as ORT's profile names
-    them per node): the float64 forward with those layers' inputs held by ORT's rule and the
-    others float. Its slack is how far references whose weights carry FLIP_PERTURBATION noise land
+def model_check(prepared: PreparedModel | PreparedDecoder, layers: Collection[str]) -> Check:
+    """The check of a whole model whose ``layers`` ran DP4A kernels (as ORT's profile names them
+    per node): the float64 forward with those layers' inputs held by ORT's rule and the others
+    float. Its slack is how far references whose weights carry FLIP_PERTURBATION noise land
     (workloads/int8_activations.flip_floor, as for the harness's own int8 models); an output
     nearer the float-activation reference than this one is a problem (the kernels the profile
     named did not quantize as ORT's rule says)."""
-    ids, mask, tt = prepared.batches.flat()
-    model = prepared.held.model
-
-    def forward(weights: Mapping[str, np.ndarray], act: ActQuant | None) -> np.ndarray:
-        return embed(model, dict(weights), ids, mask, tt, act)
-
     weights = prepared.held.exec_weights()
     rule: ActQuant = {name: held_activations for name in layers}
-    ref = forward(weights, rule)
-    slack = flip_floor(forward, weights, rule, ref)
+    ref = prepared.forward(weights, rule)
+    slack = flip_floor(prepared.forward, weights, rule, ref)
     int8 = Int8Check(slack, prepared.ref_dequantized)
     return (lambda judged: (ref, int8.problem(judged, ref))), slack

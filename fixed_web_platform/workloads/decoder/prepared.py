@@ -134,6 +134,11 @@ class PreparedDecoder(HeldModelFacts):
     def judged(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return outputs[LOGITS]
 
+    def forward(self, weights: Mapping[str, np.ndarray], act_quant: ActQuant | None = None) -> np.ndarray:
+        """The float64 reference of the judged output (the evaluation rows' logits) with these
+        weights and int8 inputs (an int8_activations.Forward)."""
+        return reference_logits(self.workload.architecture(), self.config, weights, self.tokens.eval_ids, act_quant)
+
     def tolerance(self, compute_dtype: str) -> float:
         base = KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
         return self.int8.tolerance(base) if self.int8 else base

@@ -119,6 +119,12 @@ class PreparedModel(HeldModelFacts):
         """The output rows of the real texts (the batch filler dropped)."""
         return outputs[OUTPUT][: self.batches.count]
 
+    def forward(self, weights: Mapping[str, np.ndarray], act_quant: ActQuant | None = None) -> np.ndarray:
+        """The float64 reference of the judged output (the texts' embeddings) with these weights
+        and int8 inputs (an int8_activations.Forward)."""
+        ids, mask, tt = self.batches.flat()
+        return embed(self.held.model, dict(weights), ids, mask, tt, act_quant)
+
     def tolerance(self, compute_dtype: str) -> float:
         base = KERNEL_TOLERANCE_F16 if compute_dtype == "f16" else KERNEL_TOLERANCE_F32
         return self.int8.tolerance(base) if self.int8 else base
