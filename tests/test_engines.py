@@ -306,3 +306,18 @@ def test_ort_on_webgpu_says_which_implementation_ran_and_in_what_its_kernels_too
     assert other.problem == "ran ORT's jsep WebGPU implementation, not native"
     with pytest.raises(PageDataError):
         _interpret(run, job, _reply(executed_on="webgpu", backend=""))
+
+
+def test_ort_speech_at_accuracy_level_4_on_native_webgpu_is_refused_with_why() -> None:
+    """Its page does not read which layers ran DP4A, so its kernel check would have no reference of
+    what ran; level 0, JSEP (no int8 path) and wasm run."""
+    from types import SimpleNamespace
+
+    from fixed_web_platform.engines.ort.speech import OrtSpeech
+
+    def refusal(platform: Platform, level: str, backend: str = "") -> str:
+        return OrtSpeech().refuse(SimpleNamespace(platform=platform, accuracy_level=level, backend=backend))
+
+    assert "does not read which layers" in refusal(Platform.WEBGPU, "4")
+    assert "does not read which layers" in refusal(Platform.WEBGPU, "4", "native")
+    assert refusal(Platform.WEBGPU, "0") == refusal(Platform.WEBGPU, "4", "jsep") == refusal(Platform.WASM, "4") == ""
