@@ -326,7 +326,11 @@ class BrowserRunner:
                                     MemoryFigures.over_pages(peaks))
         layers.extend(layer_rows(run, job, executed[0]))
         if outputs[0] is not None and row.outcome in (Outcome.OK, Outcome.INVALID):
-            arrays = job.prepared.output_arrays(parse_outputs(outputs[0], job.prepared.outputs))
+            parsed = parse_outputs(outputs[0], job.prepared.outputs)
+            arrays = job.prepared.output_arrays(parsed)
+            check = executed[0].check
+            if check is not None and "reference_dequantized_f64" in arrays:  # judged by the engine's own rule
+                arrays["reference_engine_rule_f64"] = check(job.prepared.judged(parsed))[0]
             if arrays:
                 row = replace(row, outputs_file=self.writer.save_outputs(run.run_id, arrays))
         return row, {**samples, **job.details, **rest}
