@@ -10,6 +10,10 @@ products with the weights' codes (DP4A). The reference holds x so, in float32 as
 and multiplies the held weights in float64. A value on a rounding boundary may round the other way
 on the GPU (its division is not correctly rounded): the tolerance adds how far such flips alone
 move the output, measured on references of x with FLIP_PERTURBATION noise.
+
+A whole model (encoder, decoder) holds, in its float64 forward, the inputs of the layers whose
+nodes ORT's profile names DP4A programs for (``model_check``; a layer whose K or N does not fit
+runs float kernels), through architectures/int8.linear, which takes this rule as a layer's.
 """
 
 from __future__ import annotations
