@@ -85,6 +85,15 @@ DP4A_LEVEL = "4"
 """The accuracy level at which the native implementation's MatMulNBits may take int8 activations:
 where a page times without ORT's profile (the decoders), it reads each layer's programs from one
 more profiled run (``node_programs``)."""
+
+
+def may_run_dp4a(run: RunSpec) -> bool:
+    """Whether the run's MatMulNBits may take int8 activations: ORT's native WebGPU implementation
+    at DP4A_LEVEL (where K, N and the adapter fit; the profile says where it did)."""
+    return (run.platform is Platform.WEBGPU and (run.backend or DEFAULT_BACKEND) == "native"
+            and run.accuracy_level == DP4A_LEVEL)
+
+
 DP4A_PROGRAM = "DP4AMatMul"
 """How the native WebGPU implementation names the programs of its int8-activation MatMulNBits
 path (DP4AMatMulQuantize, DP4AMatMulNBits, DP4AMatMulNBitsSmallM: contrib_ops/webgpu/quantization)."""
@@ -147,11 +156,10 @@ class OrtWebEngine(Engine):
     def session_options(self, run: RunSpec, graph_optimization: str = "all") -> dict[str, object]:
         """What every ORT page needs to load the bundle and open a session on this provider
         (``graph_optimization``: ORT's graphOptimizationLevel)."""
-        native = self.platform is Platform.WEBGPU and (run.backend or DEFAULT_BACKEND) == "native"
         return {"provider": self.platform.value, "device_type": run.webnn_device, "threads": ORT_THREADS,
                 "assets": self.build(run).url, "bundle": BACKENDS[run.backend or DEFAULT_BACKEND],
                 "backend": run.backend, "graph_optimization": graph_optimization, "buffer_cache": run.buffer_cache,
-                "node_programs": native and run.accuracy_level == DP4A_LEVEL}
+                "node_programs": may_run_dp4a(run)}
 
     def what_ran(self, run: RunSpec, job: EngineJob, page: PageReply, executed: Executed) -> Executed:
         """On WebGPU, the implementation the page found (a run on another than asked is invalid)

@@ -17,7 +17,7 @@ from typing import Any
 from ...run_spec import RunSpec
 from ...vocabulary import Platform
 from ...workloads.speech.prepared import PreparedSpeech, prepare_speech
-from . import DEFAULT_BACKEND, DP4A_LEVEL, OrtWebEngine, held_workload, holding, onnx_speech
+from . import OrtWebEngine, held_workload, holding, may_run_dp4a, onnx_speech
 from .loop import OrtLoopRunner
 
 RUNNER = "ort_speech"
@@ -29,8 +29,7 @@ class OrtSpeech(OrtLoopRunner):
     act_bits = (32, 8)
 
     def refuse(self, run: RunSpec) -> str:
-        if run.accuracy_level == DP4A_LEVEL and run.platform is Platform.WEBGPU and (
-                run.backend or DEFAULT_BACKEND) == "native":
+        if may_run_dp4a(run):
             return ("accuracy_level 4 on ORT's native WebGPU: its MatMulNBits may quantize the activations to int8 "
                     "(DP4A), and the speech page does not read which layers did, so the stage-by-stage kernel check "
                     "would have no reference of what ran (encoders and decoders read it)")
