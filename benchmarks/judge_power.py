@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
     results = {}
     for name, folders in groups.items():
-        key = f"{name} {_digest(folders)} x{args.factor:g} bits {sorted(bits)} pages {args.pages or 'all'}"
+        key = f"{name} {_digest(folders)} x{args.factor:g} bits {sorted(bits)} pages {args.pages or 'all'} v2"
         if key not in state:
             sets = [load(f) for f in folders]
             sets = [first_pages(rs, args.pages) for rs in sets] if args.pages else sets
@@ -153,9 +153,9 @@ def _print(results: dict[str, RepeatResult], args: argparse.Namespace, title: st
     quiet = sum(not r.false_alarms for r in results.values())
     passed = sum(r.passed for r in results.values())
     alarms = sum(len(r.false_alarms) for r in results.values())
-    judged = sum(len(r.planted) * len(args.bits) for r in results.values())
+    judged = sum(r.judged for r in results.values())
     print(f"\ncaught on every shape in {caught} of {len(results)}; no false alarm in {quiet} of {len(results)} "
-          f"({alarms} of about {judged} unplanted judgements); both in {passed} of {len(results)} "
+          f"({alarms} of {judged} unplanted judgements); both in {passed} of {len(results)} "
           f"(target: {TARGET} of {REPEATS} independent repeats)")
     for name, r in results.items():
         for config, note in r.notes.items():

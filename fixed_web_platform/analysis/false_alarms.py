@@ -191,6 +191,8 @@ class RepeatResult:
     planted: dict[str, list[str]]
     false_alarms: list[str]
     notes: dict[str, str]
+    judged: int = 0
+    """Configurations of the unplanted sixth whose latency was judged (each a chance of a false alarm)."""
 
     @property
     def caught(self) -> bool:
@@ -216,4 +218,5 @@ def judge_repeat(sets: Sequence[ResultSet], factor: float, bits: Collection[int]
             by_workload.setdefault(str(e.config[_WORKLOAD]), []).append(e.verdict.value)
             notes[f"{e.config[_WORKLOAD]} {e.config[_BITS]}-bit"] = e.note
     alarms = [f"{e.config[_WORKLOAD]} {e.config[_BITS]}-bit" for e in unplanted if e.verdict.is_regression]
-    return RepeatResult([str(rs.directory) for rs in sets], by_workload, alarms, notes)
+    judged = sum(1 for e in unplanted if e.verdict in JUDGED)
+    return RepeatResult([str(rs.directory) for rs in sets], by_workload, alarms, notes, judged)

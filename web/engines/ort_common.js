@@ -260,7 +260,8 @@ async function webgpuProfile(session, calls, timedCalls, nodeKey = null) {
   const note = gpuMs ? 'sum of the GPU kernel events of each run in ORT\'s session profile'
                      : 'ORT\'s session profile held no GPU kernel events for every run';
   if (gpuMs && !gpuMs.every((v) => v > 0)) gpuMs = null;
-  const programsByKey = new Map([...(runs ? runs.programs : new Map())].map(([k, v]) => [k, [...v].slice(0, 16)]));
+  const programsByKey = new Map([...(runs ? runs.programs : new Map())]  // page_protocol.LAYER_PROGRAMS: 16 a layer
+    .map(([k, v]) => [k, [...v].slice(0, 16)]));
   return {gpuMs, note, byKey: gpuMs ? byKey : new Map(), programs: profilePrograms(events), programsByKey};
 }
 
